@@ -1,0 +1,112 @@
+"""Django admin: rules are edited through the policy service (so every save is a
+validated, audited policy version); requests, decisions and versions are read-only.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+
+from . import policy
+from .models import ApprovalRequest, Decision, PolicyVersion, RiskRule
+from .rules.conditions import RuleValidationError
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class RiskRuleForm(forms.ModelForm):
+    change_note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), help_text="Why the policy changes.")
+
+    class Meta:
+        model = RiskRule
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk and "name" in self.changed_data:
+            # Policy history tracks rules by name; a rename would read as delete + create.
+            raise forms.ValidationError("Rules cannot be renamed; create a new rule instead.")
+        data = _rule_data(cleaned)
+        try:
+            policy.RuleSpec.from_dict(data)
+        except RuleValidationError as exc:
+            raise forms.ValidationError(f"{exc.field}: {exc.message}") from exc
+        return cleaned
+
+
+def _rule_data(cleaned: dict) -> dict:
+    return {
+        "name": cleaned.get("name"),
+        "priority": cleaned.get("priority"),
+        "enabled": cleaned.get("enabled"),
+        "action_type": cleaned.get("action_type"),
+        "conditions": cleaned.get("conditions") or [],
+        "match": cleaned.get("match"),
+        "risk_level": cleaned.get("risk_level"),
+        "required_approvals": cleaned.get("required_approvals"),
+        "approver_group": cleaned["approver_group"].name if cleaned.get("approver_group") else None,
+        "escalation_group": cleaned["escalation_group"].name if cleaned.get("escalation_group") else None,
+        "decision_ttl_seconds": cleaned.get("decision_ttl_seconds"),
+        "execution_window_seconds": cleaned.get("execution_window_seconds"),
+        "editable_params": cleaned.get("editable_params") or [],
+        "masked_params": cleaned.get("masked_params") or [],
+        "trusts_declared": cleaned.get("trusts_declared"),
+    }
+
+
+@admin.register(RiskRule)
+class RiskRuleAdmin(admin.ModelAdmin):
+    form = RiskRuleForm
+    list_display = ["priority", "name", "action_type", "risk_level", "required_approvals", "approver_group", "enabled"]
+    list_display_links = ["name"]
+    list_filter = ["risk_level", "enabled"]
+    search_fields = ["name", "action_type"]
+    actions = None
+
+    def save_model(self, request, obj, form, change):
+        saved = policy.save_rule(_rule_data(form.cleaned_data), acting_user=request.user,
+                                 note=form.cleaned_data["change_note"])
+        obj.pk = saved.pk
+
+    def delete_model(self, request, obj):
+        policy.delete_rule(obj.name, acting_user=request.user, note=f"Deleted in admin by {request.user}")
+        messages.info(request, "A new policy version records the deletion.")
+
+
+@admin.register(PolicyVersion)
+class PolicyVersionAdmin(ReadOnlyAdmin):
+    list_display = ["number", "created_at", "created_by_label", "note"]
+
+
+class DecisionInline(admin.TabularInline):
+    model = Decision
+    extra = 0
+    can_delete = False
+    readonly_fields = ["revision", "reviewer", "verdict", "feedback", "created_at"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(ReadOnlyAdmin):
+    list_display = ["id", "action_type", "agent", "state", "risk_level", "rule_name", "created_at", "decide_by"]
+    list_filter = ["state", "risk_level", "kind"]
+    search_fields = ["id", "action_type", "run_id", "tool_call_id"]
+    list_select_related = ["agent"]
+    inlines = [DecisionInline]
+
+
+@admin.register(Decision)
+class DecisionAdmin(ReadOnlyAdmin):
+    list_display = ["request", "revision", "reviewer", "verdict", "created_at"]
+    list_select_related = ["reviewer"]

@@ -1,0 +1,40 @@
+"""Create the demo people, agent and seed policy for `make run`. Idempotent:
+passwords are printed once, when the account is first created."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+
+from agents.models import Agent
+from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
+from approvals.policy import seed_policy
+
+DEMO_PEOPLE = [
+    ("reviewer", REVIEWERS, False),
+    ("reviewer2", REVIEWERS, False),
+    ("risk-admin", RISK_ADMINS, True),
+    ("auditor", AUDITORS, False),
+]
+
+
+class Command(BaseCommand):
+    help = "Create demo users, a demo agent and the seed policy (idempotent)."
+
+    def handle(self, *args, **options) -> None:
+        seed_policy()
+        User = get_user_model()
+        for username, group_name, is_staff in DEMO_PEOPLE:
+            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": is_staff})
+            user.groups.add(Group.objects.get(name=group_name))
+            if created:
+                password = secrets.token_urlsafe(12)
+                user.set_password(password)
+                user.save()
+                self.stdout.write(f"  {username:<11} password: {password}   ({group_name})")
+        owner, _ = User.objects.get_or_create(username="agent-owner")
+        Agent.objects.get_or_create(name="demo-agent", defaults={"owner": owner})
+        self.stdout.write(self.style.SUCCESS("Demo data ready."))

@@ -1,0 +1,369 @@
+"""Server-side impact facts that rules read as ``impact.*``.
+
+The agent never supplies impact: it is computed here from the params and the
+resolved target. Action types can add or override keys with extractors registered
+by glob (``@register_impact_extractor("send_email")``). All values are JSON-safe;
+amounts are decimal strings, never floats.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Final
+
+from .conditions import to_decimal
+
+__all__ = [
+    "IRREVERSIBLE_PATTERNS",
+    "SENSITIVE_LABELS",
+    "ImpactExtractor",
+    "compute_impact",
+    "count_recipients",
+    "detect_sensitive",
+    "register_impact_extractor",
+    "unregister_impact_extractor",
+]
+
+ImpactExtractor = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+
+IRREVERSIBLE_PATTERNS: Final[tuple[str, ...]] = ("delete_*", "drop_*", "send_*", "transfer_*", "pay_*")
+SENSITIVE_LABELS: Final[frozenset[str]] = frozenset({"pii", "confidential", "secret", "sensitive", "financial"})
+RECIPIENT_FIELDS: Final[frozenset[str]] = frozenset({"to", "cc", "bcc"})
+
+# Scanning limits: params come from agents, so the scan must stay bounded. Anything
+# beyond them is reported as the "unscanned" kind, which makes the call sensitive:
+# content we could not inspect is not assumed clean.
+MAX_SCAN_DEPTH: Final = 32
+MAX_SCAN_NODES: Final = 20_000
+MAX_SCAN_CHARS: Final = 2_000_000
+MAX_RECIPIENT_ITEMS: Final = 10_000
+
+_IRREVERSIBLE = re.compile("|".join(fnmatch.translate(p) for p in IRREVERSIBLE_PATTERNS))
+
+
+# ---------------------------------------------------------------------------
+# Recipients
+# ---------------------------------------------------------------------------
+
+
+def _split_addresses(text: str) -> Iterator[str]:
+    """Split on commas, semicolons and newlines outside quotes and angle brackets."""
+    token: list[str] = []
+    quoted = False
+    angle = False
+    for char in text:
+        if char == '"' and not angle:
+            quoted = not quoted
+        elif char == "<" and not quoted:
+            angle = True
+        elif char == ">" and not quoted:
+            angle = False
+        elif char in ",;\r\n" and not quoted and not angle:
+            yield "".join(token)
+            token = []
+            continue
+        token.append(char)
+    yield "".join(token)
+
+
+def _address_key(token: str) -> str:
+    """The comparable address: the part in <...> if present, stripped and lowercased."""
+    token = token.strip()
+    start, end = token.rfind("<"), token.rfind(">")
+    if start != -1 and end > start:
+        token = token[start + 1 : end].strip()
+    return token.strip("'\" ").lower()
+
+
+def _recipient_keys(value: Any, depth: int = 0) -> Iterator[str]:
+    if depth > 4:
+        return
+    if isinstance(value, str):
+        for token in _split_addresses(value):
+            key = _address_key(token)
+            if key:
+                yield key
+    elif isinstance(value, Mapping):
+        # APIs often send {"name": ..., "email": ...}; an unknown shape still counts once.
+        address = value.get("email") or value.get("address") or value.get("addr")
+        if isinstance(address, str) and _address_key(address):
+            yield _address_key(address)
+        elif value:
+            yield f"object:{sorted(map(str, value.items()))}"
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _recipient_keys(item, depth + 1)
+
+
+def count_recipients(params: Mapping[str, Any]) -> int:
+    """Distinct addresses across params to, cc and bcc (keys matched case-insensitively).
+
+    Each field may be a string (comma, semicolon or newline separated), a list, or
+    a list of ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
+    address. A token without "@" still counts: over-counting is the safe error.
+    """
+    seen: set[str] = set()
+    for key, value in params.items():
+        if isinstance(key, str) and key.lower() in RECIPIENT_FIELDS:
+            for address in _recipient_keys(value):
+                seen.add(address)
+                if len(seen) >= MAX_RECIPIENT_ITEMS:
+                    return len(seen)
+    return len(seen)
+
+
+# ---------------------------------------------------------------------------
+# Sensitive content
+# ---------------------------------------------------------------------------
+
+_CARD_CANDIDATE = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])")
+_SSN = re.compile(r"(?<![0-9-])(?!000|666|9[0-9]{2})[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![0-9-])")
+_SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = (
+    re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
+    re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+    re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
+    re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),
+    re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+)
+_SECRET_KEY_WORDS: Final[frozenset[str]] = frozenset(
+    {"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey", "privatekey", "accesskey", "credential",
+     "credentials"}
+)
+_KEY_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        digit = ord(char) - 48
+        if index % 2 == 1:
+            digit = digit * 2 - 9 if digit > 4 else digit * 2
+        total += digit
+    return total % 10 == 0
+
+
+def _has_card_number(text: str) -> bool:
+    for match in _CARD_CANDIDATE.finditer(text):
+        digits = match.group().replace(" ", "").replace("-", "")
+        if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+            return True
+    return False
+
+
+def _is_secret_key_name(key: str) -> bool:
+    words = [word.lower() for word in _KEY_WORD_SPLIT.split(key) if word]
+    joined = "".join(words)
+    pairs = {a + b for a, b in zip(words, words[1:])}
+    return any(word in _SECRET_KEY_WORDS for word in words) or bool(
+        pairs & _SECRET_KEY_WORDS
+    ) or joined in _SECRET_KEY_WORDS
+
+
+def _text_kinds(text: str) -> set[str]:
+    kinds: set[str] = set()
+    if _has_card_number(text):
+        kinds.add("card_number")
+    if _SSN.search(text):
+        kinds.add("national_id")
+    if any(pattern.search(text) for pattern in _SECRET_PATTERNS):
+        kinds.add("secret")
+    return kinds
+
+
+@dataclass
+class _ScanBudget:
+    nodes: int = MAX_SCAN_NODES
+    chars: int = MAX_SCAN_CHARS
+    exhausted: bool = False
+
+
+def _scan(value: Any, depth: int, budget: _ScanBudget, kinds: set[str]) -> None:
+    budget.nodes -= 1
+    if budget.nodes < 0 or depth > MAX_SCAN_DEPTH:
+        budget.exhausted = True
+        return
+    if isinstance(value, str):
+        budget.chars -= len(value)
+        if budget.chars < 0:
+            budget.exhausted = True
+            return
+        kinds.update(_text_kinds(value))
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str):
+                if isinstance(item, str) and item.strip() and _is_secret_key_name(key):
+                    kinds.add("secret")
+                _scan(key, depth + 1, budget, kinds)
+            _scan(item, depth + 1, budget, kinds)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _scan(item, depth + 1, budget, kinds)
+
+
+def _label_kinds(target: Mapping[str, Any], sensitive_labels: frozenset[str]) -> set[str]:
+    labels = target.get("labels")
+    if isinstance(labels, str):
+        labels = [labels]
+    if not isinstance(labels, (list, tuple)):
+        return set()
+    found = {label.strip().lower() for label in labels if isinstance(label, str)}
+    return {f"label:{label}" for label in found & sensitive_labels}
+
+
+def detect_sensitive(
+    params: Mapping[str, Any],
+    target: Mapping[str, Any] | None = None,
+    *,
+    sensitive_labels: Iterable[str] = SENSITIVE_LABELS,
+) -> list[str]:
+    """Sorted sensitive kinds found in params (recursively) and target labels.
+
+    Kinds: "card_number", "national_id", "secret", "label:<x>", and "unscanned"
+    when params exceed the scan limits.
+    """
+    kinds: set[str] = set()
+    budget = _ScanBudget()
+    _scan(params, 0, budget, kinds)
+    if budget.exhausted:
+        kinds.add("unscanned")
+    kinds |= _label_kinds(target or {}, frozenset(label.lower() for label in sensitive_labels))
+    return sorted(kinds)
+
+
+# ---------------------------------------------------------------------------
+# Other facts
+# ---------------------------------------------------------------------------
+
+
+def _amount(params: Mapping[str, Any]) -> str | None:
+    number = to_decimal(params.get("amount"))
+    return None if number is None else format(number, "f")
+
+
+def _target_count(params: Mapping[str, Any], target: Mapping[str, Any]) -> int:
+    for source, key in ((target, "ids"), (params, "ids"), (params, "targets")):
+        value = source.get(key)
+        if isinstance(value, (list, tuple)):
+            return len(value)
+    return 1
+
+
+def _reversible(action_type: str, target: Mapping[str, Any]) -> bool:
+    declared_by_target = target.get("reversible")
+    if isinstance(declared_by_target, bool):
+        return declared_by_target
+    return _IRREVERSIBLE.match(action_type) is None
+
+
+# ---------------------------------------------------------------------------
+# Extractor registry
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Registered:
+    pattern: str
+    regex: re.Pattern[str]
+    function: ImpactExtractor
+    order: int
+
+    @property
+    def specificity(self) -> tuple[bool, int, int]:
+        literal = not any(char in self.pattern for char in "*?[")
+        return (literal, len(self.pattern.replace("*", "")), self.order)
+
+
+_REGISTRY: dict[str, _Registered] = {}
+
+
+def register_impact_extractor(pattern: str) -> Callable[[ImpactExtractor], ImpactExtractor]:
+    """Register ``fn(params, target, impact) -> dict`` for action types matching ``pattern``.
+
+    Every matching extractor runs, least specific first (globs before literals), so
+    the most specific one overrides. An extractor may add sensitive kinds but never
+    remove them. Registering the same pattern twice raises ValueError.
+    """
+
+    def decorator(function: ImpactExtractor) -> ImpactExtractor:
+        if pattern in _REGISTRY:
+            raise ValueError(f"an impact extractor is already registered for {pattern!r}")
+        _REGISTRY[pattern] = _Registered(pattern, re.compile(fnmatch.translate(pattern)), function, len(_REGISTRY))
+        return function
+
+    return decorator
+
+
+def unregister_impact_extractor(pattern: str) -> None:
+    """Remove the extractor for ``pattern`` (for tests and plugin unloading)."""
+    _REGISTRY.pop(pattern, None)
+
+
+def _extractors_for(action_type: str) -> list[_Registered]:
+    found = [entry for entry in _REGISTRY.values() if entry.regex.match(action_type)]
+    return sorted(found, key=lambda entry: entry.specificity)
+
+
+def _json_safe(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_SCAN_DEPTH:
+        raise TypeError("impact value is nested too deeply")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, (float, Decimal)):
+        number = to_decimal(value)
+        if number is None:
+            raise TypeError(f"impact value {value!r} is not a finite number")
+        return format(number, "f")
+    if isinstance(value, Mapping):
+        return {str(key): _json_safe(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return [_json_safe(item, depth + 1) for item in items]
+    raise TypeError(f"impact value of type {type(value).__name__} is not JSON-safe")
+
+
+def _merge(impact: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    detected = set(impact["sensitive_kinds"])
+    was_sensitive = impact["sensitive"]
+    impact.update(_json_safe(extra))
+    kinds = impact.get("sensitive_kinds")
+    added = set(kinds) if isinstance(kinds, list) else set()
+    impact["sensitive_kinds"] = sorted(detected | {str(kind) for kind in added})
+    impact["sensitive"] = bool(was_sensitive or impact.get("sensitive") is True or impact["sensitive_kinds"])
+
+
+# ---------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------
+
+
+def compute_impact(
+    action_type: str,
+    params: Mapping[str, Any],
+    target: Mapping[str, Any] | None = None,
+    *,
+    sensitive_labels: Iterable[str] = SENSITIVE_LABELS,
+) -> dict[str, Any]:
+    """Compute the ``impact`` namespace for one call. JSON-safe; never trusts the agent.
+
+    Keys: recipient_count (int), amount (decimal string or None), target_count (int),
+    reversible (bool), sensitive (bool), sensitive_kinds (sorted list of str), plus
+    whatever registered extractors add. Extractor errors propagate: they are code bugs.
+    """
+    params = params if isinstance(params, Mapping) else {}
+    target = target if isinstance(target, Mapping) else {}
+    kinds = detect_sensitive(params, target, sensitive_labels=sensitive_labels)
+    impact: dict[str, Any] = {
+        "recipient_count": count_recipients(params),
+        "amount": _amount(params),
+        "target_count": _target_count(params, target),
+        "reversible": _reversible(action_type, target),
+        "sensitive": bool(kinds),
+        "sensitive_kinds": kinds,
+    }
+    for entry in _extractors_for(action_type):
+        _merge(impact, entry.function(params, target, dict(impact)))
+    return impact

@@ -1,0 +1,655 @@
+"""Every state change of an approval request, one function each.
+
+Views, API, consumers, tasks and commands call these and nothing else changes a
+request's state. Each function runs in one transaction with the row locked
+(`select_for_update`), appends its audit events in that transaction and pushes
+the live update only after commit. A refused change raises `DomainError` and
+changes nothing, except where a guard must persist what time already decided
+(a deadline passed, a re-validation failed): that is committed first, then the
+error is raised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db.models import F
+from django.utils import timezone
+
+from audit.chain import Actor, audited_atomic, digest, record
+
+from . import broadcast, errors
+from .emergency import is_stopped
+from .errors import DomainError
+from .models import ApprovalRequest, Decision, ParamsRevision
+from .permissions import can_decide, eligible_approvers, excluded_from_approving, grant_group
+from .policy import current_policy
+from .rules.engine import Classification, ClassificationInput
+from .rules.impact import compute_impact
+from .rules.levels import level_rank
+from .snapshots import current_target_hash, snapshot_hash
+from .states import TRANSITIONS, Kind, RiskLevel, State
+
+__all__ = [
+    "ExecutionGrant",
+    "Submission",
+    "approve",
+    "approve_with_edits",
+    "cancel",
+    "claim_execution",
+    "classify",
+    "complete_execution",
+    "expire",
+    "expire_overdue",
+    "fail_lost_execution",
+    "reject",
+    "revalidate",
+    "revalidation_refusal",
+    "submit",
+]
+
+PLAN_ACTION_TYPE = "submit_plan"
+SYSTEM = Actor.system()
+
+
+# --- Inputs and outputs -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What an agent asks for. The API validates shapes and sizes before this."""
+
+    kind: str
+    action_type: str = ""
+    target: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    declared: dict[str, Any] = field(default_factory=dict)
+    plan_path: str = ""
+    plan_title: str = ""
+    plan_markdown: str = ""
+    run_id: str = ""
+    thread_id: str = ""
+    resource_id: str = ""
+    tool_call_id: str = ""
+    idempotency_key: str | None = None
+    submission_digest: str = ""
+    requested_for: Any = None
+    supersedes: ApprovalRequest | None = None
+
+
+@dataclass(frozen=True)
+class ExecutionGrant:
+    """The single-use right to execute one approved revision, exactly as approved."""
+
+    request_id: str
+    token: str
+    idempotency_key: str
+    params: dict[str, Any]
+    lease_until: Any
+
+
+# --- Helpers --------------------------------------------------------------------
+
+
+def _lock(request_id) -> ApprovalRequest:
+    """Fetch the request with its row locked for the rest of the transaction."""
+    try:
+        return (
+            ApprovalRequest.objects.select_for_update(of=("self",))
+            .select_related("agent")
+            .get(pk=getattr(request_id, "pk", request_id))
+        )
+    except ApprovalRequest.DoesNotExist:
+        raise DomainError("not_found", "No such approval request.", http_status=404) from None
+
+
+def _transition(request: ApprovalRequest, to: str, *, actor: Actor, metadata: dict | None = None, **fields) -> None:
+    """Move `request` to `to`, audit it and push it on commit. Caller holds the lock."""
+    source = request.state
+    verb = TRANSITIONS.get((source, to))
+    if verb is None:
+        raise DomainError(
+            errors.ILLEGAL_TRANSITION,
+            f"A request that is {source.replace('_', ' ')} cannot become {to.replace('_', ' ')}.",
+            state=source,
+        )
+    request.state = to
+    for name, value in fields.items():
+        setattr(request, name, value)
+    request.save(update_fields=["state", *fields])
+    record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
+    if to == State.PENDING_APPROVAL:
+        event = broadcast.CARD_CREATED
+    elif source == State.PENDING_APPROVAL:
+        event = broadcast.CARD_REMOVED
+    else:
+        event = broadcast.CARD_UPDATED
+    broadcast.publish_on_commit(event, request, verb=verb)
+
+
+def _refuse_state(request: ApprovalRequest, expected: str) -> DomainError:
+    if request.decided_by_label and request.state in (State.APPROVED, State.REJECTED):
+        return DomainError(
+            errors.ALREADY_DECIDED,
+            f"Already {request.state} by {request.decided_by_label}.",
+            state=request.state,
+            decided_by=request.decided_by_label,
+        )
+    return DomainError(
+        errors.ILLEGAL_TRANSITION,
+        f"The request is {request.state.replace('_', ' ')}, not {expected.replace('_', ' ')}.",
+        state=request.state,
+    )
+
+
+@contextmanager
+def _deferred_refusal() -> Iterator[list[DomainError]]:
+    """Commit what a guard persisted (an expiry, a failed re-validation), then raise."""
+    refusals: list[DomainError] = []
+    with audited_atomic():
+        yield refusals
+    if refusals:
+        raise refusals[0]
+
+
+def _persist_deadline(request: ApprovalRequest) -> DomainError | None:
+    """If a deadline has passed, persist the expiry and return the refusal."""
+    if request.effective_state != State.EXPIRED or request.state == State.EXPIRED:
+        return None
+    code = "decision_deadline_passed" if request.state == State.PENDING_APPROVAL else errors.APPROVAL_EXPIRED
+    _transition(request, State.EXPIRED, actor=SYSTEM, metadata={"code": code}, resolution_code=code)
+    return DomainError(code, "The deadline passed; the request expired.", state=State.EXPIRED)
+
+
+def _classification_input(request: ApprovalRequest, params: dict[str, Any]) -> ClassificationInput:
+    return ClassificationInput(
+        action_type=request.action_type,
+        params=params,
+        target=request.target,
+        impact=compute_impact(request.action_type, params, request.target),
+        declared=request.declared,
+    )
+
+
+def _stricter_than_request(request: ApprovalRequest, fresh: Classification) -> bool:
+    """Would `fresh` demand more than the request was classified (or approved) under?"""
+    return level_rank(fresh.risk_level) > level_rank(request.risk_level) or (
+        fresh.risk_level != RiskLevel.LOW and fresh.required_approvals > request.required_approvals
+    )
+
+
+def _apply_classification(request: ApprovalRequest, classification: Classification, policy_version_id) -> None:
+    request.risk_level = classification.risk_level
+    request.rule_name = classification.rule_name or ""
+    request.rule_id = _rule_id(classification.rule_name)
+    request.classification = classification.to_dict()
+    request.policy_version_id = policy_version_id
+    request.required_approvals = max(1, classification.required_approvals)
+    request.approver_group = Group.objects.filter(name=classification.approver_group).first()
+
+
+def _rule_id(rule_name: str | None) -> int | None:
+    from .models import RiskRule
+
+    if not rule_name:
+        return None
+    return RiskRule.objects.filter(name=rule_name).values_list("pk", flat=True).first()
+
+
+def _approvals_counted(request: ApprovalRequest) -> int:
+    """Distinct eligible people who approved the current revision."""
+    return (
+        Decision.objects.filter(
+            request=request,
+            revision=request.current_revision,
+            verdict=Decision.Verdict.APPROVE,
+            reviewer__in=eligible_approvers(request),
+        )
+        .values("reviewer")
+        .distinct()
+        .count()
+    )
+
+
+def _check_quorum_reachable(request: ApprovalRequest) -> None:
+    """Say at once when the group cannot reach the quorum, and escalate if the rule names a second group."""
+    if eligible_approvers(request).count() >= request.required_approvals:
+        return
+    escalation = request.classification.get("escalation_group")
+    group = Group.objects.filter(name=escalation).first() if escalation else None
+    if group is not None and not request.escalated:
+        grant_group(request, group)
+        request.escalated = True
+        request.save(update_fields=["escalated"])
+        record("request.escalated", actor=SYSTEM, request=request,
+               metadata={"group": group.name, "reason": "quorum_unreachable"})
+        if eligible_approvers(request).count() >= request.required_approvals:
+            return
+    request.quorum_reachable = False
+    request.save(update_fields=["quorum_reachable"])
+    record(
+        "request.quorum_unreachable",
+        actor=SYSTEM,
+        request=request,
+        metadata={"required": request.required_approvals, "eligible": eligible_approvers(request).count()},
+    )
+
+
+def _check_reviewer(request: ApprovalRequest, reviewer, *, approving: bool) -> None:
+    if not can_decide(reviewer, request):
+        raise DomainError(errors.NOT_PERMITTED, "You may not decide this request.", http_status=403)
+    if approving and reviewer.pk in excluded_from_approving(request):
+        raise DomainError(
+            errors.SEPARATION_OF_DUTIES,
+            "The person the action is for and the agent's owner cannot approve it.",
+            http_status=403,
+        )
+
+
+# --- Submission and classification ----------------------------------------------
+
+
+def submit(submission: Submission, *, agent) -> ApprovalRequest:
+    """Create a request from an agent's submission and classify it at once.
+
+    Raises IntegrityError when the agent already used `idempotency_key`; the API
+    replays the first response in that case.
+    """
+    is_plan = submission.kind == Kind.PLAN
+    action_type = PLAN_ACTION_TYPE if is_plan else submission.action_type
+    with audited_atomic():
+        request = ApprovalRequest.objects.create(
+            kind=submission.kind,
+            agent=agent,
+            requested_for=submission.requested_for,
+            action_type=action_type,
+            target=submission.target,
+            target_hash=snapshot_hash(action_type, submission.target),
+            declared=submission.declared,
+            has_execution_step=not is_plan,
+            plan_path=submission.plan_path,
+            plan_title=submission.plan_title,
+            plan_markdown=submission.plan_markdown,
+            run_id=submission.run_id,
+            thread_id=submission.thread_id,
+            resource_id=submission.resource_id,
+            tool_call_id=submission.tool_call_id,
+            idempotency_key=submission.idempotency_key,
+            submission_digest=submission.submission_digest,
+            supersedes=submission.supersedes,
+        )
+        ParamsRevision.objects.create(request=request, number=1, params=submission.params)
+        record(
+            "request.submitted",
+            actor=Actor.for_agent(agent),
+            request=request,
+            metadata={
+                "kind": request.kind,
+                "action_type": action_type,
+                "params": digest(submission.params),
+                "target_hash": request.target_hash,
+                **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
+                **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
+            },
+        )
+        classify(request, params=submission.params)
+    return request
+
+
+def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
+    """Decide a draft's fate under the current policy: auto-approve, queue or refuse.
+
+    The model never decides its own risk: impact is computed here and declared
+    facts reach only rules that trust them. During an emergency stop nothing
+    auto-approves; low-risk requests queue for people instead.
+    """
+    active = current_policy()
+    inp = _classification_input(request, params)
+    classification = active.compiled.classify(inp)
+    request.impact = inp.impact
+    _apply_classification(request, classification, active.version_id)
+    request.save()
+    ParamsRevision.objects.filter(request=request, number=request.current_revision).update(
+        risk_level=classification.risk_level
+    )
+    now = timezone.now()
+    why = {"risk_level": classification.risk_level, "rule": classification.rule_name,
+           "policy_version": active.compiled.version, "reason": classification.reason}
+
+    if classification.risk_level == RiskLevel.PROHIBITED:
+        _transition(
+            request, State.REJECTED, actor=SYSTEM, metadata=why,
+            resolution_code="prohibited_by_policy", decided_at=now, decided_by_label="policy",
+            feedback=f"Refused by policy: {classification.reason}",
+        )
+        return
+    if request.approver_group is not None:
+        grant_group(request, request.approver_group)
+    if classification.risk_level == RiskLevel.LOW and not is_stopped(request.agent):
+        _transition(
+            request, State.APPROVED, actor=SYSTEM, metadata=why,
+            resolution_code="auto_approved", decided_at=now, decided_by_label="policy",
+            execute_by=now + timedelta(seconds=classification.execution_window_seconds),
+        )
+        return
+    if classification.risk_level == RiskLevel.LOW:
+        why["emergency_stop"] = True
+    _transition(
+        request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why,
+        decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
+    )
+    _check_quorum_reachable(request)
+
+
+# --- Decisions --------------------------------------------------------------------
+
+
+def _record_vote(request: ApprovalRequest, reviewer, verdict: str, feedback: str) -> None:
+    if Decision.objects.filter(request=request, revision=request.current_revision, reviewer=reviewer).exists():
+        raise DomainError(errors.ALREADY_VOTED, "You already decided this revision.")
+    Decision.objects.create(
+        request=request, revision=request.current_revision, reviewer=reviewer, verdict=verdict, feedback=feedback
+    )
+    record(
+        "decision.recorded",
+        actor=Actor.for_user(reviewer),
+        request=request,
+        metadata={"revision": request.current_revision, "verdict": verdict, "feedback": digest(feedback)},
+    )
+
+
+def _approve_if_quorum(request: ApprovalRequest, reviewer) -> None:
+    counted = _approvals_counted(request)
+    if counted < request.required_approvals:
+        broadcast.publish_on_commit(
+            broadcast.CARD_UPDATED, request, approvals=counted, required=request.required_approvals
+        )
+        return
+    now = timezone.now()
+    window = request.classification.get("execution_window_seconds", settings.DEFAULT_EXECUTION_WINDOW_SECONDS)
+    _transition(
+        request, State.APPROVED, actor=Actor.for_user(reviewer),
+        metadata={"revision": request.current_revision, "approvals": counted},
+        decided_at=now, decided_by_label=reviewer.get_username(), resolution_code="approved",
+        execute_by=now + timedelta(seconds=window),
+    )
+
+
+def approve(request_id, *, reviewer, feedback: str = "") -> ApprovalRequest:
+    """Record `reviewer`'s approval of the current revision; approve once the quorum stands."""
+    with _deferred_refusal() as refusals:
+        request = _lock(request_id)
+        refusal = _persist_deadline(request)
+        if refusal:
+            refusals.append(refusal)
+            return request
+        if request.state != State.PENDING_APPROVAL:
+            raise _refuse_state(request, State.PENDING_APPROVAL)
+        _check_reviewer(request, reviewer, approving=True)
+        _record_vote(request, reviewer, Decision.Verdict.APPROVE, feedback)
+        _approve_if_quorum(request, reviewer)
+    return request
+
+
+def reject(request_id, *, reviewer, feedback: str = "") -> ApprovalRequest:
+    """Any eligible reviewer's rejection ends the request; `feedback` reaches the agent verbatim."""
+    with _deferred_refusal() as refusals:
+        request = _lock(request_id)
+        refusal = _persist_deadline(request)
+        if refusal:
+            refusals.append(refusal)
+            return request
+        if request.state != State.PENDING_APPROVAL:
+            raise _refuse_state(request, State.PENDING_APPROVAL)
+        _check_reviewer(request, reviewer, approving=False)
+        _record_vote(request, reviewer, Decision.Verdict.REJECT, feedback)
+        _transition(
+            request, State.REJECTED, actor=Actor.for_user(reviewer),
+            metadata={"revision": request.current_revision, "feedback": digest(feedback)},
+            decided_at=timezone.now(), decided_by_label=reviewer.get_username(),
+            resolution_code="rejected", feedback=feedback,
+        )
+    return request
+
+
+def approve_with_edits(request_id, *, reviewer, edits: dict[str, Any], feedback: str = "") -> ApprovalRequest:
+    """Approve a new revision with `edits` applied to the params the rule marks editable.
+
+    The new revision is re-classified; approvals of earlier revisions stop counting
+    and the editor's approval counts for the new one. An edit that policy would
+    refuse outright is itself refused.
+    """
+    with _deferred_refusal() as refusals:
+        request = _lock(request_id)
+        refusal = _persist_deadline(request)
+        if refusal:
+            refusals.append(refusal)
+            return request
+        if request.state != State.PENDING_APPROVAL:
+            raise _refuse_state(request, State.PENDING_APPROVAL)
+        _check_reviewer(request, reviewer, approving=True)
+        editable = set(request.classification.get("editable_params", ()))
+        not_editable = sorted(set(edits) - editable)
+        if not_editable:
+            raise DomainError(
+                errors.PARAM_NOT_EDITABLE,
+                f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.",
+                http_status=422,
+                fields=not_editable,
+            )
+        previous = request.current_params()
+        params = {**previous, **edits}
+        changed = sorted(key for key in edits if previous.get(key, object()) != edits[key])
+        if not changed:
+            raise DomainError("no_changes", "The edits change nothing; approve instead.", http_status=422)
+
+        active = current_policy()
+        inp = _classification_input(request, params)
+        classification = active.compiled.classify(inp)
+        if classification.risk_level == RiskLevel.PROHIBITED:
+            raise DomainError(errors.EDIT_PROHIBITED, f"Policy refuses the edited call: {classification.reason}",
+                              http_status=422)
+        # Edits may widen the call; the request never drops below the scrutiny it had.
+        stricter = _stricter_than_request(request, classification)
+        request.current_revision = F("current_revision") + 1
+        request.save(update_fields=["current_revision"])
+        request.refresh_from_db(fields=["current_revision"])
+        ParamsRevision.objects.create(
+            request=request, number=request.current_revision, params=params, created_by=reviewer,
+            changed_keys=changed, risk_level=classification.risk_level,
+        )
+        request.impact = inp.impact
+        if stricter:
+            _apply_classification(request, classification, active.version_id)
+            if request.approver_group is not None:
+                grant_group(request, request.approver_group)
+        request.save()
+        record(
+            "request.revised",
+            actor=Actor.for_user(reviewer),
+            request=request,
+            metadata={
+                "revision": request.current_revision,
+                "changed": {key: {"before": digest(previous.get(key)), "after": digest(edits[key])} for key in changed},
+                "risk_level": classification.risk_level,
+                "reclassified": stricter,
+            },
+        )
+        _record_vote(request, reviewer, Decision.Verdict.APPROVE, feedback)
+        _approve_if_quorum(request, reviewer)
+    return request
+
+
+def cancel(request_id, *, agent=None, acting_user=None, reason: str = "") -> ApprovalRequest:
+    """The agent withdraws its request, or an admin revokes it, before execution."""
+    with audited_atomic():
+        request = _lock(request_id)
+        if agent is not None and request.agent_id != agent.pk:
+            raise DomainError("not_found", "No such approval request.", http_status=404)
+        actor = Actor.for_agent(agent) if agent is not None else Actor.for_user(acting_user)
+        if request.state not in (State.PENDING_APPROVAL, State.APPROVED):
+            raise _refuse_state(request, "pending approval or approved")
+        _transition(
+            request, State.CANCELLED, actor=actor, metadata={"reason": digest(reason)},
+            resolution_code="withdrawn" if agent is not None else "revoked", feedback=reason,
+            decided_at=request.decided_at or timezone.now(),
+        )
+    return request
+
+
+# --- Deadlines ----------------------------------------------------------------------
+
+
+def expire(request_id) -> bool:
+    """Persist an expiry whose deadline has passed; False when nothing was due."""
+    with audited_atomic():
+        request = _lock(request_id)
+        return _persist_deadline(request) is not None
+
+
+def expire_overdue(*, now=None, limit: int = 500) -> int:
+    """The sweeper's entry point: expire what is overdue, one short transaction each."""
+    now = now or timezone.now()
+    overdue = list(
+        ApprovalRequest.objects.overdue_for_decision(now).values_list("pk", flat=True)[:limit]
+    ) + list(ApprovalRequest.objects.overdue_for_execution(now).values_list("pk", flat=True)[:limit])
+    return sum(expire(pk) for pk in overdue)
+
+
+# --- Re-validation and execution -------------------------------------------------------
+
+
+def revalidation_refusal(request: ApprovalRequest, *, target_hash: str | None = None) -> tuple[str, str] | None:
+    """Why `request` may not execute now, as (code, message), or None. Writes nothing.
+
+    The one re-validation every execution path uses (through `revalidate`).
+    """
+    if is_stopped(request.agent):
+        return errors.EMERGENCY_STOP, "The emergency stop is on; execution waits until it is lifted."
+    if request.has_execution_step and request.execute_by and request.execute_by <= timezone.now():
+        return errors.APPROVAL_EXPIRED, "The approval's execution window has passed."
+    fresh = current_target_hash(request.action_type, request.target) or target_hash
+    if fresh and fresh != request.target_hash:
+        return errors.TARGET_CHANGED, "The target changed since it was approved; submit it again for approval."
+    if request.resolution_code != "auto_approved" and _approvals_counted(request) < request.required_approvals:
+        return errors.APPROVER_PERMISSION_REVOKED, "An approver no longer holds the permission; the quorum no longer stands."
+    fresh_classification = current_policy().compiled.classify(_classification_input(request, request.current_params()))
+    if _stricter_than_request(request, fresh_classification):
+        return (
+            errors.POLICY_CHANGED,
+            f"The current policy is stricter for this call ({fresh_classification.reason}); it needs approval again.",
+        )
+    return None
+
+
+def revalidate(request: ApprovalRequest, *, actor: Actor, target_hash: str | None = None) -> DomainError | None:
+    """Re-validate a locked, approved request right before execution.
+
+    On refusal the request moves to `expired` or `failed` with the reason code,
+    audited, and the error is returned for the caller to raise after commit. An
+    emergency stop refuses without changing anything: the request runs once the
+    stop is lifted. A refused request is never re-opened; the agent resubmits.
+    """
+    refusal = revalidation_refusal(request, target_hash=target_hash)
+    if refusal is None:
+        return None
+    code, message = refusal
+    if code == errors.APPROVAL_EXPIRED:
+        _transition(request, State.EXPIRED, actor=actor, metadata={"code": code}, resolution_code=code)
+    elif code != errors.EMERGENCY_STOP:
+        _transition(
+            request, State.FAILED, actor=actor, metadata={"code": code},
+            resolution_code=code, error=message, finished_at=timezone.now(),
+        )
+    return DomainError(code, message, state=request.state)
+
+
+def _grant_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | None = None) -> ExecutionGrant:
+    """Re-validate and claim an approved request for execution: exactly one caller wins.
+
+    Returns the single-use grant with the exact approved params and the
+    idempotency key the side effect must carry.
+    """
+    with _deferred_refusal() as refusals:
+        request = _lock(request_id)
+        if agent is not None and request.agent_id != agent.pk:
+            raise DomainError("not_found", "No such approval request.", http_status=404)
+        if request.state != State.APPROVED:
+            raise DomainError(
+                "already_claimed" if request.state == State.EXECUTING else errors.ILLEGAL_TRANSITION,
+                f"The request is {request.state.replace('_', ' ')}; only an approved request can be claimed.",
+                state=request.state,
+            )
+        refusal = revalidate(request, actor=actor, target_hash=target_hash)
+        if refusal:
+            refusals.append(refusal)
+            return None  # type: ignore[return-value]  (the context manager raises)
+        token = secrets.token_urlsafe(32)
+        lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
+        # The row is locked already; the conditional update is what makes a second
+        # claimant (even one that skipped the lock) change nothing.
+        won = ApprovalRequest.objects.filter(pk=request.pk, state=State.APPROVED).update(
+            state=State.EXECUTING, grant_hash=_grant_hash(token), lease_until=lease_until,
+            attempts=F("attempts") + 1,
+        )
+        if won != 1:
+            raise DomainError("already_claimed", "Another executor claimed this request first.")
+        source = request.state
+        request.refresh_from_db()
+        record(
+            "request.execution_claimed", actor=actor, request=request,
+            metadata={"from": source, "to": State.EXECUTING, "attempt": request.attempts,
+                      "idempotency_key": request.execution_key},
+        )
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.execution_claimed")
+        grant = ExecutionGrant(
+            request_id=str(request.pk), token=token, idempotency_key=request.execution_key,
+            params=request.current_params(), lease_until=lease_until,
+        )
+    return grant
+
+
+def complete_execution(
+    request_id, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = ""
+) -> ApprovalRequest:
+    """Record the executor's outcome for the claim that `token` proves."""
+    with audited_atomic():
+        request = _lock(request_id)
+        if request.state != State.EXECUTING:
+            raise _refuse_state(request, State.EXECUTING)
+        if not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
+            raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.", http_status=403)
+        _transition(
+            request, State.SUCCEEDED if succeeded else State.FAILED, actor=actor,
+            metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
+            result=result, error=error, finished_at=timezone.now(), grant_hash="",
+            resolution_code="succeeded" if succeeded else "execution_failed",
+        )
+    return request
+
+
+def fail_lost_execution(request_id) -> bool:
+    """An executing request whose lease ran out with no report: its outcome is unknown."""
+    with audited_atomic():
+        request = _lock(request_id)
+        if request.state != State.EXECUTING or not request.lease_until or request.lease_until > timezone.now():
+            return False
+        _transition(
+            request, State.FAILED, actor=SYSTEM, metadata={"code": errors.OUTCOME_UNKNOWN},
+            resolution_code=errors.OUTCOME_UNKNOWN, error="The execution lease ran out with no result.",
+            finished_at=timezone.now(), grant_hash="",
+        )
+    return True

@@ -1,0 +1,376 @@
+"""Recording audit events and walking the chain.
+
+Callers do the business change and its audit events in one transaction:
+
+    with audited_atomic():
+        request.state = "approved"
+        request.save()
+        record("request.approved", actor=Actor.for_user(user), request=request,
+               metadata={"from": "pending_approval", "to": "approved"})
+
+`record()` only buffers. As the last step of the outermost `audited_atomic()` the
+buffered events are appended in one go under a short lock (a PostgreSQL advisory
+transaction lock; SQLite's IMMEDIATE transactions already serialize writers), so
+the chain never forks and the lock is held from the append to the commit only. If
+the block raises, its events vanish with the transaction: no event, no seq gap.
+Open `audited_atomic()` as the outermost transaction: inside a plain outer
+`atomic()` the lock is held until that outer transaction commits. On PostgreSQL
+use READ COMMITTED (the default): under REPEATABLE READ the head read after the
+lock could be stale, and the append would fail with IntegrityError (seq is the
+primary key, so the chain still cannot fork).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from .canonical import (
+    GENESIS_HASH,
+    VerifyResult,
+    canonical_bytes,
+    chain_hash,
+    event_document,
+    format_timestamp,
+    verify_rows,
+)
+from .models import ActorKind, AuditEvent
+from .vocabulary import is_registered
+
+__all__ = [
+    "Actor",
+    "VerifyResult",
+    "audited_atomic",
+    "digest",
+    "head",
+    "record",
+    "verify_chain",
+]
+
+# A fixed signed 64-bit key; it only has to differ from other advisory locks in the project.
+AUDIT_APPEND_LOCK_KEY = int.from_bytes(b"cp-audit", "big")
+VERIFY_CHUNK_SIZE = 2000
+
+
+# --- Actors -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who did it. The label is copied onto the row so it survives the actor's deletion."""
+
+    kind: str
+    id: str
+    label: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in ActorKind.values:
+            raise ValueError(f"actor kind must be one of {ActorKind.values}, not {self.kind!r}")
+        if not self.label:
+            raise ValueError("an audit actor needs a label")
+
+    @classmethod
+    def for_user(cls, user: Any) -> Actor:
+        return cls(kind=ActorKind.USER, id=str(user.pk), label=user.get_username() or str(user))
+
+    @classmethod
+    def for_agent(cls, agent: Any) -> Actor:
+        return cls(kind=ActorKind.AGENT, id=str(agent.pk), label=str(agent.name))
+
+    @classmethod
+    def system(cls, label: str = "system") -> Actor:
+        return cls(kind=ActorKind.SYSTEM, id="", label=label)
+
+
+# --- Buffering --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _PendingEvent:
+    occurred_at: datetime
+    actor: Actor
+    verb: str
+    request_id: uuid.UUID | None
+    agent_id: int | None
+    metadata: dict[str, Any]
+
+
+@dataclass
+class _Buffer:
+    events: list[_PendingEvent] = field(default_factory=list)
+
+
+# Holds the outermost open buffer of this thread or task; nested blocks share it.
+_current_buffer: ContextVar[_Buffer | None] = ContextVar("audit_buffer", default=None)
+
+
+@contextmanager
+def audited_atomic() -> Iterator[None]:
+    """A `transaction.atomic()` whose recorded events are appended at its end.
+
+    Nested uses join the outermost buffer and append nothing themselves; a nested
+    block that raises discards the events it recorded (its savepoint rolls back).
+    Events recorded inside a plain nested `atomic()` that rolls back are NOT
+    discarded: wrap such blocks in `audited_atomic()` instead.
+    """
+    outer = _current_buffer.get()
+    if outer is not None:
+        mark = len(outer.events)
+        try:
+            with transaction.atomic():
+                yield
+        except BaseException:
+            del outer.events[mark:]
+            raise
+        return
+
+    buffer = _Buffer()
+    token = _current_buffer.set(buffer)
+    try:
+        with transaction.atomic():
+            yield
+            # A block marked for rollback (set_rollback, or a caught database error)
+            # is about to be undone silently; its events go with it.
+            if not connection.needs_rollback:
+                _append(buffer.events)
+    finally:
+        _current_buffer.reset(token)
+
+
+def record(
+    verb: str,
+    *,
+    actor: Actor,
+    request: Any = None,
+    agent: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> None:
+    """Buffer one event into the current `audited_atomic()` (or append it in its own).
+
+    `request` is anything with a UUID `.pk` (or None); `agent` anything with an
+    integer `.pk`, defaulting to `request.agent_id`. Raises ValueError for an
+    unregistered verb and TypeError for metadata that is not canonical (floats,
+    datetimes, decimals: pass strings), so the caller's bug surfaces here.
+    Put digests (`digest()`) of bodies into metadata, not the bodies.
+    """
+    if not is_registered(verb):
+        raise ValueError(f"{verb!r} is not a registered audit verb")
+    event = _PendingEvent(
+        occurred_at=timezone.now(),
+        actor=actor,
+        verb=verb,
+        request_id=_request_id(request),
+        agent_id=_agent_id(agent, request),
+        metadata=_checked_metadata(metadata),
+    )
+    buffer = _current_buffer.get()
+    if buffer is not None:
+        buffer.events.append(event)
+        return
+    with audited_atomic():
+        _current_buffer.get().events.append(event)  # type: ignore[union-attr]
+
+
+def _request_id(request: Any) -> uuid.UUID | None:
+    if request is None:
+        return None
+    pk = request.pk
+    return pk if isinstance(pk, uuid.UUID) else uuid.UUID(str(pk))
+
+
+def _agent_id(agent: Any, request: Any) -> int | None:
+    if agent is not None:
+        return int(agent.pk)
+    agent_id = getattr(request, "agent_id", None)
+    return None if agent_id is None else int(agent_id)
+
+
+def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"audit metadata must be a mapping, not {type(metadata).__name__}")
+    encoded = canonical_bytes(dict(metadata))
+    if b"\\u0000" in encoded:
+        # PostgreSQL jsonb cannot store NUL; refuse on every database alike.
+        raise ValueError("audit metadata strings must not contain NUL characters")
+    # A round trip copies the value (later mutation by the caller cannot change the
+    # row) and turns tuples into lists exactly as the stored JSON will read back.
+    return json.loads(encoded)
+
+
+# --- Appending ----------------------------------------------------------------------------------
+
+
+def _append(pending: list[_PendingEvent]) -> None:
+    """Chain and insert `pending`; must run inside the outermost audited transaction."""
+    if not pending:
+        return
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_APPEND_LOCK_KEY])
+    # Without the lock (another backend), seq being the primary key and hash being
+    # unique still make a racing append fail instead of forking the chain.
+    seq, prev_hash = head()
+    rows = []
+    for event in pending:
+        seq += 1
+        row = _chained_row(seq, prev_hash, event)
+        rows.append(row)
+        prev_hash = row.hash
+    AuditEvent.objects.get_queryset()._append_chained(rows)
+
+
+def _chained_row(seq: int, prev_hash: str, event: _PendingEvent) -> AuditEvent:
+    document = event_document(
+        seq=seq,
+        occurred_at=format_timestamp(event.occurred_at),
+        actor_kind=str(event.actor.kind),
+        actor_id=event.actor.id,
+        actor_label=event.actor.label,
+        verb=event.verb,
+        request_id=None if event.request_id is None else str(event.request_id),
+        agent_id=event.agent_id,
+        metadata=event.metadata,
+    )
+    canonical = canonical_bytes(document)
+    return AuditEvent(
+        seq=seq,
+        occurred_at=event.occurred_at,
+        actor_kind=event.actor.kind,
+        actor_id=event.actor.id,
+        actor_label=event.actor.label,
+        verb=event.verb,
+        request_id=event.request_id,
+        agent_id=event.agent_id,
+        metadata=event.metadata,
+        prev_hash=prev_hash,
+        hash=chain_hash(prev_hash, canonical),
+        canonical=canonical.decode("utf-8"),
+    )
+
+
+# --- Reading and verifying ----------------------------------------------------------------------
+
+
+def digest(value: Any) -> dict[str, Any]:
+    """Fingerprint a value for metadata: {"hmac": keyed SHA-256 hex, "size": canonical bytes}.
+
+    Keyed with settings.AUDIT_HMAC_KEY so a short value cannot be recovered by
+    hashing guesses. Any JSON-like value works (agents' params carry floats), so
+    this uses its own stable encoding rather than the chain's float-free one.
+    """
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    key = settings.AUDIT_HMAC_KEY
+    key_bytes = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+    return {"hmac": hmac.new(key_bytes, encoded, hashlib.sha256).hexdigest(), "size": len(encoded)}
+
+
+def head() -> tuple[int, str]:
+    """The last (seq, hash) of the chain; (0, GENESIS_HASH) when it is empty."""
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash").first()
+    return last if last is not None else (0, GENESIS_HASH)
+
+
+_VERIFY_FIELDS = (
+    "seq",
+    "occurred_at",
+    "actor_kind",
+    "actor_id",
+    "actor_label",
+    "verb",
+    "request_id",
+    "agent_id",
+    "metadata",
+    "prev_hash",
+    "hash",
+    "canonical",
+)
+
+
+def _columns_match_canonical(row: Mapping[str, Any]) -> str | None:
+    """Fail a row whose columns say something other than the canonical text that was hashed."""
+    if not isinstance(row["metadata"], Mapping):
+        return "metadata column is not a JSON object"
+    try:
+        expected = canonical_bytes(
+            event_document(
+                seq=row["seq"],
+                occurred_at=format_timestamp(row["occurred_at"]),
+                actor_kind=row["actor_kind"],
+                actor_id=row["actor_id"],
+                actor_label=row["actor_label"],
+                verb=row["verb"],
+                request_id=None if row["request_id"] is None else str(row["request_id"]),
+                agent_id=row["agent_id"],
+                metadata=row["metadata"],
+            )
+        )
+    except (TypeError, ValueError) as exc:
+        return f"columns cannot be canonicalized: {exc}"
+    if expected.decode("utf-8") != row["canonical"]:
+        return "columns differ from the canonical text that was hashed"
+    return None
+
+
+def verify_chain(
+    since_seq: int = 1, progress: Callable[[int, int], None] | None = None
+) -> VerifyResult:
+    """Walk the chain from `since_seq` to the head in seq order, in constant memory.
+
+    From seq 1 the chain is anchored at the genesis hash; from a later seq, at the
+    stored hash of seq since_seq-1 (trusted, not re-verified). Besides linkage and
+    hashes, each row's columns must match its canonical text. `progress(done,
+    total)` is called after each chunk and at the end.
+    """
+    since_seq = max(since_seq, 1)
+    anchor_hash = GENESIS_HASH
+    if since_seq > 1:
+        anchor = AuditEvent.objects.filter(seq=since_seq - 1).values_list("hash", flat=True).first()
+        if anchor is None:
+            return VerifyResult(
+                ok=False,
+                checked=0,
+                head_seq=since_seq - 1,
+                head_hash="",
+                bad_seq=since_seq - 1,
+                reason=f"seq {since_seq - 1} (the anchor for --since-seq {since_seq}) does not exist",
+            )
+        anchor_hash = anchor
+    total = AuditEvent.objects.filter(seq__gte=since_seq).count()
+    rows = (
+        AuditEvent.objects.filter(seq__gte=since_seq)
+        .order_by("seq")
+        .values(*_VERIFY_FIELDS)
+        .iterator(chunk_size=VERIFY_CHUNK_SIZE)
+    )
+    result = verify_rows(
+        _reporting(rows, total, progress),
+        start_seq=since_seq,
+        anchor_hash=anchor_hash,
+        row_check=_columns_match_canonical,
+    )
+    if progress is not None:
+        progress(result.checked, total)
+    return result
+
+
+def _reporting(
+    rows: Iterator[dict[str, Any]], total: int, progress: Callable[[int, int], None] | None
+) -> Iterator[dict[str, Any]]:
+    for done, row in enumerate(rows):
+        if progress is not None and done and done % VERIFY_CHUNK_SIZE == 0:
+            progress(done, total)
+        yield row

@@ -1,0 +1,102 @@
+"""The append-only, hash-chained audit log.
+
+Rows are written only by `audit.chain` (record / audited_atomic), which assigns
+seq, prev_hash and hash under a lock. This model refuses every other write path in
+Python; database triggers (audit.db) refuse UPDATE, DELETE and TRUNCATE below it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from .vocabulary import is_registered
+
+__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent"]
+
+
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or remove audit rows, or to add them off the chain."""
+
+
+class ActorKind(models.TextChoices):
+    USER = "user", "User"
+    AGENT = "agent", "Agent"
+    SYSTEM = "system", "System"
+
+
+class AuditEventQuerySet(models.QuerySet["AuditEvent"]):
+    """A queryset that can read and append, never change or remove."""
+
+    def update(self, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("audit events cannot be updated")
+
+    def delete(self) -> NoReturn:
+        raise AppendOnlyError("audit events cannot be deleted")
+
+    def bulk_update(self, objs: Iterable[Any], fields: Any, batch_size: int | None = None) -> NoReturn:
+        raise AppendOnlyError("audit events cannot be updated")
+
+    def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("append audit events with audit.chain.record(), which chains them")
+
+    def _append_chained(self, events: list[AuditEvent]) -> list[AuditEvent]:
+        """Insert events already chained by audit.chain; nothing else may call this."""
+        return super().bulk_create(events)
+
+
+AuditEventManager = models.Manager.from_queryset(AuditEventQuerySet)
+
+
+class AuditEvent(models.Model):
+    """One audit event: who did what to which request, chained to the previous event.
+
+    `request_id` and `agent_id` are plain columns, not foreign keys, so deleting a
+    request or agent never cascades here; `actor_label` is copied for the same
+    reason. `canonical` holds the exact text that was hashed.
+    """
+
+    seq = models.BigIntegerField(primary_key=True)
+    occurred_at = models.DateTimeField()
+    actor_kind = models.CharField(max_length=16, choices=ActorKind.choices)
+    actor_id = models.CharField(max_length=64, blank=True)
+    actor_label = models.CharField(max_length=255)
+    verb = models.CharField(max_length=64)
+    request_id = models.UUIDField(null=True, blank=True, db_index=True)
+    agent_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    prev_hash = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64, unique=True)
+    canonical = models.TextField()
+
+    objects = AuditEventManager()
+
+    class Meta:
+        ordering = ["seq"]
+        indexes = [
+            models.Index(fields=["verb", "occurred_at"], name="audit_event_verb_time_idx"),
+            models.Index(fields=["occurred_at"], name="audit_event_time_idx"),
+        ]
+        # Reading is the only thing anyone may do; the admin shows rows read-only.
+        default_permissions = ("view",)
+        permissions = [("export_auditevent", "Can export audit events")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.verb} by {self.actor_label}"
+
+    def clean(self) -> None:
+        if not is_registered(self.verb):
+            raise ValidationError({"verb": f"{self.verb!r} is not a registered audit verb"})
+
+    def save(self, *args: Any, **kwargs: Any) -> NoReturn:
+        if not self._state.adding:
+            raise AppendOnlyError(f"audit event #{self.seq} cannot be changed")
+        if not is_registered(self.verb):
+            raise ValueError(f"{self.verb!r} is not a registered audit verb")
+        raise AppendOnlyError("append audit events with audit.chain.record(), which chains them")
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError(f"audit event #{self.seq} cannot be deleted")

@@ -1,0 +1,130 @@
+"""The registered audit event vocabulary.
+
+Every audit row's verb is a stable dotted name registered here with a description
+(as Sentry's audit_log registry does). Verbs are never renamed or reused: rows
+written years ago must still mean what they meant. Registering a duplicate raises.
+A golden test (tests/audit/test_vocabulary.py) pins the list.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "TRANSITION_VERBS",
+    "DuplicateVerbError",
+    "EventType",
+    "Vocabulary",
+    "all_verbs",
+    "describe",
+    "is_registered",
+    "register",
+]
+
+_VERB_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+class DuplicateVerbError(ValueError):
+    """A verb was registered twice."""
+
+
+@dataclass(frozen=True)
+class EventType:
+    verb: str
+    description: str
+
+
+class Vocabulary:
+    """A set of registered verbs. The module-level functions use the default one."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, EventType] = {}
+
+    def register(self, verb: str, description: str) -> EventType:
+        """Register `verb` ("noun.past_tense"); raise DuplicateVerbError if it exists."""
+        if not _VERB_PATTERN.match(verb):
+            raise ValueError(f"audit verb {verb!r} must be lowercase dotted words, e.g. 'request.approved'")
+        if not description.strip():
+            raise ValueError(f"audit verb {verb!r} needs a description")
+        if verb in self._events:
+            raise DuplicateVerbError(f"audit verb {verb!r} is already registered")
+        event = EventType(verb=verb, description=description)
+        self._events[verb] = event
+        return event
+
+    def is_registered(self, verb: str) -> bool:
+        return verb in self._events
+
+    def describe(self, verb: str) -> str:
+        """Return the description of a registered verb; KeyError if unknown."""
+        return self._events[verb].description
+
+    def all_verbs(self) -> list[str]:
+        """All registered verbs in registration order."""
+        return list(self._events)
+
+
+VOCABULARY = Vocabulary()
+
+
+def register(verb: str, description: str) -> EventType:
+    """Register a verb in the project vocabulary; raises DuplicateVerbError on a duplicate."""
+    return VOCABULARY.register(verb, description)
+
+
+def is_registered(verb: str) -> bool:
+    return VOCABULARY.is_registered(verb)
+
+
+def describe(verb: str) -> str:
+    return VOCABULARY.describe(verb)
+
+
+def all_verbs() -> list[str]:
+    return VOCABULARY.all_verbs()
+
+
+# --- The project's verbs ----------------------------------------------------------
+
+register("request.submitted", "An agent submitted an action or plan for approval.")
+register("request.queued", "The request was classified as needing people and now waits for approval.")
+register("request.auto_approved", "The request was classified low risk and approved by the system.")
+register("request.refused", "The request was classified prohibited and refused by policy.")
+register("request.approved", "The approval quorum was reached for the current revision.")
+register("request.rejected", "An eligible reviewer rejected the request.")
+register("request.expired", "The decision or execution deadline passed.")
+register("request.cancelled", "The request was cancelled before reaching a terminal state.")
+register("request.execution_claimed", "A worker or the agent claimed the approved execution.")
+register("request.revalidation_failed", "Re-validation right before execution refused to run it.")
+register("request.succeeded", "The execution completed successfully.")
+register("request.failed", "The execution failed.")
+register("request.revised", "The request was revised (approve with edits, or a new revision).")
+register("request.quorum_unreachable", "Too few eligible approvers remain to ever reach the quorum.")
+register("request.escalated", "The request was escalated to further approvers.")
+register("decision.recorded", "A reviewer recorded a decision on a request revision.")
+register("policy.changed", "An admin changed risk rules or policy settings.")
+register("agent.created", "An agent identity was created.")
+register("agent.token_created", "An API token was issued to an agent.")
+register("agent.token_revoked", "An agent API token was revoked.")
+register("emergency_stop.changed", "An emergency stop was switched on or off.")
+register("audit.exported", "Audit events were exported.")
+register("audit.verified", "The audit chain was verified and found intact.")
+register("audit.chain_broken", "Verification found the audit chain broken.")
+
+TRANSITION_VERBS: frozenset[str] = frozenset(
+    f"request.{name}"
+    for name in (
+        "queued",
+        "auto_approved",
+        "refused",
+        "approved",
+        "rejected",
+        "expired",
+        "cancelled",
+        "execution_claimed",
+        "revalidation_failed",
+        "succeeded",
+        "failed",
+    )
+)

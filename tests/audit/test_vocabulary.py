@@ -1,0 +1,97 @@
+"""The registered event vocabulary is pinned; unknown verbs never reach the log."""
+
+from __future__ import annotations
+
+import pytest
+
+from audit import vocabulary
+from audit.chain import record
+from audit.models import AuditEvent
+from audit.vocabulary import TRANSITION_VERBS, DuplicateVerbError, Vocabulary, all_verbs, is_registered
+
+GOLDEN_VERBS = [
+    "request.submitted",
+    "request.queued",
+    "request.auto_approved",
+    "request.refused",
+    "request.approved",
+    "request.rejected",
+    "request.expired",
+    "request.cancelled",
+    "request.execution_claimed",
+    "request.revalidation_failed",
+    "request.succeeded",
+    "request.failed",
+    "request.revised",
+    "request.quorum_unreachable",
+    "request.escalated",
+    "decision.recorded",
+    "policy.changed",
+    "agent.created",
+    "agent.token_created",
+    "agent.token_revoked",
+    "emergency_stop.changed",
+    "audit.exported",
+    "audit.verified",
+    "audit.chain_broken",
+]
+
+GOLDEN_TRANSITION_VERBS = {
+    "request.queued",
+    "request.auto_approved",
+    "request.refused",
+    "request.approved",
+    "request.rejected",
+    "request.expired",
+    "request.cancelled",
+    "request.execution_claimed",
+    "request.revalidation_failed",
+    "request.succeeded",
+    "request.failed",
+}
+
+
+def test_the_vocabulary_is_exactly_the_golden_list():
+    # Verbs are stored forever: adding one is a deliberate change to this list,
+    # and renaming or removing one is never allowed.
+    assert all_verbs() == GOLDEN_VERBS
+
+
+def test_transition_verbs_are_the_request_state_changes():
+    assert TRANSITION_VERBS == GOLDEN_TRANSITION_VERBS
+    assert TRANSITION_VERBS <= set(all_verbs())
+
+
+def test_every_verb_has_a_description():
+    assert all(vocabulary.describe(verb).strip() for verb in all_verbs())
+
+
+def test_registering_a_duplicate_verb_is_refused():
+    with pytest.raises(DuplicateVerbError):
+        vocabulary.register("request.approved", "Someone approved it again")
+    assert all_verbs() == GOLDEN_VERBS
+
+
+def test_a_fresh_vocabulary_refuses_duplicates_and_malformed_names():
+    words = Vocabulary()
+    words.register("report.generated", "A report was generated.")
+    with pytest.raises(DuplicateVerbError):
+        words.register("report.generated", "Again.")
+    with pytest.raises(ValueError):
+        words.register("Report Generated", "Not a dotted name.")
+    assert words.all_verbs() == ["report.generated"]
+
+
+@pytest.mark.django_db
+def test_record_refuses_an_unregistered_verb(system):
+    assert not is_registered("request.teleported")
+    with pytest.raises(ValueError, match="not a registered audit verb"):
+        record("request.teleported", actor=system)
+    assert not AuditEvent.objects.exists()
+
+
+def test_model_clean_refuses_an_unregistered_verb():
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError):
+        AuditEvent(verb="request.teleported").clean()

@@ -1,0 +1,169 @@
+"""Conditions: every operator, missing paths, type mismatches, and validation."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given
+
+from approvals.rules.conditions import MISSING, RuleValidationError, compile_condition, to_decimal
+
+from .strategies import conditions, documents
+
+DOC: dict[str, Any] = {
+    "params": {
+        "to": ["a@x", "b@x"],
+        "subject": "Quarterly numbers",
+        "amount": "100.50",
+        "count": 14,
+        "ratio": 0.1,
+        "flag": True,
+        "nothing": None,
+        "items": [{"id": 7}, {"id": 8}],
+        "meta": {"kind": "invoice"},
+    },
+    "target": {"labels": ["pii", "internal"]},
+    "impact": {"recipient_count": 14, "sensitive": False},
+    "declared": {},
+}
+
+
+def holds(path: str, op: str, value: Any, doc: dict[str, Any] = DOC) -> bool:
+    return compile_condition({"path": path, "op": op, "value": value}).evaluate(doc)[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "op", "value", "expected"),
+    [
+        ("params.subject", "eq", "Quarterly numbers", True),
+        ("params.subject", "eq", "quarterly numbers", False),
+        ("params.count", "eq", 14, True),
+        ("params.flag", "eq", True, True),
+        ("params.flag", "eq", 1, False),  # a bool is not the number 1
+        ("params.count", "eq", True, False),
+        ("params.nothing", "eq", None, True),
+        ("params.count", "ne", 15, True),
+        ("params.count", "ne", 14, False),
+        ("impact.recipient_count", "gt", 10, True),
+        ("impact.recipient_count", "gt", 14, False),
+        ("impact.recipient_count", "gte", 14, True),
+        ("impact.recipient_count", "gte", 15, False),
+        ("impact.recipient_count", "lt", 15, True),
+        ("impact.recipient_count", "lt", 14, False),
+        ("impact.recipient_count", "lte", 14, True),
+        ("impact.recipient_count", "lte", 13, False),
+        ("params.amount", "gt", "100.49", True),  # decimal strings compare as numbers
+        ("params.amount", "gt", "100.50", False),
+        ("params.amount", "gte", 100, True),
+        ("params.ratio", "eq", 0, False),
+        ("params.ratio", "lte", "0.1", True),  # floats go through str(): 0.1 stays 0.1
+        ("params.subject", "in", ["Quarterly numbers", "x"], True),
+        ("params.subject", "in", ["x", "y"], False),
+        ("params.count", "in", [13, 14], True),
+        ("target.labels", "contains", "pii", True),
+        ("target.labels", "contains", "public", False),
+        ("params.subject", "contains", "numbers", True),
+        ("params.subject", "contains", "letters", False),
+        ("params.meta", "contains", "kind", True),
+        ("params.subject", "matches", r"^Quarter", True),
+        ("params.subject", "matches", r"^numbers", False),
+        ("params.to", "len_gt", 1, True),
+        ("params.to", "len_gt", 2, False),
+        ("params.subject", "len_gt", 5, True),
+        ("params.subject", "exists", True, True),
+        ("params.subject", "exists", False, False),
+        ("params.items.1.id", "eq", 8, True),
+        ("params.items.2.id", "exists", False, True),
+    ],
+)
+def test_operator(path: str, op: str, value: Any, expected: bool) -> None:
+    assert holds(path, op, value) is expected
+
+
+@pytest.mark.parametrize("op, value", [("eq", "x"), ("ne", "x"), ("gt", 1), ("in", ["x"]), ("contains", "x"),
+                                       ("matches", "x"), ("len_gt", 0), ("exists", True)])
+def test_missing_path_is_false(op: str, value: Any) -> None:
+    condition = compile_condition({"path": "params.absent.deeper", "op": op, "value": value})
+    assert condition.evaluate(DOC) == (False, MISSING)
+
+
+def test_missing_path_satisfies_exists_false() -> None:
+    assert holds("params.absent", "exists", False)
+    assert holds("params.nothing", "exists", False)  # JSON null counts as absent
+
+
+@pytest.mark.parametrize(
+    ("path", "op", "value"),
+    [
+        ("params.subject", "gt", 1),  # gt on a non-numeric string
+        ("params.flag", "gt", 0),  # a bool is not a number
+        ("params.count", "len_gt", 0),  # len_gt on an int
+        ("params.count", "matches", "1"),  # matches on an int
+        ("params.count", "contains", 1),
+        ("params.to.a", "eq", "x"),  # identifier segment into a list
+        ("params.subject.0", "eq", "Q"),  # index into a string
+        ("params.meta", "gt", 0),
+    ],
+)
+def test_type_mismatch_is_false(path: str, op: str, value: Any) -> None:
+    assert holds(path, op, value) is False
+
+
+@given(condition=conditions, doc=documents)
+def test_valid_conditions_never_raise_on_any_json(condition: dict[str, Any], doc: dict[str, Any]) -> None:
+    compiled = compile_condition(condition)
+    held, _actual = compiled.evaluate(doc)
+    assert isinstance(held, bool)
+    assert isinstance(compiled.describe(_actual), str)
+    assert compiled.to_dict() == condition
+
+
+def test_describe_shows_actual_value() -> None:
+    condition = compile_condition({"path": "impact.recipient_count", "op": "gt", "value": 10})
+    assert condition.describe(14) == "impact.recipient_count > 10 (was 14)"
+    assert condition.describe(MISSING) == "impact.recipient_count > 10 (was missing)"
+    assert condition.describe("x" * 200).endswith("…)")
+    assert condition.describe(14, redact=True) == "impact.recipient_count > 10 (was ***)"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(3, Decimal(3)), ("100.50", Decimal("100.50")), (0.1, Decimal("0.1")), (True, None), ("1e5", None),
+     ("NaN", None), (float("inf"), None), ("", None), (None, None), ([1], None)],
+)
+def test_to_decimal(value: Any, expected: Decimal | None) -> None:
+    assert to_decimal(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "message_part"),
+    [
+        ({"path": "impact.x", "op": "gtx", "value": 1}, "condition.op", "unknown operator 'gtx'; expected one of eq, ne"),
+        ({"path": "request.user", "op": "eq", "value": 1}, "condition.path", "must start with one of params."),
+        ({"path": "params", "op": "eq", "value": 1}, "condition.path", "whole namespace"),
+        ({"path": "params.a-b", "op": "eq", "value": 1}, "condition.path", "invalid segment"),
+        ({"path": "params..a", "op": "eq", "value": 1}, "condition.path", "invalid segment"),
+        ({"path": "params.-1", "op": "eq", "value": 1}, "condition.path", "invalid segment"),
+        ({"path": "impact.amount", "op": "gt", "value": "lots"}, "condition.value", "needs a number"),
+        ({"path": "impact.amount", "op": "gt", "value": True}, "condition.value", "needs a number"),
+        ({"path": "impact.amount", "op": "gt", "value": 1.5}, "condition.value", "decimal string"),
+        ({"path": "params.a", "op": "matches", "value": "("}, "condition.value", "does not compile"),
+        ({"path": "params.a", "op": "matches", "value": "a" * 501}, "condition.value", "longer than 500"),
+        ({"path": "params.a", "op": "in", "value": "abc"}, "condition.value", "non-empty list"),
+        ({"path": "params.a", "op": "in", "value": []}, "condition.value", "non-empty list"),
+        ({"path": "params.a", "op": "in", "value": [1, [2]]}, "condition.value[1]", "list items"),
+        ({"path": "params.a", "op": "len_gt", "value": -1}, "condition.value", "non-negative integer"),
+        ({"path": "params.a", "op": "contains", "value": ["x"]}, "condition.value", "needs a string"),
+        ({"path": "params.a", "op": "exists", "value": "yes"}, "condition.value", "true or false"),
+        ({"path": "params.a", "op": "eq"}, "condition.value", "required"),
+        ({"path": "params.a", "op": "eq", "value": 1, "note": ""}, "condition.note", "unknown key 'note'"),
+        ("params.a == 1", "condition", "must be an object"),
+    ],
+)
+def test_bad_condition_refused_with_field(data: Any, field: str, message_part: str) -> None:
+    with pytest.raises(RuleValidationError) as caught:
+        compile_condition(data)
+    assert caught.value.field == field
+    assert message_part in caught.value.message
