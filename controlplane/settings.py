@@ -83,7 +83,7 @@ TEMPLATES = [
 SQLITE_PATH = VAR_DIR / "controlplane.sqlite3"
 DATABASES = {
     "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{SQLITE_PATH}"),
+        os.environ.get("DATABASE_URL") or f"sqlite:///{SQLITE_PATH}",
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "0")),
     )
 }
