@@ -1,22 +1,45 @@
 """Live push of request changes to reviewers' cards and waiting agents.
 
 Only `publish_on_commit` is for services: a rolled-back change must never reach
-a screen. Delivery goes to registered listeners (the dashboard and agent sockets
-register theirs when they land); with none registered, publishing is a no-op.
-Messages are hints: clients resync from REST on (re)connect.
+a screen. After commit, each change goes to the channel layer groups below and
+to any in-process listeners (tests register one). Channel messages are
+at-most-once hints: clients resync from REST on (re)connect.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.db import transaction
+
+logger = logging.getLogger(__name__)
 
 CARD_CREATED = "card.created"
 CARD_UPDATED = "card.updated"
 CARD_REMOVED = "card.removed"
+
+# The consumer method that receives these messages is `request_change`.
+MESSAGE_TYPE = "request.change"
+
+
+def approvers_group(group_id: int) -> str:
+    """Channel group of everyone in one approver (auth) group."""
+    return f"approvers-{group_id}"
+
+
+def agent_group(agent_id: int) -> str:
+    """Channel group of one agent's sockets and long-polls."""
+    return f"agent-{agent_id}"
+
+
+def request_group(request_id: str) -> str:
+    """Channel group of whoever waits on one request (a long-poll)."""
+    return f"request-{request_id}"
 
 
 @dataclass(frozen=True)
@@ -27,6 +50,12 @@ class Change:
     approver_group_id: int | None
     agent_id: int
     data: dict[str, Any] = field(default_factory=dict)
+
+    def channel_groups(self) -> list[str]:
+        groups = [agent_group(self.agent_id), request_group(self.request_id)]
+        if self.approver_group_id is not None:
+            groups.append(approvers_group(self.approver_group_id))
+        return groups
 
 
 Listener = Callable[[Change], None]
@@ -56,5 +85,21 @@ def publish_on_commit(event: str, request, **data: Any) -> None:
 
 
 def _deliver(change: Change) -> None:
+    _send_to_channel_layer(change)
     for listener in list(_listeners):
-        listener(change)
+        try:
+            listener(change)
+        except Exception:  # a broken listener must not lose the others' updates
+            logger.exception("broadcast listener %r failed", listener)
+
+
+def _send_to_channel_layer(change: Change) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": MESSAGE_TYPE, **asdict(change)}
+    for group in change.channel_groups():
+        try:
+            async_to_sync(layer.group_send)(group, message)
+        except Exception:  # at-most-once by design: clients resync from REST
+            logger.warning("could not push %s to %s", change.event, group, exc_info=True)

@@ -1,9 +1,21 @@
-"""WebSocket routes. Reviewer and agent sockets join here as their issues land."""
+"""WebSocket routes.
+
+Browser sockets (reviewers) sit behind the origin check and session auth; agent
+sockets send no Origin header and authenticate with their bearer token instead,
+so each route carries its own middleware.
+"""
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
 
+
+def browser_socket(consumer):
+    """Session-authenticated, same-origin only."""
+    return AllowedHostsOriginValidator(AuthMiddlewareStack(consumer))
+
+
+# Each app appends its routes: path("ws/reviewer/", browser_socket(ReviewerConsumer.as_asgi())), ...
 websocket_urlpatterns: list = []
 
-websocket_application = AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+websocket_application = URLRouter(websocket_urlpatterns)

@@ -45,3 +45,17 @@ def require_redis():
 def fast_password_hashing(settings):
     """Real hashing costs ~0.5 s a user; tests create dozens."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session")
+def daphne_server(django_db_setup, django_db_blocker):
+    """One real daphne process on the test database for the whole session.
+
+    Tests that use it need committed data: mark them `django_db(transaction=True)`.
+    """
+    from tests.live import DaphneServer
+
+    with django_db_blocker.unblock():
+        server = DaphneServer()
+    yield server
+    server.stop()

@@ -1,0 +1,88 @@
+"""A real daphne server on the test database, for tests that meet the app the way
+users do (HTTP and WebSocket over a socket, a separate process).
+
+Tests using it must see committed data, so they take `transactional_db`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url_for_tests() -> str:
+    """The URL of the database the test run created, for child processes."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{Path(settings['NAME']).resolve()}"
+    user = settings.get("USER") or ""
+    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{settings.get('HOST') or '127.0.0.1'}:{settings.get('PORT') or 5432}/{settings['NAME']}"
+
+
+def child_environment(**extra: str) -> dict[str, str]:
+    """Environment for a server or worker process that shares this test run's database."""
+    env = dict(os.environ)
+    env.update(DATABASE_URL=database_url_for_tests(), DJANGO_SETTINGS_MODULE="controlplane.settings", **extra)
+    return env
+
+
+class DaphneServer:
+    """daphne serving controlplane.asgi on a free loopback port until `stop()`."""
+
+    def __init__(self, *, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ws_url = f"ws://127.0.0.1:{self.port}"
+        self.log_path = Path(os.environ.get("CONTROLPLANE_VAR_DIR", ROOT / "var")) / f"daphne-{self.port}.log"
+        self._log = open(self.log_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "controlplane.asgi:application"],
+            cwd=ROOT,
+            env=env or child_environment(),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        self._wait_until_ready()
+
+    def _wait_until_ready(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"daphne exited early:\n{self.log()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/healthz", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"daphne did not answer /healthz within {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
