@@ -235,3 +235,34 @@ class TestQuorumReachability:
         services.approve(request.pk, reviewer=people["bob"])
         request.refresh_from_db()
         assert request.state == State.APPROVED
+
+
+class TestLivePush:
+    def test_changes_are_pushed_only_after_commit_to_every_group_that_sees_the_card(
+        self, submit, people, admin_user, reviewers_group, django_capture_on_commit_callbacks
+    ):
+        from approvals import broadcast, policy
+
+        treasury = Group.objects.create(name="treasury")
+        people["alice"].groups.add(treasury)
+        policy.save_rule(
+            {"name": "treasury_two", "priority": 1, "action_type": "pay_invoice", "risk_level": "high",
+             "required_approvals": 2, "approver_group": "treasury", "escalation_group": "reviewers"},
+            acting_user=admin_user, note="treasury needs two, reviewers back it up",
+        )
+        seen: list[broadcast.Change] = []
+        broadcast.subscribe(seen.append)
+        try:
+            with django_capture_on_commit_callbacks() as pending:
+                request = submit("pay_invoice", params={"amount": "10"})
+                assert seen == []  # nothing reaches a screen before the transaction commits
+            for callback in pending:
+                callback()
+        finally:
+            broadcast.unsubscribe(seen.append)
+        escalated = [change for change in seen if change.data.get("escalated_to") == "reviewers"]
+        assert len(escalated) == 1 and escalated[0].event == broadcast.CARD_CREATED
+        assert set(escalated[0].channel_groups()) >= {
+            broadcast.approvers_group(treasury.pk), broadcast.approvers_group(reviewers_group.pk),
+            broadcast.agent_group(request.agent_id), broadcast.request_group(str(request.pk)),
+        }

@@ -147,3 +147,12 @@ class TestClaimAndComplete:
         event = AuditEvent.objects.filter(request_id=approved.pk).order_by("-seq").first()
         assert event.verb == "request.revalidation_failed"
         assert event.metadata["code"] == errors.APPROVER_PERMISSION_REVOKED
+
+
+def test_an_agent_cannot_claim_what_the_server_executes(approved, agent):
+    type(approved).objects.filter(pk=approved.pk).update(executor="webhook")
+    with pytest.raises(DomainError) as refused:
+        services.claim_execution(approved.pk, actor=services.SYSTEM, agent=agent)
+    assert refused.value.code == errors.EXECUTED_BY_SERVER
+    approved.refresh_from_db()
+    assert approved.state == State.APPROVED
