@@ -15,7 +15,7 @@ from django.db import models
 
 from .vocabulary import is_registered
 
-__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent"]
+__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent", "ChainVerification"]
 
 
 class AppendOnlyError(Exception):
@@ -100,3 +100,34 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise AppendOnlyError(f"audit event #{self.seq} cannot be deleted")
+
+
+class ChainVerification(models.Model):
+    """One run of chain verification (scheduled or manual) and its outcome.
+
+    Not part of the chain: a record of when the chain was last checked, for the
+    auditors' status panel. The chain itself also gets an `audit.verified` or
+    `audit.chain_broken` event for each run.
+    """
+
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    from_seq = models.BigIntegerField(help_text="First seq checked; 1 for a full run.")
+    head_seq = models.BigIntegerField(help_text="Last seq that passed.")
+    head_hash = models.CharField(max_length=64, blank=True)
+    checked = models.BigIntegerField(default=0)
+    ok = models.BooleanField()
+    bad_seq = models.BigIntegerField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    full = models.BooleanField(default=False, help_text="Walked from seq 1 rather than from the last good head.")
+    trigger = models.CharField(max_length=32, default="scheduled")
+    checkpoint_file = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        ordering = ["-finished_at", "-pk"]
+        default_permissions = ("view",)
+        get_latest_by = "finished_at"
+
+    def __str__(self) -> str:
+        outcome = "ok" if self.ok else f"broken at {self.bad_seq}"
+        return f"verification {self.from_seq}-{self.head_seq} {outcome}"

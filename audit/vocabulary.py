@@ -111,6 +111,12 @@ register("emergency_stop.changed", "An emergency stop was switched on or off.")
 register("audit.exported", "Audit events were exported.")
 register("audit.verified", "The audit chain was verified and found intact.")
 register("audit.chain_broken", "Verification found the audit chain broken.")
+# Execution engine (server-side executors): retries under one claim and one idempotency key.
+register("request.execution_deferred", "A retryable execution failure; the next attempt is scheduled.")
+register("request.execution_reclaimed", "A worker took a fresh lease for the next attempt of a claimed execution.")
+# Risk-rule tuning: deadline extensions and per-rule notification settings.
+register("request.deadline_extended", "A reviewer extended a pending request's decision deadline (once, within the rule's limit).")
+register("rule.notifications_changed", "An admin changed a rule's notification, reminder, escalation or extension settings.")
 
 TRANSITION_VERBS: frozenset[str] = frozenset(
     f"request.{name}"

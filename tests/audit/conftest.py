@@ -58,3 +58,42 @@ def start_from_an_empty_log(request):
 
     with maintenance(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table}")
+
+
+# --- Exports, verification and the auditors' pages ----------------------------------------
+
+SIGNING_KEY = "test-audit-signing-key-held-by-the-auditor"
+
+
+@pytest.fixture(autouse=True)
+def audit_signing(settings, tmp_path):
+    """A known export signing key (what the auditor holds) and a private checkpoint directory."""
+    settings.AUDIT_EXPORT_SIGNING_KEY = SIGNING_KEY
+    settings.AUDIT_CHECKPOINT_DIR = tmp_path / "checkpoints"
+    return SIGNING_KEY
+
+
+@pytest.fixture
+def auditor(django_user_model):
+    """Ann audits: a member of the `auditors` group, nothing else."""
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username="ann", password="unused-password-2")
+    user.groups.add(Group.objects.get(name="auditors"))
+    return user
+
+
+@pytest.fixture
+def reviewer(django_user_model):
+    """Bob reviews requests: a member of `reviewers`, not of `auditors`."""
+    from django.contrib.auth.models import Group
+
+    user = django_user_model.objects.create_user(username="bob", password="unused-password-3")
+    user.groups.add(Group.objects.get(name="reviewers"))
+    return user
+
+
+@pytest.fixture
+def mallory(django_user_model):
+    """Mallory is signed in and belongs to no group."""
+    return django_user_model.objects.create_user(username="mallory", password="unused-password-4")

@@ -34,6 +34,10 @@ GOLDEN_VERBS = [
     "audit.exported",
     "audit.verified",
     "audit.chain_broken",
+    "request.execution_deferred",
+    "request.execution_reclaimed",
+    "request.deadline_extended",
+    "rule.notifications_changed",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

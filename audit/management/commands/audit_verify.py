@@ -3,7 +3,8 @@
 Prints "OK: N events verified, head seq S hash H" and exits 0, or
 "BROKEN at seq S: <reason>" and exits 1. Progress goes to stderr: a live counter
 on a terminal, otherwise a line every 10%. Unless --no-record is given, the outcome
-is itself recorded as an `audit.verified` or `audit.chain_broken` event.
+is itself recorded as an `audit.verified` or `audit.chain_broken` event and a
+ChainVerification row (shown on the auditors' status panel).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
-from audit.chain import Actor, VerifyResult, record, verify_chain
+from audit.chain import verify_chain
+from audit.verification import record_outcome
 
 PROGRESS_STEP_PERCENT = 10
 
@@ -37,11 +40,13 @@ class Command(BaseCommand):
     def handle(self, *args: Any, since_seq: int, no_record: bool, **options: Any) -> None:
         if since_seq < 1:
             raise CommandError("--since-seq must be 1 or more")
+        started_at = timezone.now()
         result = verify_chain(since_seq=since_seq, progress=self._progress_reporter())
         if self.stderr.isatty():
             self.stderr.write("")  # end the live counter's line
         if not no_record:
-            self._record_outcome(since_seq, result)
+            # Stored like a scheduled run, so the auditors' status panel shows it too.
+            record_outcome(result, from_seq=since_seq, full=since_seq == 1, trigger="manual", started_at=started_at)
         if not result.ok:
             self.stdout.write(f"BROKEN at seq {result.bad_seq}: {result.reason}")
             raise CommandError(f"audit chain broken at seq {result.bad_seq}", returncode=1)
@@ -66,23 +71,3 @@ class Command(BaseCommand):
                 next_percent[0] = (percent // PROGRESS_STEP_PERCENT + 1) * PROGRESS_STEP_PERCENT
 
         return stepped
-
-    def _record_outcome(self, since_seq: int, result: VerifyResult) -> None:
-        actor = Actor.system("audit_verify")
-        if result.ok:
-            record(
-                "audit.verified",
-                actor=actor,
-                metadata={
-                    "since_seq": since_seq,
-                    "checked": result.checked,
-                    "head_seq": result.head_seq,
-                    "head_hash": result.head_hash,
-                },
-            )
-        else:
-            record(
-                "audit.chain_broken",
-                actor=actor,
-                metadata={"since_seq": since_seq, "bad_seq": result.bad_seq, "reason": result.reason},
-            )

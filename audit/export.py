@@ -1,0 +1,231 @@
+"""Streaming audit exports (CSV and JSON Lines) with a signed manifest.
+
+An export is planned (`begin_export`: filters, format, who, and the chain head
+at that moment), streamed in keyset chunks (`seq > last ORDER BY seq LIMIT n`,
+never OFFSET, never the whole result in memory), and finished (`finish_export`:
+the manifest is built from digests accumulated while streaming, signed with
+settings.AUDIT_EXPORT_SIGNING_KEY, and recorded as an `audit.exported` event
+whose metadata holds the whole signed manifest).
+
+Rows past the head read at the start are not exported, so an export is a
+consistent snapshot even while events keep arriving (rows never change, so no
+long transaction is needed for that).
+
+The JSONL manifest is the file's last line. The CSV manifest is a sidecar: the
+response names the export in `X-Audit-Export-Id` and a `Link: <...manifest...>;
+rel="describedby"` header, and `GET /audit/export.csv.manifest?export_id=...`
+returns the signed manifest from the `audit.exported` event once the download
+finished (see docs/audit.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from .canonical import format_timestamp
+from .chain import Actor, head, record
+from .filters import AuditFilters
+from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_line, sign
+from .models import AuditEvent
+
+__all__ = [
+    "EXPORT_CHUNK_ROWS",
+    "FORMATS",
+    "ExportPlan",
+    "begin_export",
+    "exported_manifest",
+    "finish_export",
+    "iter_export",
+    "stream_export",
+]
+
+EXPORT_CHUNK_ROWS = 500
+FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
+_ROW_FIELDS = ("seq", "prev_hash", "hash", "canonical")
+
+
+@dataclass
+class ExportPlan:
+    """One export in progress. `digests` fills up as rows are rendered."""
+
+    export_id: str
+    fmt: str
+    filters: AuditFilters
+    actor: Actor
+    head_seq: int
+    head_hash: str
+    started_at: datetime
+    digests: ExportDigests = field(default_factory=ExportDigests)
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def filename(self) -> str:
+        return f"audit-export-{self.started_at:%Y%m%dT%H%M%SZ}-{self.export_id[:8]}.{self.fmt}"
+
+
+def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan:
+    """Plan an export of the rows matching `filters` up to the current chain head."""
+    if fmt not in FORMATS:
+        raise ValueError(f"export format must be one of {', '.join(FORMATS)}")
+    head_seq, head_hash = head()
+    return ExportPlan(
+        export_id=str(uuid.uuid4()),
+        fmt=fmt,
+        filters=filters,
+        actor=actor,
+        head_seq=head_seq,
+        head_hash=head_hash,
+        started_at=timezone.now(),
+    )
+
+
+def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int = EXPORT_CHUNK_ROWS) -> list[tuple[int, str, str, str]]:
+    """The next `limit` matching rows after `after_seq` (keyset: an index range scan on seq)."""
+    queryset = plan.filters.apply(AuditEvent.objects.filter(seq__gt=after_seq, seq__lte=plan.head_seq))
+    return list(queryset.order_by("seq").values_list(*_ROW_FIELDS)[:limit])
+
+
+def header(plan: ExportPlan) -> str:
+    """What comes before the rows: the CSV header line, nothing for JSONL."""
+    if plan.fmt != "csv":
+        return ""
+    return _csv_text([list(CSV_COLUMNS)])
+
+
+def render_rows(plan: ExportPlan, rows: list[tuple[int, str, str, str]]) -> str:
+    """Render one chunk of rows and add them to the plan's digests.
+
+    CSV cells come from the canonical document (the text that was hashed), not
+    from the other columns, so the export says exactly what the chain attests.
+    """
+    add = plan.digests.add
+    if plan.fmt == "jsonl":
+        parts = []
+        for seq, prev_hash, row_hash, canonical in rows:
+            add(seq, row_hash)
+            parts.append(jsonl_line(seq, prev_hash, row_hash, canonical))
+        return "".join(parts)
+    records = []
+    for seq, prev_hash, row_hash, canonical in rows:
+        add(seq, row_hash)
+        records.append(csv_cells(json.loads(canonical), prev_hash, row_hash, canonical))
+    return _csv_text(records)
+
+
+def _csv_text(records: list[list[str]]) -> str:
+    buffer = io.StringIO()
+    # QUOTE_MINIMAL quotes any cell holding a comma, quote or newline; CRLF per RFC 4180.
+    csv.writer(buffer, lineterminator="\r\n").writerows(records)
+    return buffer.getvalue()
+
+
+def finish_export(plan: ExportPlan) -> dict[str, Any]:
+    """Sign the manifest for the rows rendered so far and record the export as an audit event."""
+    manifest = sign(
+        {
+            "type": MANIFEST_TYPE,
+            "export_id": plan.export_id,
+            "format": plan.fmt,
+            "filters": plan.filters.as_text(),
+            **plan.digests.as_manifest_fields(),
+            "chain_head": {"seq": plan.head_seq, "hash": plan.head_hash},
+            "exported_at": format_timestamp(plan.started_at),
+            "exported_by": {"kind": str(plan.actor.kind), "id": plan.actor.id, "label": plan.actor.label},
+        },
+        settings.AUDIT_EXPORT_SIGNING_KEY,
+    )
+    record(
+        "audit.exported",
+        actor=plan.actor,
+        metadata={
+            "export_id": plan.export_id,
+            "format": plan.fmt,
+            "filters": manifest["filters"],
+            "row_count": manifest["row_count"],
+            "seq_digest": manifest["seq_digest"],
+            "manifest": manifest,
+        },
+    )
+    plan.manifest = manifest
+    return manifest
+
+
+def trailer(plan: ExportPlan) -> str:
+    """What comes after the rows: the JSONL manifest line, nothing for CSV (its manifest is a sidecar)."""
+    if plan.fmt != "jsonl" or plan.manifest is None:
+        return ""
+    return json.dumps({"manifest": plan.manifest}, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+async def stream_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> AsyncIterator[str]:
+    """Yield the export as text chunks, holding one chunk of rows in memory at a time.
+
+    Database work runs in Django's sync thread via sync_to_async, one short query
+    per chunk; no connection or transaction is held between chunks.
+    """
+    fetch = sync_to_async(fetch_chunk)
+    text = header(plan)
+    if text:
+        yield text
+    after = 0
+    while True:
+        rows = await fetch(plan, after, chunk_rows)
+        if not rows:
+            break
+        yield render_rows(plan, rows)
+        after = rows[-1][0]
+    await sync_to_async(finish_export)(plan)
+    text = trailer(plan)
+    if text:
+        yield text
+
+
+def iter_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Iterator[tuple[str, int]]:
+    """The synchronous twin of `stream_export` (for `manage.py audit_export`).
+
+    Yields (text, rows in this chunk) so a caller can show progress.
+    """
+    text = header(plan)
+    if text:
+        yield text, 0
+    after = 0
+    while True:
+        rows = fetch_chunk(plan, after, chunk_rows)
+        if not rows:
+            break
+        yield render_rows(plan, rows), len(rows)
+        after = rows[-1][0]
+    finish_export(plan)
+    text = trailer(plan)
+    if text:
+        yield text, 0
+
+
+def count_rows(plan: ExportPlan) -> int:
+    """How many rows the export will hold (one COUNT; for progress bars only)."""
+    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
+
+
+def exported_manifest(export_id: str) -> dict[str, Any] | None:
+    """The signed manifest of a finished export, read from its `audit.exported` event."""
+    try:
+        uuid.UUID(export_id)
+    except ValueError:
+        return None
+    metadata = (
+        AuditEvent.objects.filter(verb="audit.exported", metadata__export_id=export_id)
+        .values_list("metadata", flat=True)
+        .first()
+    )
+    return None if metadata is None else metadata.get("manifest")

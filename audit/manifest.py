@@ -1,0 +1,195 @@
+"""The export formats, their signed manifest, and signed chain-head checkpoints.
+
+Pure Python (stdlib and audit.canonical only) on purpose: the server writes
+exports with these functions and the offline verifier (`python -m audit.verify`)
+reads them with the same ones, without Django.
+
+Formats
+-------
+JSON Lines: one object per event,
+    {"seq": 7, "prev_hash": "...", "hash": "...", "event": {...}, "canonical": "..."}
+where `canonical` is the exact text that was hashed and `event` is the same
+document parsed (for jq and humans); the last line is {"manifest": {...}}.
+
+CSV: the header `CSV_COLUMNS`, then one row per event with the document's fields
+flattened, `metadata` as canonical JSON, and the chain columns. Cells that a
+spreadsheet would run as a formula are neutralized (see `neutralize_cell`). The
+manifest is a separate JSON document (the sidecar).
+
+Manifest
+--------
+A JSON object (`MANIFEST_FIELDS`) naming the filters, the row count, the first and
+last seq, `seq_digest` = sha256 over "<seq>\\n" for every exported seq in order,
+`hash_digest` = sha256 over "<hash>\\n" for every exported row in order, and the
+chain head when the export started. It is signed with HMAC-SHA256 over the
+canonical bytes of the manifest without its `signature` member.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from .canonical import canonical_bytes
+
+__all__ = [
+    "CHECKPOINT_TYPE",
+    "CSV_COLUMNS",
+    "FORMULA_PREFIXES",
+    "MANIFEST_TYPE",
+    "SIGNATURE_ALGORITHM",
+    "ExportDigests",
+    "csv_cells",
+    "jsonl_line",
+    "key_id",
+    "neutralize_cell",
+    "sign",
+    "signature_problem",
+]
+
+MANIFEST_TYPE = "cp-audit-export-manifest/1"
+CHECKPOINT_TYPE = "cp-audit-checkpoint/1"
+SIGNATURE_ALGORITHM = "HMAC-SHA256"
+
+CSV_COLUMNS = (
+    "seq",
+    "occurred_at",
+    "actor_kind",
+    "actor_id",
+    "actor_label",
+    "verb",
+    "request_id",
+    "agent_id",
+    "metadata",
+    "prev_hash",
+    "hash",
+    "canonical",
+)
+
+# A spreadsheet evaluates a cell starting with these as a formula (OWASP CSV injection).
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+# --- Rows --------------------------------------------------------------------------------
+
+
+def jsonl_line(seq: int, prev_hash: str, row_hash: str, canonical: str) -> str:
+    """One JSON Lines row (with its newline) for a stored event.
+
+    The canonical text is itself JSON, so it is spliced in as `event` without a
+    parse, and repeated as a string in `canonical` for byte-exact verification.
+    """
+    return (
+        f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}",'
+        f'"event":{canonical},"canonical":{json.dumps(canonical, ensure_ascii=False)}}}\n'
+    )
+
+
+def neutralize_cell(value: str) -> str:
+    """Prefix a single quote to a cell a spreadsheet would treat as a formula."""
+    if value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canonical: str) -> list[str]:
+    """The CSV cells of one event, derived from its canonical document, neutralized.
+
+    Raises KeyError/TypeError when `document` is not shaped like an event document;
+    the verifier turns that into a rejection of the row.
+    """
+    actor = document["actor"]
+    request_id = document["request_id"]
+    agent_id = document["agent_id"]
+    cells = [
+        str(document["seq"]),
+        document["occurred_at"],
+        actor["kind"],
+        actor["id"],
+        actor["label"],
+        document["verb"],
+        "" if request_id is None else str(request_id),
+        "" if agent_id is None else str(agent_id),
+        canonical_bytes(document["metadata"]).decode("utf-8"),
+        prev_hash,
+        row_hash,
+        canonical,
+    ]
+    return [neutralize_cell(cell) for cell in cells]
+
+
+class ExportDigests:
+    """Accumulates the manifest's digests as rows stream past, in constant memory."""
+
+    def __init__(self) -> None:
+        self._seqs = hashlib.sha256()
+        self._hashes = hashlib.sha256()
+        self.row_count = 0
+        self.first_seq: int | None = None
+        self.last_seq: int | None = None
+
+    def add(self, seq: int, row_hash: str) -> None:
+        self._seqs.update(f"{seq}\n".encode("ascii"))
+        self._hashes.update(f"{row_hash}\n".encode("ascii"))
+        self.row_count += 1
+        if self.first_seq is None:
+            self.first_seq = seq
+        self.last_seq = seq
+
+    def as_manifest_fields(self) -> dict[str, Any]:
+        return {
+            "row_count": self.row_count,
+            "first_seq": self.first_seq,
+            "last_seq": self.last_seq,
+            "seq_digest": self._seqs.hexdigest(),
+            "hash_digest": self._hashes.hexdigest(),
+        }
+
+
+# --- Signatures ----------------------------------------------------------------------------
+
+
+def _key_bytes(key: str | bytes) -> bytes:
+    return key.encode("utf-8") if isinstance(key, str) else bytes(key)
+
+
+def key_id(key: str | bytes) -> str:
+    """A short public fingerprint of a signing key, so a verifier can tell it holds the right one."""
+    return hmac.new(_key_bytes(key), b"cp-audit-key-id", hashlib.sha256).hexdigest()[:16]
+
+
+def _signed_bytes(document: Mapping[str, Any]) -> bytes:
+    return canonical_bytes({name: value for name, value in document.items() if name != "signature"})
+
+
+def sign(document: Mapping[str, Any], key: str | bytes) -> dict[str, Any]:
+    """Return `document` with a `signature` member over everything else in it.
+
+    The document must be canonicalizable (no floats); the signature is
+    HMAC-SHA256 over its canonical bytes without `signature`.
+    """
+    signed = {name: value for name, value in document.items() if name != "signature"}
+    value = hmac.new(_key_bytes(key), _signed_bytes(signed), hashlib.sha256).hexdigest()
+    signed["signature"] = {"alg": SIGNATURE_ALGORITHM, "key_id": key_id(key), "value": value}
+    return signed
+
+
+def signature_problem(document: Mapping[str, Any], key: str | bytes) -> str | None:
+    """Return why `document`'s signature does not hold under `key`, or None when it does."""
+    signature = document.get("signature")
+    if not isinstance(signature, Mapping):
+        return "it carries no signature"
+    if signature.get("alg") != SIGNATURE_ALGORITHM:
+        return f"unsupported signature algorithm {signature.get('alg')!r}"
+    if signature.get("key_id") != key_id(key):
+        return f"it was signed with key {signature.get('key_id')!r}, not the key given ({key_id(key)})"
+    try:
+        expected = hmac.new(_key_bytes(key), _signed_bytes(document), hashlib.sha256).hexdigest()
+    except (TypeError, ValueError) as exc:
+        return f"it cannot be canonicalized: {exc}"
+    if not hmac.compare_digest(str(signature.get("value", "")), expected):
+        return "the signature does not match its contents (altered, or signed with another key)"
+    return None

@@ -1,0 +1,17 @@
+"""Auditors' pages and exports, mounted at /audit/."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "audit"
+
+urlpatterns = [
+    path("", views.audit_log, name="log"),
+    path("events/<int:seq>/", views.event_detail, name="event"),
+    path("requests/<uuid:request_id>/", views.request_timeline, name="timeline"),
+    path("export.csv", views.export_csv, name="export_csv"),
+    path("export.jsonl", views.export_jsonl, name="export_jsonl"),
+    # The signed manifest (the CSV sidecar; JSONL exports carry it as their last line too).
+    path("export.csv.manifest", views.export_manifest, name="export_manifest"),
+]

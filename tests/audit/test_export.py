@@ -1,0 +1,226 @@
+"""GET /audit/export.csv and /audit/export.jsonl: every filter, hostile values,
+round trips, and a manifest whose digests and signature match what was received."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import uuid
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import pytest
+from django.core.management import call_command
+from freezegun import freeze_time
+
+from audit.chain import Actor, record
+from audit.manifest import key_id, signature_problem
+from audit.models import AuditEvent
+from audit.verify import verify_export
+
+from .conftest import SIGNING_KEY
+from .exporting import download, jsonl_rows
+
+REFUND = SimpleNamespace(pk=uuid.UUID("6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a"), agent_id=7)
+MAIL = SimpleNamespace(pk=uuid.UUID("0b5c2a6e-1111-4d59-9d3a-000000000002"), agent_id=8)
+HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", 'a,b "c"\nd']
+
+
+@pytest.fixture
+def story(alice, system) -> None:
+    """Two requests on two days: a high-risk refund (agent 7) and a low-risk mail (agent 8)."""
+    refund_bot, mail_bot = SimpleNamespace(pk=7, name="refund-bot"), SimpleNamespace(pk=8, name="mail-bot")
+    with freeze_time("2026-03-01T10:00:00Z"):
+        record("request.submitted", actor=Actor.for_agent(refund_bot), request=REFUND)
+        record("request.queued", actor=system, request=REFUND, metadata={"risk_level": "high", "rule": "refunds"})
+        record("decision.recorded", actor=Actor.for_user(alice), request=REFUND, metadata={"verdict": "approve"})
+    with freeze_time("2026-03-02T10:00:00Z"):
+        record("request.submitted", actor=Actor.for_agent(mail_bot), request=MAIL)
+        record("request.auto_approved", actor=system, request=MAIL, metadata={"risk_level": "low", "rule": "read_low"})
+        record("request.approved", actor=Actor.for_user(alice), request=REFUND)
+        record("policy.changed", actor=Actor.for_user(alice), metadata={"note": "tightened"})
+
+
+def exported_seqs(user, query: str) -> list[int]:
+    response, body = download(user, f"/audit/export.jsonl?{query}")
+    assert response.status_code == 200, body
+    rows, _ = jsonl_rows(body)
+    return [row["seq"] for row in rows]
+
+
+# --- Filters ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query,expected",
+    [
+        ("", [1, 2, 3, 4, 5, 6, 7]),
+        ("since=2026-03-02", [4, 5, 6, 7]),
+        ("until=2026-03-02T00:00:00Z", [1, 2, 3]),
+        ("since=2026-03-01T09:00:00%2B00:00&until=2026-03-01T11:00:00Z", [1, 2, 3]),
+        ("verb=request.submitted", [1, 4]),
+        ("actor=alice", [3, 6, 7]),
+        ("actor_kind=agent", [1, 4]),
+        ("agent=8", [4, 5]),
+        (f"request={REFUND.pk}", [1, 2, 3, 6]),
+        ("risk=high", [1, 2, 3, 6]),
+        ("risk=low", [4, 5]),
+        ("rule=read_low", [4, 5]),
+        ("risk=high&rule=read_low", []),
+        ("risk=critical", []),
+        ("verb=request.approved&actor=alice&agent=7", [6]),
+    ],
+)
+def test_every_filter_selects_exactly_its_events(story, auditor, query, expected):
+    assert exported_seqs(auditor, query) == expected
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "query,field",
+    [("since=yesterday", "since"), ("verb=request.nonsense", "verb"), ("agent=seven", "agent"),
+     ("request=not-a-uuid", "request"), ("risk=spicy", "risk"),
+     ("since=2026-03-02&until=2026-03-01", "until"), ("actor_kind=robot", "actor_kind")],
+)
+def test_a_bad_filter_is_a_json_400_naming_the_field(story, auditor, query, field):
+    response, body = download(auditor, f"/audit/export.csv?{query}")
+    assert response.status_code == 400
+    error = json.loads(body)
+    assert (error["code"], error["field"]) == ("invalid_filter", field)
+    assert error["message"]
+
+
+# --- Manifest: digests and signature match what was received --------------------------------
+
+
+@pytest.mark.django_db
+def test_the_jsonl_trailer_manifest_matches_the_rows_received(story, auditor):
+    response, body = download(auditor, "/audit/export.jsonl?actor=alice")
+    rows, manifest = jsonl_rows(body)
+    seqs = [row["seq"] for row in rows]
+    assert manifest["row_count"] == len(rows) == 3
+    assert manifest["seq_digest"] == hashlib.sha256("".join(f"{s}\n" for s in seqs).encode()).hexdigest()
+    assert manifest["hash_digest"] == hashlib.sha256("".join(f"{r['hash']}\n" for r in rows).encode()).hexdigest()
+    assert manifest["filters"] == {"actor": "alice"}
+    assert manifest["chain_head"] == {"seq": 7, "hash": AuditEvent.objects.get(seq=7).hash}
+    assert manifest["exported_by"] == {"kind": "user", "id": str(auditor.pk), "label": "ann"}
+    assert manifest["export_id"] == response["X-Audit-Export-Id"]
+    assert signature_problem(manifest, SIGNING_KEY) is None
+    assert manifest["signature"]["key_id"] == key_id(SIGNING_KEY)
+
+
+@pytest.mark.django_db
+def test_jsonl_rows_round_trip_to_the_stored_canonical_text(story, auditor):
+    _, body = download(auditor, "/audit/export.jsonl")
+    rows, _ = jsonl_rows(body)
+    stored = {e.seq: e for e in AuditEvent.objects.all()}
+    for row in rows:
+        event = stored[row["seq"]]
+        assert (row["prev_hash"], row["hash"], row["canonical"]) == (event.prev_hash, event.hash, event.canonical)
+        assert row["event"] == json.loads(event.canonical)
+
+
+@pytest.mark.django_db
+def test_every_export_is_itself_an_audit_event(story, auditor):
+    response, _ = download(auditor, "/audit/export.csv?verb=request.submitted")
+    event = AuditEvent.objects.order_by("-seq").first()
+    assert (event.verb, event.actor_label, event.actor_kind) == ("audit.exported", "ann", "user")
+    assert event.metadata["filters"] == {"verb": "request.submitted"}
+    assert event.metadata["row_count"] == 2
+    assert event.metadata["export_id"] == response["X-Audit-Export-Id"]
+    assert event.metadata["seq_digest"] == event.metadata["manifest"]["seq_digest"]
+
+
+@pytest.mark.django_db
+def test_the_csv_sidecar_is_fetched_by_the_link_header_and_verifies(story, auditor, tmp_path):
+    response, body = download(auditor, "/audit/export.csv?agent=7")
+    link = response["Link"]
+    assert link.startswith("</audit/export.csv.manifest?export_id=") and 'rel="describedby"' in link
+    manifest_response, manifest_body = download(auditor, link[1:link.index(">")])
+    assert manifest_response.status_code == 200
+    (tmp_path / "x.csv").write_bytes(body)
+    verdict = verify_export(tmp_path / "x.csv", manifest=json.loads(manifest_body), key=SIGNING_KEY)
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.django_db
+def test_an_unknown_export_id_has_no_manifest(auditor):
+    response, body = download(auditor, f"/audit/export.csv.manifest?export_id={uuid.uuid4()}")
+    assert response.status_code == 404
+    assert json.loads(body)["code"] == "export_not_found"
+
+
+@pytest.mark.django_db
+def test_an_export_stops_at_the_head_it_started_from(story, auditor):
+    """Rows appended while an export streams are left to the next export, so its manifest holds."""
+    from asgiref.sync import async_to_sync
+
+    from audit.export import begin_export, stream_export
+    from audit.filters import AuditFilters
+
+    plan = begin_export(AuditFilters(), "jsonl", actor=Actor.for_user(auditor))
+    record("policy.changed", actor=Actor.system(), metadata={"late": True})
+
+    async def collect() -> str:
+        return "".join([chunk async for chunk in stream_export(plan, chunk_rows=2)])
+
+    rows, manifest = jsonl_rows(async_to_sync(collect)().encode())
+    assert [row["seq"] for row in rows] == [1, 2, 3, 4, 5, 6, 7]
+    assert manifest["chain_head"]["seq"] == 7
+
+
+# --- CSV safety -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
+    for value in HOSTILE:
+        record("policy.changed", actor=Actor.system(label=value), metadata={"note": value})
+    response, body = download(auditor, "/audit/export.csv")
+    assert response["Content-Type"].startswith("text/csv")
+    records = list(csv.reader(io.StringIO(body.decode("utf-8"), newline="")))
+    header, rows = records[0], records[1:]
+    label = header.index("actor_label")
+    assert [row[label] for row in rows] == [
+        "'=HYPERLINK(\"http://x\")", "'+1+1", "'-2+3", "'@SUM(A1)", "'\tTAB", "'\rCR", 'a,b "c"\nd',
+    ]
+    for row in rows:
+        assert len(row) == len(header), "commas, quotes and newlines stay inside their cell"
+        assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row)
+    _, manifest = download(auditor, response["Link"][1:response["Link"].index(">")])
+    (tmp_path / "hostile.csv").write_bytes(body)
+    verdict = verify_export(tmp_path / "hostile.csv", manifest=json.loads(manifest), key=SIGNING_KEY)
+    assert verdict.ok, verdict.message
+
+
+# --- The management command ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_audit_export_command_writes_a_verifiable_file_with_a_progress_bar(story, tmp_path, fmt):
+    out, err = io.StringIO(), io.StringIO()
+    path = tmp_path / f"export.{fmt}"
+    call_command("audit_export", "--format", fmt, "--out", str(path), "--since", "2026-03-02",
+                 stdout=out, stderr=err)
+    assert "100% 4/4 rows" in err.getvalue()
+    manifest = None
+    if fmt == "csv":
+        manifest = json.loads((tmp_path / "export.csv.manifest.json").read_text())
+    verdict = verify_export(path, manifest=manifest, key=SIGNING_KEY)
+    assert verdict.ok, verdict.message
+    assert verdict.rows == 4
+    exported = AuditEvent.objects.order_by("-seq").first()
+    assert (exported.verb, exported.actor_label) == ("audit.exported", "audit_export")
+    assert exported.metadata["filters"] == {"since": "2026-03-02T00:00:00.000000Z"}
+
+
+def test_filters_are_written_into_the_manifest_as_stable_text():
+    from audit.filters import AuditFilters
+
+    filters = AuditFilters.from_query({"since": "2026-03-02T12:00:00+02:00", "agent": "7", "verb": ""})
+    assert filters.as_text() == {"since": "2026-03-02T10:00:00.000000Z", "agent": "7"}
+    assert filters.since == datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
