@@ -1,0 +1,171 @@
+"""Who is calling: an agent with a bearer token, or a reviewer with a session.
+
+Agents are not Django users. A valid token authenticates as an `AgentPrincipal`
+(is_authenticated True) carrying the agent and the token, so views branch on
+`isinstance(request.user, AgentPrincipal)` and never confuse the two.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+from rest_framework import authentication, exceptions, permissions, throttling
+
+from agents.models import Agent, AgentToken
+from agents.services import InvalidToken, authenticate_token
+
+__all__ = [
+    "AgentPrincipal",
+    "BearerTokenAuthentication",
+    "HasScope",
+    "IsAgent",
+    "IsAgentOrReviewer",
+    "IsReviewer",
+    "ReviewerSessionAuthentication",
+    "TokenRateThrottle",
+    "consume_rate",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class AgentPrincipal:
+    """The authenticated caller when an agent's token was presented."""
+
+    token: AgentToken
+
+    is_authenticated = True
+    is_anonymous = False
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    pk = None
+
+    @property
+    def agent(self) -> Agent:
+        return self.token.agent
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.token.scopes
+
+    def get_username(self) -> str:
+        return f"agent:{self.agent.name}"
+
+    def __str__(self) -> str:
+        return self.get_username()
+
+
+def principal_from_header(value: str) -> AgentPrincipal:
+    """Authenticate an `Authorization` header value; raise AuthenticationFailed."""
+    scheme, _, raw = value.strip().partition(" ")
+    if scheme.lower() != "bearer" or not raw.strip():
+        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.", code="invalid_token")
+    try:
+        return AgentPrincipal(authenticate_token(raw.strip()))
+    except InvalidToken as exc:
+        raise exceptions.AuthenticationFailed(exc.message, code=exc.code) from None
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer cp_<prefix>_<secret>` (agents)."""
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header.lower().startswith("bearer"):
+            return None
+        principal = principal_from_header(header)
+        return principal, principal.token
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'
+
+
+class ReviewerSessionAuthentication(authentication.SessionAuthentication):
+    """Django session with CSRF enforced; offers a challenge so anonymous gets 401, not 403."""
+
+    def authenticate_header(self, request) -> str:
+        return 'Session realm="reviewers"'
+
+
+class IsAgent(permissions.BasePermission):
+    message = "This endpoint is for agents (Authorization: Bearer <token>)."
+
+    def has_permission(self, request, view) -> bool:
+        return isinstance(request.user, AgentPrincipal)
+
+
+class IsReviewer(permissions.BasePermission):
+    """A signed-in, active person (object permissions decide the rest)."""
+
+    message = "This endpoint is for signed-in reviewers."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        return bool(user and user.is_authenticated and not isinstance(user, AgentPrincipal) and user.is_active)
+
+
+class IsAgentOrReviewer(permissions.BasePermission):
+    """Endpoints both sides read (list and detail); querysets differ per side."""
+
+    def has_permission(self, request, view) -> bool:
+        return IsAgent().has_permission(request, view) or IsReviewer().has_permission(request, view)
+
+
+class HasScope(permissions.BasePermission):
+    """The token carries the scope the view names in `required_scope` (per method if a dict)."""
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not isinstance(user, AgentPrincipal):
+            return True  # not an agent: other permissions decide
+        required = getattr(view, "required_scope", None)
+        if isinstance(required, dict):
+            required = required.get(request.method, required.get("*"))
+        if required and not user.has_scope(required):
+            self.message = f"The token lacks the '{required}' scope."
+            self.code = "insufficient_scope"
+            return False
+        return True
+
+
+# --- Rate limit -------------------------------------------------------------------------
+
+
+def consume_rate(token: AgentToken) -> float | None:
+    """Count one request against `token`'s fixed window; seconds to wait if over, else None.
+
+    The counter is atomic (`cache.incr`: INCR on Redis, a locked increment in the
+    local-memory cache), unlike DRF's read-modify-write throttle history, so
+    concurrent requests cannot slip past the limit.
+    """
+    limit, window = settings.AGENT_TOKEN_RATE_LIMIT
+    if not limit:
+        return None
+    now = time.time()
+    bucket = int(now // window)
+    key = f"cp:rate:{token.prefix}:{bucket}"
+    # add() sets the key only if missing; the expiry outlives the window a little.
+    cache.add(key, 0, timeout=window + 5)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.add(key, 1, timeout=window + 5)
+        count = 1
+    if count > limit:
+        return max(1.0, (bucket + 1) * window - now)
+    return None
+
+
+class TokenRateThrottle(throttling.BaseThrottle):
+    """Per-token limit (AGENT_TOKEN_RATE_LIMIT = (requests, window seconds)); sessions are not limited here."""
+
+    def allow_request(self, request, view) -> bool:
+        self._wait = None
+        if isinstance(request.user, AgentPrincipal):
+            self._wait = consume_rate(request.user.token)
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait

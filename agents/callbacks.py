@@ -1,0 +1,185 @@
+"""Signed callbacks: a request's decision POSTed to the `callback_url` its agent gave.
+
+The database drives delivery: after a change commits, a CallbackDelivery row is
+created for the new state (once per state); `deliver_due_callbacks()` (Celery
+task `agents.deliver_due_callbacks`, run by beat and nudged after each change)
+sends what is due, records every attempt, and reschedules failures with
+exponential backoff until CALLBACK_MAX_ATTEMPTS. Redirects are not followed and
+the URL is checked against the outbound allow-list again before every attempt.
+
+Signature: header `X-Controlplane-Signature: sha256=<hex>` where hex is
+HMAC-SHA256(agent.callback_secret, f"{timestamp}." + body), with the Unix
+timestamp in `X-Controlplane-Timestamp`. Receivers should refuse stale
+timestamps (replays) and compare signatures in constant time; see
+`verify_signature`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import random
+import time
+from datetime import timedelta
+
+import httpx
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from approvals.broadcast import Change
+from approvals.models import ApprovalRequest
+from approvals.states import State
+from controlplane.outbound import OutboundURLRefused, check_outbound_url
+
+from .models import CallbackAttempt, CallbackDelivery, RequestCallback
+from .resume import resume_payload
+
+__all__ = [
+    "CALLBACK_STATES",
+    "deliver_due_callbacks",
+    "enqueue_callback",
+    "on_request_change",
+    "sign",
+    "verify_signature",
+]
+
+logger = logging.getLogger(__name__)
+
+# The states an agent hears about: its decision, then its execution's outcome.
+CALLBACK_STATES = frozenset(
+    {State.APPROVED, State.REJECTED, State.EXPIRED, State.CANCELLED, State.SUCCEEDED, State.FAILED}
+)
+SIGNATURE_HEADER = "X-Controlplane-Signature"
+TIMESTAMP_HEADER = "X-Controlplane-Timestamp"
+DELIVERY_HEADER = "X-Controlplane-Delivery"
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"sha256={mac.hexdigest()}"
+
+
+def verify_signature(secret: str, timestamp: str, body: bytes, signature: str, *, max_age: int = 300) -> bool:
+    """What a receiver does: fresh timestamp and a matching signature (constant-time)."""
+    try:
+        stamp = int(timestamp)
+    except ValueError:
+        return False
+    if abs(time.time() - stamp) > max_age:
+        return False
+    return hmac.compare_digest(sign(secret, stamp, body), signature)
+
+
+def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
+    """Create the delivery of `state` for the request's callback (once per state); None if it has none."""
+    callback = RequestCallback.objects.select_related("request__agent").filter(request_id=request_id).first()
+    if callback is None or state not in CALLBACK_STATES:
+        return None
+    request = callback.request
+    payload = {"event": "request.changed", **resume_payload(request)}
+    payload["state"] = state  # the state this delivery announces, even if the request moved on since
+    try:
+        with transaction.atomic():
+            delivery, _ = CallbackDelivery.objects.get_or_create(
+                request=request, state=state,
+                defaults={"url": callback.url, "payload": payload, "next_attempt_at": timezone.now()},
+            )
+    except IntegrityError:  # a concurrent enqueue won
+        delivery = CallbackDelivery.objects.get(request=request, state=state)
+    return delivery
+
+
+def on_request_change(change: Change) -> None:
+    """Broadcast listener (runs after commit): queue the callback and nudge the worker."""
+    if change.state not in CALLBACK_STATES:
+        return
+    if enqueue_callback(change.request_id, change.state) is None:
+        return
+    if getattr(settings, "CALLBACK_PUSH_TASK", True):
+        try:
+            from .tasks import deliver_due_callbacks_task
+
+            deliver_due_callbacks_task.delay()
+        except Exception:  # the beat sweep delivers it anyway
+            logger.warning("could not enqueue callback delivery task", exc_info=True)
+
+
+def _enqueue_missing(limit: int) -> int:
+    """Deliveries a crash between commit and the listener never created."""
+    missing = (
+        ApprovalRequest.objects.filter(state__in=CALLBACK_STATES, callback__isnull=False)
+        .exclude(Exists(CallbackDelivery.objects.filter(request_id=OuterRef("pk"), state=OuterRef("state"))))
+        .values_list("pk", "state")[:limit]
+    )
+    return sum(enqueue_callback(str(rid), state) is not None for rid, state in missing)
+
+
+def _backoff(attempts: int) -> timedelta:
+    base = settings.CALLBACK_RETRY_BASE_SECONDS * (2 ** (attempts - 1))
+    return timedelta(seconds=min(base, settings.CALLBACK_RETRY_MAX_SECONDS) * random.uniform(0.8, 1.2))
+
+
+def _claim_due(now, limit: int) -> list[int]:
+    """Take due rows so no other worker sends them at the same time (a lease on next_attempt_at)."""
+    lease = timedelta(seconds=settings.CALLBACK_TIMEOUT_SECONDS + 30)
+    with transaction.atomic():
+        rows = list(
+            CallbackDelivery.objects.select_for_update(skip_locked=True)
+            .filter(next_attempt_at__lte=now).order_by("next_attempt_at").values_list("pk", flat=True)[:limit]
+        )
+        CallbackDelivery.objects.filter(pk__in=rows).update(next_attempt_at=now + lease)
+    return rows
+
+
+def _attempt(delivery: CallbackDelivery) -> None:
+    body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode()
+    timestamp = int(time.time())
+    number = delivery.attempts + 1
+    status, error = None, ""
+    started = time.monotonic()
+    try:
+        check_outbound_url(delivery.url)
+        response = httpx.post(
+            delivery.url, content=body, timeout=settings.CALLBACK_TIMEOUT_SECONDS, follow_redirects=False,
+            headers={
+                "Content-Type": "application/json",
+                TIMESTAMP_HEADER: str(timestamp),
+                SIGNATURE_HEADER: sign(delivery.request.agent.callback_secret, timestamp, body),
+                DELIVERY_HEADER: str(delivery.pk),
+            },
+        )
+        status = response.status_code
+        if not response.is_success:
+            error = f"HTTP {status}" + (" (redirects are not followed)" if response.is_redirect else "")
+    except OutboundURLRefused as exc:
+        error = f"{exc.code}: {exc.message}"
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    now = timezone.now()
+    CallbackAttempt.objects.create(delivery=delivery, number=number, attempted_at=now, status_code=status,
+                                   error=error, duration_ms=int((time.monotonic() - started) * 1000))
+    delivery.attempts = number
+    delivery.last_status = status
+    delivery.last_error = error
+    if not error:
+        delivery.delivered_at, delivery.next_attempt_at = now, None
+    elif number >= settings.CALLBACK_MAX_ATTEMPTS:
+        delivery.gave_up_at, delivery.next_attempt_at = now, None
+    else:
+        delivery.next_attempt_at = now + _backoff(number)
+    delivery.save(update_fields=["attempts", "last_status", "last_error", "delivered_at", "gave_up_at",
+                                 "next_attempt_at"])
+
+
+def deliver_due_callbacks(*, now=None, limit: int = 100) -> int:
+    """Send every callback that is due; returns how many attempts were made."""
+    _enqueue_missing(limit)
+    now = now or timezone.now()
+    due = _claim_due(now, limit)
+    for delivery in CallbackDelivery.objects.select_related("request__agent").filter(pk__in=due):
+        _attempt(delivery)
+    return len(due)

@@ -1,0 +1,35 @@
+"""Python client for the HITL control plane. Imports nothing from Django.
+
+    from agents.client import ControlPlane
+
+    cp = ControlPlane("https://controlplane.example.com", token="cp_...")
+    resume = cp.submit_plan(".plans/auth.md")          # blocks until a person decides
+    print(resume.tool_result)                           # what the model should read
+
+    @cp.require_approval("transfer_funds")
+    def transfer(amount: int, to: str) -> str: ...      # runs only once approved
+
+`AsyncControlPlane` is the same with `await`. Network errors are retried with
+the same idempotency key, so a retried submission never creates a second request.
+"""
+
+from ._core import (
+    ApprovalRejected,
+    ApprovalTimeout,
+    ControlPlaneError,
+    Resume,
+    fallback_plan_text,
+)
+from .asynchronous import AsyncControlPlane
+from .synchronous import ControlPlane, submit_plan
+
+__all__ = [
+    "ApprovalRejected",
+    "ApprovalTimeout",
+    "AsyncControlPlane",
+    "ControlPlane",
+    "ControlPlaneError",
+    "Resume",
+    "fallback_plan_text",
+    "submit_plan",
+]

@@ -1,0 +1,141 @@
+"""What the sync and async clients share: request shapes, results, errors, retry policy."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import httpx
+
+USER_AGENT = "hitl-controlplane-client/1"
+FALLBACK_PREFIX = "[Plan submitted for review]"
+# Errors worth retrying with the same idempotency key: the request may or may not
+# have reached the server, and the key makes the retry safe either way.
+RETRYABLE = (httpx.TransportError,)
+RETRYABLE_STATUSES = frozenset({502, 503, 504})
+
+
+class ControlPlaneError(Exception):
+    """The server refused (`code` is the API's stable error code) or could not be reached."""
+
+    def __init__(self, code: str, message: str, *, status: int | None = None, details: Any = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.status = status
+        self.details = details
+
+
+class ApprovalTimeout(ControlPlaneError):
+    """No decision arrived within the caller's timeout; the request is still pending."""
+
+
+@dataclass(frozen=True)
+class Resume:
+    """A decided request: what to resume the agent with."""
+
+    request_id: str
+    state: str
+    resume_data: dict[str, Any]
+    tool_result: str
+    raw: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    @property
+    def approved(self) -> bool:
+        return self.resume_data.get("action") == "approved"
+
+    @property
+    def feedback(self) -> str:
+        return self.resume_data.get("feedback", "")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The exact approved params (actions), possibly edited by a reviewer."""
+        return self.resume_data.get("params", {})
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Resume:
+        return cls(request_id=payload["request_id"], state=payload["state"],
+                   resume_data=payload["resume_data"], tool_result=payload["tool_result"], raw=payload)
+
+
+class ApprovalRejected(ControlPlaneError):
+    """The request was rejected (or expired, or was cancelled). `feedback` says why."""
+
+    def __init__(self, resume: Resume) -> None:
+        reason = resume.feedback or "no feedback given"
+        super().__init__("rejected", f"{resume.state}: {reason}")
+        self.resume = resume
+        self.feedback = resume.feedback
+        self.state = resume.state
+
+
+def fallback_plan_text(path: str) -> str:
+    """What the submit_plan tool returns with no control plane configured (as Mastra's does outside a run)."""
+    return f"{FALLBACK_PREFIX} {path}"
+
+
+def configured_from_env() -> tuple[str, str] | None:
+    url, token = os.environ.get("CONTROLPLANE_URL", ""), os.environ.get("CONTROLPLANE_TOKEN", "")
+    return (url, token) if url and token else None
+
+
+def new_idempotency_key() -> str:
+    return f"cpc-{uuid.uuid4()}"
+
+
+def raise_for_error(response: httpx.Response) -> dict[str, Any]:
+    """The JSON body of a success, or ControlPlaneError with the API's code."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if response.is_success:
+        return body
+    raise ControlPlaneError(
+        body.get("code", f"http_{response.status_code}"),
+        body.get("message", response.reason_phrase),
+        status=response.status_code,
+        details=body.get("details"),
+    )
+
+
+def action_body(action_type: str, target: dict | None, params: dict | None, **fields: Any) -> dict[str, Any]:
+    body = {"action_type": action_type, "target": target or {}, "params": params or {}}
+    body.update({k: v for k, v in fields.items() if v not in (None, "")})
+    return body
+
+
+def plan_body(path: str, plan: str, title: str | None, **fields: Any) -> dict[str, Any]:
+    body = {"path": path, "plan": plan, **({"title": title} if title else {})}
+    body.update({k: v for k, v in fields.items() if v not in (None, "")})
+    return body
+
+
+def read_plan(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def call_params(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """The function's arguments by name, defaults applied: the params reviewers see."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def backoff_delay(attempt: int, base: float) -> float:
+    return min(base * (2 ** attempt), 10.0)
+
+
+def jsonable(value: Any) -> Any:
+    """`value` if it serializes as JSON, else its repr (for reporting a tool's result)."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value

@@ -1,0 +1,159 @@
+"""The asyncio client: the same operations as ControlPlane, awaited."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any, Callable, TypeVar
+
+import httpx
+
+from ._core import (
+    RETRYABLE,
+    RETRYABLE_STATUSES,
+    USER_AGENT,
+    ApprovalRejected,
+    ApprovalTimeout,
+    ControlPlaneError,
+    Resume,
+    action_body,
+    backoff_delay,
+    call_params,
+    jsonable,
+    new_idempotency_key,
+    plan_body,
+    raise_for_error,
+    read_plan,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class AsyncControlPlane:
+    """Like `ControlPlane`, for asyncio code (LangGraph async nodes, async tool functions)."""
+
+    def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
+                 retry_backoff: float = 0.5, timeout: float = 10.0,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.poll_wait = poll_wait
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.timeout = timeout
+        self._http = httpx.AsyncClient(
+            base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncControlPlane:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _call(self, method: str, path: str, *, read_timeout: float | None = None,
+                    **kwargs: Any) -> dict[str, Any]:
+        timeout = httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
+        for attempt in range(self.retries + 1):
+            try:
+                response = await self._http.request(method, path, timeout=timeout, **kwargs)
+            except RETRYABLE as exc:
+                if attempt == self.retries:
+                    raise ControlPlaneError("network_error", f"{type(exc).__name__}: {exc}") from exc
+            else:
+                if response.status_code not in RETRYABLE_STATUSES or attempt == self.retries:
+                    return raise_for_error(response)
+            await asyncio.sleep(backoff_delay(attempt, self.retry_backoff))
+        raise AssertionError("unreachable")
+
+    async def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+                            idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+        return await self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, **fields),
+                                headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+
+    async def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
+                                  idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+        text = plan if plan is not None else await asyncio.to_thread(read_plan, path)
+        return await self._call("POST", "/api/v1/plans/", json=plan_body(path, text, title, **fields),
+                                headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+
+    async def get(self, request_id: str) -> dict[str, Any]:
+        return await self._call("GET", f"/api/v1/requests/{request_id}/")
+
+    async def find(self, **filters: str) -> list[dict[str, Any]]:
+        return (await self._call("GET", "/api/v1/requests/", params=filters))["results"]
+
+    async def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
+        return await self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
+                                read_timeout=wait + self.timeout)
+
+    async def wait(self, request_id: str, *, timeout: float | None = None) -> Resume:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - loop.time())
+            payload = await self.resume(request_id, wait=max(remaining, 0))
+            if payload["decided"]:
+                return Resume.from_payload(payload)
+            if deadline is not None and loop.time() >= deadline:
+                raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
+
+    async def cancel(self, request_id: str, reason: str = "") -> dict[str, Any]:
+        return await self._call("POST", f"/api/v1/requests/{request_id}/cancel/", json={"reason": reason})
+
+    async def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
+        return await self._call("POST", f"/api/v1/requests/{request_id}/claim/",
+                                json={"target_hash": target_hash} if target_hash else {})
+
+    async def complete(self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None,
+                       error: str = "") -> dict[str, Any]:
+        return await self._call("POST", f"/api/v1/requests/{request_id}/complete/",
+                                json={"token": grant_token, "succeeded": succeeded, "result": result,
+                                      "error": error})
+
+    async def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+                               timeout: float | None = None, idempotency_key: str | None = None,
+                               **fields: Any) -> Resume:
+        submitted = await self.submit_action(action_type, target, params, idempotency_key=idempotency_key, **fields)
+        return await self.wait(submitted["id"], timeout=timeout)
+
+    async def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
+                          timeout: float | None = None, idempotency_key: str | None = None,
+                          **fields: Any) -> Resume:
+        submitted = await self.submit_plan_request(path, plan, title=title, idempotency_key=idempotency_key,
+                                                   **fields)
+        return await self.wait(submitted["id"], timeout=timeout)
+
+    def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
+                         timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
+        """As `ControlPlane.require_approval`, for `async def` tool functions."""
+
+        def decorate(fn: F) -> F:
+            @functools.wraps(fn)
+            async def wrapper(*args: Any, **kwargs: Any) -> Any:
+                params = call_params(fn, args, kwargs)
+                resolved_target = target(**params) if callable(target) else (target or {})
+                resume = await self.request_approval(action_type or fn.__name__, resolved_target, params,
+                                                     timeout=timeout)
+                if not resume.approved:
+                    raise ApprovalRejected(resume)
+                if not claim:
+                    return await fn(**resume.params)
+                grant = await self.claim(resume.request_id)
+                try:
+                    result = await fn(**grant["params"])
+                except Exception as exc:
+                    await self.complete(resume.request_id, grant["token"], succeeded=False, error=repr(exc))
+                    raise
+                await self.complete(resume.request_id, grant["token"], succeeded=True, result=jsonable(result))
+                return result
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+
+__all__ = ["AsyncControlPlane"]

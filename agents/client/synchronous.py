@@ -1,0 +1,204 @@
+"""The blocking client."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any, Callable, TypeVar
+
+import httpx
+
+from ._core import (
+    RETRYABLE,
+    RETRYABLE_STATUSES,
+    USER_AGENT,
+    ApprovalRejected,
+    ApprovalTimeout,
+    ControlPlaneError,
+    Resume,
+    action_body,
+    backoff_delay,
+    call_params,
+    configured_from_env,
+    fallback_plan_text,
+    jsonable,
+    new_idempotency_key,
+    plan_body,
+    raise_for_error,
+    read_plan,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ControlPlane:
+    """A connection to the control plane as one agent (its bearer token).
+
+    `poll_wait` is how long each long-poll asks the server to hold; `retries`
+    is how many times a network error is retried (same idempotency key) before
+    ControlPlaneError("network_error") is raised.
+    """
+
+    def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
+                 retry_backoff: float = 0.5, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
+                 ) -> None:
+        self.url = url.rstrip("/")
+        self.poll_wait = poll_wait
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.timeout = timeout
+        self._http = httpx.Client(
+            base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
+            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ControlPlane:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transport --------------------------------------------------------------------
+
+    def _call(self, method: str, path: str, *, read_timeout: float | None = None, **kwargs: Any) -> dict[str, Any]:
+        timeout = httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, path, timeout=timeout, **kwargs)
+            except RETRYABLE as exc:
+                if attempt == self.retries:
+                    raise ControlPlaneError("network_error", f"{type(exc).__name__}: {exc}") from exc
+            else:
+                if response.status_code not in RETRYABLE_STATUSES or attempt == self.retries:
+                    return raise_for_error(response)
+            time.sleep(backoff_delay(attempt, self.retry_backoff))
+        raise AssertionError("unreachable")
+
+    # --- requests -----------------------------------------------------------------------
+
+    def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+                      idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Submit a tool call; returns the request as the API shows it (`id`, `state`, `rule`, ...).
+
+        `fields`: run_id, thread_id, resource_id, tool_call_id, declared, callback_url.
+        """
+        return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, **fields),
+                          headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+
+    def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
+                            idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+        """Submit a plan (read from `path` unless `plan` is given); returns the request."""
+        text = plan if plan is not None else read_plan(path)
+        return self._call("POST", "/api/v1/plans/", json=plan_body(path, text, title, **fields),
+                          headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+
+    def get(self, request_id: str) -> dict[str, Any]:
+        return self._call("GET", f"/api/v1/requests/{request_id}/")
+
+    def find(self, **filters: str) -> list[dict[str, Any]]:
+        """The agent's requests matching `filters` (idempotency_key, run_id, tool_call_id, state, ...)."""
+        return self._call("GET", "/api/v1/requests/", params=filters)["results"]
+
+    def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
+        """One long-poll: the resume payload, `decided` false if nothing was decided within `wait`."""
+        return self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
+                          read_timeout=wait + self.timeout)
+
+    def wait(self, request_id: str, *, timeout: float | None = None) -> Resume:
+        """Block until the request is decided (ApprovalTimeout after `timeout` seconds)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - time.monotonic())
+            payload = self.resume(request_id, wait=max(remaining, 0))
+            if payload["decided"]:
+                return Resume.from_payload(payload)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
+
+    def cancel(self, request_id: str, reason: str = "") -> dict[str, Any]:
+        return self._call("POST", f"/api/v1/requests/{request_id}/cancel/", json={"reason": reason})
+
+    def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
+        """Claim an approved execution: the single-use grant with the exact approved params."""
+        return self._call("POST", f"/api/v1/requests/{request_id}/claim/",
+                          json={"target_hash": target_hash} if target_hash else {})
+
+    def complete(self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None,
+                 error: str = "") -> dict[str, Any]:
+        return self._call("POST", f"/api/v1/requests/{request_id}/complete/",
+                          json={"token": grant_token, "succeeded": succeeded, "result": result, "error": error})
+
+    # --- blocking helpers ------------------------------------------------------------------
+
+    def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+                         timeout: float | None = None, idempotency_key: str | None = None,
+                         **fields: Any) -> Resume:
+        """Submit a tool call and wait for the decision. Check `.approved`; use `.params`."""
+        submitted = self.submit_action(action_type, target, params, idempotency_key=idempotency_key, **fields)
+        return self.wait(submitted["id"], timeout=timeout)
+
+    def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
+                    timeout: float | None = None, idempotency_key: str | None = None, **fields: Any) -> Resume:
+        """Mastra's submit_plan: read the plan at `path`, submit it, wait for the decision.
+
+        `resume.tool_result` is the text for the model; `resume.resume_data` is
+        `{action, feedback?, path, title, plan}`, what `agent.resumeStream()` takes.
+        """
+        submitted = self.submit_plan_request(path, plan, title=title, idempotency_key=idempotency_key, **fields)
+        return self.wait(submitted["id"], timeout=timeout)
+
+    def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
+                         timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
+        """Decorate a tool function so it runs only when approved, with the approved params.
+
+        The call's arguments (by name) are the params reviewers see; the function
+        then runs with the approved, possibly edited, params. With `claim` (the
+        default) the execution is claimed first (re-validated on the server, at
+        most once) and its outcome reported. Raises ApprovalRejected with the
+        feedback when rejected, expired or cancelled.
+        """
+
+        def decorate(fn: F) -> F:
+            @functools.wraps(fn)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                params = call_params(fn, args, kwargs)
+                resolved_target = target(**params) if callable(target) else (target or {})
+                resume = self.request_approval(action_type or fn.__name__, resolved_target, params, timeout=timeout)
+                if not resume.approved:
+                    raise ApprovalRejected(resume)
+                if not claim:
+                    return fn(**resume.params)
+                grant = self.claim(resume.request_id)
+                try:
+                    result = fn(**grant["params"])
+                except Exception as exc:
+                    self.complete(resume.request_id, grant["token"], succeeded=False, error=repr(exc))
+                    raise
+                self.complete(resume.request_id, grant["token"], succeeded=True, result=jsonable(result))
+                return result
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+
+def submit_plan(path: str, *, client: ControlPlane | None = None, timeout: float | None = None) -> str:
+    """The `submit_plan` tool for agent frameworks: returns the text the model reads.
+
+    With no client given and no CONTROLPLANE_URL / CONTROLPLANE_TOKEN in the
+    environment it returns the readable fallback "[Plan submitted for review] <path>",
+    as Mastra's tool does outside an agent run.
+    """
+    if client is None:
+        configured = configured_from_env()
+        if configured is None:
+            return fallback_plan_text(path)
+        with ControlPlane(*configured) as env_client:
+            return env_client.submit_plan(path, timeout=timeout).tool_result
+    return client.submit_plan(path, timeout=timeout).tool_result
+
+
+__all__ = ["ApprovalRejected", "ApprovalTimeout", "ControlPlane", "ControlPlaneError", "Resume", "submit_plan"]

@@ -1,0 +1,112 @@
+"""What a waiting agent resumes with, exactly as DESIGN.md's agent-facing contract says.
+
+Plans mirror Mastra's `submit_plan` tool: resume data `{action, feedback?, path,
+title, plan}` and the tool result texts the model reads. Actions get the same
+three cases in words that fit a tool call, with the exact approved params.
+Expired and cancelled requests resume as `rejected` with feedback saying so; the
+response's `state` tells them apart.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from approvals.errors import REVALIDATION_CODES
+from approvals.states import Kind, State
+
+__all__ = [
+    "PLAN_APPROVED_TEXT",
+    "is_decided",
+    "resume_payload",
+    "tool_result",
+]
+
+# Mastra's own text for an approved plan, verbatim.
+PLAN_APPROVED_TEXT = "Plan approved. Proceed with implementation following the approved plan."
+PLAN_REJECTED_WITH_FEEDBACK = (
+    "Plan rejected. Feedback from the reviewer:\n\n{feedback}\n\n"
+    "Revise the plan to address this feedback, then submit the revised plan with submit_plan."
+)
+PLAN_REJECTED_WITHOUT_FEEDBACK = (
+    "Plan rejected without feedback. Do not revise or resubmit the plan yet: "
+    "stop and wait for the user's next message."
+)
+ACTION_APPROVED = (
+    "Approved. Proceed with this tool call using exactly these approved parameters "
+    "(a reviewer may have edited them): {params}"
+)
+ACTION_REJECTED_WITH_FEEDBACK = (
+    "Rejected. Feedback from the reviewer:\n\n{feedback}\n\n"
+    "Do not retry the same call unchanged; change it to address the feedback or ask the user."
+)
+ACTION_REJECTED_WITHOUT_FEEDBACK = (
+    "Rejected without feedback. Do not retry this call; stop and wait for the user's next message."
+)
+
+# States in which a decision about going ahead exists.
+_APPROVED_STATES = frozenset({State.APPROVED, State.EXECUTING, State.SUCCEEDED})
+_REJECTED_STATES = frozenset({State.REJECTED, State.EXPIRED, State.CANCELLED})
+
+
+def _decision(request: Any, state: str) -> tuple[str, str] | None:
+    """(action, feedback) for `request` in `state`, or None while undecided."""
+    if state in _APPROVED_STATES:
+        return "approved", ""
+    if state == State.FAILED:
+        # A failed re-validation means "do not go ahead"; a failed execution was approved.
+        if request.resolution_code in REVALIDATION_CODES or request.resolution_code.endswith("_required"):
+            return "rejected", request.error or "Re-validation refused to run the approved request."
+        return "approved", ""
+    if state == State.REJECTED:
+        return "rejected", request.feedback
+    if state == State.EXPIRED:
+        if request.decided_at is not None:
+            return "rejected", "The approval expired before the request was executed; submit it again."
+        return "rejected", "The request expired before anyone decided it; submit it again if it is still needed."
+    if state == State.CANCELLED:
+        who = "the agent" if request.resolution_code == "withdrawn" else "an administrator"
+        reason = f": {request.feedback}" if request.feedback else "."
+        return "rejected", f"The request was cancelled by {who}{reason}"
+    return None
+
+
+def is_decided(request: Any) -> bool:
+    return _decision(request, request.effective_state) is not None
+
+
+def tool_result(kind: str, action: str, feedback: str, params: dict[str, Any] | None = None) -> str:
+    """The text the model reads as the tool's result."""
+    if kind == Kind.PLAN:
+        if action == "approved":
+            return PLAN_APPROVED_TEXT
+        return PLAN_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback else PLAN_REJECTED_WITHOUT_FEEDBACK
+    if action == "approved":
+        return ACTION_APPROVED.format(params=json.dumps(params or {}, sort_keys=True, ensure_ascii=False))
+    return ACTION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback else ACTION_REJECTED_WITHOUT_FEEDBACK
+
+
+def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`{request_id, state, decided, resume_data, tool_result}` for `request` now.
+
+    `params` are the current (approved) params when the caller already has them;
+    otherwise they are read. Undecided requests have `resume_data` and
+    `tool_result` null.
+    """
+    state = request.effective_state
+    decision = _decision(request, state)
+    body: dict[str, Any] = {"request_id": str(request.pk), "state": state, "decided": decision is not None,
+                            "resume_data": None, "tool_result": None}
+    if decision is None:
+        return body
+    action, feedback = decision
+    resume_data: dict[str, Any] = {"action": action}
+    if feedback:
+        resume_data["feedback"] = feedback
+    if request.kind == Kind.PLAN:
+        resume_data.update(path=request.plan_path, title=request.plan_title, plan=request.plan_markdown)
+    elif action == "approved":
+        resume_data["params"] = params if params is not None else request.current_params()
+    body["resume_data"] = resume_data
+    body["tool_result"] = tool_result(request.kind, action, feedback, resume_data.get("params"))
+    return body

@@ -1,0 +1,118 @@
+"""Agent submissions: idempotency, plan revisions and callbacks around
+`approvals.services.submit`, which does the state change itself.
+
+Idempotency (DESIGN.md): a key is scoped to the agent and backed by the unique
+constraint `one_request_per_agent_idempotency_key`, never check-then-insert.
+Same key and same body replays the first request; same key and another body is
+422 `idempotency_key_reused`. A duplicate racing the first one blocks on the
+unique index until the first commits, then replays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError
+
+from approvals import services
+from approvals.errors import DomainError
+from approvals.models import ApprovalRequest
+from approvals.snapshots import stable_hash
+from approvals.states import Kind, State
+from audit.chain import audited_atomic
+from controlplane.outbound import OutboundURLRefused, check_outbound_url
+
+from .models import Agent, RequestCallback
+
+__all__ = ["IDEMPOTENCY_KEY_REUSED", "SubmitResult", "find_by_idempotency_key", "submit_from_agent"]
+
+IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+# Fields that identify the call but are not part of "the same body".
+_NOT_DIGESTED = frozenset({"idempotency_key"})
+
+
+@dataclass(frozen=True)
+class SubmitResult:
+    request: ApprovalRequest
+    replayed: bool
+
+
+def submission_digest(kind: str, data: dict[str, Any]) -> str:
+    return stable_hash({"kind": kind, **{k: v for k, v in data.items() if k not in _NOT_DIGESTED}})
+
+
+def find_by_idempotency_key(agent: Agent, key: str) -> ApprovalRequest | None:
+    return ApprovalRequest.objects.filter(agent=agent, idempotency_key=key).first()
+
+
+def _replay(existing: ApprovalRequest, digest: str) -> SubmitResult:
+    if existing.submission_digest != digest:
+        raise DomainError(
+            IDEMPOTENCY_KEY_REUSED,
+            "This Idempotency-Key was already used with a different body; use a new key for a new request.",
+            http_status=422,
+            request_id=str(existing.pk),
+        )
+    return SubmitResult(existing, replayed=True)
+
+
+def previous_plan_revision(agent: Agent, path: str, thread_id: str) -> ApprovalRequest | None:
+    """The latest plan at `path` (in `thread_id`, when given) if it was rejected: the one a resubmission revises."""
+    plans = ApprovalRequest.objects.filter(agent=agent, kind=Kind.PLAN, plan_path=path)
+    if thread_id:
+        plans = plans.filter(thread_id=thread_id)
+    latest = plans.order_by("-created_at").first()
+    if latest is not None and latest.state == State.REJECTED:
+        return latest
+    return None
+
+
+def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempotency_key: str | None) -> SubmitResult:
+    """Submit validated API data as `agent`; replay when `idempotency_key` was seen with the same body.
+
+    Raises DomainError (422 `idempotency_key_reused`, 422 outbound URL codes).
+    """
+    digest = submission_digest(kind, data)
+    if idempotency_key:
+        existing = find_by_idempotency_key(agent, idempotency_key)
+        if existing is not None:
+            return _replay(existing, digest)
+    callback_url = data.get("callback_url")
+    if callback_url:
+        try:
+            check_outbound_url(callback_url)
+        except OutboundURLRefused as exc:
+            raise DomainError(exc.code, exc.message, http_status=422, field="callback_url") from None
+
+    is_plan = kind == Kind.PLAN
+    supersedes = previous_plan_revision(agent, data["path"], data.get("thread_id", "")) if is_plan else None
+    submission = services.Submission(
+        kind=kind,
+        action_type=data.get("action_type", ""),
+        target=data.get("target") or ({"path": data["path"]} if is_plan else {}),
+        params=data.get("params") or {},
+        declared=data.get("declared") or {},
+        plan_path=data.get("path", ""),
+        plan_title=data.get("title", ""),
+        plan_markdown=data.get("plan", ""),
+        run_id=data.get("run_id", ""),
+        thread_id=data.get("thread_id", ""),
+        resource_id=data.get("resource_id", ""),
+        tool_call_id=data.get("tool_call_id", ""),
+        idempotency_key=idempotency_key or None,
+        submission_digest=digest,
+        supersedes=supersedes,
+    )
+    try:
+        with audited_atomic():
+            request = services.submit(submission, agent=agent)
+            if callback_url:
+                RequestCallback.objects.create(request=request, url=callback_url)
+    except IntegrityError:
+        # Lost the race on the unique index: the winner has committed by now.
+        existing = find_by_idempotency_key(agent, idempotency_key) if idempotency_key else None
+        if existing is None:
+            raise
+        return _replay(existing, digest)
+    return SubmitResult(request, replayed=False)

@@ -1,0 +1,139 @@
+"""Resuming: the payload an agent resumes with, and the long-poll that waits for it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from django.test import AsyncClient
+from freezegun import freeze_time
+
+from agents.resume import PLAN_APPROVED_TEXT
+from approvals import services
+from tests.api.conftest import EMAIL, PLAN_MD
+
+pytestmark = pytest.mark.django_db
+
+
+def _resume(api, request_id: str, wait: float = 0) -> dict:
+    response = api.get(f"/api/v1/requests/{request_id}/resume/", {"wait": wait})
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def _plan(api, **extra) -> str:
+    return api.post("/api/v1/plans/", {"path": "plans/auth.md", "plan": PLAN_MD, **extra}, format="json").json()["id"]
+
+
+def _email(api) -> str:
+    return api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
+
+
+def test_an_undecided_request_has_no_resume_data(api):
+    request_id = _email(api)
+    assert _resume(api, request_id) == {"request_id": request_id, "state": "pending_approval", "decided": False,
+                                        "resume_data": None, "tool_result": None}
+
+
+def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
+    request_id = _plan(api)
+    services.approve(request_id, reviewer=people["alice"])
+    body = _resume(api, request_id)
+    assert body["state"] == "approved"
+    assert body["tool_result"] == "Plan approved. Proceed with implementation following the approved plan."
+    assert body["tool_result"] == PLAN_APPROVED_TEXT
+    assert body["resume_data"] == {"action": "approved", "path": "plans/auth.md",
+                                   "title": "Refactor the auth module", "plan": PLAN_MD}
+
+
+def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
+    request_id = _plan(api)
+    services.reject(request_id, reviewer=people["alice"], feedback="Add error handling steps")
+    body = _resume(api, request_id)
+    assert body["resume_data"]["action"] == "rejected"
+    assert body["resume_data"]["feedback"] == "Add error handling steps"
+    assert "Add error handling steps" in body["tool_result"]
+    assert "submit_plan" in body["tool_result"] and "Revise" in body["tool_result"]
+
+
+def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people):
+    request_id = _plan(api)
+    services.reject(request_id, reviewer=people["alice"])
+    body = _resume(api, request_id)
+    assert body["resume_data"] == {"action": "rejected", "path": "plans/auth.md",
+                                   "title": "Refactor the auth module", "plan": PLAN_MD}
+    assert "wait for the user's next message" in body["tool_result"]
+
+
+def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, people, two_person_rule):
+    request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}},
+                          format="json").json()["id"]
+    services.approve_with_edits(request_id, reviewer=people["alice"], edits={"amount": 500})
+    services.approve(request_id, reviewer=people["bob"])
+    body = _resume(api, request_id)
+    assert body["resume_data"] == {"action": "approved", "params": {"amount": 500, "to": "acme"}}
+    assert '"amount": 500' in body["tool_result"] and "exactly" in body["tool_result"]
+
+
+def test_a_rejected_action_says_not_to_retry_unchanged(api, people):
+    request_id = _email(api)
+    services.reject(request_id, reviewer=people["alice"], feedback="Wrong recipient")
+    body = _resume(api, request_id)
+    assert body["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
+    assert "Wrong recipient" in body["tool_result"] and "Do not retry the same call unchanged" in body["tool_result"]
+
+
+def test_an_expired_request_resumes_as_rejected_and_state_says_expired(api):
+    request_id = _email(api)
+    with freeze_time(timedelta(days=2)):
+        body = _resume(api, request_id)
+    assert body["state"] == "expired"
+    assert body["resume_data"]["action"] == "rejected"
+    assert "expired" in body["resume_data"]["feedback"]
+
+
+def test_a_cancelled_request_resumes_as_rejected_and_state_says_cancelled(api):
+    request_id = _email(api)
+    api.post(f"/api/v1/requests/{request_id}/cancel/", {"reason": "user changed their mind"}, format="json")
+    body = _resume(api, request_id)
+    assert body["state"] == "cancelled"
+    assert body["resume_data"] == {"action": "rejected",
+                                   "feedback": "The request was cancelled by the agent: user changed their mind"}
+
+
+@pytest.mark.parametrize("wait", ["-1", "abc", "nan"])
+def test_a_bad_wait_is_422(api, wait):
+    response = api.get(f"/api/v1/requests/{_email(api)}/resume/", {"wait": wait})
+    assert response.status_code == 422 and response.json()["code"] == "validation_error"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_long_poll_returns_when_the_decision_lands(token, people, api):
+    request_id = _email(api)
+    client = AsyncClient()
+
+    async def scenario() -> tuple[dict, float]:
+        started = time.monotonic()
+        waiting = asyncio.ensure_future(client.get(f"/api/v1/requests/{request_id}/resume/", {"wait": "10"},
+                                                        headers={"Authorization": f"Bearer {token}"}))
+        await asyncio.sleep(0.3)
+        assert not waiting.done()
+        await sync_to_async(services.reject)(request_id, reviewer=people["alice"], feedback="not today")
+        response = await waiting
+        return response.json(), time.monotonic() - started
+
+    body, elapsed = async_to_sync(scenario)()
+    assert body["state"] == "rejected" and body["resume_data"]["feedback"] == "not today"
+    assert elapsed < 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_long_poll_times_out_undecided(token, api):
+    request_id = _email(api)
+    started = time.monotonic()
+    body = _resume(api, request_id, wait=0.5)
+    assert body["decided"] is False and body["state"] == "pending_approval"
+    assert 0.4 < time.monotonic() - started < 3
