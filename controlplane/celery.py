@@ -1,3 +1,11 @@
+"""The Celery app: a real worker and beat in every deployment.
+
+Broker: Redis when REDIS_URL is set; otherwise kombu's filesystem transport in
+VAR_DIR/broker, which needs no server and works across the worker, beat and web
+processes of one machine (see docs/deploy.md). Tasks never run eagerly outside
+unit tests; results are not stored (the database holds every outcome).
+"""
+
 import os
 
 from celery import Celery
@@ -7,3 +15,24 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def _install_beat_schedule(sender: Celery, **kwargs) -> None:
+    """Every periodic task of the project, in one place (run exactly one beat)."""
+    from celery.schedules import crontab
+
+    from agents.tasks import beat_schedule as agents_schedule
+    from approvals.notifications.tasks import beat_schedule as notifications_schedule
+    from approvals.tasks import beat_schedule as approvals_schedule
+
+    schedule = {
+        **approvals_schedule(),
+        **agents_schedule(),
+        **notifications_schedule(),
+        # audit/tasks.py: incremental verification + signed checkpoint, and a nightly full pass.
+        "audit-verify-incremental": {"task": "audit.verify_chain", "schedule": 300.0},
+        "audit-verify-full": {"task": "audit.verify_chain", "schedule": crontab(hour=3, minute=17),
+                              "kwargs": {"full": True}},
+    }
+    sender.conf.beat_schedule = {**schedule, **(sender.conf.beat_schedule or {})}
