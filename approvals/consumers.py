@@ -1,0 +1,155 @@
+"""The reviewer's live socket (`ws/reviewer/`) and what closes it.
+
+Permissions are checked once, on connect: the socket joins the channel group of
+each of the user's auth groups (`approvers-<group id>`, where services push
+`request.change` for cards routed to that group), a per-user group
+(`user-<id>`) and the `emergency` group. Nothing queries the database per event:
+when a person's group membership changes or they log out, a signal sends
+`user.close` to their per-user group and every socket of theirs closes; the page
+reconnects (and is refused if their session ended) and resyncs from
+`queue/sync.json`, since channel messages are at-most-once hints.
+
+Messages to the browser are JSON: `{"event": "card.created"|"card.updated"|
+"card.removed", "request_id", "state", "data"}` and `{"event": "emergency.changed",
+"scope": "global"|"agent", "on": bool, "agent": name|null, "reason"}` (from
+`approvals.emergency.set_emergency_stop`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.layers import get_channel_layer
+from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_out
+from django.db import transaction
+from django.db.models.signals import m2m_changed, pre_delete
+from django.dispatch import receiver
+
+from .broadcast import approvers_group
+from .emergency import EMERGENCY_GROUP
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_group"]
+
+# Close codes the page understands: 4001 = membership changed or logged out (reconnect and resync).
+CLOSE_SESSION_CHANGED = 4001
+CLOSE_UNAUTHENTICATED = 4003
+
+
+def user_group(user_id: int) -> str:
+    """The channel group of every socket one person has open."""
+    return f"user-{user_id}"
+
+
+class ReviewerConsumer(AsyncJsonWebsocketConsumer):
+    """Forwards card changes for the reviewer's groups and the emergency banner."""
+
+    groups_joined: list[str]
+
+    async def connect(self) -> None:
+        self.groups_joined = []
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated or not user.is_active:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        group_ids = await self._group_ids(user)
+        names = [approvers_group(gid) for gid in group_ids] + [user_group(user.pk), EMERGENCY_GROUP]
+        for name in names:
+            await self.channel_layer.group_add(name, self.channel_name)
+        self.groups_joined = names
+        await self.accept()
+
+    @database_sync_to_async
+    def _group_ids(self, user) -> list[int]:
+        return list(user.groups.values_list("pk", flat=True))
+
+    async def disconnect(self, code: int) -> None:
+        for name in self.groups_joined:
+            await self.channel_layer.group_discard(name, self.channel_name)
+        self.groups_joined = []
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        # The page only listens; a ping keeps idle proxies from closing the socket.
+        if isinstance(content, dict) and content.get("type") == "ping":
+            await self.send_json({"event": "pong"})
+
+    # --- channel layer messages -------------------------------------------------------
+
+    async def request_change(self, message: dict[str, Any]) -> None:
+        await self.send_json({
+            "event": message["event"],
+            "request_id": message["request_id"],
+            "state": message["state"],
+            "data": message.get("data") or {},
+        })
+
+    async def emergency_changed(self, message: dict[str, Any]) -> None:
+        await self.send_json({
+            "event": "emergency.changed",
+            "scope": message.get("scope", "global"),
+            "on": bool(message.get("on")),
+            "agent": message.get("agent_name") or None,
+            "reason": message.get("reason", ""),
+        })
+
+    async def user_close(self, message: dict[str, Any]) -> None:
+        await self.close(code=CLOSE_SESSION_CHANGED)
+
+
+# --- Closing a person's sockets ----------------------------------------------------------
+
+
+def close_user_sockets(user_ids) -> None:
+    """Close every reviewer socket of these people, after the current transaction commits."""
+    ids = sorted({int(uid) for uid in user_ids if uid is not None})
+    if not ids:
+        return
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        for uid in ids:
+            try:
+                async_to_sync(layer.group_send)(user_group(uid), {"type": "user.close"})
+            except Exception:  # at-most-once like every push; never fail the membership change
+                logger.warning("could not close the sockets of user %s", uid, exc_info=True)
+
+    transaction.on_commit(send)
+
+
+_pending_clear: dict[int, list[int]] = {}
+
+
+@receiver(m2m_changed, sender=get_user_model().groups.through)
+def _membership_changed(sender, instance, action: str, reverse: bool, pk_set, **kwargs) -> None:
+    """A group added to or removed from a person, from either side of the relation."""
+    if reverse and action == "pre_clear":
+        # group.user_set.clear(): the members are gone by post_clear, so remember them now.
+        _pending_clear[id(instance)] = list(instance.user_set.values_list("pk", flat=True))
+        return
+    if action not in {"post_add", "post_remove", "post_clear"}:
+        return
+    if not reverse:
+        close_user_sockets([instance.pk])
+    elif action == "post_clear":
+        close_user_sockets(_pending_clear.pop(id(instance), []))
+    else:
+        close_user_sockets(pk_set or [])
+
+
+@receiver(pre_delete, sender=get_user_model())
+def _user_deleted(sender, instance, **kwargs) -> None:
+    close_user_sockets([instance.pk])
+
+
+@receiver(user_logged_out)
+def _logged_out(sender, request, user, **kwargs) -> None:
+    if user is not None:
+        close_user_sockets([user.pk])

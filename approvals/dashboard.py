@@ -1,0 +1,396 @@
+"""The reviewer dashboard's read model: which cards a person sees, in which order,
+and everything each card shows, loaded in a constant number of queries.
+
+Nothing here changes state (that is `approvals.services`); views call `queue`,
+`history` and `build_cards` and render the result.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Case, Count, IntegerField, QuerySet, Value, When
+from django.utils import timezone
+from django.utils.safestring import SafeString
+
+from audit.models import AuditEvent
+from audit.vocabulary import describe
+
+from .markdown import render_markdown
+from .models import ApprovalRequest, Decision, ParamsRevision
+from .permissions import decidable_by, viewable_by
+from .states import RISK_COLOURS, STATE_COLOURS, Kind, RiskLevel, State
+
+__all__ = [
+    "EXPIRING_SOON",
+    "QUEUE_LIMIT",
+    "Card",
+    "QueueFilters",
+    "build_cards",
+    "card_version",
+    "history",
+    "queue",
+    "queue_counts",
+]
+
+# "Expiring soon" filter and the countdown's warning colour share this horizon.
+EXPIRING_SOON = timedelta(minutes=15)
+# The queue renders at most this many cards (the most urgent); counts cover all.
+QUEUE_LIMIT = 100
+MASK = "••••••"
+_RISK_ORDER = [RiskLevel.CRITICAL, RiskLevel.HIGH, RiskLevel.MEDIUM, RiskLevel.LOW]
+
+
+# --- Filters ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    """The queue and history filters, parsed leniently from a query string."""
+
+    agent: str = ""
+    action_type: str = ""
+    risk: str = ""
+    expiring: bool = False
+
+    @classmethod
+    def from_query(cls, query: Mapping[str, str]) -> QueueFilters:
+        risk = query.get("risk", "")
+        return cls(
+            agent=query.get("agent", "").strip()[:100],
+            action_type=query.get("action_type", "").strip()[:200],
+            risk=risk if risk in RiskLevel.values else "",
+            expiring=query.get("expiring", "") in {"1", "on", "true"},
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.agent or self.action_type or self.risk or self.expiring)
+
+    def apply(self, requests: QuerySet, *, now=None) -> QuerySet:
+        if self.agent:
+            requests = requests.filter(agent__name=self.agent)
+        if self.action_type:
+            requests = requests.filter(action_type=self.action_type)
+        if self.risk:
+            requests = requests.filter(risk_level=self.risk)
+        if self.expiring:
+            requests = requests.filter(decide_by__lte=(now or timezone.now()) + EXPIRING_SOON)
+        return requests
+
+
+def _risk_rank() -> Case:
+    return Case(
+        *(When(risk_level=level, then=Value(rank)) for rank, level in enumerate(_RISK_ORDER)),
+        default=Value(len(_RISK_ORDER)),
+        output_field=IntegerField(),
+    )
+
+
+def open_for(user, *, now=None) -> QuerySet:
+    """Pending requests `user` may decide whose deadline has not passed (a request past
+    `decide_by` reads as expired even before the sweeper persists it)."""
+    return decidable_by(user).pending().filter(decide_by__gt=now or timezone.now())
+
+
+def queue(user, filters: QueueFilters = QueueFilters(), *, now=None) -> QuerySet:
+    """The queue, most urgent first: nearest deadline, then highest risk, then oldest."""
+    return (
+        filters.apply(open_for(user, now=now), now=now)
+        .annotate(risk_rank=_risk_rank())
+        .order_by("decide_by", "risk_rank", "created_at")
+    )
+
+
+def queue_counts(user, *, now=None) -> dict[str, Any]:
+    """Counts over the whole unfiltered queue: total, per risk level, expiring soon,
+    and the agents and action types present (the filter choices). Three queries."""
+    now = now or timezone.now()
+    base = open_for(user, now=now)
+    by_risk = dict(base.order_by().values_list("risk_level").annotate(n=Count("pk")))
+    expiring = base.filter(decide_by__lte=now + EXPIRING_SOON).count()
+    pairs = set(base.order_by().values_list("agent__name", "action_type").distinct())
+    return {
+        "total": sum(by_risk.values()),
+        "by_risk": [(level, by_risk.get(level, 0), RISK_COLOURS[level]) for level in _RISK_ORDER],
+        "expiring": expiring,
+        "agents": sorted({agent for agent, _ in pairs}),
+        "action_types": sorted({action for _, action in pairs}),
+    }
+
+
+def history(user, filters: QueueFilters = QueueFilters()) -> QuerySet:
+    """Decided (no longer pending) requests `user` may view, most recently decided first."""
+    return (
+        filters.apply(viewable_by(user).exclude(state__in=(State.DRAFT, State.PENDING_APPROVAL)))
+        .select_related("agent", "requested_for")
+        .order_by("-decided_at", "-created_at")
+    )
+
+
+# --- Cards -----------------------------------------------------------------------------
+
+
+@dataclass
+class ParamRow:
+    """One param as shown (`value`) and as pre-filled for editing (`edit_value`: the
+    text itself for strings, JSON otherwise; empty when masked)."""
+
+    key: str
+    value: str
+    masked: bool
+    editable: bool
+    is_text: bool
+    changed: bool = False
+    edit_value: str = ""
+    is_set: bool = True
+
+
+@dataclass
+class HistoryRow:
+    at: Any
+    actor: str
+    verb: str
+    description: str
+
+
+@dataclass
+class DiffLine:
+    kind: str  # "add", "del", "ctx", "hunk"
+    text: str
+
+
+@dataclass
+class ParamChange:
+    revision: int
+    by: str
+    key: str
+    before: str
+    after: str
+
+
+@dataclass
+class Card:
+    """Everything one card shows, precomputed so the template only lays it out."""
+
+    request: ApprovalRequest
+    params: list[ParamRow]
+    plan_html: SafeString | None
+    approvals: int
+    required: int
+    approvers: list[str]
+    viewer_voted: str | None
+    viewer_may_approve: bool
+    viewer_excluded_reason: str
+    history: list[HistoryRow]
+    impact: list[tuple[str, str]]
+    explanation: list[str]
+    plan_diff: list[DiffLine] = field(default_factory=list)
+    previous_feedback: str = ""
+    previous_decided_by: str = ""
+    param_changes: list[ParamChange] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return str(self.request.pk)
+
+    @property
+    def risk_colour(self) -> str:
+        return RISK_COLOURS.get(self.request.risk_level, "grey")
+
+    @property
+    def state_colour(self) -> str:
+        return STATE_COLOURS.get(self.request.state, "grey")
+
+    @property
+    def is_critical(self) -> bool:
+        return self.request.risk_level == RiskLevel.CRITICAL
+
+    @property
+    def is_plan(self) -> bool:
+        return self.request.kind == Kind.PLAN
+
+    @property
+    def editable_params(self) -> list[ParamRow]:
+        return [row for row in self.params if row.editable]
+
+    @property
+    def version(self) -> str:
+        return card_version(self.request, self.approvals)
+
+    @property
+    def sort_key(self) -> str:
+        """Orders cards in the browser the way `queue` orders them on the server."""
+        deadline = self.request.decide_by.isoformat() if self.request.decide_by else "9999"
+        return f"{deadline}|{level_rank_desc(self.request.risk_level)}|{self.request.created_at.isoformat()}"
+
+
+def level_rank_desc(level: str) -> int:
+    return _RISK_ORDER.index(level) if level in _RISK_ORDER else len(_RISK_ORDER)
+
+
+def card_version(request: ApprovalRequest, approvals: int) -> str:
+    """Changes whenever what a card shows changes (the resync compares it)."""
+    return f"{request.state}:{request.current_revision}:{approvals}:{request.risk_level}:{int(request.quorum_reachable)}"
+
+
+def _show(value: Any) -> tuple[str, bool]:
+    """A param value as reviewers read it, and whether it reads as plain text
+    (strings, numbers, and lists of them joined with commas)."""
+    if isinstance(value, str):
+        return value, True
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value), True
+    if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+        return ", ".join(str(item) for item in value), True
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True), False
+
+
+def _edit_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _impact_rows(impact: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """What the action touches, in words; zero counts and empty facts are left out
+    so the facts that matter stand out. Reversibility and sensitivity always show."""
+    rows = []
+    if impact.get("recipient_count"):
+        rows.append(("Recipients", str(impact["recipient_count"])))
+    if impact.get("amount") not in (None, "", "0"):
+        rows.append(("Amount", str(impact["amount"])))
+    if impact.get("target_count", 0) > 1:
+        rows.append(("Targets", str(impact["target_count"])))
+    if "reversible" in impact:
+        rows.append(("Reversible", "yes" if impact["reversible"] else "no"))
+    if "sensitive" in impact:
+        kinds = ", ".join(str(kind) for kind in impact.get("sensitive_kinds") or ())
+        rows.append(("Sensitive data", (kinds or "yes") if impact["sensitive"] else "none found"))
+    known = {"recipient_count", "amount", "target_count", "reversible", "sensitive", "sensitive_kinds"}
+    for key in sorted(set(impact) - known):
+        value = impact[key]
+        rows.append((key.replace("_", " ").capitalize(), json.dumps(value) if not isinstance(value, str) else value))
+    return rows
+
+
+def _plan_diff(before: str, after: str) -> list[DiffLine]:
+    lines = []
+    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), "previous", "revised", lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            lines.append(DiffLine("hunk", line))
+        elif line.startswith("+"):
+            lines.append(DiffLine("add", line[1:]))
+        elif line.startswith("-"):
+            lines.append(DiffLine("del", line[1:]))
+        else:
+            lines.append(DiffLine("ctx", line[1:]))
+    return lines
+
+
+def build_cards(requests: Iterable[ApprovalRequest], *, viewer) -> list[Card]:
+    """Cards for `requests` (in the given order) as `viewer` sees them.
+
+    Four queries however many requests: the requests with their agent, people and
+    previous revision; all their param revisions; all decisions with reviewers; all
+    audit events. Callers pass a queryset or list; it is evaluated once here.
+    """
+    requests = list(
+        requests.select_related("agent", "agent__owner", "requested_for", "supersedes")
+        if isinstance(requests, QuerySet)
+        else requests
+    )
+    if not requests:
+        return []
+    ids = [r.pk for r in requests]
+    revisions: dict[Any, dict[int, ParamsRevision]] = defaultdict(dict)
+    for revision in ParamsRevision.objects.filter(request_id__in=ids).select_related("created_by"):
+        revisions[revision.request_id][revision.number] = revision
+    decisions: dict[Any, list[Decision]] = defaultdict(list)
+    for decision in Decision.objects.filter(request_id__in=ids).select_related("reviewer"):
+        decisions[decision.request_id].append(decision)
+    events: dict[Any, list[AuditEvent]] = defaultdict(list)
+    for event in AuditEvent.objects.filter(request_id__in=ids).order_by("seq").only(
+        "seq", "occurred_at", "actor_label", "verb", "request_id"
+    ):
+        events[event.request_id].append(event)
+
+    return [_card(r, revisions[r.pk], decisions[r.pk], events[r.pk], viewer) for r in requests]
+
+
+def _card(request, revisions: dict[int, Any], decisions: list[Decision], events: list[AuditEvent], viewer) -> Card:
+    classification = request.classification or {}
+    masked = set(classification.get("masked_params", ()))
+    editable = set(classification.get("editable_params", ()))
+    current = revisions.get(request.current_revision)
+    params = current.params if current else {}
+    changed_now = set(current.changed_keys) if current and request.current_revision > 1 else set()
+    rows = []
+    for key in sorted(params):
+        text, is_text = _show(params[key])
+        hidden = key in masked
+        rows.append(ParamRow(key, MASK if hidden else text, hidden, key in editable, is_text, key in changed_now,
+                             edit_value="" if hidden else _edit_text(params[key])))
+    # Editable params the agent left out can still be set by an editor (edit form only).
+    for key in sorted(editable - set(params)):
+        rows.append(ParamRow(key, "", key in masked, True, True, is_set=False))
+
+    this_revision = [d for d in decisions if d.revision == request.current_revision]
+    approvers = sorted({d.reviewer.get_username() for d in this_revision if d.verdict == Decision.Verdict.APPROVE})
+    mine = next((d for d in this_revision if d.reviewer_id == getattr(viewer, "pk", None)), None)
+    excluded = {request.requested_for_id: "the person this action is for",
+                request.agent.owner_id: "the agent's owner"}
+    excluded.pop(None, None)
+    excluded_reason = excluded.get(getattr(viewer, "pk", None), "")
+
+    param_changes = []
+    for number in sorted(revisions):
+        if number == 1:
+            continue
+        before, after = revisions.get(number - 1), revisions[number]
+        for key in after.changed_keys:
+            old = before.params.get(key) if before else None
+            new = after.params.get(key)
+            param_changes.append(ParamChange(
+                revision=number,
+                by=after.created_by.get_username() if after.created_by else "system",
+                key=key,
+                before=MASK if key in masked else _show(old)[0] if old is not None else "(not set)",
+                after=MASK if key in masked else _show(new)[0],
+            ))
+
+    card = Card(
+        request=request,
+        params=rows,
+        plan_html=render_markdown(request.plan_markdown) if request.kind == Kind.PLAN else None,
+        approvals=len(approvers),
+        required=request.required_approvals,
+        approvers=approvers,
+        viewer_voted=mine.verdict if mine else None,
+        viewer_may_approve=not excluded_reason and mine is None,
+        viewer_excluded_reason=excluded_reason,
+        history=[HistoryRow(e.occurred_at, e.actor_label, e.verb, _describe(e.verb)) for e in events],
+        impact=_impact_rows(request.impact or {}),
+        explanation=list(classification.get("explanation", ())) or [classification.get("reason", "")],
+        param_changes=param_changes,
+    )
+    previous = request.supersedes
+    if previous is not None:
+        card.previous_feedback = previous.feedback
+        card.previous_decided_by = previous.decided_by_label
+        if request.kind == Kind.PLAN:
+            card.plan_diff = _plan_diff(previous.plan_markdown, request.plan_markdown)
+    return card
+
+
+def _describe(verb: str) -> str:
+    try:
+        return describe(verb)
+    except KeyError:
+        return verb

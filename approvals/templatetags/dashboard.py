@@ -1,0 +1,34 @@
+"""Small formatting helpers for the reviewer dashboard's templates."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    """Indented JSON for a target or param (autoescaped by the template)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@register.filter
+def verb_label(verb: str) -> str:
+    """'request.execution_claimed' -> 'execution claimed' (the audit verb, read aloud)."""
+    _, _, action = verb.partition(".")
+    noun = verb.split(".", 1)[0]
+    if noun == "request":
+        return action.replace("_", " ")
+    return f"{noun.replace('_', ' ')} {action.replace('_', ' ')}"
+
+
+@register.filter
+def risk_colour(level: str) -> str:
+    """The colour name states.RISK_COLOURS gives a risk level (CSS classes use it)."""
+    from approvals.states import RISK_COLOURS
+
+    return RISK_COLOURS.get(level, "grey")

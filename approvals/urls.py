@@ -1,0 +1,17 @@
+"""The reviewer dashboard's URLs, mounted at the site root (namespace "approvals")."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "approvals"
+
+urlpatterns = [
+    path("", views.queue, name="queue"),
+    path("history/", views.history, name="history"),
+    path("queue/sync.json", views.queue_sync, name="queue-sync"),
+    path("requests/<uuid:pk>/card/", views.card_fragment, name="card"),
+    path("requests/<uuid:pk>/approve/", views.approve, name="approve"),
+    path("requests/<uuid:pk>/reject/", views.reject, name="reject"),
+    path("requests/<uuid:pk>/approve-with-edits/", views.approve_with_edits, name="approve-with-edits"),
+]

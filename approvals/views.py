@@ -1,0 +1,226 @@
+"""The reviewer's pages: the live queue, card fragments, decisions and history.
+
+Views are thin: they parse input, read through `approvals.dashboard` (which uses
+`permissions.decidable_by`) and change state only through `approvals.services`.
+Decision endpoints answer a plain form POST with a redirect and a message, and a
+`fetch` from the page (Accept: application/json) with JSON: `{"ok": true,
+"message": ...}` or `{"code": ..., "message": ...}` with the DomainError's status.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from . import dashboard, services
+from .errors import DomainError
+from .permissions import decidable_by
+from .states import RiskLevel, State
+
+STEP_UP_REQUIRED = "step_up_required"
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def _filters(request: HttpRequest) -> dashboard.QueueFilters:
+    return dashboard.QueueFilters.from_query(request.GET)
+
+
+# --- Pages ----------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def queue(request: HttpRequest) -> HttpResponse:
+    """The queue of pending requests the reviewer may decide, most urgent first."""
+    filters = _filters(request)
+    matching = dashboard.queue(request.user, filters)
+    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    counts = dashboard.queue_counts(request.user)
+    return render(request, "approvals/queue.html", {
+        "cards": cards,
+        "counts": counts,
+        "filters": filters,
+        "shown_limit": dashboard.QUEUE_LIMIT,
+        "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
+        "query": request.GET.urlencode(),
+    })
+
+
+@login_required
+@require_GET
+def history(request: HttpRequest) -> HttpResponse:
+    """Decided requests the person may view, with the queue's filters."""
+    filters = _filters(request)
+    page = Paginator(dashboard.history(request.user, filters), 50).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(request, "approvals/history.html", {
+        "page": page,
+        "filters": filters,
+        "counts": dashboard.queue_counts(request.user),
+        "risk_levels": [level for level in RiskLevel.values],
+        "query": query.urlencode(),
+    })
+
+
+@login_required
+@require_GET
+def queue_sync(request: HttpRequest) -> JsonResponse:
+    """What the queue should show now, for the page's resync on (re)connect:
+    `{"count": total matching, "cards": [{"id", "version", "sort"}]}` in queue order."""
+    filters = _filters(request)
+    matching = dashboard.queue(request.user, filters)
+    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    return JsonResponse({
+        "count": matching.count(),
+        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in cards],
+    })
+
+
+@login_required
+@require_GET
+def card_fragment(request: HttpRequest, pk) -> HttpResponse:
+    """One card's HTML, if the request is in the viewer's queue under the page's filters.
+
+    204 when it is not (decided, expired, filtered out, or not theirs): the page then
+    removes the card. Never reveals whether a request it may not see exists.
+    """
+    match = dashboard.queue(request.user, _filters(request)).filter(pk=pk)
+    cards = dashboard.build_cards(match, viewer=request.user)
+    if not cards:
+        return HttpResponse(status=204)
+    response = render(request, "approvals/_card.html", {"card": cards[0], "query": request.GET.urlencode()})
+    response["X-Card-Version"] = cards[0].version
+    response["X-Card-Sort"] = cards[0].sort_key
+    return response
+
+
+# --- Decisions ------------------------------------------------------------------------
+
+
+def _back(request: HttpRequest) -> str:
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return reverse("approvals:queue")
+
+
+def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200, **extra: Any) -> HttpResponse:
+    if _wants_json(request):
+        body = {"ok": True, "message": message, **extra} if ok else {"message": message, **extra}
+        return JsonResponse(body, status=status)
+    (messages.success if ok else messages.warning)(request, message)
+    return redirect(_back(request))
+
+
+def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
+    # "Already approved by bob." is news, not a failure: the loser of a race sees who won.
+    return _outcome(request, ok=False, message=error.message, status=error.http_status, code=error.code,
+                    **({"details": error.details} if error.details else {}))
+
+
+def _decidable(request: HttpRequest, pk):
+    """The request if the reviewer may decide it; 404 otherwise (no existence leak)."""
+    found = decidable_by(request.user).filter(pk=pk).only("pk", "risk_level", "state").first()
+    if found is None:
+        raise Http404("No such request in your queue.")
+    return found
+
+
+def _step_up_refusal(request: HttpRequest, target) -> HttpResponse | None:
+    """Critical risk: the reviewer re-enters their password before approving."""
+    if target.risk_level != RiskLevel.CRITICAL:
+        return None
+    if request.user.check_password(request.POST.get("password", "")):
+        return None
+    return _outcome(request, ok=False, status=403, code=STEP_UP_REQUIRED,
+                    message="Critical risk: re-enter your password to approve.")
+
+
+def _decided_message(request_obj, verb: str) -> str:
+    if request_obj.state == State.PENDING_APPROVAL:
+        return (f"Your {verb} is recorded: {request_obj.required_approvals} approvals are needed, "
+                "waiting for the others.")
+    return f"{request_obj.action_type} {request_obj.get_state_display().lower()}."
+
+
+@login_required
+@require_POST
+def approve(request: HttpRequest, pk) -> HttpResponse:
+    target = _decidable(request, pk)
+    refusal = _step_up_refusal(request, target)
+    if refusal:
+        return refusal
+    try:
+        decided = services.approve(target.pk, reviewer=request.user, feedback=request.POST.get("feedback", ""))
+    except DomainError as error:
+        return _refused(request, error)
+    return _outcome(request, ok=True, message=_decided_message(decided, "approval"), state=decided.state)
+
+
+@login_required
+@require_POST
+def reject(request: HttpRequest, pk) -> HttpResponse:
+    target = _decidable(request, pk)
+    try:
+        decided = services.reject(target.pk, reviewer=request.user, feedback=request.POST.get("feedback", ""))
+    except DomainError as error:
+        return _refused(request, error)
+    return _outcome(request, ok=True, message=_decided_message(decided, "rejection"), state=decided.state)
+
+
+def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[str]) -> dict[str, Any]:
+    """Edits from `edit:<param>` fields. A param that was text stays text; others are
+    JSON. An empty field means "unchanged" for masked params (their value is never
+    sent to the browser) and for params the agent did not set."""
+    edits: dict[str, Any] = {}
+    for key in editable:
+        field = f"edit:{key}"
+        if field not in request.POST:
+            continue
+        raw = request.POST[field]
+        if raw == "" and (f"masked:{key}" in request.POST or key not in current):
+            continue
+        if isinstance(current.get(key), str) or key not in current:
+            value: Any = raw
+        else:
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                raise DomainError("invalid_edit", f"{key} must be valid JSON, like the original value.",
+                                  http_status=422, fields=[key]) from None
+        if key not in current or value != current[key]:
+            edits[key] = value
+    return edits
+
+
+@login_required
+@require_POST
+def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
+    target = _decidable(request, pk)
+    refusal = _step_up_refusal(request, target)
+    if refusal:
+        return refusal
+    full = decidable_by(request.user).get(pk=target.pk)
+    try:
+        edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
+        decided = services.approve_with_edits(
+            target.pk, reviewer=request.user, edits=edits, feedback=request.POST.get("feedback", "")
+        )
+    except DomainError as error:
+        return _refused(request, error)
+    changed = ", ".join(sorted(edits))
+    return _outcome(request, ok=True, state=decided.state,
+                    message=f"Approved with edits to {changed}. " + _decided_message(decided, "approval"))

@@ -1,0 +1,210 @@
+"""The queue: what a reviewer sees, in which order, and at what cost."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+from freezegun import freeze_time
+
+from approvals import policy, services
+from approvals.models import ApprovalRequest
+from approvals.states import Kind, State
+
+QUEUE = reverse("approvals:queue")
+SYNC = reverse("approvals:queue-sync")
+
+
+def card_ids(response) -> list[str]:
+    return [card.id for card in response.context["cards"]]
+
+
+@pytest.fixture
+def finance(admin_user, people) -> Group:
+    """A second approver group with its own rule: carol alone sits in it."""
+    group = Group.objects.create(name="finance")
+    people["carol"].groups.add(group)
+    policy.save_rule(
+        {"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
+         "approver_group": "finance", "editable_params": ["amount"]},
+        acting_user=admin_user, note="finance approves wires",
+    )
+    return group
+
+
+def test_a_reviewer_sees_only_pending_requests_routed_to_their_groups(client, people, submit, finance):
+    email = submit("send_email")
+    wire = submit("wire_money", params={"amount": 5})
+    submit("read_file", params={"path": "/etc/motd"})  # low: auto-approved, never queued
+    client.force_login(people["alice"])
+    assert card_ids(client.get(QUEUE)) == [str(email.pk)]
+    client.force_login(people["carol"])
+    assert set(card_ids(client.get(QUEUE))) == {str(email.pk), str(wire.pk)}
+    client.force_login(people["mallory"])
+    assert card_ids(client.get(QUEUE)) == []
+
+
+def test_most_urgent_first_nearest_deadline_then_highest_risk(client, people, submit, admin_user):
+    policy.save_rule({"name": "short_fuse", "priority": 3, "action_type": "page_oncall", "risk_level": "medium",
+                      "decision_ttl_seconds": 300}, acting_user=admin_user, note="urgent pages")
+    now = timezone.now()
+    with freeze_time(now):
+        medium = submit("send_email")
+        high = submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+        urgent = submit("page_oncall", params={})
+    client.force_login(people["alice"])
+    assert card_ids(client.get(QUEUE)) == [str(urgent.pk), str(high.pk), str(medium.pk)]
+
+
+def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, submit, finance):
+    email = submit("send_email")
+    big = submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+    wire = submit("wire_money", params={"amount": 5})
+    client.force_login(people["carol"])
+    assert card_ids(client.get(QUEUE, {"risk": "high", "action_type": "send_email"})) == [str(big.pk)]
+    assert card_ids(client.get(QUEUE, {"action_type": "wire_money"})) == [str(wire.pk)]
+    assert card_ids(client.get(QUEUE, {"agent": "mail-bot", "risk": "medium"})) == [str(email.pk)]
+    assert card_ids(client.get(QUEUE, {"expiring": "1"})) == []
+    with freeze_time(timezone.now() + timedelta(minutes=50)):
+        assert len(card_ids(client.get(QUEUE, {"expiring": "1"}))) == 3
+    response = client.get(QUEUE, {"risk": "high"})
+    counts = response.context["counts"]
+    assert counts["total"] == 3
+    assert dict((level, n) for level, n, _ in counts["by_risk"]) == {"critical": 0, "high": 2, "medium": 1, "low": 0}
+    assert counts["agents"] == ["mail-bot"] and counts["action_types"] == ["send_email", "wire_money"]
+    assert "(3) Queue" in response.content.decode()
+
+
+def test_a_request_past_its_deadline_leaves_the_queue_before_the_sweeper_runs(client, people, submit):
+    submit("send_email")
+    client.force_login(people["alice"])
+    with freeze_time(timezone.now() + timedelta(hours=2)):
+        assert card_ids(client.get(QUEUE)) == []
+    assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
+
+
+def test_a_card_shows_what_a_reviewer_decides_on(client, people, submit):
+    request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Quarterly numbers",
+                                           "body": "SECRET-BODY-TEXT"})
+    client.force_login(people["alice"])
+    html = client.get(QUEUE).content.decode()
+    assert "mail-bot" in html and "on behalf of" in html and "rita" in html
+    assert "send_email" in html and "Quarterly numbers" in html and "dana@example.com" in html
+    assert "SECRET-BODY-TEXT" not in html  # masked by the seeded rule
+    assert "send_email_default" in html and "action type &#x27;send_email&#x27; matches" in html
+    assert "0 of 1 approval" in html
+    assert f'datetime="{request.decide_by.isoformat()}"' in html
+    assert html.count("submitted") >= 1 and "queued" in html  # the audit history
+
+
+def test_quorum_progress_and_an_unreachable_quorum_say_so(client, people, submit, two_person_rule, admin_user):
+    transfer = submit("transfer_funds", params={"amount": 100})
+    services.approve(transfer.pk, reviewer=people["alice"])
+    client.force_login(people["bob"])
+    html = client.get(QUEUE).content.decode()
+    assert "1 of 2 approvals" in html and "(alice)" in html
+    policy.save_rule({**{"name": "three_person", "priority": 2, "action_type": "nuke_*", "risk_level": "critical",
+                         "required_approvals": 9}}, acting_user=admin_user, note="more than we have")
+    submit("nuke_cluster", params={})
+    html = client.get(QUEUE).content.decode()
+    assert "Quorum unreachable" in html
+
+
+def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
+    first = services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X",
+                                                plan_markdown="# X\n\n1. step one\n2. step two\n"), agent=agent)
+    services.reject(first.pk, reviewer=people["alice"], feedback="Add a rollback step.")
+    services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X", supersedes=first,
+                                        plan_markdown="# X\n\n1. step one\n2. step two\n3. rollback\n"), agent=agent)
+    client.force_login(people["bob"])
+    html = client.get(QUEUE).content.decode()
+    assert "Revised after alice's feedback" in html and "Add a rollback step." in html
+    assert '<span class="diff-add">+ 3. rollback</span>' in html
+    assert "<h1>X</h1>" in html  # the plan itself, rendered
+
+
+def test_approve_with_edits_shows_the_param_diff_across_revisions(client, people, submit, two_person_rule):
+    transfer = submit("transfer_funds", params={"amount": 100, "memo": "invoice"})
+    services.approve_with_edits(transfer.pk, reviewer=people["alice"], edits={"amount": 90})
+    client.force_login(people["bob"])
+    html = client.get(QUEUE).content.decode()
+    assert "Parameter edits" in html
+    assert '<td class="diff-del">100</td><td class="diff-add">90</td>' in html
+    assert "Revision 2" in html and "1 of 2 approvals" in html
+
+
+def _queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_queue_and_sync_cost_a_constant_number_of_queries(client, people, submit, finance, two_person_rule,
+                                                           django_assert_max_num_queries):
+    ops = Group.objects.create(name="ops")
+    people["carol"].groups.add(ops)
+    client.force_login(people["carol"])
+    for i in range(4):
+        submit("send_email")
+        submit("wire_money", params={"amount": i})
+        submit("transfer_funds", params={"amount": i})
+    few_queue, few_sync = _queries(client, QUEUE), _queries(client, SYNC)
+    for i in range(100):
+        submit("send_email")
+        submit("wire_money", params={"amount": i})
+        request = submit("transfer_funds", params={"amount": i})
+        if i % 3 == 0:
+            services.approve(request.pk, reviewer=people["alice"])
+    assert ApprovalRequest.objects.pending().count() == 312
+    with django_assert_max_num_queries(few_queue):
+        response = client.get(QUEUE)
+    assert len(response.context["cards"]) == 100 and response.context["counts"]["total"] == 312
+    with django_assert_max_num_queries(few_sync):
+        assert client.get(SYNC).json()["count"] == 312
+
+
+def test_sync_lists_cards_in_queue_order_with_versions_that_change_on_a_vote(client, people, submit, two_person_rule):
+    transfer = submit("transfer_funds", params={"amount": 1})
+    client.force_login(people["bob"])
+    before = client.get(SYNC).json()
+    assert before["count"] == 1 and before["cards"][0]["id"] == str(transfer.pk)
+    services.approve(transfer.pk, reviewer=people["alice"])
+    after = client.get(SYNC).json()
+    assert after["cards"][0]["version"] != before["cards"][0]["version"]
+
+
+def test_a_card_fragment_is_served_only_while_it_belongs_in_the_queue(client, people, submit):
+    request = submit("send_email")
+    url = reverse("approvals:card", args=[request.pk])
+    client.force_login(people["alice"])
+    response = client.get(url)
+    assert response.status_code == 200 and f'id="card-{request.pk}"' in response.content.decode()
+    assert client.get(url, {"risk": "high"}).status_code == 204
+    client.force_login(people["mallory"])
+    assert client.get(url).status_code == 204
+    services.reject(request.pk, reviewer=people["alice"])
+    client.force_login(people["alice"])
+    assert client.get(url).status_code == 204
+
+
+def test_history_lists_decided_requests_with_filters(client, people, submit):
+    rejected = submit("send_email")
+    services.reject(rejected.pk, reviewer=people["bob"], feedback="Wrong recipient")
+    submit("send_email")  # still pending: not history
+    client.force_login(people["alice"])
+    response = client.get(reverse("approvals:history"))
+    assert [r.pk for r in response.context["page"].object_list] == [rejected.pk]
+    html = response.content.decode()
+    assert "Rejected" in html and "Wrong recipient" in html and "bob" in html
+    assert list(client.get(reverse("approvals:history"), {"risk": "high"}).context["page"].object_list) == []
+
+
+def test_pages_need_a_login(client):
+    for url in (QUEUE, SYNC, reverse("approvals:history")):
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
