@@ -1,0 +1,449 @@
+"""The notification entry points: queue, deliver, remind, escalate.
+
+Every entry point is safe to run twice (unique outbox rows per request, event and
+channel; escalation guarded on the request's `escalated` flag under its row lock)
+and takes `now` so tests can freeze time. Delivery is one attempt per call: on
+failure the outbox row gets `next_attempt_at` with exponential backoff, and
+`deliver_due` (beat) picks it up; after `NOTIFICATION_MAX_ATTEMPTS` it gives up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.mail import EmailMessage
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from audit.chain import Actor, audited_atomic, record
+from controlplane.outbound import OutboundURLRefused, check_outbound_url
+
+from .. import broadcast, services
+from ..models import ApprovalRequest
+from ..states import State
+from .models import DeliveryAttempt, Notification, RuleNotification
+
+__all__ = [
+    "MASK",
+    "build_payload",
+    "deliver",
+    "deliver_due",
+    "escalate_overdue",
+    "on_change",
+    "queue_arrival",
+    "save_settings",
+    "send_due_reminders",
+    "sign",
+]
+
+logger = logging.getLogger(__name__)
+MASK = "***"
+SIGNATURE_HEADER = "X-ControlPlane-Signature"
+TIMESTAMP_HEADER = "X-ControlPlane-Timestamp"
+EVENT_HEADER = "X-ControlPlane-Event"
+BATCH = 200
+# While an attempt is in flight its row is not due, so deliver_due cannot start a
+# second one; if the worker dies mid-attempt the row becomes due again after this.
+IN_FLIGHT_LEASE = timedelta(minutes=5)
+
+
+def _setting(name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+def max_attempts() -> int:
+    return int(_setting("NOTIFICATION_MAX_ATTEMPTS", 5))
+
+
+def backoff(attempt: int) -> timedelta:
+    """Wait after the `attempt`-th failure: 30 s, 60 s, 120 s... capped at an hour."""
+    base = int(_setting("NOTIFICATION_RETRY_BASE_SECONDS", 30))
+    return timedelta(seconds=min(base * 2 ** (attempt - 1), 3600))
+
+
+def webhook_secret() -> bytes:
+    """The HMAC key webhook receivers verify with (NOTIFICATION_WEBHOOK_SECRET)."""
+    configured = _setting("NOTIFICATION_WEBHOOK_SECRET", "")
+    if configured:
+        return configured.encode()
+    return hmac.new(settings.SECRET_KEY.encode(), b"notification-webhook", hashlib.sha256).hexdigest().encode()
+
+
+def sign(body: bytes, timestamp: str, *, secret: bytes | None = None) -> str:
+    """``sha256=<hex>`` of HMAC-SHA256 over ``timestamp + "." + body``: what a receiver recomputes."""
+    mac = hmac.new(secret or webhook_secret(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+# --- Settings -------------------------------------------------------------------------------
+
+
+SETTINGS_FIELDS = ("notify_on_arrival", "remind_before_seconds", "escalate_after_seconds", "escalation_group",
+                   "max_extension_seconds", "webhook_url")
+
+
+def settings_for(rule_name: str) -> RuleNotification:
+    """The rule's settings, or unsaved defaults for the editor's form (a rule without
+    a saved row sends nothing: notifications are opt-in per rule)."""
+    return RuleNotification.objects.filter(rule_name=rule_name).select_related("escalation_group").first() \
+        or RuleNotification(rule_name=rule_name)
+
+
+def save_settings(rule_name: str, *, acting_user, **values: Any) -> RuleNotification:
+    """Create or update a rule's notification settings, audited before and after.
+
+    `values`: any of SETTINGS_FIELDS (escalation_group a Group or None). Raises
+    ValueError naming the field for a negative number or a webhook URL the
+    outbound allow-list refuses.
+    """
+    unknown = sorted(set(values) - set(SETTINGS_FIELDS))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: not a notification setting")
+    for name in ("remind_before_seconds", "escalate_after_seconds", "max_extension_seconds"):
+        value = values.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name}: must be a whole number of seconds, 0 or more")
+    if values.get("webhook_url"):
+        try:
+            check_outbound_url(values["webhook_url"])
+        except OutboundURLRefused as exc:
+            raise ValueError(f"webhook_url: {exc.message}") from None
+    with audited_atomic():
+        current = RuleNotification.objects.select_for_update().filter(rule_name=rule_name).first()
+        before = _settings_dict(current) if current else None
+        current = current or RuleNotification(rule_name=rule_name)
+        for name, value in values.items():
+            setattr(current, name, value)
+        current.updated_by_label = acting_user.get_username() if acting_user else "system"
+        current.save()
+        record(
+            "rule.notifications_changed",
+            actor=Actor.for_user(acting_user) if acting_user else Actor.system(),
+            metadata={"rule": rule_name, "before": before, "after": _settings_dict(current)},
+        )
+    return current
+
+
+def _settings_dict(row: RuleNotification) -> dict[str, Any]:
+    return {
+        "notify_on_arrival": row.notify_on_arrival,
+        "remind_before_seconds": row.remind_before_seconds,
+        "escalate_after_seconds": row.escalate_after_seconds,
+        "escalation_group": row.escalation_group.name if row.escalation_group_id else None,
+        "max_extension_seconds": row.max_extension_seconds,
+        "webhook_url": row.webhook_url,
+    }
+
+
+# --- What is sent ------------------------------------------------------------------------------
+
+
+def _masked_params(request: ApprovalRequest) -> dict[str, Any]:
+    masked = set(request.classification.get("masked_params", ()))
+    params = request.current_params()
+    return {key: (MASK if key in masked else value) for key, value in params.items()}
+
+
+def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[str, Any]:
+    """The JSON every channel sends for `event`: what a person needs to decide where to
+    look, never a masked param's value (the classification's reason and explanation
+    are already redacted by the rules engine)."""
+    base_url = _setting("SITE_URL", "http://localhost:8000").rstrip("/")
+    return {
+        "event": f"request.{event}",
+        "request_id": str(request.pk),
+        "kind": request.kind,
+        "action_type": request.action_type,
+        "agent": request.agent.name,
+        "risk_level": request.risk_level,
+        "rule": request.rule_name or None,
+        "reason": request.classification.get("reason", ""),
+        "params": _masked_params(request),
+        "masked_params": sorted(request.classification.get("masked_params", ())),
+        "plan_title": request.plan_title or None,
+        "decide_by": request.decide_by.isoformat() if request.decide_by else None,
+        "url": f"{base_url}/#request-{request.pk}",
+        **extra,
+    }
+
+
+SUBJECTS = {
+    Notification.Event.ARRIVED: "Approval needed",
+    Notification.Event.REMINDER: "Decision due soon",
+    Notification.Event.ESCALATED: "Escalated to you",
+}
+
+
+def _email_text(payload: dict[str, Any]) -> tuple[str, str]:
+    event = payload["event"].removeprefix("request.")
+    subject = f"[control plane] {SUBJECTS[event]}: {payload['action_type']} ({payload['risk_level']})"
+    lines = [
+        f"{SUBJECTS[event]}: {payload['agent']} asks to run {payload['action_type']}.",
+        "",
+        f"Risk: {payload['risk_level']} (rule: {payload['rule'] or 'policy default'})",
+        f"Why: {payload['reason']}",
+        f"Decide by: {payload['decide_by'] or '-'}",
+    ]
+    if payload.get("escalated_to"):
+        lines.append(f"Escalated to: {payload['escalated_to']} ({payload.get('escalation_reason', '')})")
+    lines += ["", "Params:"]
+    for key, value in sorted(payload["params"].items()):
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines.append(f"  {key}: {shown}")
+    if payload["masked_params"]:
+        lines.append(f"  (masked: {', '.join(payload['masked_params'])})")
+    lines += ["", f"Review it: {payload['url']}"]
+    return subject, "\n".join(lines)
+
+
+# --- Queueing ---------------------------------------------------------------------------------------
+
+
+def _queue(request: ApprovalRequest, event: str, destinations: Iterable[tuple[str, str]], *,
+           now: datetime, **extra: Any) -> list[int]:
+    """Create outbox rows (one per channel); an existing row for the same event and
+    channel wins, so a second sweep never notifies twice."""
+    payload = build_payload(request, event, **extra)
+    created = []
+    for channel, destination in destinations:
+        try:
+            with transaction.atomic():
+                row = Notification.objects.create(
+                    request=request, event=event, channel=channel, destination=destination,
+                    payload=payload, next_attempt_at=now,
+                )
+        except IntegrityError:
+            continue
+        created.append(row.pk)
+    return created
+
+
+def _destinations(rule: RuleNotification, group_name: str | None) -> list[tuple[str, str]]:
+    destinations = []
+    if group_name:
+        destinations.append((Notification.Channel.EMAIL, group_name))
+    if rule.webhook_url:
+        destinations.append((Notification.Channel.WEBHOOK, rule.webhook_url))
+    return destinations
+
+
+def _enqueue_on_commit(notification_ids: list[int]) -> None:
+    def publish() -> None:
+        from .tasks import deliver_notification
+
+        for pk in notification_ids:
+            try:
+                deliver_notification.apply_async(args=[pk], retry=False)
+            except Exception:  # the broker is down: deliver_due (beat) sends it from the database
+                logger.warning("could not publish notification %s; deliver_due will send it", pk, exc_info=True)
+
+    transaction.on_commit(publish)
+
+
+def queue_arrival(request_id, *, now: datetime | None = None) -> list[int]:
+    """Queue the "card arrived" notifications of a pending request (email to its
+    approver group if the rule asks, and the rule's webhook), and publish their
+    delivery after commit. Returns the new outbox ids (empty when nothing is due)."""
+    now = now or timezone.now()
+    request = ApprovalRequest.objects.select_related("agent", "approver_group").filter(pk=request_id).first()
+    if request is None or request.state != State.PENDING_APPROVAL:
+        return []
+    rule = RuleNotification.objects.filter(rule_name=request.rule_name).first() if request.rule_name else None
+    if rule is None:  # notifications are opt-in per rule
+        return []
+    group = request.approver_group.name if (rule.notify_on_arrival and request.approver_group_id) else None
+    with transaction.atomic():
+        ids = _queue(request, Notification.Event.ARRIVED, _destinations(rule, group), now=now)
+        _enqueue_on_commit(ids)
+    return ids
+
+
+def on_change(change: broadcast.Change) -> None:
+    """Broadcast listener: a new card queues its arrival notifications (after commit,
+    never sending anything in the request that created it)."""
+    if change.event != broadcast.CARD_CREATED:
+        return
+    try:
+        queue_arrival(change.request_id)
+    except Exception:  # a notification problem must never break the submission that caused it
+        logger.exception("could not queue arrival notifications for %s", change.request_id)
+
+
+def send_due_reminders(*, now: datetime | None = None) -> int:
+    """Beat entry point: remind approver groups of pending requests whose `decide_by`
+    is within their rule's `remind_before_seconds`. Returns how many were queued.
+    Queries: one for the rules with reminders, one per such rule, then per request."""
+    now = now or timezone.now()
+    queued = 0
+    for rule in RuleNotification.objects.filter(remind_before_seconds__gt=0):
+        due = (
+            ApprovalRequest.objects.filter(
+                state=State.PENDING_APPROVAL, rule_name=rule.rule_name, decide_by__gt=now,
+                decide_by__lte=now + timedelta(seconds=rule.remind_before_seconds),
+            )
+            .exclude(notifications__event=Notification.Event.REMINDER)
+            .select_related("agent", "approver_group")[:BATCH]
+        )
+        for request in due:
+            group = request.approver_group.name if request.approver_group_id else None
+            with transaction.atomic():
+                ids = _queue(request, Notification.Event.REMINDER, _destinations(rule, group), now=now)
+                _enqueue_on_commit(ids)
+            queued += bool(ids)
+    return queued
+
+
+def _escalation_group(rule: RuleNotification, request: ApprovalRequest) -> Group | None:
+    if rule.escalation_group_id:
+        return rule.escalation_group
+    name = request.classification.get("escalation_group")
+    return Group.objects.filter(name=name).first() if name else None
+
+
+def escalate_overdue(*, now: datetime | None = None) -> int:
+    """Beat entry point: escalate pending requests undecided for their rule's
+    `escalate_after_seconds` to the escalation group (view and decide, audited
+    `request.escalated`) and email that group. Returns how many were escalated."""
+    now = now or timezone.now()
+    escalated = 0
+    for rule in RuleNotification.objects.filter(escalate_after_seconds__gt=0).select_related("escalation_group"):
+        due = (
+            ApprovalRequest.objects.filter(
+                state=State.PENDING_APPROVAL, escalated=False, rule_name=rule.rule_name,
+                created_at__lte=now - timedelta(seconds=rule.escalate_after_seconds),
+            )
+            .filter(Q(decide_by__isnull=True) | Q(decide_by__gt=now))
+            .select_related("agent")[:BATCH]
+        )
+        for request in due:
+            group = _escalation_group(rule, request)
+            if group is None:
+                logger.warning("rule %s escalates after %ss but names no escalation group",
+                               rule.rule_name, rule.escalate_after_seconds)
+                continue
+            if not services.escalate_request(request.pk, group=group, reason="undecided"):
+                continue
+            escalated += 1
+            request.refresh_from_db()
+            with transaction.atomic():
+                ids = _queue(request, Notification.Event.ESCALATED, _destinations(rule, group.name), now=now,
+                             escalated_to=group.name, escalation_reason="undecided")
+                _enqueue_on_commit(ids)
+    return escalated
+
+
+# --- Delivery --------------------------------------------------------------------------------------
+
+
+class DeliveryError(Exception):
+    def __init__(self, message: str, *, status_code: int | None = None, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.permanent = permanent
+
+
+def _recipients(group_name: str) -> list[str]:
+    return sorted(
+        get_user_model().objects.filter(groups__name=group_name, is_active=True).exclude(email="")
+        .values_list("email", flat=True).distinct()
+    )
+
+
+def _send_email(notification: Notification) -> int | None:
+    recipients = _recipients(notification.destination)
+    if not recipients:
+        raise DeliveryError(f"nobody in {notification.destination!r} has an email address", permanent=True)
+    subject, body = _email_text(notification.payload)
+    message = EmailMessage(subject=subject, body=body, to=recipients,
+                           headers={"X-ControlPlane-Request": notification.payload["request_id"]})
+    try:
+        message.send(fail_silently=False)
+    except Exception as exc:  # SMTP errors are many classes; all are worth a retry
+        raise DeliveryError(f"email failed: {exc}") from None
+    return None
+
+
+def _post_webhook(notification: Notification) -> int:
+    import httpx
+
+    url = notification.destination
+    try:
+        check_outbound_url(url)  # again right before the call: DNS answers change
+    except OutboundURLRefused as exc:
+        raise DeliveryError(f"{exc.code}: {exc.message}", permanent=True) from None
+    body = json.dumps(notification.payload, sort_keys=True, separators=(",", ":")).encode()
+    timestamp = str(int(time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: sign(body, timestamp),
+        EVENT_HEADER: notification.payload["event"],
+        "Idempotency-Key": f"cp-notification-{notification.pk}",
+    }
+    try:
+        response = httpx.post(url, content=body, headers=headers, follow_redirects=False,
+                              timeout=float(_setting("NOTIFICATION_WEBHOOK_TIMEOUT", 5)))
+    except httpx.HTTPError as exc:
+        raise DeliveryError(f"webhook failed: {exc.__class__.__name__}: {exc}") from None
+    if not 200 <= response.status_code < 300:
+        raise DeliveryError(f"webhook answered {response.status_code}", status_code=response.status_code)
+    return response.status_code
+
+
+def deliver(notification_id: int, *, now: datetime | None = None) -> str:
+    """Make one delivery attempt of a pending, due notification; returns its status.
+
+    Claims the attempt with a conditional update (attempts += 1 where it is still
+    pending and due), so two workers never send the same attempt; the network call
+    happens outside any transaction.
+    """
+    now = now or timezone.now()
+    claimed = Notification.objects.filter(
+        pk=notification_id, status=Notification.Status.PENDING, next_attempt_at__lte=now,
+    ).update(attempts=F("attempts") + 1, next_attempt_at=now + IN_FLIGHT_LEASE)
+    if not claimed:
+        return "not_due"
+    notification = Notification.objects.get(pk=notification_id)
+    send = _send_email if notification.channel == Notification.Channel.EMAIL else _post_webhook
+    try:
+        status_code = send(notification)
+    except DeliveryError as exc:
+        give_up = exc.permanent or notification.attempts >= max_attempts()
+        next_at = None if give_up else now + backoff(notification.attempts)
+        DeliveryAttempt.objects.create(notification=notification, number=notification.attempts, attempted_at=now,
+                                       succeeded=False, status_code=exc.status_code, error=str(exc),
+                                       next_attempt_at=next_at)
+        Notification.objects.filter(pk=notification.pk).update(
+            status=Notification.Status.FAILED if give_up else Notification.Status.PENDING,
+            next_attempt_at=next_at, last_error=str(exc),
+        )
+        logger.warning("notification %s attempt %s failed: %s", notification.pk, notification.attempts, exc)
+        return Notification.Status.FAILED if give_up else "retry"
+    DeliveryAttempt.objects.create(notification=notification, number=notification.attempts, attempted_at=now,
+                                   succeeded=True, status_code=status_code)
+    Notification.objects.filter(pk=notification.pk).update(
+        status=Notification.Status.SENT, sent_at=timezone.now(), next_attempt_at=None, last_error="",
+    )
+    return Notification.Status.SENT
+
+
+def deliver_due(*, now: datetime | None = None, limit: int = BATCH) -> int:
+    """Beat entry point: attempt every pending notification whose next attempt is due
+    (retries, and rows whose task was never published). Returns how many were sent."""
+    now = now or timezone.now()
+    due = list(
+        Notification.objects.filter(status=Notification.Status.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at").values_list("pk", flat=True)[:limit]
+    )
+    return sum(deliver(pk, now=now) == Notification.Status.SENT for pk in due)

@@ -1,0 +1,4 @@
+"""Risk-rule tuning for admins: dry-runs of proposed rule sets, policy history and
+rollback, and decision metrics. Read-only except `editing` and `history.rollback`,
+which change the policy only through `approvals.policy`.
+"""

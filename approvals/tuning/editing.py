@@ -1,0 +1,208 @@
+"""What the rule editor does besides saving one rule: validation as the admin
+types, reordering and enable/disable (each ONE policy version through
+`approvals.policy.save_rules`), and "test this rule" against a sample request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import ApprovalRequest, PolicyVersion, RiskRule
+from ..policy import current_policy, save_rules
+from ..rules.conditions import MISSING, RuleValidationError
+from ..rules.engine import ClassificationInput, RuleSpec
+from ..rules.impact import compute_impact
+from .dry_run import compile_proposal, propose_rule, recent_requests
+
+__all__ = [
+    "PRIORITY_STEP",
+    "ConditionResult",
+    "RuleTest",
+    "reorder",
+    "set_enabled",
+    "try_rule",
+    "validate_rule",
+]
+
+# Reordering renumbers priorities 10, 20, 30... so a rule can later be slotted between two.
+PRIORITY_STEP = 10
+
+
+def validate_rule(data: Any) -> dict[str, Any]:
+    """``{"ok": True, "rule": <normalised dict>}`` or ``{"ok": False, "field", "message"}``.
+
+    Runs exactly the validation saving runs (RuleSpec.from_dict), so what passes here
+    saves (group existence aside, which `save_rules` checks).
+    """
+    try:
+        spec = RuleSpec.from_dict(data)
+    except RuleValidationError as exc:
+        return {"ok": False, "field": exc.field, "message": exc.message}
+    return {"ok": True, "rule": spec.to_dict()}
+
+
+def _rule_dicts() -> list[dict[str, Any]]:
+    """The stored rules as RuleSpec dicts (what the next version would snapshot)."""
+    from ..policy import rule_to_spec
+
+    rules = RiskRule.objects.select_related("approver_group", "escalation_group").order_by("priority", "name")
+    return [rule_to_spec(rule).to_dict() for rule in rules]
+
+
+def reorder(names: Sequence[str], *, acting_user, note: str) -> PolicyVersion:
+    """Give the rules the order of `names` (every rule, each once): one policy version.
+
+    Raises RuleValidationError("order", ...) when `names` is not a permutation of the
+    stored rule names.
+    """
+    rules = {rule["name"]: rule for rule in _rule_dicts()}
+    if sorted(names) != sorted(rules) or len(set(names)) != len(names):
+        raise RuleValidationError("order", "the new order must list every rule exactly once")
+    changed = []
+    for position, name in enumerate(names, start=1):
+        priority = position * PRIORITY_STEP
+        if rules[name]["priority"] != priority:
+            changed.append({**rules[name], "priority": priority})
+    if not changed:
+        raise RuleValidationError("order", "that is already the order")
+    return save_rules(changed, acting_user=acting_user, note=note)
+
+
+def set_enabled(name: str, enabled: bool, *, acting_user, note: str) -> PolicyVersion:
+    rule = next((r for r in _rule_dicts() if r["name"] == name), None)
+    if rule is None:
+        raise RuleValidationError("name", f"no rule named {name!r}")
+    if rule["enabled"] is enabled:
+        raise RuleValidationError("enabled", f"rule {name!r} is already {'enabled' if enabled else 'disabled'}")
+    return save_rules([{**rule, "enabled": enabled}], acting_user=acting_user, note=note)
+
+
+# --- Test this rule ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    path: str
+    op: str
+    value: Any
+    held: bool
+    actual: str  # shown value, "***" for masked params, "missing" when the path is absent
+    text: str
+
+
+@dataclass(frozen=True)
+class RuleTest:
+    """What the edited rule and the whole proposed policy make of one sample."""
+
+    action_type_matches: bool
+    rule_matches: bool
+    conditions: list[ConditionResult]
+    classification: dict[str, Any]
+    matched_rule: str | None
+    impact: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action_type_matches": self.action_type_matches,
+            "rule_matches": self.rule_matches,
+            "conditions": [c.__dict__ for c in self.conditions],
+            "classification": self.classification,
+            "matched_rule": self.matched_rule,
+            "impact": self.impact,
+        }
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def sample_from_request(request_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A stored request as a test sample: (the sample to classify, the sample to show).
+
+    The shown copy has the request's masked params replaced by ``***``: admins test
+    rules against real calls without reading what reviewers are not shown either.
+    """
+    request = ApprovalRequest.objects.filter(pk=request_id).only(
+        "action_type", "target", "declared", "current_revision", "classification"
+    ).first()
+    if request is None:
+        return None
+    params = request.current_params()
+    masked = set(request.classification.get("masked_params", ()))
+    sample = {"action_type": request.action_type, "params": params, "target": request.target,
+              "declared": request.declared}
+    shown = {**sample, "params": {key: ("***" if key in masked else value) for key, value in params.items()}}
+    return sample, shown
+
+
+def recent_samples(limit: int = 20) -> list[dict[str, Any]]:
+    """Recent requests to pick a sample from (id, action type, agent, level)."""
+    return [
+        {"id": r.id, "action_type": r.action_type, "agent": r.agent_name, "risk_level": r.recorded_level,
+         "created_at": r.created_at.isoformat()}
+        for r in recent_requests(limit)
+    ]
+
+
+def _sample_input(sample: Mapping[str, Any]) -> ClassificationInput:
+    if not isinstance(sample, Mapping):
+        raise RuleValidationError("sample", "the sample must be an object with action_type and params")
+    action_type = sample.get("action_type")
+    if not isinstance(action_type, str) or not action_type:
+        raise RuleValidationError("sample.action_type", "the sample needs an action_type")
+    unknown = sorted(set(sample) - {"action_type", "params", "target", "declared"})
+    if unknown:
+        raise RuleValidationError(f"sample.{unknown[0]}", "a sample has only action_type, params, target, declared")
+    parts = {}
+    for key in ("params", "target", "declared"):
+        value = sample.get(key, {})
+        if not isinstance(value, Mapping):
+            raise RuleValidationError(f"sample.{key}", f"'{key}' must be an object")
+        parts[key] = value
+    return ClassificationInput(
+        action_type=action_type, params=parts["params"], target=parts["target"],
+        impact=compute_impact(action_type, parts["params"], parts["target"]), declared=parts["declared"],
+    )
+
+
+def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, replaces: str | None = None) -> RuleTest:
+    """Classify `sample` with `rule` (the edited rule, or None for the current policy)
+    in place in the current rule set; explain each of the rule's conditions.
+
+    Raises RuleValidationError for a broken rule or sample. Masked params show as ***.
+    """
+    inp = _sample_input(sample)
+    if rule is None:
+        policy = current_policy().compiled
+        spec = None
+    else:
+        spec = RuleSpec.from_dict(dict(rule))
+        policy = compile_proposal(propose_rule(spec.to_dict(), replaces=replaces))
+    classification = policy.classify(inp)
+    results: list[ConditionResult] = []
+    rule_matches = False
+    action_type_matches = False
+    if spec is not None:
+        doc = {"params": inp.params, "target": inp.target, "impact": inp.impact,
+               "declared": inp.declared if spec.trusts_declared else {}}
+        masked = set(spec.masked_params)
+        for condition in spec.compiled_conditions:
+            held, actual = condition.evaluate(doc)
+            redact = condition.param_name in masked
+            shown = "missing" if actual is MISSING else ("***" if redact else _shown(actual))
+            results.append(ConditionResult(
+                path=condition.path, op=condition.op, value=condition.value, held=held, actual=shown,
+                text=condition.describe(actual, redact=redact),
+            ))
+        action_type_matches = spec.matches_action_type(inp.action_type)
+        held = [r.held for r in results]
+        conditions_hold = not held or (all(held) if spec.match == "all" else any(held))
+        rule_matches = spec.enabled and action_type_matches and conditions_hold
+    return RuleTest(
+        action_type_matches=action_type_matches, rule_matches=rule_matches, conditions=results,
+        classification=classification.to_dict(), matched_rule=classification.rule_name, impact=dict(inp.impact),
+    )

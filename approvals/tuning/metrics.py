@@ -1,0 +1,392 @@
+"""Decision metrics over a period: the feedback loop that shows where rules are too
+strict (everything approved, quickly) or too loose (failures after approval).
+
+Aggregate queries only: every table is one GROUP BY query plus one query for its
+time-to-decision percentiles, whatever the number of requests. Percentiles are
+``percentile_cont`` (linear interpolation) on PostgreSQL; elsewhere the same
+numbers come from window functions that return at most four rows per group, so
+both backends agree (tests/tuning/test_metrics.py holds them to it).
+
+Definitions (requests created in the period):
+- volume: requests; auto-approved share: auto-approved by policy / volume;
+- needed people: requests that went to a reviewer queue (they got a ``decide_by``);
+  approval, rejection and expiry rates are shares of those (expiry counts a pending
+  request past its deadline that the sweeper has not persisted yet);
+- post-approval failure rate: failed / approved (by people or by policy);
+- time to decision: from submission to the decision, for requests people decided.
+Per reviewer (decisions made in the period): decisions, approval rate, and time
+from the request's submission to that reviewer's decision.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
+from typing import Any
+
+from django.db import connection
+from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from ..models import DECIDED_BY_POLICY, ApprovalRequest, Decision
+from ..states import RiskLevel, State
+
+__all__ = [
+    "DIMENSIONS",
+    "OutcomeRow",
+    "Period",
+    "ReviewerRow",
+    "SeriesPoint",
+    "duration_percentiles",
+    "outcome_table",
+    "reviewer_table",
+    "table_csv",
+    "time_series",
+]
+
+# The tables: URL key -> (column label, the field grouped by).
+DIMENSIONS: dict[str, tuple[str, str]] = {
+    "rule": ("Rule", "rule_name"),
+    "action_type": ("Action type", "action_type"),
+    "agent": ("Agent", "agent__name"),
+}
+PERCENTILES = (0.5, 0.9)
+MAX_PERIOD_DAYS = 366
+DEFAULT_PERIOD_DAYS = 30
+
+
+@dataclass(frozen=True)
+class Period:
+    """[start, end) in UTC. Build with `Period.from_query` from ``from``/``to`` dates."""
+
+    start: datetime
+    end: datetime
+
+    @classmethod
+    def last_days(cls, days: int = DEFAULT_PERIOD_DAYS, *, now: datetime | None = None) -> Period:
+        end = now or timezone.now()
+        return cls(end - timedelta(days=days), end)
+
+    @classmethod
+    def from_query(cls, query, *, now: datetime | None = None) -> Period:
+        """``?from=YYYY-MM-DD&to=YYYY-MM-DD`` (both inclusive); raises ValueError in words."""
+        raw_from, raw_to = query.get("from", ""), query.get("to", "")
+        if not raw_from and not raw_to:
+            return cls.last_days(now=now)
+        try:
+            first = date.fromisoformat(raw_from) if raw_from else None
+            last = date.fromisoformat(raw_to) if raw_to else (now or timezone.now()).date()
+        except ValueError:
+            raise ValueError("dates must look like 2026-01-31") from None
+        first = first or last - timedelta(days=DEFAULT_PERIOD_DAYS - 1)
+        if first > last:
+            raise ValueError("the period starts after it ends")
+        if (last - first).days >= MAX_PERIOD_DAYS:
+            raise ValueError(f"a period is at most {MAX_PERIOD_DAYS} days")
+        utc = dt_timezone.utc
+        return cls(datetime.combine(first, time.min, utc), datetime.combine(last + timedelta(days=1), time.min, utc))
+
+    @property
+    def first_day(self) -> date:
+        return self.start.date()
+
+    @property
+    def last_day(self) -> date:
+        return (self.end - timedelta(microseconds=1)).date()
+
+
+# --- SQL building blocks ------------------------------------------------------------------
+
+
+class Seconds(Func):
+    """Seconds from `start` to `end` (two datetime expressions), exact to the microsecond."""
+
+    output_field = FloatField()
+    arity = 2
+
+    def as_sql(self, compiler, connection, **extra_context):
+        # arguments are (end, start)
+        if connection.vendor == "postgresql":
+            template = "EXTRACT(EPOCH FROM (%(expressions)s))::float8"
+            return super().as_sql(compiler, connection, template=template, arg_joiner=" - ", **extra_context)
+        if connection.vendor == "sqlite":
+            # Django registers django_timestamp_diff (microseconds) on every SQLite connection.
+            template = "(django_timestamp_diff(%(expressions)s) / 1000000.0)"
+            return super().as_sql(compiler, connection, template=template, arg_joiner=", ", **extra_context)
+        raise NotImplementedError(f"decision metrics support PostgreSQL and SQLite, not {connection.vendor}")
+
+
+class PercentileCont(Aggregate):
+    """PostgreSQL's ordered-set aggregate ``percentile_cont(p) WITHIN GROUP (ORDER BY x)``."""
+
+    function = "percentile_cont"
+    output_field = FloatField()
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+
+    def __init__(self, expression, fraction: float, **extra):
+        if not 0 <= fraction <= 1:
+            raise ValueError("a percentile is between 0 and 1")
+        super().__init__(expression, fraction=repr(float(fraction)), **extra)
+
+
+def _interpolate(values: dict[int, float], n: int, fraction: float) -> float:
+    position = fraction * (n - 1)
+    low = int(position)
+    high = min(low + 1, n - 1)
+    if high == low or position == low:
+        return values[low]
+    return values[low] + (position - low) * (values[high] - values[low])
+
+
+def _window_percentiles(queryset: QuerySet, key: str, seconds: Func) -> dict[Any, dict[float, float]]:
+    """Percentiles per `key` with window functions: at most 4 rows per group come back."""
+    inner = queryset.order_by().annotate(_k=F(key), _s=seconds).values("_k", "_s")
+    sql, params = inner.query.sql_with_params()
+    wanted = []
+    for fraction in PERCENTILES:
+        tenths = round(fraction * 100)
+        # floor and ceil of fraction*(n-1) in integer arithmetic (no math functions in SQLite).
+        wanted += [f"(n - 1) * {tenths} / 100", f"((n - 1) * {tenths} + 99) / 100"]
+    query = (
+        "SELECT k, n, rn, s FROM ("
+        " SELECT t._k AS k, t._s AS s,"
+        " ROW_NUMBER() OVER (PARTITION BY t._k ORDER BY t._s) - 1 AS rn,"
+        " COUNT(*) OVER (PARTITION BY t._k) AS n"
+        f" FROM ({sql}) t) w WHERE rn IN ({', '.join(wanted)})"
+    )
+    picked: dict[Any, dict[int, float]] = defaultdict(dict)
+    sizes: dict[Any, int] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(query, params)
+        for k, n, rn, s in cursor.fetchall():
+            picked[k][rn] = float(s)
+            sizes[k] = n
+    return {k: {f: _interpolate(values, sizes[k], f) for f in PERCENTILES} for k, values in picked.items()}
+
+
+def _percentile_cont(queryset: QuerySet, key: str, seconds: Func) -> dict[Any, dict[float, float]]:
+    aggregates = {f"p{round(f * 100)}": PercentileCont(seconds, f) for f in PERCENTILES}
+    rows = queryset.values(key).order_by().annotate(**aggregates)
+    return {row[key]: {f: row[f"p{round(f * 100)}"] for f in PERCENTILES} for row in rows}
+
+
+def duration_percentiles(
+    queryset: QuerySet, *, key: str, end: str, start: str, method: str | None = None
+) -> dict[Any, dict[float, float]]:
+    """{key value: {0.5: seconds, 0.9: seconds}} of ``end - start`` per group (one query).
+
+    `method` is "percentile_cont" (PostgreSQL only) or "window"; by default the
+    database's best. Values are rounded to the millisecond so both methods agree.
+    """
+    method = method or ("percentile_cont" if connection.vendor == "postgresql" else "window")
+    seconds = Seconds(F(end), F(start))
+    run = _percentile_cont if method == "percentile_cont" else _window_percentiles
+    return {
+        k: {f: round(v, 3) for f, v in values.items()}
+        for k, values in run(queryset.filter(**{f"{end}__isnull": False}), key, seconds).items()
+    }
+
+
+# --- Per rule, action type and agent --------------------------------------------------------
+
+
+def _by_people() -> Q:
+    return ~Q(decided_by_label="") & ~Q(decided_by_label=DECIDED_BY_POLICY)
+
+
+def _conditions(now: datetime) -> dict[str, Q]:
+    approved_states = (State.APPROVED, State.EXECUTING, State.SUCCEEDED, State.FAILED)
+    return {
+        "auto_approved": Q(decided_by_label=DECIDED_BY_POLICY, risk_level=RiskLevel.LOW),
+        "refused": Q(decided_by_label=DECIDED_BY_POLICY, risk_level=RiskLevel.PROHIBITED),
+        "needed_people": Q(decide_by__isnull=False),
+        "approved": _by_people() & ~Q(state=State.REJECTED),
+        "rejected": _by_people() & Q(state=State.REJECTED),
+        "expired": Q(decide_by__isnull=False, decided_by_label="")
+        & (Q(state=State.EXPIRED, resolution_code="decision_deadline_passed")
+           | Q(state=State.PENDING_APPROVAL, decide_by__lte=now)),
+        # Approved by anyone: a later expiry of the execution window or a failure still counts.
+        "approved_total": ~Q(decided_by_label="") & ~Q(state=State.REJECTED)
+        & (Q(state__in=approved_states) | Q(state__in=(State.EXPIRED, State.CANCELLED))),
+        "failed": Q(state=State.FAILED),
+    }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+@dataclass(frozen=True)
+class OutcomeRow:
+    key: str
+    volume: int
+    auto_approved: int
+    refused: int
+    needed_people: int
+    approved: int
+    rejected: int
+    expired: int
+    approved_total: int
+    failed: int
+    median_seconds: float | None
+    p90_seconds: float | None
+
+    @property
+    def auto_approved_share(self) -> float | None:
+        return _share(self.auto_approved, self.volume)
+
+    @property
+    def approval_rate(self) -> float | None:
+        return _share(self.approved, self.needed_people)
+
+    @property
+    def rejection_rate(self) -> float | None:
+        return _share(self.rejected, self.needed_people)
+
+    @property
+    def expiry_rate(self) -> float | None:
+        return _share(self.expired, self.needed_people)
+
+    @property
+    def failure_rate(self) -> float | None:
+        return _share(self.failed, self.approved_total)
+
+
+def _requests_in(period: Period) -> QuerySet:
+    return ApprovalRequest.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
+
+
+def outcome_table(dimension: str, period: Period, *, now: datetime | None = None) -> list[OutcomeRow]:
+    """Outcomes per rule, action type or agent (`DIMENSIONS`), busiest first: two queries."""
+    _, key = DIMENSIONS[dimension]
+    now = now or timezone.now()
+    counts = {name: Count("pk", filter=condition) for name, condition in _conditions(now).items()}
+    rows = (
+        _requests_in(period).order_by().values(key).annotate(volume=Count("pk"), **counts)
+        .order_by("-volume", key)
+    )
+    times = duration_percentiles(
+        _requests_in(period).filter(_by_people()), key=key, end="decided_at", start="created_at"
+    )
+    table = []
+    for row in rows:
+        group = row.pop(key)
+        percentiles = times.get(group, {})
+        table.append(OutcomeRow(
+            key=group or ("(policy default)" if dimension == "rule" else "(none)"),
+            median_seconds=percentiles.get(0.5), p90_seconds=percentiles.get(0.9), **row,
+        ))
+    return table
+
+
+# --- Per reviewer ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReviewerRow:
+    key: str
+    decisions: int
+    approvals: int
+    rejections: int
+    median_seconds: float | None
+    p90_seconds: float | None
+
+    @property
+    def approval_rate(self) -> float | None:
+        return _share(self.approvals, self.decisions)
+
+
+def reviewer_table(period: Period) -> list[ReviewerRow]:
+    """Each reviewer's decisions made in the period: two queries."""
+    decisions = Decision.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
+    key = "reviewer__username"
+    rows = (
+        decisions.order_by().values(key).annotate(
+            decisions=Count("pk"),
+            approvals=Count("pk", filter=Q(verdict=Decision.Verdict.APPROVE)),
+            rejections=Count("pk", filter=Q(verdict=Decision.Verdict.REJECT)),
+        ).order_by("-decisions", key)
+    )
+    times = duration_percentiles(decisions, key=key, end="created_at", start="request__created_at")
+    table = []
+    for row in rows:
+        reviewer = row.pop(key)
+        percentiles = times.get(reviewer, {})
+        table.append(ReviewerRow(key=reviewer, median_seconds=percentiles.get(0.5),
+                                 p90_seconds=percentiles.get(0.9), **row))
+    return table
+
+
+# --- Time series ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SeriesPoint:
+    day: date
+    volume: int
+    auto_approved: int
+    needed_people: int
+    approved: int
+    rejected: int
+    expired: int
+
+
+def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPoint]:
+    """Daily counts over the period, one point per day (days without requests are zero): one query."""
+    conditions = _conditions(now or timezone.now())
+    names = ("auto_approved", "needed_people", "approved", "rejected", "expired")
+    rows = (
+        _requests_in(period).order_by().annotate(day=TruncDate("created_at")).values("day")
+        .annotate(volume=Count("pk"), **{name: Count("pk", filter=conditions[name]) for name in names})
+    )
+    by_day = {row["day"]: row for row in rows}
+    points = []
+    day = period.first_day
+    while day <= period.last_day:
+        row = by_day.get(day, {})
+        points.append(SeriesPoint(day=day, volume=row.get("volume", 0),
+                                  **{name: row.get(name, 0) for name in names}))
+        day += timedelta(days=1)
+    return points
+
+
+# --- CSV -------------------------------------------------------------------------------------------
+
+
+def _csv_value(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def table_csv(table: str, period: Period) -> str:
+    """One table as CSV text: `table` is a DIMENSIONS key, "reviewer" or "daily".
+    Raises KeyError for an unknown table."""
+    if table == "reviewer":
+        rows: Iterable[Any] = reviewer_table(period)
+        header = ["reviewer", "decisions", "approvals", "rejections", "approval_rate",
+                  "median_seconds_to_decide", "p90_seconds_to_decide"]
+        lines = [[r.key, r.decisions, r.approvals, r.rejections, r.approval_rate, r.median_seconds, r.p90_seconds]
+                 for r in rows]
+    elif table == "daily":
+        header = [f.name for f in fields(SeriesPoint)]
+        lines = [[getattr(p, name) for name in header] for p in time_series(period)]
+    else:
+        label, _ = DIMENSIONS[table]
+        header = [table, "volume", "auto_approved_share", "needed_people", "approval_rate", "rejection_rate",
+                  "expiry_rate", "post_approval_failure_rate", "median_seconds_to_decision",
+                  "p90_seconds_to_decision"]
+        lines = [[r.key, r.volume, r.auto_approved_share, r.needed_people, r.approval_rate, r.rejection_rate,
+                  r.expiry_rate, r.failure_rate, r.median_seconds, r.p90_seconds]
+                 for r in outcome_table(table, period)]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    for line in lines:
+        # A leading = + - @ makes spreadsheets run a formula; names come from agents and admins.
+        writer.writerow([("'" + v) if isinstance(v, str) and v[:1] in "=+-@" else _csv_value(v) for v in line])
+    return out.getvalue()

@@ -1,0 +1,88 @@
+"""A risk admin tunes a rule in a real browser (Debian chromium) against the real
+daphne server: the condition builder refuses a broken condition as they type, the
+dry-run shows the impact in words, the change is saved with a note, and the next
+agent submission is classified by the new policy version."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+
+import pytest
+from django.contrib.auth.models import Group
+
+from agents.services import issue_token
+from approvals import services
+from approvals.models import ApprovalRequest, PolicyVersion
+from approvals.permissions import RISK_ADMINS
+from approvals.states import Kind
+from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+FEW = {"to": ["dana@example.com"], "subject": "Lunch?", "body": "Noon at the usual place."}
+
+
+def submit_as_agent(server_url: str, token: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        server_url + "/api/v1/actions/", method="POST", data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
+                 "Idempotency-Key": "browser-rule-editor-1"},
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        return json.load(response)
+
+
+def test_admin_loosens_a_rule_after_a_dry_run_and_the_next_submission_follows_it(
+    logged_in_page, admin_user, agent, people, artifacts_dir
+):
+    admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
+    for _ in range(3):  # history the dry-run replays: three small emails, medium today
+        services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email", params=FEW,
+                                            target={"mailbox": "outbox"}), agent=agent)
+    token = issue_token(agent, label="rule editor test").secret
+    versions_before = PolicyVersion.objects.count()
+
+    page = logged_in_page(admin_user, "ada-pw-123!")
+    page.goto("/rules/")
+    page.click("a[href='/rules/send_email_default/edit/']")
+    page.wait_for_selector(".condition-row, #add-condition")
+
+    # A condition that reads a number, given a word: refused as they type, naming the field.
+    page.click("#add-condition")
+    row = page.locator(".condition-row").last
+    row.locator(".c-path").fill("impact.recipient_count")
+    row.locator(".c-op").select_option("lte")
+    row.locator(".c-value").fill("few")
+    page.wait_for_selector("#validation.invalid")
+    assert "conditions[0].value" in page.inner_text("#validation")
+    assert "needs a number" in page.inner_text("#validation")
+
+    row.locator(".c-value").fill("3")
+    page.select_option("#f-risk_level", "low")
+    page.wait_for_selector("#validation.valid")
+
+    page.click("#dry-run")
+    page.wait_for_selector(".transitions li")
+    impact = page.inner_text("#dry-run-result")
+    assert "3 requests would go from medium to low: approval needed today, auto-executed" in impact
+    page.screenshot(path=str(artifacts_dir / "rule-editor-dry-run.png"), full_page=True)
+
+    page.fill("#note", "Small internal emails need no approval")
+    page.click("#save-rule")
+    page.wait_for_url(re.compile(r".*/rules/$"))
+    assert "saved as policy v" in page.inner_text("#flash-stack")
+    assert PolicyVersion.objects.count() == versions_before + 1
+    newest = PolicyVersion.objects.latest()
+    assert newest.note == "Small internal emails need no approval" and newest.created_by_label == "ada"
+
+    response = submit_as_agent(page.server_url, token, {
+        "action_type": "send_email", "params": FEW, "target": {"mailbox": "outbox"}})
+    request = ApprovalRequest.objects.get(pk=response["id"])
+    assert request.policy_version_id == newest.pk
+    assert (request.risk_level, request.rule_name, request.state) == ("low", "send_email_default", "approved")
+
+    page.goto("/rules/history/")
+    assert "Small internal emails need no approval" in page.inner_text("#versions")
+    assert page.dialogs == []

@@ -1,0 +1,84 @@
+"""Tuning tests reuse the approval tests' cast; ada is the risk admin here.
+
+`make_requests` stores requests in bulk (rows as classification left them) for the
+volume checks: thousands of `services.submit` calls would cost minutes and test
+nothing the approval tests do not already.
+"""
+
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from approvals.models import ApprovalRequest, ParamsRevision
+from approvals.permissions import RISK_ADMINS
+from approvals.states import Kind, State
+from tests.approvals.conftest import (  # noqa: F401  (fixtures)
+    admin_user,
+    agent,
+    people,
+    reviewers_group,
+    submit,
+    two_person_rule,
+)
+
+
+class _Rollback(Exception):
+    pass
+
+
+@contextmanager
+def rolled_back() -> Iterator[None]:
+    """Undo everything the block wrote: each hypothesis example starts from the same rows."""
+    try:
+        with transaction.atomic():
+            yield
+            raise _Rollback
+    except _Rollback:
+        pass
+
+
+@pytest.fixture
+def risk_admin(admin_user):
+    """ada, in risk-admins: the only people who may tune rules."""
+    admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
+    return admin_user
+
+
+@pytest.fixture
+def make_requests(agent) -> Callable[..., list[ApprovalRequest]]:
+    """Bulk-store requests: `make_requests([(action_type, params), ...], **fields)`.
+
+    Each gets revision 1 with its params, and (to prove the dry-run reads the CURRENT
+    revision) a stale revision 0 holding other params. `fields` set any column;
+    `created_at` may be a datetime or a callable of the index.
+    """
+
+    def _make(calls: Sequence[tuple[str, dict[str, Any]]], *, start: datetime | None = None, **fields):
+        start = start or timezone.now() - timedelta(days=1)
+        requests = []
+        for index, (action_type, _params) in enumerate(calls):
+            values = {key: (value(index) if callable(value) else value) for key, value in fields.items()}
+            requests.append(ApprovalRequest(
+                id=uuid.uuid4(), kind=Kind.ACTION, agent=agent, action_type=action_type,
+                target={"mailbox": "outbox"}, target_hash="0" * 64, state=values.pop("state", State.PENDING_APPROVAL),
+                created_at=values.pop("created_at", start + timedelta(seconds=index)),
+                current_revision=1, **values,
+            ))
+        ApprovalRequest.objects.bulk_create(requests)
+        revisions = []
+        for request, (_, params) in zip(requests, calls):
+            revisions.append(ParamsRevision(request=request, number=0, params={"stale": True, "to": ["x@y.z"] * 50}))
+            revisions.append(ParamsRevision(request=request, number=1, params=params))
+        ParamsRevision.objects.bulk_create(revisions)
+        return requests
+
+    return _make
