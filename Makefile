@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: run test install migrate clean
+.PHONY: run test bench bench-smoke install migrate clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +19,22 @@ install: $(VENV)/.installed
 migrate: install
 	$(PY) manage.py migrate --no-input
 
+# daphne + a real Celery worker and beat + the demo agent; one Ctrl-C stops them all.
 run: migrate
 	$(PY) manage.py seed_demo
-	$(BIN)/daphne -b 127.0.0.1 -p $${PORT:-8000} controlplane.asgi:application
+	$(PY) manage.py runstack $(RUN_ARGS)
 
 test: install
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Benchmarks need PostgreSQL and Redis (as .ci/run starts them); each figure is a ratio
+# against a baseline measured in the same run. Results: var/bench.json.
+bench: install
+	$(PY) -m tests.perf.run $(BENCH_ARGS)
+
+# Tiny sizes, no thresholds: CI runs it so the benchmarks cannot rot.
+bench-smoke: install
+	$(PY) -m tests.perf.run --smoke
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .hypothesis

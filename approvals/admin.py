@@ -8,7 +8,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from . import policy
-from .models import ApprovalRequest, Decision, PolicyVersion, RiskRule
+from .models import ApprovalRequest, Decision, EmergencyStop, PolicyVersion, RiskRule
 from .rules.conditions import RuleValidationError
 
 
@@ -110,3 +110,29 @@ class ApprovalRequestAdmin(ReadOnlyAdmin):
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ["request", "revision", "reviewer", "verdict", "created_at"]
     list_select_related = ["reviewer"]
+
+
+# --- Emergency stop (execution engine) ------------------------------------------------
+
+
+@admin.register(EmergencyStop)
+class EmergencyStopAdmin(admin.ModelAdmin):
+    """Flip switches here: saving goes through `set_emergency_stop` (audited, announced)."""
+
+    list_display = ["__str__", "on", "reason", "changed_by_label", "changed_at"]
+    fields = ["agent", "on", "reason"]
+    actions = None
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["agent"] if obj is not None else []
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # switch it off instead: the row is its history's anchor
+
+    def save_model(self, request, obj, form, change):
+        from .emergency import set_emergency_stop
+
+        set_emergency_stop(on=form.cleaned_data["on"], agent=obj.agent, acting_user=request.user,
+                           reason=form.cleaned_data.get("reason", ""))
+        saved = EmergencyStop.objects.get(scope=EmergencyStop.scope_for(obj.agent))
+        obj.pk = saved.pk

@@ -8,6 +8,40 @@ class ApprovalsConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_install_groups_and_seed_policy, sender=self)
+        # Reviewer sockets close on membership changes and logout (signal receivers).
+        from . import consumers  # noqa: F401
+
+        # New cards queue their notifications (after commit); the tasks register with Celery.
+        from . import broadcast
+        from .notifications import dispatch, tasks  # noqa: F401
+
+        broadcast.subscribe(dispatch.on_change)
+
+        # The admin's login form gets the same throttling as the dashboard's.
+        from django.contrib import admin
+
+        from .auth import ThrottledAdminAuthenticationForm
+
+        admin.site.login_form = ThrottledAdminAuthenticationForm
+
+        # A server started on a test database (tests/live.py) sees it flushed and
+        # re-seeded under it between tests, which gives permissions and content types
+        # new ids: forget the cached ones at each request there. Never set in production.
+        import os
+
+        if os.environ.get("CONTROLPLANE_DATABASE_FLUSHED_UNDER_US") == "1":
+            from django.core.signals import request_started
+
+            request_started.connect(_forget_cached_row_ids, dispatch_uid="forget-cached-row-ids")
+
+
+def _forget_cached_row_ids(**kwargs) -> None:
+    from django.contrib.contenttypes.models import ContentType
+
+    from .permissions import clear_permission_cache
+
+    clear_permission_cache()
+    ContentType.objects.clear_cache()
 
 
 def _install_groups_and_seed_policy(sender, using="default", **kwargs) -> None:
@@ -23,7 +57,7 @@ def _install_groups_and_seed_policy(sender, using="default", **kwargs) -> None:
     model_permissions = {
         RISK_ADMINS: [("approvals", c) for c in ("view_riskrule", "add_riskrule", "change_riskrule",
                                                  "delete_riskrule", "view_policyversion")],
-        AUDITORS: [("audit", "view_auditevent")],
+        AUDITORS: [("audit", "view_auditevent"), ("audit", "export_auditevent"), ("audit", "view_chainverification")],
     }
     for group_name, perms in model_permissions.items():
         group = Group.objects.get(name=group_name)

@@ -50,11 +50,15 @@ class Change:
     approver_group_id: int | None
     agent_id: int
     data: dict[str, Any] = field(default_factory=dict)
+    # Every group that may see the card: the approver group and any escalation group.
+    viewer_group_ids: tuple[int, ...] = ()
 
     def channel_groups(self) -> list[str]:
         groups = [agent_group(self.agent_id), request_group(self.request_id)]
+        viewers = set(self.viewer_group_ids)
         if self.approver_group_id is not None:
-            groups.append(approvers_group(self.approver_group_id))
+            viewers.add(self.approver_group_id)
+        groups.extend(approvers_group(group_id) for group_id in sorted(viewers))
         return groups
 
 
@@ -80,8 +84,19 @@ def publish_on_commit(event: str, request, **data: Any) -> None:
         approver_group_id=request.approver_group_id,
         agent_id=request.agent_id,
         data=data,
+        viewer_group_ids=_viewer_group_ids(request) if request.escalated else (),
     )
     transaction.on_commit(lambda: _deliver(change))
+
+
+def _viewer_group_ids(request) -> tuple[int, ...]:
+    from .models import ApprovalRequestGroupObjectPermission
+
+    return tuple(
+        ApprovalRequestGroupObjectPermission.objects.filter(content_object=request)
+        .values_list("group_id", flat=True)
+        .distinct()
+    )
 
 
 def _deliver(change: Change) -> None:

@@ -38,6 +38,7 @@ ALREADY_DECIDED = "already_decided"
 PARAM_NOT_EDITABLE = "param_not_editable"
 EDIT_PROHIBITED = "edit_prohibited"
 INVALID_GRANT = "invalid_grant"
+EXECUTED_BY_SERVER = "executed_by_server"
 # Re-validation refusals (DESIGN.md "Re-validation").
 APPROVAL_EXPIRED = "approval_expired"
 TARGET_CHANGED = "target_changed_reapproval_required"
@@ -45,5 +46,8 @@ APPROVER_PERMISSION_REVOKED = "approver_permission_revoked"
 POLICY_CHANGED = "policy_changed_reapproval_required"
 EMERGENCY_STOP = "emergency_stop"
 OUTCOME_UNKNOWN = "outcome_unknown"
+# Deadline extensions (services.extend_decision_deadline)
+EXTENSION_NOT_ALLOWED = "extension_not_allowed"
+ALREADY_EXTENDED = "already_extended"
 
 REVALIDATION_CODES = (APPROVAL_EXPIRED, TARGET_CHANGED, APPROVER_PERMISSION_REVOKED, POLICY_CHANGED, EMERGENCY_STOP)

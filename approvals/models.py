@@ -78,6 +78,9 @@ class PolicyVersion(models.Model):
 
 # --- Requests -----------------------------------------------------------------
 
+# `decided_by_label` of decisions the policy made itself (auto-approved, prohibited).
+DECIDED_BY_POLICY = "policy"
+
 
 class ApprovalRequestQuerySet(models.QuerySet):
     def pending(self):
@@ -154,6 +157,10 @@ class ApprovalRequest(models.Model):
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Server-side execution (approvals.executors): which executor runs it, chosen at
+    # approval, and when its task was last published; empty/null for agent-run requests.
+    executor = models.CharField(max_length=50, blank=True, db_index=True)
+    enqueued_at = models.DateTimeField(null=True, blank=True)
 
     supersedes = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
@@ -194,6 +201,11 @@ class ApprovalRequest(models.Model):
         ):
             return State.EXPIRED
         return self.state
+
+    @property
+    def approved_by_policy(self) -> bool:
+        """Auto-approved as low risk: no person's approval stands behind it."""
+        return self.decided_by_label == DECIDED_BY_POLICY and self.risk_level == RiskLevel.LOW
 
     @property
     def is_terminal(self) -> bool:
@@ -258,3 +270,47 @@ class ApprovalRequestUserObjectPermission(UserObjectPermissionBase):
 
 class ApprovalRequestGroupObjectPermission(GroupObjectPermissionBase):
     content_object = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE)
+
+
+# --- Emergency stop -------------------------------------------------------------
+
+
+class EmergencyStop(models.Model):
+    """The run-time emergency stop switches: one global row (agent null) and one per
+    stopped agent. Flip them only through `approvals.emergency.set_emergency_stop`,
+    which audits the change and tells reviewers' screens; read them only through
+    `approvals.emergency.is_stopped`.
+    """
+
+    GLOBAL = "global"
+
+    # "global", or "agent:<id>": a unique key, so a scope never has two switches.
+    scope = models.CharField(max_length=40, unique=True, editable=False)
+    agent = models.OneToOneField(
+        "agents.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="emergency_switch"
+    )
+    on = models.BooleanField(default=False)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(default=timezone.now)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    changed_by_label = models.CharField(max_length=150, blank=True)
+
+    @staticmethod
+    def scope_for(agent) -> str:
+        return EmergencyStop.GLOBAL if agent is None else f"agent:{agent.pk}"
+
+    def __str__(self) -> str:
+        scope = f"agent {self.agent}" if self.agent_id else "global"
+        return f"emergency stop ({scope}): {'ON' if self.on else 'off'}"
+
+
+# --- Notifications and deadline extensions (approvals/notifications/models.py) ------
+
+from .notifications.models import (  # noqa: E402,F401  (models of this app, defined beside their feature)
+    DeadlineExtension,
+    DeliveryAttempt,
+    Notification,
+    RuleNotification,
+)

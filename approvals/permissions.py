@@ -86,6 +86,36 @@ def can_view(user, request: ApprovalRequest) -> bool:
     return get_user_model().objects.filter(_holders_of(request, VIEW), pk=user.pk).exists()
 
 
+def _granted_to(user, codename: str) -> QuerySet:
+    """Requests on which `user` holds `codename`, via a group or directly: two
+    subqueries on guardian's direct-FK tables, so the caller's query stays one query."""
+    if not (user and user.is_authenticated and user.is_active):
+        return ApprovalRequest.objects.none()
+    permission_id = _permission_id(codename)
+    via_group = ApprovalRequestGroupObjectPermission.objects.filter(
+        permission_id=permission_id, group__in=user.groups.all()
+    ).values("content_object_id")
+    direct = ApprovalRequestUserObjectPermission.objects.filter(permission_id=permission_id, user=user).values(
+        "content_object_id"
+    )
+    return ApprovalRequest.objects.filter(Q(pk__in=via_group) | Q(pk__in=direct))
+
+
+def decidable_by(user) -> QuerySet:
+    """Every request `user` holds decide on, in any state (narrow with `.pending()`).
+
+    The one queryset the reviewer queue, its resync endpoint and the card fragments
+    use. Separation of duties is not applied here: the owner and the requested-for
+    person still see the card (they may reject), and `services.approve` refuses them.
+    """
+    return _granted_to(user, DECIDE)
+
+
+def viewable_by(user) -> QuerySet:
+    """Every request `user` holds view on, in any state (the history page)."""
+    return _granted_to(user, VIEW)
+
+
 def ensure_standard_groups() -> None:
     for name in STANDARD_GROUPS:
         Group.objects.get_or_create(name=name)

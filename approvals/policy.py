@@ -103,7 +103,7 @@ def _diff(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> dict[str
     return {"added": sorted(new.keys() - old.keys()), "removed": sorted(old.keys() - new.keys()), "changed": changed}
 
 
-def _record_version(*, acting_user, note: str) -> PolicyVersion:
+def _record_version(*, acting_user, note: str, restored_from: int | None = None) -> PolicyVersion:
     if not note.strip():
         raise RuleValidationError("note", "a change note is required: say why the policy changes")
     previous = PolicyVersion.objects.select_for_update().order_by("-number").first()
@@ -120,7 +120,10 @@ def _record_version(*, acting_user, note: str) -> PolicyVersion:
     record(
         "policy.changed",
         actor=Actor.for_user(acting_user) if acting_user else Actor.system(),
-        metadata={"version": version.number, "note": note, "diff": version.diff},
+        metadata={
+            "version": version.number, "note": note, "diff": version.diff,
+            **({"restored_from": restored_from} if restored_from is not None else {}),
+        },
     )
     return version
 
@@ -143,26 +146,30 @@ def save_rules(rules: list[dict[str, Any]], *, acting_user, note: str) -> Policy
     ]
     with audited_atomic():
         for spec, (approver_group, escalation_group) in zip(specs, groups):
-            RiskRule.objects.update_or_create(
-                name=spec.name,
-                defaults={
-                    "priority": spec.priority,
-                    "enabled": spec.enabled,
-                    "action_type": spec.action_type,
-                    "conditions": [dict(c) for c in spec.conditions],
-                    "match": spec.match,
-                    "risk_level": spec.risk_level,
-                    "required_approvals": spec.required_approvals,
-                    "approver_group": approver_group,
-                    "escalation_group": escalation_group,
-                    "decision_ttl_seconds": spec.decision_ttl_seconds,
-                    "execution_window_seconds": spec.execution_window_seconds,
-                    "editable_params": list(spec.editable_params),
-                    "masked_params": list(spec.masked_params),
-                    "trusts_declared": spec.trusts_declared,
-                },
-            )
+            _write_rule(spec, approver_group, escalation_group)
         return _record_version(acting_user=acting_user, note=note)
+
+
+def _write_rule(spec: RuleSpec, approver_group: Group | None, escalation_group: Group | None) -> None:
+    RiskRule.objects.update_or_create(
+        name=spec.name,
+        defaults={
+            "priority": spec.priority,
+            "enabled": spec.enabled,
+            "action_type": spec.action_type,
+            "conditions": [dict(c) for c in spec.conditions],
+            "match": spec.match,
+            "risk_level": spec.risk_level,
+            "required_approvals": spec.required_approvals,
+            "approver_group": approver_group,
+            "escalation_group": escalation_group,
+            "decision_ttl_seconds": spec.decision_ttl_seconds,
+            "execution_window_seconds": spec.execution_window_seconds,
+            "editable_params": list(spec.editable_params),
+            "masked_params": list(spec.masked_params),
+            "trusts_declared": spec.trusts_declared,
+        },
+    )
 
 
 def delete_rule(name: str, *, acting_user, note: str) -> None:
@@ -171,6 +178,31 @@ def delete_rule(name: str, *, acting_user, note: str) -> None:
         if not deleted:
             raise RuleValidationError("name", f"no rule named {name!r}")
         _record_version(acting_user=acting_user, note=note)
+
+
+def restore_version(number: int, *, acting_user, note: str) -> PolicyVersion:
+    """Roll the rule set back to policy version `number`, as a NEW version.
+
+    One transaction: rules absent from that version are deleted, the others are
+    written back exactly as that version stored them, and one `policy.changed`
+    event records the diff (before and after values) with ``restored_from``.
+    Raises RuleValidationError: no such version, a group it names no longer
+    exists, or no note. Changes nothing on error.
+    """
+    try:
+        target = PolicyVersion.objects.get(number=number)
+    except PolicyVersion.DoesNotExist:
+        raise RuleValidationError("version", f"no policy version {number}") from None
+    specs = [RuleSpec.from_dict(data) for data in target.rules]
+    groups = [
+        (_group(spec.approver_group, "approver_group"), _group(spec.escalation_group, "escalation_group"))
+        for spec in specs
+    ]
+    with audited_atomic():
+        RiskRule.objects.exclude(name__in=[spec.name for spec in specs]).delete()
+        for spec, (approver_group, escalation_group) in zip(specs, groups):
+            _write_rule(spec, approver_group, escalation_group)
+        return _record_version(acting_user=acting_user, note=note, restored_from=number)
 
 
 def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVersion | None:

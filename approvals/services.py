@@ -22,15 +22,17 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from audit.chain import Actor, audited_atomic, digest, record
+from audit.privacy import params_digest, value_digest
 
 from . import broadcast, errors
 from .emergency import is_stopped
 from .errors import DomainError
-from .models import ApprovalRequest, Decision, ParamsRevision
+from .models import DECIDED_BY_POLICY, ApprovalRequest, Decision, ParamsRevision
 from .permissions import can_decide, eligible_approvers, excluded_from_approving, grant_group
 from .policy import current_policy
 from .rules.engine import Classification, ClassificationInput
@@ -46,10 +48,17 @@ __all__ = [
     "approve_with_edits",
     "cancel",
     "claim_execution",
+    "defer_execution",
+    "mark_enqueued",
+    "plan_server_execution",
+    "reclaim_execution",
+    "release_enqueue",
     "classify",
     "complete_execution",
     "expire",
+    "escalate_request",
     "expire_overdue",
+    "extend_decision_deadline",
     "fail_lost_execution",
     "reject",
     "revalidate",
@@ -134,6 +143,8 @@ def _transition(request: ApprovalRequest, to: str, *, actor: Actor, metadata: di
     else:
         event = broadcast.CARD_UPDATED
     broadcast.publish_on_commit(event, request, verb=verb)
+    if to == State.APPROVED:
+        plan_server_execution(request)
 
 
 def _refuse_state(request: ApprovalRequest, expected: str) -> DomainError:
@@ -159,6 +170,22 @@ def _deferred_refusal() -> Iterator[list[DomainError]]:
         yield refusals
     if refusals:
         raise refusals[0]
+
+
+def _lock_pending(request_id, refusals: list[DomainError]) -> ApprovalRequest | None:
+    """Lock a request that must still await decisions.
+
+    A deadline that has passed is persisted as an expiry and its refusal queued
+    for `_deferred_refusal` (returns None); any other state is refused at once.
+    """
+    request = _lock(request_id)
+    refusal = _persist_deadline(request)
+    if refusal:
+        refusals.append(refusal)
+        return None
+    if request.state != State.PENDING_APPROVAL:
+        raise _refuse_state(request, State.PENDING_APPROVAL)
+    return request
 
 
 def _persist_deadline(request: ApprovalRequest) -> DomainError | None:
@@ -227,11 +254,7 @@ def _check_quorum_reachable(request: ApprovalRequest) -> None:
     escalation = request.classification.get("escalation_group")
     group = Group.objects.filter(name=escalation).first() if escalation else None
     if group is not None and not request.escalated:
-        grant_group(request, group)
-        request.escalated = True
-        request.save(update_fields=["escalated"])
-        record("request.escalated", actor=SYSTEM, request=request,
-               metadata={"group": group.name, "reason": "quorum_unreachable"})
+        _escalate(request, group, reason="quorum_unreachable")
         if eligible_approvers(request).count() >= request.required_approvals:
             return
     request.quorum_reachable = False
@@ -242,6 +265,16 @@ def _check_quorum_reachable(request: ApprovalRequest) -> None:
         request=request,
         metadata={"required": request.required_approvals, "eligible": eligible_approvers(request).count()},
     )
+
+
+def _escalate(request: ApprovalRequest, group: Group, *, reason: str) -> None:
+    """Give `group` view and decide on a locked request and audit the escalation."""
+    grant_group(request, group)
+    request.escalated = True
+    request.save(update_fields=["escalated"])
+    record("request.escalated", actor=SYSTEM, request=request, metadata={"group": group.name, "reason": reason})
+    # The escalation group has never seen this card: for its members it is new.
+    broadcast.publish_on_commit(broadcast.CARD_CREATED, request, escalated_to=group.name)
 
 
 def _check_reviewer(request: ApprovalRequest, reviewer, *, approving: bool) -> None:
@@ -295,7 +328,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
             metadata={
                 "kind": request.kind,
                 "action_type": action_type,
-                "params": digest(submission.params),
+                "params": params_digest(action_type, submission.params),
                 "target_hash": request.target_hash,
                 **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
                 **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
@@ -328,7 +361,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     if classification.risk_level == RiskLevel.PROHIBITED:
         _transition(
             request, State.REJECTED, actor=SYSTEM, metadata=why,
-            resolution_code="prohibited_by_policy", decided_at=now, decided_by_label="policy",
+            resolution_code="prohibited_by_policy", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
             feedback=f"Refused by policy: {classification.reason}",
         )
         return
@@ -337,7 +370,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     if classification.risk_level == RiskLevel.LOW and not is_stopped(request.agent):
         _transition(
             request, State.APPROVED, actor=SYSTEM, metadata=why,
-            resolution_code="auto_approved", decided_at=now, decided_by_label="policy",
+            resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
             execute_by=now + timedelta(seconds=classification.execution_window_seconds),
         )
         return
@@ -387,13 +420,9 @@ def _approve_if_quorum(request: ApprovalRequest, reviewer) -> None:
 def approve(request_id, *, reviewer, feedback: str = "") -> ApprovalRequest:
     """Record `reviewer`'s approval of the current revision; approve once the quorum stands."""
     with _deferred_refusal() as refusals:
-        request = _lock(request_id)
-        refusal = _persist_deadline(request)
-        if refusal:
-            refusals.append(refusal)
-            return request
-        if request.state != State.PENDING_APPROVAL:
-            raise _refuse_state(request, State.PENDING_APPROVAL)
+        request = _lock_pending(request_id, refusals)
+        if request is None:
+            return None  # type: ignore[return-value]  (the deferred refusal raises)
         _check_reviewer(request, reviewer, approving=True)
         _record_vote(request, reviewer, Decision.Verdict.APPROVE, feedback)
         _approve_if_quorum(request, reviewer)
@@ -403,13 +432,9 @@ def approve(request_id, *, reviewer, feedback: str = "") -> ApprovalRequest:
 def reject(request_id, *, reviewer, feedback: str = "") -> ApprovalRequest:
     """Any eligible reviewer's rejection ends the request; `feedback` reaches the agent verbatim."""
     with _deferred_refusal() as refusals:
-        request = _lock(request_id)
-        refusal = _persist_deadline(request)
-        if refusal:
-            refusals.append(refusal)
-            return request
-        if request.state != State.PENDING_APPROVAL:
-            raise _refuse_state(request, State.PENDING_APPROVAL)
+        request = _lock_pending(request_id, refusals)
+        if request is None:
+            return None  # type: ignore[return-value]  (the deferred refusal raises)
         _check_reviewer(request, reviewer, approving=False)
         _record_vote(request, reviewer, Decision.Verdict.REJECT, feedback)
         _transition(
@@ -429,13 +454,9 @@ def approve_with_edits(request_id, *, reviewer, edits: dict[str, Any], feedback:
     refuse outright is itself refused.
     """
     with _deferred_refusal() as refusals:
-        request = _lock(request_id)
-        refusal = _persist_deadline(request)
-        if refusal:
-            refusals.append(refusal)
-            return request
-        if request.state != State.PENDING_APPROVAL:
-            raise _refuse_state(request, State.PENDING_APPROVAL)
+        request = _lock_pending(request_id, refusals)
+        if request is None:
+            return None  # type: ignore[return-value]  (the deferred refusal raises)
         _check_reviewer(request, reviewer, approving=True)
         editable = set(request.classification.get("editable_params", ()))
         not_editable = sorted(set(edits) - editable)
@@ -479,7 +500,11 @@ def approve_with_edits(request_id, *, reviewer, edits: dict[str, Any], feedback:
             request=request,
             metadata={
                 "revision": request.current_revision,
-                "changed": {key: {"before": digest(previous.get(key)), "after": digest(edits[key])} for key in changed},
+                "changed": {
+                    key: {"before": value_digest(request.action_type, key, previous.get(key)),
+                          "after": value_digest(request.action_type, key, edits[key])}
+                    for key in changed
+                },
                 "risk_level": classification.risk_level,
                 "reclassified": stricter,
             },
@@ -491,11 +516,15 @@ def approve_with_edits(request_id, *, reviewer, edits: dict[str, Any], feedback:
 
 def cancel(request_id, *, agent=None, acting_user=None, reason: str = "") -> ApprovalRequest:
     """The agent withdraws its request, or an admin revokes it, before execution."""
-    with audited_atomic():
+    with _deferred_refusal() as refusals:
         request = _lock(request_id)
         if agent is not None and request.agent_id != agent.pk:
             raise DomainError("not_found", "No such approval request.", http_status=404)
         actor = Actor.for_agent(agent) if agent is not None else Actor.for_user(acting_user)
+        refusal = _persist_deadline(request)
+        if refusal:
+            refusals.append(refusal)
+            return request
         if request.state not in (State.PENDING_APPROVAL, State.APPROVED):
             raise _refuse_state(request, "pending approval or approved")
         _transition(
@@ -540,7 +569,7 @@ def revalidation_refusal(request: ApprovalRequest, *, target_hash: str | None = 
     fresh = current_target_hash(request.action_type, request.target) or target_hash
     if fresh and fresh != request.target_hash:
         return errors.TARGET_CHANGED, "The target changed since it was approved; submit it again for approval."
-    if request.resolution_code != "auto_approved" and _approvals_counted(request) < request.required_approvals:
+    if not request.approved_by_policy and _approvals_counted(request) < request.required_approvals:
         return errors.APPROVER_PERMISSION_REVOKED, "An approver no longer holds the permission; the quorum no longer stands."
     fresh_classification = current_policy().compiled.classify(_classification_input(request, request.current_params()))
     if _stricter_than_request(request, fresh_classification):
@@ -587,6 +616,12 @@ def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | 
         request = _lock(request_id)
         if agent is not None and request.agent_id != agent.pk:
             raise DomainError("not_found", "No such approval request.", http_status=404)
+        if agent is not None and request.executor:
+            raise DomainError(
+                errors.EXECUTED_BY_SERVER,
+                f"The server runs this request (executor {request.executor!r}); wait for its result instead.",
+                state=request.state,
+            )
         if request.state != State.APPROVED:
             raise DomainError(
                 "already_claimed" if request.state == State.EXECUTING else errors.ILLEGAL_TRANSITION,
@@ -623,9 +658,13 @@ def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | 
 
 
 def complete_execution(
-    request_id, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = ""
+    request_id, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = "", code: str = ""
 ) -> ApprovalRequest:
-    """Record the executor's outcome for the claim that `token` proves."""
+    """Record the executor's outcome for the claim that `token` proves.
+
+    `code` names why a failure failed (e.g. ``outcome_unknown``); it defaults to
+    ``execution_failed`` and is ignored on success.
+    """
     with audited_atomic():
         request = _lock(request_id)
         if request.state != State.EXECUTING:
@@ -636,7 +675,7 @@ def complete_execution(
             request, State.SUCCEEDED if succeeded else State.FAILED, actor=actor,
             metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
             result=result, error=error, finished_at=timezone.now(), grant_hash="",
-            resolution_code="succeeded" if succeeded else "execution_failed",
+            resolution_code="succeeded" if succeeded else (code or "execution_failed"),
         )
     return request
 
@@ -653,3 +692,208 @@ def fail_lost_execution(request_id) -> bool:
             finished_at=timezone.now(), grant_hash="",
         )
     return True
+
+
+# --- Server-side execution: enqueue, retries and leases (execution engine) -------------
+#
+# A request whose action type has a server-side executor (approvals.executors) is
+# published to Celery after the approving transaction commits; the worker claims it
+# with `claim_execution` like any executor. The database, not the broker, carries
+# retries: a retryable failure releases the grant and sets `next_attempt_at`
+# (`defer_execution`); the sweeper re-publishes due rows and `reclaim_execution`
+# takes a fresh grant under the same idempotency key.
+
+
+def plan_server_execution(request: ApprovalRequest) -> None:
+    """Inside an approving transaction: record the executor and publish after commit.
+
+    No-op for plans and for action types the agent executes itself. If the
+    process dies between commit and publish, `enqueued_at` stays empty and the
+    sweeper publishes it.
+    """
+    from .executors import executor_name_for
+
+    if not request.has_execution_step:
+        return
+    name = executor_name_for(request.action_type)
+    if not name:
+        return
+    request.executor = name
+    request.save(update_fields=["executor"])
+    request_id = str(request.pk)
+
+    def publish() -> None:
+        from .executors.runner import enqueue
+
+        enqueue(request_id)
+
+    transaction.on_commit(publish)
+
+
+def mark_enqueued(request_id, *, now=None) -> bool:
+    """Note that the execution task was published (bookkeeping for the sweeper, not audited)."""
+    return bool(
+        ApprovalRequest.objects.filter(pk=request_id, state__in=(State.APPROVED, State.EXECUTING)).update(
+            enqueued_at=now or timezone.now()
+        )
+    )
+
+
+def release_enqueue(request_id) -> bool:
+    """Mark a publication whose task was refused (emergency stop) as used up: backdated
+    by EXECUTION_REPUBLISH_SECONDS, so the first sweep after the stop is lifted
+    publishes it again."""
+    stale = timezone.now() - timedelta(seconds=settings.EXECUTION_REPUBLISH_SECONDS)
+    return bool(ApprovalRequest.objects.filter(pk=request_id, state=State.APPROVED).update(enqueued_at=stale))
+
+
+def defer_execution(request_id, *, token: str, actor: Actor, error: str, code: str, retry_at) -> ApprovalRequest:
+    """A retryable failure: give the grant back and schedule the next attempt.
+
+    The request stays `executing` (its claim stands; the idempotency key is the
+    same on every attempt) with no valid grant until `reclaim_execution`.
+    """
+    with audited_atomic():
+        request = _lock(request_id)
+        if request.state != State.EXECUTING:
+            raise _refuse_state(request, State.EXECUTING)
+        if not request.grant_hash or not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
+            raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.", http_status=403)
+        request.grant_hash = ""
+        request.lease_until = retry_at
+        request.next_attempt_at = retry_at
+        request.error = error
+        request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "error"])
+        record(
+            "request.execution_deferred", actor=actor, request=request,
+            metadata={"attempt": request.attempts, "code": code, "error": digest(error),
+                      "retry_at": retry_at.isoformat()},
+        )
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.execution_deferred")
+    return request
+
+
+def reclaim_execution(request_id, *, actor: Actor, idempotent: bool, max_attempts: int | None = None) -> ExecutionGrant:
+    """Take a fresh grant on an `executing` request whose next attempt is due.
+
+    Due means: a deferred retry whose `next_attempt_at` has come, or (only when the
+    executor is `idempotent`) a claim whose lease ran out with no report. The
+    same re-validation as a first claim runs first: an emergency stop refuses and
+    changes nothing; any other refusal fails the request with its code. After
+    `max_attempts` claims a lost lease fails with ``outcome_unknown``.
+    """
+    max_attempts = max_attempts or settings.EXECUTION_MAX_ATTEMPTS
+    with _deferred_refusal() as refusals:
+        request = _lock(request_id)
+        now = timezone.now()
+        if request.state != State.EXECUTING:
+            raise _refuse_state(request, State.EXECUTING)
+        deferred = not request.grant_hash
+        if not request.lease_until or request.lease_until > now or not (deferred or idempotent):
+            raise DomainError("already_claimed", "The execution is running or not due for another attempt.",
+                              state=request.state)
+        if request.attempts >= max_attempts:
+            _transition(
+                request, State.FAILED, actor=actor,
+                metadata={"code": errors.OUTCOME_UNKNOWN if not deferred else "attempts_exhausted",
+                          "attempts": request.attempts},
+                resolution_code=errors.OUTCOME_UNKNOWN if not deferred else "attempts_exhausted",
+                error=f"Gave up after {request.attempts} attempts. {request.error}".strip(),
+                finished_at=now, grant_hash="",
+            )
+            refusals.append(DomainError("attempts_exhausted", "No attempts left.", state=request.state))
+            return None  # type: ignore[return-value]  (the context manager raises)
+        refusal = revalidation_refusal(request)
+        if refusal is not None:
+            code, message = refusal
+            if code != errors.EMERGENCY_STOP:
+                _transition(
+                    request, State.FAILED, actor=actor, metadata={"code": code},
+                    resolution_code=code, error=message, finished_at=now, grant_hash="",
+                )
+            refusals.append(DomainError(code, message, state=request.state))
+            return None  # type: ignore[return-value]
+        token = secrets.token_urlsafe(32)
+        request.grant_hash = _grant_hash(token)
+        request.lease_until = now + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
+        request.next_attempt_at = None
+        request.attempts = request.attempts + 1
+        request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "attempts"])
+        record(
+            "request.execution_reclaimed", actor=actor, request=request,
+            metadata={"attempt": request.attempts, "idempotency_key": request.execution_key,
+                      "reason": "retry" if deferred else "lease_lost"},
+        )
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.execution_reclaimed")
+        grant = ExecutionGrant(
+            request_id=str(request.pk), token=token, idempotency_key=request.execution_key,
+            params=request.current_params(), lease_until=request.lease_until,
+        )
+    return grant
+
+
+# --- Notifications and escalation (risk-rule tuning: approvals/notifications) -----------
+#
+# Escalation after a rule's set time undecided, and a reviewer's one-time extension
+# of decide_by within the rule's limit (RuleNotification). The beat entry points in
+# approvals.notifications.dispatch call these; emails and webhooks go out after commit.
+
+
+def escalate_request(request_id, *, group: Group, reason: str) -> bool:
+    """Escalate a pending request to `group` (view and decide); False if it is no
+    longer pending or was escalated before. A deadline that passed is persisted
+    (the request expires) and False is returned."""
+    with audited_atomic():
+        request = _lock(request_id)
+        if _persist_deadline(request) is not None:
+            return False
+        if request.state != State.PENDING_APPROVAL or request.escalated:
+            return False
+        _escalate(request, group, reason=reason)
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.escalated", group=group.name)
+    return True
+
+
+def extend_decision_deadline(request_id, *, reviewer, seconds: int, reason: str = "") -> ApprovalRequest:
+    """Push a pending request's `decide_by` back by `seconds`, once per request,
+    within its rule's `max_extension_seconds` (approvals.models.RuleNotification).
+
+    Only someone who may decide the request may extend it. Raises DomainError:
+    ``not_permitted`` (403), ``extension_not_allowed`` (the rule allows none, or
+    `seconds` is outside 1..limit; 422), ``already_extended`` (409), or the usual
+    state refusals; a deadline already passed is persisted as an expiry first.
+    """
+    from .models import DeadlineExtension, RuleNotification
+
+    with _deferred_refusal() as refusals:
+        request = _lock_pending(request_id, refusals)
+        if request is None:
+            return None  # type: ignore[return-value]  (the deferred refusal raises)
+        _check_reviewer(request, reviewer, approving=False)
+        limit = (
+            RuleNotification.objects.filter(rule_name=request.rule_name).values_list("max_extension_seconds", flat=True)
+            .first() if request.rule_name else None
+        ) or 0
+        if limit <= 0:
+            raise DomainError(errors.EXTENSION_NOT_ALLOWED, "This request's rule allows no deadline extension.",
+                              http_status=422)
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
+            raise DomainError(errors.EXTENSION_NOT_ALLOWED,
+                              f"An extension must be between 1 and {limit} seconds.", http_status=422, limit=limit)
+        if DeadlineExtension.objects.filter(request=request).exists():
+            raise DomainError(errors.ALREADY_EXTENDED, "The deadline of this request was already extended once.")
+        previous = request.decide_by
+        request.decide_by = previous + timedelta(seconds=seconds)
+        request.save(update_fields=["decide_by"])
+        DeadlineExtension.objects.create(
+            request=request, extended_by=reviewer, extended_by_label=reviewer.get_username(),
+            previous_decide_by=previous, new_decide_by=request.decide_by, reason=reason,
+        )
+        record(
+            "request.deadline_extended", actor=Actor.for_user(reviewer), request=request,
+            metadata={"from": previous.isoformat(), "to": request.decide_by.isoformat(), "seconds": seconds,
+                      "reason": digest(reason)},
+        )
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.deadline_extended",
+                                    decide_by=request.decide_by.isoformat())
+    return request

@@ -8,6 +8,10 @@ so each route carries its own middleware.
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.security.websocket import AllowedHostsOriginValidator
+from django.urls import path
+
+from agents.consumers import AgentConsumer
+from approvals.consumers import ReviewerConsumer
 
 
 def browser_socket(consumer):
@@ -16,6 +20,10 @@ def browser_socket(consumer):
 
 
 # Each app appends its routes: path("ws/reviewer/", browser_socket(ReviewerConsumer.as_asgi())), ...
-websocket_urlpatterns: list = []
+websocket_urlpatterns: list = [
+    path("ws/reviewer/", browser_socket(ReviewerConsumer.as_asgi())),
+    # Agents send no Origin header; the bearer token authenticates (agents/consumers.py).
+    path("ws/agent/", AgentConsumer.as_asgi()),
+]
 
 websocket_application = URLRouter(websocket_urlpatterns)

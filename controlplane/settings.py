@@ -7,10 +7,12 @@ set DATABASE_URL (PostgreSQL) and REDIS_URL.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONCE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("CONTROLPLANE_VAR_DIR", BASE_DIR / "var"))
@@ -30,6 +32,14 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
 # Digests in audit metadata are keyed so short values cannot be reversed by hashing guesses.
 AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", SECRET_KEY)
+# Signs audit export manifests and chain-head checkpoints (HMAC-SHA256). Auditors hold
+# a copy to verify exports offline, so it must differ from SECRET_KEY and AUDIT_HMAC_KEY.
+AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
+# Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
+AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
+# Params that never reach audit metadata, not even as digests, per action type (JSON),
+# e.g. AUDIT_REDACTED_FIELDS='{"send_email": ["body"]}'.
+AUDIT_REDACTED_FIELDS: dict[str, list[str]] = json.loads(os.environ.get("AUDIT_REDACTED_FIELDS") or "{}")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
 
@@ -42,21 +52,30 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "guardian",
     "channels",
     "audit",
     "agents",
     "approvals",
+    "controlplane",  # management commands: runstack, demo_agent
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Oversized bodies under /api/ become a JSON 413 before anything reads them.
+    "agents.api.errors.APIBodyLimitMiddleware",
+    # Static files straight from the app's static dirs (WHITENOISE_USE_FINDERS below).
+    # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
+    "controlplane.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -73,6 +92,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
+                "approvals.context_processors.site_shell",
             ],
         },
     },
@@ -113,7 +134,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+# Login throttling (approvals.auth): this many failures for one username from one
+# address lock that pair out for LOGIN_LOCKOUT_SECONDS.
+LOGIN_FAILURE_LIMIT = 5
+LOGIN_LOCKOUT_SECONDS = 15 * 60
 
 # --- Real-time and tasks ----------------------------------------------------
 
@@ -126,17 +153,76 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    # Embedded: in-memory inside the web process; the worker, beat and commands
+    # relay their group sends to it over loopback (controlplane/channel_relay.py).
+    CHANNEL_LAYERS = {"default": {"BACKEND": "controlplane.channel_relay.RelayChannelLayer"}}
+# Where non-web processes send channel-layer messages in the embedded default
+# (`manage.py runstack` sets it; otherwise read from VAR_DIR/channel-relay.url).
+CHANNEL_RELAY_URL = os.environ.get("CHANNEL_RELAY_URL", "")
 
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL or "memory://")
+# Celery: Redis when REDIS_URL is set, else kombu's filesystem transport (no server;
+# shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
+BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for _folder in ("queue", "processed", "control"):
+        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "control_folder": str(BROKER_DIR / "control"),
+        # Taken messages are renamed into this folder: an atomic claim on one filesystem.
+        "store_processed": True,
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "polling_interval": 0.5,
+    }
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# --- Execution engine (approvals.executors) ------------------------------------
+
+# Action type (glob) -> server-side executor; unmapped types are executed by the agent.
+EXECUTORS: dict[str, str] = json.loads(os.environ.get("EXECUTORS") or "null") or {
+    "send_email": "email",
+    "notify_webhook": "webhook",
+    "demo_*": "noop",
+}
+EXECUTION_MAX_ATTEMPTS = int(os.environ.get("EXECUTION_MAX_ATTEMPTS", "5"))
+EXECUTION_RETRY_BASE_SECONDS = float(os.environ.get("EXECUTION_RETRY_BASE_SECONDS", "10"))
+EXECUTION_RETRY_MAX_SECONDS = float(os.environ.get("EXECUTION_RETRY_MAX_SECONDS", "600"))
+EXECUTION_SWEEP_SECONDS = float(os.environ.get("EXECUTION_SWEEP_SECONDS", "10"))
+# An approved request not published this long after approval is published by the sweeper;
+# one published this long ago and still approved is published again (a lost message).
+EXECUTION_ENQUEUE_GRACE_SECONDS = float(os.environ.get("EXECUTION_ENQUEUE_GRACE_SECONDS", "15"))
+EXECUTION_REPUBLISH_SECONDS = float(os.environ.get("EXECUTION_REPUBLISH_SECONDS", "120"))
+EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", SECRET_KEY)
+EXECUTOR_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("EXECUTOR_WEBHOOK_TIMEOUT_SECONDS", "10"))
+# Only when the receivers dedupe on Idempotency-Key: then a lost webhook execution is re-sent.
+WEBHOOK_EXECUTOR_IDEMPOTENT = env_bool("WEBHOOK_EXECUTOR_IDEMPOTENT", False)
+EXECUTOR_EMAIL_DOMAIN = os.environ.get("EXECUTOR_EMAIL_DOMAIN", "controlplane.invalid")
+# Embedded default: sent mail lands as files in VAR_DIR/sent-mail; production sets SMTP.
+EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.filebased.EmailBackend")
+EMAIL_FILE_PATH = str(VAR_DIR / "sent-mail")
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "controlplane@localhost")
+
+# --- Notifications (approvals/notifications) ---------------------------------------
+# Links in emails and webhook payloads point here.
+SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
+# Receivers verify X-ControlPlane-Signature (HMAC-SHA256 of "timestamp.body") with this.
+NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
+NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))
+NOTIFICATION_SWEEP_SECONDS = int(os.environ.get("NOTIFICATION_SWEEP_SECONDS", "60"))
 
 # --- Policy -----------------------------------------------------------------
 
-# The global emergency stop. The runtime issue adds a switch admins flip at run
-# time; this flag is the floor it builds on (nothing auto-approves or executes).
+# The global emergency stop's floor: on here, nothing auto-approves, is claimed or
+# executes, whatever the run-time switches say (approvals/emergency.py).
 EMERGENCY_STOP = env_bool("EMERGENCY_STOP", False)
 # Policy default when no rule matches; never "low", so an unknown tool waits for people.
 DEFAULT_RISK_LEVEL = "medium"
@@ -155,6 +241,35 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root on every start
+# whitenoise serves from the finders, so `make run`, tests and the daphne test server
+# need no collectstatic step; a deployment that runs collectstatic may turn it off.
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Content-Security-Policy (django-csp 4) ------------------------------------
+# No inline script or style without the per-response nonce ({{ CSP_NONCE }}).
+# connect-src 'self' covers same-origin ws:/wss: (CSP Level 3) for the live sockets.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", NONCE],
+        "style-src": ["'self'", NONCE],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
+
+# --- Cache (login throttling counters) ----------------------------------------
+# Redis when configured, so every web process shares the counters; the embedded
+# default runs one daphne process, where process memory is enough.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
@@ -163,6 +278,48 @@ SESSION_COOKIE_SAMESITE = "Lax"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Every error under /api/ is JSON {code, message, details?} (agents/api/errors.py).
+    "EXCEPTION_HANDLER": "agents.api.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+}
+
+# --- Agent-facing API (agents/api) ----------------------------------------------
+
+# CSRF failures are JSON under /api/ and Django's page elsewhere.
+CSRF_FAILURE_VIEW = "agents.api.errors.csrf_failure"
+API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(1024 * 1024)))
+API_MAX_PARAMS_BYTES = int(os.environ.get("API_MAX_PARAMS_BYTES", str(64 * 1024)))
+API_MAX_PLAN_CHARS = int(os.environ.get("API_MAX_PLAN_CHARS", str(200_000)))
+API_MAX_WAIT_SECONDS = int(os.environ.get("API_MAX_WAIT_SECONDS", "60"))
+# (requests, window seconds) per agent token; an atomic counter in the cache.
+AGENT_TOKEN_RATE_LIMIT = (int(os.environ.get("AGENT_TOKEN_RATE_LIMIT", "600")), 60)
+# Outbound URLs (callbacks, webhook executor, notifications): URL prefixes or host
+# patterns (controlplane/outbound.py); private/loopback/link-local refused unless allowed.
+OUTBOUND_URL_ALLOWLIST = env_list("OUTBOUND_URL_ALLOWLIST", "")
+OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+# Agent callbacks (agents/callbacks.py): attempts and backoff before giving up.
+CALLBACK_MAX_ATTEMPTS = int(os.environ.get("CALLBACK_MAX_ATTEMPTS", "8"))
+CALLBACK_RETRY_BASE_SECONDS = float(os.environ.get("CALLBACK_RETRY_BASE_SECONDS", "5"))
+CALLBACK_RETRY_MAX_SECONDS = float(os.environ.get("CALLBACK_RETRY_MAX_SECONDS", "900"))
+CALLBACK_TIMEOUT_SECONDS = float(os.environ.get("CALLBACK_TIMEOUT_SECONDS", "10"))
+# Nudge a worker right after each change (the beat sweep delivers regardless).
+CALLBACK_PUSH_TASK = env_bool("CALLBACK_PUSH_TASK", True)
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "HITL control plane API",
+    "DESCRIPTION": "Agents submit actions and plans and wait for people's decisions; reviewers decide. "
+    "Every error is JSON with a stable `code` and a human `message`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"StateEnum": "approvals.states.State", "RiskLevelEnum": "approvals.states.RiskLevel",
+                            "KindEnum": "approvals.states.Kind"},
 }
 
 LOGGING = {

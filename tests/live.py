@@ -39,6 +39,10 @@ def database_url_for_tests() -> str:
 def child_environment(**extra: str) -> dict[str, str]:
     """Environment for a server or worker process that shares this test run's database."""
     env = dict(os.environ)
+    # Browser tests lift Django's async-safety check in this process only (tests/browser/conftest.py).
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    # Transactional tests flush and re-seed the database under the child (approvals/apps.py).
+    env["CONTROLPLANE_DATABASE_FLUSHED_UNDER_US"] = "1"
     env.update(DATABASE_URL=database_url_for_tests(), DJANGO_SETTINGS_MODULE="controlplane.settings", **extra)
     return env
 

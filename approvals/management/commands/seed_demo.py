@@ -36,5 +36,14 @@ class Command(BaseCommand):
                 user.save()
                 self.stdout.write(f"  {username:<11} password: {password}   ({group_name})")
         owner, _ = User.objects.get_or_create(username="agent-owner")
-        Agent.objects.get_or_create(name="demo-agent", defaults={"owner": owner})
+        agent, created = Agent.objects.get_or_create(name="demo-agent", defaults={"owner": owner})
+        if created:
+            self._print_demo_token(agent)
         self.stdout.write(self.style.SUCCESS("Demo data ready."))
+
+    def _print_demo_token(self, agent: Agent) -> None:
+        """A bearer token for the demo agent, shown once (only its hash is stored)."""
+        from agents.services import issue_token
+
+        issued = issue_token(agent, label="demo (seed_demo)")
+        self.stdout.write(f"  demo-agent  API token: {issued.secret}")
