@@ -25,6 +25,7 @@ from audit.vocabulary import describe
 from .markdown import render_markdown
 from .models import ApprovalRequest, Decision, ParamsRevision
 from .permissions import decidable_by, viewable_by
+from .snapshots import resolver_for, stable_hash
 from .states import RISK_COLOURS, STATE_COLOURS, Kind, RiskLevel, State
 
 __all__ = [
@@ -176,6 +177,24 @@ class ParamChange:
 
 
 @dataclass
+class TargetChange:
+    """One field the call would change on its target: the resolver's current value
+    against the proposed param (text gets a line diff)."""
+
+    key: str
+    current: str
+    proposed: str
+    diff: list[DiffLine] = field(default_factory=list)
+
+
+@dataclass
+class TargetView:
+    changes: list[TargetChange]
+    drifted: bool  # the target changed since the agent submitted; claims will refuse
+    unavailable: str = ""
+
+
+@dataclass
 class Card:
     """Everything one card shows, precomputed so the template only lays it out."""
 
@@ -195,6 +214,7 @@ class Card:
     previous_feedback: str = ""
     previous_decided_by: str = ""
     param_changes: list[ParamChange] = field(default_factory=list)
+    target_view: TargetView | None = None
 
     @property
     def id(self) -> str:
@@ -280,7 +300,7 @@ def _impact_rows(impact: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _plan_diff(before: str, after: str) -> list[DiffLine]:
     lines = []
-    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), "previous", "revised", lineterm="", n=2):
+    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), "before", "after", lineterm="", n=2):
         if line.startswith(("---", "+++")):
             continue
         if line.startswith("@@"):
@@ -379,6 +399,7 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         impact=_impact_rows(request.impact or {}),
         explanation=list(classification.get("explanation", ())) or [classification.get("reason", "")],
         param_changes=param_changes,
+        target_view=_target_view(request, params, masked),
     )
     previous = request.supersedes
     if previous is not None:
@@ -387,6 +408,31 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         if request.kind == Kind.PLAN:
             card.plan_diff = _plan_diff(previous.plan_markdown, request.plan_markdown)
     return card
+
+
+def _target_view(request, params: Mapping[str, Any], masked: set[str]) -> TargetView | None:
+    """Where the action type has a target resolver, what the call would change on the
+    target as it is now. Resolvers read the outside world, not this database, so the
+    queue's query count stays constant."""
+    resolver = resolver_for(request.action_type)
+    if resolver is None or request.kind != Kind.ACTION:
+        return None
+    try:
+        current = resolver(request.target)
+    except Exception as exc:  # the card must render even when the target cannot be read
+        return TargetView(changes=[], drifted=False, unavailable=f"Could not read the current target: {exc}")
+    changes = []
+    for key in sorted(set(params) & set(current)):
+        if params[key] == current[key]:
+            continue
+        if key in masked:
+            changes.append(TargetChange(key, MASK, MASK))
+            continue
+        before, after = _show(current[key])[0], _show(params[key])[0]
+        multiline = isinstance(current[key], str) and isinstance(params[key], str) and (
+            "\n" in current[key] or "\n" in params[key])
+        changes.append(TargetChange(key, before, after, _plan_diff(before, after) if multiline else []))
+    return TargetView(changes=changes, drifted=stable_hash(current) != request.target_hash)
 
 
 def _describe(verb: str) -> str:
