@@ -113,8 +113,14 @@ def _send_to_channel_layer(change: Change) -> None:
     if layer is None:
         return
     message = {"type": MESSAGE_TYPE, **asdict(change)}
-    for group in change.channel_groups():
-        try:
-            async_to_sync(layer.group_send)(group, message)
-        except Exception:  # at-most-once by design: clients resync from REST
-            logger.warning("could not push %s to %s", change.event, group, exc_info=True)
+
+    async def send_all() -> None:
+        for group in change.channel_groups():
+            try:
+                await layer.group_send(group, message)
+            except Exception:  # at-most-once by design: clients resync from REST
+                logger.warning("could not push %s to %s", change.event, group, exc_info=True)
+
+    # One hop into the event loop for all the groups, not one per group: under daphne
+    # each async_to_sync waits for the server's (busy) loop (README "Performance").
+    async_to_sync(send_all)()

@@ -77,7 +77,7 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
         raise _BadInput("too_large", "The request body is too large.")
     try:
         data = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
         raise _BadInput("invalid_json", "The request body is not valid JSON.") from None
     if not isinstance(data, dict):
         raise _BadInput("invalid_json", "The request body must be a JSON object.")

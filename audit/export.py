@@ -109,18 +109,12 @@ def render_rows(plan: ExportPlan, rows: list[tuple[int, str, str, str]]) -> str:
     CSV cells come from the canonical document (the text that was hashed), not
     from the other columns, so the export says exactly what the chain attests.
     """
-    add = plan.digests.add
+    plan.digests.add_many([(seq, row_hash) for seq, _, row_hash, _ in rows])
     if plan.fmt == "jsonl":
-        parts = []
-        for seq, prev_hash, row_hash, canonical in rows:
-            add(seq, row_hash)
-            parts.append(jsonl_line(seq, prev_hash, row_hash, canonical))
-        return "".join(parts)
-    records = []
-    for seq, prev_hash, row_hash, canonical in rows:
-        add(seq, row_hash)
-        records.append(csv_cells(json.loads(canonical), prev_hash, row_hash, canonical))
-    return _csv_text(records)
+        return "".join([jsonl_line(seq, prev_hash, row_hash, canonical) for seq, prev_hash, row_hash, canonical in rows])
+    return _csv_text([
+        csv_cells(json.loads(canonical), prev_hash, row_hash, canonical) for seq, prev_hash, row_hash, canonical in rows
+    ])
 
 
 def _csv_text(records: list[list[str]]) -> str:

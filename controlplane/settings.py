@@ -282,6 +282,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "agents.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's defaults, with a JSON parser that refuses deep nesting as a 400 instead of a 500.
+    "DEFAULT_PARSER_CLASSES": ["agents.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
 }
 
 # --- Agent-facing API (agents/api) ----------------------------------------------

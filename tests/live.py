@@ -50,8 +50,9 @@ def child_environment(**extra: str) -> dict[str, str]:
 class DaphneServer:
     """daphne serving controlplane.asgi on a free loopback port until `stop()`."""
 
-    def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
+    def __init__(self, *, env: dict[str, str] | None = None, port: int | None = None) -> None:
+        # A fixed `port` restarts a server where its clients expect it (tests/scale/test_faults.py).
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}"
         self.log_path = Path(os.environ.get("CONTROLPLANE_VAR_DIR", ROOT / "var")) / f"daphne-{self.port}.log"

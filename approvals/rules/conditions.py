@@ -393,7 +393,7 @@ def compile_condition(data: Any, *, field: str = "condition") -> Condition:
         if key not in data:
             raise RuleValidationError(f"{field}.{key}", f"'{key}' is required")
     op = data["op"]
-    if op not in _OPERATORS:
+    if not isinstance(op, str) or op not in _OPERATORS:  # a list or dict here is unhashable
         raise RuleValidationError(f"{field}.op", f"unknown operator {op!r}; expected one of {', '.join(OPERATORS)}")
     segments = parse_path(data["path"], field=f"{field}.path")
     value = data["value"]

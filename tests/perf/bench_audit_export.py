@@ -74,7 +74,7 @@ def export_rate(server, cookie: str) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--smoke", action="store_true", help="tiny size so CI keeps the script working")
     arguments = parser.parse_args()
     if arguments.smoke:
@@ -82,6 +82,10 @@ def main() -> None:
 
     import django
 
+    from tests.perf.common import bench_database_url
+
+    # The throwaway database is test_<BENCH_DB>, never the test database of another run.
+    os.environ["DATABASE_URL"] = bench_database_url()
     django.setup()
     from django.contrib.auth.models import Group
     from django.db import connection

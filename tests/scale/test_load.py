@@ -31,7 +31,7 @@ AGENTS = 20
 UNIQUE_KEYS = 40  # per agent: 40 originals + 5 same-body replays + 5 different-body reuses = 50
 REPLAYED = range(0, 5)
 REUSED = range(5, 10)
-CONCURRENCY = 40
+CONCURRENCY = 20
 
 
 def body(key_number: int, *, variant: str = "original") -> dict:
@@ -57,9 +57,10 @@ def server(services_up, django_db_blocker):
 
 @pytest.fixture
 def tokens(people) -> dict[int, str]:
+    """Agent id -> bearer secret for the twenty load agents."""
     owner = get_user_model().objects.get(username="owen")
-    return {Agent.objects.create(name=f"load-{i}", owner=owner).pk: None for i in range(AGENTS)} and {
-        agent.pk: issue_token(agent).secret for agent in Agent.objects.filter(name__startswith="load-")}
+    agents = [Agent.objects.create(name=f"load-{i}", owner=owner) for i in range(AGENTS)]
+    return {agent.pk: issue_token(agent).secret for agent in agents}
 
 
 def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
