@@ -117,6 +117,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", True):
+    # Django runs every sync request in its own thread, so a burst of requests would
+    # open a connection each until PostgreSQL refuses more ("too many clients") and
+    # requests fail. A bounded pool makes the burst wait for a connection instead.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool owns connection lifetime
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": int(os.environ.get("DB_POOL_MIN_SIZE", "2")),
+        "max_size": int(os.environ.get("DB_POOL_MAX_SIZE", "20")),
+        "timeout": float(os.environ.get("DB_POOL_TIMEOUT", "30")),
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -149,7 +159,11 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            "CONFIG": {
+                # Every waiting long-poll holds one Redis connection in a blocking read;
+                # redis-py's default cap of 100 would fail the 101st waiter outright.
+                "hosts": [{"address": REDIS_URL, "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "2000"))}],
+            },
         }
     }
 else:
