@@ -123,4 +123,7 @@ def _send_to_channel_layer(change: Change) -> None:
 
     # One hop into the event loop for all the groups, not one per group: under daphne
     # each async_to_sync waits for the server's (busy) loop (README "Performance").
-    async_to_sync(send_all)()
+    try:
+        async_to_sync(send_all)()
+    except RuntimeError:  # called from inside a running event loop: still at-most-once
+        logger.warning("could not push %s: no way into the event loop from here", change.event, exc_info=True)
