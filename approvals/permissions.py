@@ -74,6 +74,11 @@ def eligible_approvers(request: ApprovalRequest) -> QuerySet:
     )
 
 
+def eligible_approver_count(request: ApprovalRequest) -> int:
+    """How many distinct people could approve `request` (counts ids, not whole rows)."""
+    return eligible_approvers(request).values("pk").count()
+
+
 def can_decide(user, request: ApprovalRequest) -> bool:
     if not (user and user.is_authenticated and user.is_active):
         return False

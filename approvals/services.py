@@ -33,7 +33,7 @@ from . import broadcast, errors
 from .emergency import is_stopped
 from .errors import DomainError
 from .models import DECIDED_BY_POLICY, ApprovalRequest, Decision, ParamsRevision
-from .permissions import can_decide, eligible_approvers, excluded_from_approving, grant_group
+from .permissions import can_decide, eligible_approver_count, eligible_approvers, excluded_from_approving, grant_group
 from .policy import current_policy
 from .rules.engine import Classification, ClassificationInput
 from .rules.impact import compute_impact
@@ -249,13 +249,13 @@ def _approvals_counted(request: ApprovalRequest) -> int:
 
 def _check_quorum_reachable(request: ApprovalRequest) -> None:
     """Say at once when the group cannot reach the quorum, and escalate if the rule names a second group."""
-    if eligible_approvers(request).count() >= request.required_approvals:
+    if eligible_approver_count(request) >= request.required_approvals:
         return
     escalation = request.classification.get("escalation_group")
     group = Group.objects.filter(name=escalation).first() if escalation else None
     if group is not None and not request.escalated:
         _escalate(request, group, reason="quorum_unreachable")
-        if eligible_approvers(request).count() >= request.required_approvals:
+        if eligible_approver_count(request) >= request.required_approvals:
             return
     request.quorum_reachable = False
     request.save(update_fields=["quorum_reachable"])
@@ -263,7 +263,7 @@ def _check_quorum_reachable(request: ApprovalRequest) -> None:
         "request.quorum_unreachable",
         actor=SYSTEM,
         request=request,
-        metadata={"required": request.required_approvals, "eligible": eligible_approvers(request).count()},
+        metadata={"required": request.required_approvals, "eligible": eligible_approver_count(request)},
     )
 
 

@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
 from audit.chain import Actor, audited_atomic, record
@@ -256,11 +256,14 @@ def queue_arrival(request_id, *, now: datetime | None = None) -> list[int]:
     approver group if the rule asks, and the rule's webhook), and publish their
     delivery after commit. Returns the new outbox ids (empty when nothing is due)."""
     now = now or timezone.now()
+    # Notifications are opt-in per rule and most rules have none: one cheap query
+    # answers that before the request itself is read (this runs on every submit).
+    rule_name = ApprovalRequest.objects.filter(pk=request_id).values("rule_name")[:1]
+    rule = RuleNotification.objects.filter(rule_name=Subquery(rule_name)).first()
+    if rule is None:
+        return []
     request = ApprovalRequest.objects.select_related("agent", "approver_group").filter(pk=request_id).first()
     if request is None or request.state != State.PENDING_APPROVAL:
-        return []
-    rule = RuleNotification.objects.filter(rule_name=request.rule_name).first() if request.rule_name else None
-    if rule is None:  # notifications are opt-in per rule
         return []
     group = request.approver_group.name if (rule.notify_on_arrival and request.approver_group_id) else None
     with transaction.atomic():
