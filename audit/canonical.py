@@ -29,6 +29,22 @@ __all__ = [
 
 GENESIS_HASH = "0" * 64
 
+# The columns of one stored event, in the order exports and verification read them.
+EVENT_COLUMNS = (
+    "seq",
+    "occurred_at",
+    "actor_kind",
+    "actor_id",
+    "actor_label",
+    "verb",
+    "request_id",
+    "agent_id",
+    "metadata",
+    "prev_hash",
+    "hash",
+    "canonical",
+)
+
 
 def _refuse_non_canonical(value: Any, path: str) -> None:
     """Walk a value and raise TypeError on anything the canonical form cannot pin."""

@@ -38,6 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .canonical import (
+    EVENT_COLUMNS,
     GENESIS_HASH,
     VerifyResult,
     canonical_bytes,
@@ -284,20 +285,7 @@ def head() -> tuple[int, str]:
     return last if last is not None else (0, GENESIS_HASH)
 
 
-_VERIFY_FIELDS = (
-    "seq",
-    "occurred_at",
-    "actor_kind",
-    "actor_id",
-    "actor_label",
-    "verb",
-    "request_id",
-    "agent_id",
-    "metadata",
-    "prev_hash",
-    "hash",
-    "canonical",
-)
+_VERIFY_FIELDS = EVENT_COLUMNS
 
 
 def _columns_match_canonical(row: Mapping[str, Any]) -> str | None:

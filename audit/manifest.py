@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from json.encoder import encode_basestring
 from typing import Any
 
-from .canonical import canonical_bytes
+from .canonical import EVENT_COLUMNS, canonical_bytes
 
 __all__ = [
     "CHECKPOINT_TYPE",
@@ -55,20 +55,7 @@ MANIFEST_TYPE = "cp-audit-export-manifest/1"
 CHECKPOINT_TYPE = "cp-audit-checkpoint/1"
 SIGNATURE_ALGORITHM = "HMAC-SHA256"
 
-CSV_COLUMNS = (
-    "seq",
-    "occurred_at",
-    "actor_kind",
-    "actor_id",
-    "actor_label",
-    "verb",
-    "request_id",
-    "agent_id",
-    "metadata",
-    "prev_hash",
-    "hash",
-    "canonical",
-)
+CSV_COLUMNS = EVENT_COLUMNS
 
 # A spreadsheet evaluates a cell starting with these as a formula (OWASP CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
