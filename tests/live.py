@@ -47,6 +47,17 @@ def child_environment(**extra: str) -> dict[str, str]:
     return env
 
 
+def stop_process(process: subprocess.Popen, *, grace: float = 10.0) -> None:
+    """Terminate `process`, and kill it if it has not exited after `grace` seconds."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 class DaphneServer:
     """daphne serving controlplane.asgi on a free loopback port until `stop()`."""
 
@@ -83,11 +94,5 @@ class DaphneServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self._log.close()

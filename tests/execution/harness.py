@@ -18,7 +18,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from tests.live import ROOT, child_environment
+from tests.live import ROOT, child_environment, stop_process
 
 WORKER_LEASE_SECONDS = 3
 _worker_count = 0
@@ -68,13 +68,7 @@ class Worker:
         self._log.close()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_process(self.process)
         self._log.close()
 
 
