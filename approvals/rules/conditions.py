@@ -79,6 +79,7 @@ class _Missing:
 
 
 MISSING: Final = _Missing()
+_UNRESOLVED: Final = object()
 
 
 # ---------------------------------------------------------------------------
@@ -208,13 +209,15 @@ def _check_scalar(value: Any, field: str, op: str) -> Any:
     return value
 
 
-def _check_number(value: Any, field: str, op: str) -> Decimal:
+def _check_number(value: Any, field: str, op: str) -> Decimal | int:
     number = None if isinstance(value, float) else to_decimal(value)
     if number is None or isinstance(value, Decimal):
         raise RuleValidationError(
             field, f"'{op}' needs a number: an integer or a decimal string like \"100.50\" (got {_show(value)})"
         )
-    return number
+    # Integral operands compare as int: int against int is four times cheaper than
+    # int against Decimal, and both compare exactly with every actual value we accept.
+    return int(number) if number == number.to_integral_value() else number
 
 
 def _check_list(value: Any, field: str, op: str) -> tuple[Any, ...]:
@@ -250,7 +253,7 @@ def _check_bool(value: Any, field: str, op: str) -> bool:
 
 
 def _compare(test: Callable[[Any, Decimal], bool]) -> Callable[[Any, Any], bool]:
-    def run(operand: Decimal, actual: Any) -> bool:
+    def run(operand: Decimal | int, actual: Any) -> bool:
         # Fast path: Decimal compares exactly with int, no conversion needed.
         if type(actual) is int:
             return test(actual, operand)
@@ -324,9 +327,18 @@ class Condition:
         """The top-level param the path reads, for ``params.*`` paths."""
         return str(self._segments[1]) if self._segments[0] == "params" else None
 
-    def holds(self, doc: Mapping[str, Any]) -> bool:
-        """``evaluate(doc)[0]``, without building the tuple (the classify hot path)."""
-        actual = _resolve(doc, self._segments)
+    def holds(self, doc: Mapping[str, Any], resolved: dict[str, Any] | None = None) -> bool:
+        """``evaluate(doc)[0]``, without building the tuple (the classify hot path).
+
+        ``resolved`` memoizes path lookups across the conditions of one classification:
+        with many rules most conditions read the same few paths of the same document.
+        """
+        if resolved is None:
+            actual = _resolve(doc, self._segments)
+        else:
+            actual = resolved.get(self.path, _UNRESOLVED)
+            if actual is _UNRESOLVED:
+                actual = resolved[self.path] = _resolve(doc, self._segments)
         if actual is MISSING:
             return self.op == "exists" and self._operand is False
         try:

@@ -445,9 +445,10 @@ class CompiledPolicy:
         """The first enabled rule (by priority, then name) that matches wins; else the defaults."""
         base = {"params": inp.params, "target": inp.target, "impact": inp.impact, "declared": {}}
         trusting = {**base, "declared": inp.declared}
+        resolved_in: dict[int, dict[str, Any]] = {id(base): {}, id(trusting): {}}
         for rule in self.candidates(inp.action_type):
             doc = trusting if rule.trusts_declared else base
-            if _rule_holds(rule, doc):
+            if _rule_holds(rule, doc, resolved_in[id(doc)]):
                 return self._from_rule(rule, inp.action_type, doc)
         return self._from_defaults(inp.action_type)
 
@@ -489,17 +490,17 @@ class CompiledPolicy:
         )
 
 
-def _rule_holds(rule: RuleSpec, doc: Mapping[str, Any]) -> bool:
+def _rule_holds(rule: RuleSpec, doc: Mapping[str, Any], resolved: dict[str, Any] | None = None) -> bool:
     conditions = rule.compiled_conditions
     if not conditions:
         return True
     if rule.match == "all":
         for condition in conditions:
-            if not condition.holds(doc):
+            if not condition.holds(doc, resolved):
                 return False
         return True
     for condition in conditions:
-        if condition.holds(doc):
+        if condition.holds(doc, resolved):
             return True
     return False
 
