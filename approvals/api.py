@@ -1,13 +1,12 @@
 """Reviewer-facing API: which requests a person may see, and their decisions.
 
 Reviewers use Django sessions with CSRF enforced. Visibility is the guardian
-view permission through the direct foreign-key tables, resolved in one query
-shape (two indexed subqueries), never a per-row check.
+view permission, resolved by `approvals.permissions.viewable_by` (the same
+filter as the queue and history pages), never a per-row check.
 """
 
 from __future__ import annotations
 
-from django.db.models import Q, QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics
 from rest_framework.response import Response
@@ -18,24 +17,10 @@ from agents.api.serializers import ApprovalRequestSerializer, DecisionSerializer
 
 from . import errors, services
 from .errors import DomainError
-from .models import ApprovalRequest, ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
-from .permissions import VIEW, _permission_id
+from .models import ApprovalRequest
+from .permissions import viewable_by
 
 __all__ = ["DecisionView", "viewable_by"]
-
-
-def viewable_by(user) -> QuerySet[ApprovalRequest]:
-    """Requests `user` holds the view permission on, directly or through a group."""
-    if not (user and user.is_authenticated and user.is_active) or getattr(user, "pk", None) is None:
-        return ApprovalRequest.objects.none()
-    permission_id = _permission_id(VIEW)
-    via_groups = ApprovalRequestGroupObjectPermission.objects.filter(
-        permission_id=permission_id, group__user=user
-    ).values("content_object_id")
-    direct = ApprovalRequestUserObjectPermission.objects.filter(
-        permission_id=permission_id, user=user
-    ).values("content_object_id")
-    return ApprovalRequest.objects.filter(Q(pk__in=via_groups) | Q(pk__in=direct))
 
 
 class DecisionView(generics.GenericAPIView):

@@ -37,6 +37,12 @@ def _filters(request: HttpRequest) -> dashboard.QueueFilters:
     return dashboard.QueueFilters.from_query(request.GET)
 
 
+def _back_to_queue(request: HttpRequest) -> str:
+    """Where a card's no-JavaScript form returns: the queue under the same filters."""
+    query = request.GET.urlencode()
+    return reverse("approvals:queue") + (f"?{query}" if query else "")
+
+
 # --- Pages ----------------------------------------------------------------------------
 
 
@@ -55,6 +61,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "shown_limit": dashboard.QUEUE_LIMIT,
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
+        "next_url": _back_to_queue(request),
     })
 
 
@@ -79,12 +86,13 @@ def history(request: HttpRequest) -> HttpResponse:
 @require_GET
 def queue_sync(request: HttpRequest) -> JsonResponse:
     """What the queue should show now, for the page's resync on (re)connect:
-    `{"count": total matching, "cards": [{"id", "version", "sort"}]}` in queue order."""
+    `{"count": total matching, "cards": [{"id", "version", "sort"}]}` in queue order.
+    The count is exact up to dashboard.COUNT_CAP, then the string "1,000+"."""
     filters = _filters(request)
     matching = dashboard.queue(request.user, filters)
     cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
     return JsonResponse({
-        "count": matching.count(),
+        "count": dashboard.capped_count(matching),
         "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in cards],
     })
 
@@ -101,7 +109,7 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     cards = dashboard.build_cards(match, viewer=request.user)
     if not cards:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": cards[0], "query": request.GET.urlencode()})
+    response = render(request, "approvals/_card.html", {"card": cards[0], "next_url": _back_to_queue(request)})
     response["X-Card-Version"] = cards[0].version
     response["X-Card-Sort"] = cards[0].sort_key
     return response

@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils import timezone
 from freezegun import freeze_time
 
-from approvals import policy, services
+from approvals import dashboard, policy, services
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
 
@@ -163,7 +163,7 @@ def test_queue_and_sync_cost_a_constant_number_of_queries(client, people, submit
     assert ApprovalRequest.objects.pending().count() == 312
     with django_assert_max_num_queries(few_queue):
         response = client.get(QUEUE)
-    assert len(response.context["cards"]) == 100 and response.context["counts"]["total"] == 312
+    assert len(response.context["cards"]) == dashboard.QUEUE_LIMIT and response.context["counts"]["total"] == 312
     with django_assert_max_num_queries(few_sync):
         assert client.get(SYNC).json()["count"] == 312
 
@@ -208,3 +208,42 @@ def test_pages_need_a_login(client):
     for url in (QUEUE, SYNC, reverse("approvals:history")):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/login/?next=")
+
+
+def test_counts_past_the_cap_say_so_instead_of_counting_everything(client, people, submit, finance, monkeypatch):
+    monkeypatch.setattr(dashboard, "COUNT_CAP", 2)
+    for _ in range(3):
+        submit("send_email")
+    submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+    submit("wire_money", params={"amount": 5})
+    client.force_login(people["carol"])
+    response = client.get(QUEUE)
+    counts = response.context["counts"]
+    assert counts["capped"] and counts["total"] == "2+"
+    assert dict((level, n) for level, n, _ in counts["by_risk"]) == {"critical": 0, "high": 2, "medium": "2+", "low": 0}
+    html = response.content.decode()
+    assert '<span id="queue-count">2+</span>' in html and "(2+)" not in html
+    assert client.get(SYNC).json()["count"] == "2+"
+    assert client.get(SYNC, {"action_type": "wire_money"}).json()["count"] == 1
+
+
+def test_filter_choices_come_from_the_most_urgent_requests(client, people, submit, finance, monkeypatch):
+    monkeypatch.setattr(dashboard, "COUNT_CAP", 2)
+    now = timezone.now()
+    with freeze_time(now):
+        submit("send_email")
+    with freeze_time(now + timedelta(minutes=5)):
+        submit("wire_money", params={"amount": 5})
+    with freeze_time(now + timedelta(minutes=10)):
+        submit("transfer_funds", params={"amount": 1})
+    client.force_login(people["carol"])
+    counts = client.get(QUEUE).context["counts"]
+    assert counts["action_types"] == ["send_email", "wire_money"]  # from the COUNT_CAP nearest deadlines
+    assert counts["expiring"] == 0
+    deadlines = sorted(ApprovalRequest.objects.values_list("decide_by", flat=True))
+    with freeze_time(deadlines[0] - timedelta(minutes=1)):  # all three within EXPIRING_SOON, none past
+        assert deadlines[-1] - deadlines[0] < dashboard.EXPIRING_SOON
+        assert client.get(QUEUE).context["counts"]["expiring"] == "2+"
+    response = client.get(QUEUE, {"action_type": "transfer_funds"})
+    assert len(response.context["cards"]) == 1  # filtering by a type outside the choices still works
+    assert 'value="transfer_funds" selected' in response.content.decode()

@@ -9,6 +9,10 @@ way in the same run. Requests are cloned in bulk with SQL from one real submissi
 (same row, its params revision and its group permission rows), so every clone is a
 pending card the seed reviewer may decide.
 
+A second person, the seeded auditor (whose group holds none of the requests), reads
+the same two pages: the permission filter must stay cheap when it matches nothing,
+not only when it matches everything.
+
 Target (DESIGN.md): constant query count, under 100 ms with 100k requests.
 """
 
@@ -109,6 +113,8 @@ def main() -> None:
     template = template_request()
     client = Client()
     client.force_login(get_user_model().objects.get(username="reviewer"))
+    outsider = Client()
+    outsider.force_login(get_user_model().objects.get(username="auditor"))
     results: list[Result] = []
     first_counts: dict[str, int] = {}
     for size in SIZES:
@@ -129,6 +135,12 @@ def main() -> None:
                 metric=f"{name} queries, {size} requests", value=queries, unit="queries",
                 baseline=first_counts[name], baseline_name=f"queries at {SIZES[0]} requests",
                 target="constant (ratio 1.0)",
+            ))
+            ms, queries = measure(outsider, path)
+            results.append(Result(
+                metric=f"{name}, {size} requests, none of them granted to the reader", value=round(ms, 2),
+                unit="ms (in-process)", baseline=round(healthz_ms, 2), baseline_name="/healthz, same way",
+                details={"queries": queries, "requests": size},
             ))
     emit("queue", results)
 
