@@ -1,16 +1,19 @@
 """Benchmark: audit export rows/s against PostgreSQL `COPY ... TO STDOUT`, and peak memory.
 
-    DATABASE_URL=postgres://... .venv/bin/python tests/perf/bench_audit_export.py [--rows 1000000]
+    BENCH_DB=cp_bench_<you> .venv/bin/python -m tests.perf.bench_audit_export [--rows 10000 100000 1000000]
 
-Creates a throwaway database (the test database of DATABASE_URL), fills the
-audit log with --rows chained events, then measures, on the same rows:
+Creates a throwaway database (test_<BENCH_DB>) and, for each size in --rows (growing),
+appends chained events up to that size (through COPY: tests/perf/common.py
+fill_audit_chain), then measures, on the same rows:
   * baseline: `COPY (SELECT seq, prev_hash, hash, canonical ... ORDER BY seq) TO STDOUT`
     read through psycopg (what PostgreSQL itself can stream);
-  * export: GET /audit/export.jsonl through a real daphne process, read to the end,
-    and the daphne process's peak RSS (VmHWM) before and after.
-Prints the summary on stderr and, as its last stdout line, the tests/perf/common.py
-result document (`ratio` = export rows/s over COPY rows/s, target >= 0.5).
-Not collected by pytest (the file name starts with bench_).
+  * export: GET /audit/export.jsonl through a fresh daphne process, read to the end,
+    and that process's peak RSS (VmHWM) before and after.
+`--smoke` (2,000 rows) also verifies the filled chain and the downloaded export
+with the offline verifier, so the fill and the format cannot drift apart unseen.
+Prints a summary per size on stderr and, as its last stdout line, the
+tests/perf/common.py result document (`ratio` = export rows/s over COPY rows/s,
+target >= 0.5). Not collected by pytest (the file name starts with bench_).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,20 +30,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-
-
-def fill(rows: int, batch: int = 5000) -> float:
-    """Append `rows` chained events quickly (one COPY-free bulk append per batch)."""
-    from audit.chain import Actor, audited_atomic, record
-
-    started = time.perf_counter()
-    actor = Actor.system("bench")
-    for start in range(0, rows, batch):
-        with audited_atomic():
-            for index in range(start, min(rows, start + batch)):
-                record("policy.changed", actor=actor,
-                       metadata={"n": index, "params": {"hmac": "ab" * 32, "size": 1234}, "note": "benchmark row"})
-    return time.perf_counter() - started
 
 
 def copy_rate() -> tuple[float, int]:
@@ -63,26 +53,81 @@ def peak_kib(pid: int) -> int:
     return 0
 
 
-def export_rate(server, cookie: str) -> tuple[float, int]:
-    request = urllib.request.Request(f"{server.url}/audit/export.jsonl", headers={"Cookie": f"sessionid={cookie}"})
+def export_rate(server, cookie: str, keep: Path | None = None, query: str = "") -> tuple[float, int]:
+    """Download the whole JSONL export; `keep` writes it to a file (for --smoke's verification)."""
+    request = urllib.request.Request(f"{server.url}/audit/export.jsonl{query}", headers={"Cookie": f"sessionid={cookie}"})
     started, size = time.perf_counter(), 0
-    with urllib.request.urlopen(request, timeout=3600) as response:
+    with urllib.request.urlopen(request, timeout=3600) as response, \
+            (keep.open("wb") if keep else open(os.devnull, "wb")) as sink:
         while block := response.read(1 << 20):
             size += len(block)
+            if keep:
+                sink.write(block)
     return time.perf_counter() - started, size
+
+
+def measure(rows: int, cookie: str, *, verify: bool) -> dict:
+    """COPY and the export over the `rows` rows now in the audit log."""
+    from django.db import connection
+
+    from tests.live import DaphneServer
+
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE audit_auditevent")
+    copy_rate()  # warm the cache for both
+    copy_seconds, copy_bytes = copy_rate()
+    keep = Path(tempfile.mkdtemp()) / "export.jsonl" if verify else None
+    server = DaphneServer()  # a fresh process per size, so its peak is this export's
+    try:
+        idle_peak = peak_kib(server.process.pid)
+        export_rate(server, cookie, query="?verb=request.expired&agent=0")  # warm-up: imports, first connection
+        export_seconds, export_bytes = export_rate(server, cookie, keep)
+        export_peak = peak_kib(server.process.pid)
+    finally:
+        server.stop()
+    if keep:
+        verify_export_file(keep)
+    return {
+        "benchmark": "audit_export",
+        "rows": rows,
+        "copy_rows_per_s": round(rows / copy_seconds),
+        "copy_mb": round(copy_bytes / 1e6, 1),
+        "export_rows_per_s": round(rows / export_seconds),
+        "export_mb": round(export_bytes / 1e6, 1),
+        "ratio": round(copy_seconds / export_seconds, 3),
+        "target_ratio": 0.5,
+        "daphne_peak_rss_idle_mib": round(idle_peak / 1024, 1),
+        "daphne_peak_rss_after_export_mib": round(export_peak / 1024, 1),
+    }
+
+
+def verify_export_file(path: Path) -> None:
+    """The chain in the database and the downloaded export both verify (smoke only)."""
+    from django.conf import settings
+
+    from audit.chain import verify_chain
+    from audit.verify import verify_export
+
+    in_database = verify_chain()
+    if not in_database.ok:
+        sys.exit(f"the filled chain does not verify: seq {in_database.bad_seq}: {in_database.reason}")
+    verdict = verify_export(path, key=settings.AUDIT_EXPORT_SIGNING_KEY)
+    if not verdict.ok:
+        sys.exit(f"the export does not verify: {verdict.message}")
+    path.unlink()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
+                        help="audit log sizes to measure, growing (default: 10k 100k 1M)")
     parser.add_argument("--smoke", action="store_true", help="tiny size so CI keeps the script working")
     arguments = parser.parse_args()
-    if arguments.smoke:
-        arguments.rows = 2000
+    sizes = [2000] if arguments.smoke else sorted(arguments.rows)
 
     import django
 
-    from tests.perf.common import bench_database_url
+    from tests.perf.common import bench_database_url, fill_audit_chain, progress
 
     # The throwaway database is test_<BENCH_DB>, never the test database of another run.
     os.environ["DATABASE_URL"] = bench_database_url()
@@ -99,54 +144,43 @@ def main() -> None:
     try:
         from django.contrib.auth import get_user_model
 
+        from audit.chain import head
         from audit.db import maintenance
-        from tests.live import DaphneServer
 
         with maintenance(), connection.cursor() as cursor:
             cursor.execute("DELETE FROM audit_auditevent")
-        fill_seconds = fill(arguments.rows)
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM ANALYZE audit_auditevent")
         auditor = get_user_model().objects.create_user("bench-auditor", password="unused-bench-pw")
         auditor.groups.add(Group.objects.get(name="auditors"))
         client = Client()
         client.force_login(auditor)
         cookie = client.cookies["sessionid"].value
 
-        copy_rate()  # warm the cache for both
-        copy_seconds, copy_bytes = copy_rate()
-        server = DaphneServer()
-        try:
-            idle_peak = peak_kib(server.process.pid)
-            export_seconds, export_bytes = export_rate(server, cookie)
-            export_peak = peak_kib(server.process.pid)
-        finally:
-            server.stop()
-        rows = arguments.rows
-        summary = {
-            "benchmark": "audit_export",
-            "rows": rows,
-            "fill_seconds": round(fill_seconds, 2),
-            "copy_rows_per_s": round(rows / copy_seconds),
-            "copy_mb": round(copy_bytes / 1e6, 1),
-            "export_rows_per_s": round(rows / export_seconds),
-            "export_mb": round(export_bytes / 1e6, 1),
-            "ratio": round(copy_seconds / export_seconds, 3),
-            "target_ratio": 0.5,
-            "daphne_peak_rss_idle_mib": round(idle_peak / 1024, 1),
-            "daphne_peak_rss_after_export_mib": round(export_peak / 1024, 1),
-        }
+        summaries = []
+        for rows in sizes:
+            started = time.perf_counter()
+            # Up to `rows` in all: each export appended its own audit.exported event.
+            fill_audit_chain(rows - head()[0])
+            fill_seconds = time.perf_counter() - started
+            summary = {**measure(rows, cookie, verify=arguments.smoke), "fill_seconds": round(fill_seconds, 2)}
+            summaries.append(summary)
+            progress(json.dumps(summary))
         from tests.perf.common import Result, emit
 
-        print(json.dumps(summary), file=sys.stderr)
-        emit("audit_export", [
-            Result("export_rows_per_s", summary["export_rows_per_s"], "rows/s",
-                   baseline=summary["copy_rows_per_s"], baseline_name="COPY ... TO STDOUT",
-                   target="ratio >= 0.5", details=summary),
-            Result("daphne_peak_rss_after_export", summary["daphne_peak_rss_after_export_mib"], "MiB",
-                   baseline=summary["daphne_peak_rss_idle_mib"], baseline_name="daphne idle peak",
-                   target="flat from 10k to 1M rows", details={"rows": rows}),
-        ])
+        results = []
+        for summary in summaries:
+            rows = summary["rows"]
+            results.append(Result(
+                f"export_rows_per_s at {rows} rows", summary["export_rows_per_s"], "rows/s",
+                baseline=summary["copy_rows_per_s"], baseline_name="COPY ... TO STDOUT",
+                target="ratio >= 0.5", details=summary,
+            ))
+        for summary in summaries:
+            results.append(Result(
+                f"daphne_peak_rss_after_export at {summary['rows']} rows", summary["daphne_peak_rss_after_export_mib"],
+                "MiB", baseline=summary["daphne_peak_rss_idle_mib"], baseline_name="daphne idle peak",
+                target="flat from 10k to 1M rows", details={"rows": summary["rows"]},
+            ))
+        emit("audit_export", results)
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

@@ -39,11 +39,19 @@ def run_one(name: str, smoke: bool) -> dict:
         cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False, env=env,
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
+    seconds = round(time.monotonic() - started, 1)
+    print(f"--- {name}: {seconds} s", file=sys.stderr, flush=True)
     if done.returncode != 0 or not lines:
-        return {"benchmark": name, "error": f"exit {done.returncode}", "results": []}
+        return {"benchmark": name, "error": f"exit {done.returncode}", "results": [], "seconds": seconds}
     summary = json.loads(lines[-1])
-    summary["seconds"] = round(time.monotonic() - started, 1)
+    summary["seconds"] = seconds
     return summary
+
+
+def timings(summaries: list[dict], total: float) -> str:
+    """Where the run's wall time went, so the slow setups stand out (`make bench` must fit in 15 min)."""
+    parts = ", ".join(f"{s['benchmark']} {s.get('seconds', 0):.0f} s" for s in summaries)
+    return f"Wall time {total / 60:.1f} min: {parts}"
 
 
 def table(summaries: list[dict]) -> str:
@@ -72,15 +80,18 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[])
     parser.add_argument("--out", default=str(ROOT / "var" / ("bench-smoke.json" if "--smoke" in sys.argv else "bench.json")))
     args = parser.parse_args()
+    started = time.monotonic()
     summaries = [run_one(name, args.smoke) for name in discover(args.only)]
+    total = time.monotonic() - started
     report = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit(), "smoke": args.smoke, "benchmarks": summaries,
+        "commit": commit(), "smoke": args.smoke, "seconds": round(total, 1), "benchmarks": summaries,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
     print(f"\nBenchmarks {report['date']} at {report['commit']}{' (smoke: sizes too small to mean anything)' if args.smoke else ''}")
     print(table(summaries))
+    print(timings(summaries, total))
     print(f"\nJSON: {args.out}")
     return 1 if any(s.get("error") for s in summaries) else 0
 
