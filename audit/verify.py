@@ -44,6 +44,7 @@ from .manifest import (
     MANIFEST_TYPE,
     ExportDigests,
     csv_cells,
+    jsonl_hashed_text,
     key_id,
     signature_problem,
 )
@@ -120,9 +121,18 @@ def _jsonl_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
         if set(obj) == {"manifest"}:
             seen_trailer = True
             continue
-        missing = {"seq", "prev_hash", "hash", "event", "canonical"} - set(obj)
+        missing = {"seq", "prev_hash", "hash", "event"} - set(obj)
         if missing:
             raise _Rejected(f"line {line_number} lacks {', '.join(sorted(missing))}", _int_or_none(obj.get("seq")))
+        if "canonical" not in obj:  # the current layout: the hashed text is the `event` bytes themselves
+            hashed = jsonl_hashed_text(line, obj)
+            if hashed is None:
+                raise _Rejected(
+                    f"line {line_number} is not byte for byte as exported (was it re-serialized?): "
+                    "the hashed text cannot be recovered from it",
+                    _int_or_none(obj.get("seq")),
+                )
+            obj["canonical"] = hashed
         yield {"line": line_number, **obj}
 
 

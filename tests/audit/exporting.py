@@ -12,6 +12,7 @@ from django.test import AsyncClient
 from audit.chain import Actor
 from audit.export import begin_export, iter_export
 from audit.filters import AuditFilters
+from audit.manifest import jsonl_hashed_text
 
 
 def download(user: Any, url: str, **headers: str) -> tuple[Any, bytes]:
@@ -48,7 +49,10 @@ def manifest_path(path: Path) -> Path:
 
 
 def jsonl_rows(body: bytes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Split a JSONL export into its rows and its manifest trailer."""
-    lines = [json.loads(line) for line in body.decode("utf-8").splitlines()]
+    """Split a JSONL export into its rows (each with the hashed text it carries as
+    `canonical`) and its manifest trailer."""
+    texts = body.decode("utf-8").splitlines()
+    lines = [json.loads(line) for line in texts]
     assert set(lines[-1]) == {"manifest"}, "the last line is the manifest"
-    return lines[:-1], lines[-1]["manifest"]
+    rows = [{**row, "canonical": jsonl_hashed_text(text, row)} for text, row in zip(texts, lines[:-1])]
+    return rows, lines[-1]["manifest"]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from audit.chain import Actor, record
 from audit.checkpoint import write_checkpoint
-from audit.manifest import sign
+from audit.manifest import jsonl_hashed_text, jsonl_line, sign
 from audit.verify import verify_export
 
 from .conftest import SIGNING_KEY
@@ -158,10 +158,8 @@ def test_a_rehashed_row_still_breaks_the_next_link(eight_events, tmp_path):
     export_to(path)
     lines = lines_of(path)
     row = json.loads(lines[2])
-    row["canonical"] = row["canonical"].replace('"approve"', '"reject"')
-    row["event"] = json.loads(row["canonical"])
-    row["hash"] = chain_hash(row["prev_hash"], row["canonical"].encode())
-    lines[2] = json.dumps(row, ensure_ascii=False) + "\n"
+    canonical = jsonl_hashed_text(lines[2], row).replace('"approve"', '"reject"')
+    lines[2] = jsonl_line(row["seq"], row["prev_hash"], chain_hash(row["prev_hash"], canonical.encode()), canonical)
     path.write_text("".join(lines), encoding="utf-8")
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 4), message
@@ -316,3 +314,46 @@ def test_a_forged_checkpoint_is_rejected(eight_events, tmp_path):
     forged = sign({"type": "cp-audit-checkpoint/1", "seq": 5, "hash": "f" * 64, "time": "x"}, "not the key")
     ok, message, _ = verify(path, checkpoint=forged)
     assert not ok and "checkpoint signature invalid" in message
+
+
+# --- The JSONL layout ------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_a_jsonl_export_re_serialized_by_a_tool_is_rejected_not_trusted(eight_events, tmp_path):
+    """The hashed bytes are the `event` text as written; a file that went through a
+    JSON tool (keys reordered, spaces added) no longer holds them, so it must fail
+    loudly rather than be checked against a re-encoding."""
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    lines = lines_of(path)
+    lines[3] = json.dumps(json.loads(lines[3]), ensure_ascii=False) + "\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    ok, message, bad_seq = verify(path)
+    assert (ok, bad_seq) == (False, 4), message
+    assert "re-serialized" in message
+
+
+@pytest.mark.django_db
+def test_an_export_in_the_earlier_layout_with_a_canonical_copy_still_verifies(eight_events, tmp_path):
+    """Exports written before the event text stopped being repeated as `canonical`
+    stay verifiable, and a tampered copy in them is still caught."""
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    lines = lines_of(path)
+    rows, trailer = lines[:-1], lines[-1]
+
+    def earlier_layout(line: str, edit: bool = False) -> str:
+        row = json.loads(line)
+        canonical = jsonl_hashed_text(line, row)
+        if edit:
+            canonical = canonical.replace('"approve"', '"reject"')
+        return (f'{{"seq":{row["seq"]},"prev_hash":"{row["prev_hash"]}","hash":"{row["hash"]}",'
+                f'"event":{canonical},"canonical":{json.dumps(canonical, ensure_ascii=False)}}}\n')
+
+    path.write_text("".join(earlier_layout(line) for line in rows) + trailer, encoding="utf-8")
+    assert verify(path)[0], verify(path)[1]
+    path.write_text("".join(earlier_layout(line, edit=(i == 2)) for i, line in enumerate(rows)) + trailer,
+                    encoding="utf-8")
+    ok, message, bad_seq = verify(path)
+    assert (ok, bad_seq) == (False, 3), message
