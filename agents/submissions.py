@@ -36,6 +36,9 @@ _NOT_DIGESTED = frozenset({"idempotency_key"})
 class SubmitResult:
     request: ApprovalRequest
     replayed: bool
+    # A new request's revision-1 params as stored (None for a replay), so the
+    # response need not read them back.
+    params: dict[str, Any] | None = None
 
 
 def submission_digest(kind: str, data: dict[str, Any]) -> str:
@@ -74,11 +77,14 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
     Raises DomainError (422 `idempotency_key_reused`, 422 outbound URL codes).
     """
     digest = submission_digest(kind, data)
-    if idempotency_key:
+    callback_url = data.get("callback_url")
+    # A reused key is normally caught by the unique index below (the insert fails
+    # and the first request is replayed), which saves a lookup on every new
+    # submission. With a callback URL, look first: a replay must not re-check it.
+    if idempotency_key and callback_url:
         existing = find_by_idempotency_key(agent, idempotency_key)
         if existing is not None:
             return _replay(existing, digest)
-    callback_url = data.get("callback_url")
     if callback_url:
         try:
             check_outbound_url(callback_url)
@@ -105,14 +111,16 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
         supersedes=supersedes,
     )
     try:
-        with audited_atomic():
-            request = services.submit(submission, agent=agent)
-            if callback_url:
+        if callback_url:
+            with audited_atomic():
+                request = services.submit(submission, agent=agent)
                 RequestCallback.objects.create(request=request, url=callback_url)
+        else:  # submit's own transaction is the outermost: no savepoint round trips
+            request = services.submit(submission, agent=agent)
     except IntegrityError:
         # Lost the race on the unique index: the winner has committed by now.
         existing = find_by_idempotency_key(agent, idempotency_key) if idempotency_key else None
         if existing is None:
             raise
         return _replay(existing, digest)
-    return SubmitResult(request, replayed=False)
+    return SubmitResult(request, replayed=False, params=submission.params)

@@ -21,8 +21,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -32,8 +33,17 @@ from audit.privacy import params_digest, value_digest
 from . import broadcast, errors
 from .emergency import is_stopped
 from .errors import DomainError
-from .models import DECIDED_BY_POLICY, ApprovalRequest, Decision, ParamsRevision
-from .permissions import can_decide, eligible_approver_count, eligible_approvers, excluded_from_approving, grant_group
+from .models import DECIDED_BY_POLICY, ApprovalRequest, ApprovalRequestGroupObjectPermission, Decision, ParamsRevision
+from .permissions import (
+    DECIDE,
+    VIEW,
+    _permission_id,
+    can_decide,
+    eligible_approver_count,
+    eligible_approvers,
+    excluded_from_approving,
+    grant_group,
+)
 from .policy import current_policy
 from .rules.engine import Classification, ClassificationInput
 from .rules.impact import compute_impact
@@ -121,8 +131,14 @@ def _lock(request_id) -> ApprovalRequest:
         raise DomainError("not_found", "No such approval request.", http_status=404) from None
 
 
-def _transition(request: ApprovalRequest, to: str, *, actor: Actor, metadata: dict | None = None, **fields) -> None:
-    """Move `request` to `to`, audit it and push it on commit. Caller holds the lock."""
+def _transition(
+    request: ApprovalRequest, to: str, *, actor: Actor, metadata: dict | None = None, insert: bool = False, **fields
+) -> None:
+    """Move `request` to `to`, audit it and push it on commit. Caller holds the lock.
+
+    `insert`: `request` is a draft not written yet (a submission); its row is
+    inserted once, already in `to`, instead of inserted as a draft and updated.
+    """
     source = request.state
     verb = TRANSITIONS.get((source, to))
     if verb is None:
@@ -134,7 +150,10 @@ def _transition(request: ApprovalRequest, to: str, *, actor: Actor, metadata: di
     request.state = to
     for name, value in fields.items():
         setattr(request, name, value)
-    request.save(update_fields=["state", *fields])
+    if insert:
+        request.save(force_insert=True)
+    else:
+        request.save(update_fields=["state", *fields])
     record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
     if to == State.PENDING_APPROVAL:
         event = broadcast.CARD_CREATED
@@ -142,7 +161,7 @@ def _transition(request: ApprovalRequest, to: str, *, actor: Actor, metadata: di
         event = broadcast.CARD_REMOVED
     else:
         event = broadcast.CARD_UPDATED
-    broadcast.publish_on_commit(event, request, verb=verb)
+    broadcast.publish_on_commit(event, request, new_request=insert, verb=verb)
     if to == State.APPROVED:
         plan_server_execution(request)
 
@@ -217,19 +236,31 @@ def _stricter_than_request(request: ApprovalRequest, fresh: Classification) -> b
 def _apply_classification(request: ApprovalRequest, classification: Classification, policy_version_id) -> None:
     request.risk_level = classification.risk_level
     request.rule_name = classification.rule_name or ""
-    request.rule_id = _rule_id(classification.rule_name)
     request.classification = classification.to_dict()
     request.policy_version_id = policy_version_id
     request.required_approvals = max(1, classification.required_approvals)
-    request.approver_group = Group.objects.filter(name=classification.approver_group).first()
+    rule_id, group_id = _rule_and_group_ids(classification.rule_name, classification.approver_group)
+    request.rule_id = rule_id
+    # The group row was found by this name, so id and name are all there is to load.
+    request.approver_group = None if group_id is None else Group(pk=group_id, name=classification.approver_group)
 
 
-def _rule_id(rule_name: str | None) -> int | None:
+def _rule_and_group_ids(rule_name: str | None, group_name: str | None) -> tuple[int | None, int | None]:
+    """The classifying rule's id and the approver group's id, looked up by name in one
+    round trip (both run on every submission). None for a name that has no row."""
     from .models import RiskRule
 
-    if not rule_name:
-        return None
-    return RiskRule.objects.filter(name=rule_name).values_list("pk", flat=True).first()
+    if not rule_name and not group_name:
+        return None, None
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT {quote('id')} FROM {quote(RiskRule._meta.db_table)} WHERE {quote('name')} = %s LIMIT 1),"
+            f" (SELECT {quote('id')} FROM {quote(Group._meta.db_table)} WHERE {quote('name')} = %s LIMIT 1)",
+            [rule_name or "", group_name or ""],
+        )
+        rule_id, group_id = cursor.fetchone()
+    return (rule_id if rule_name else None), (group_id if group_name else None)
 
 
 def _approvals_counted(request: ApprovalRequest) -> int:
@@ -247,9 +278,14 @@ def _approvals_counted(request: ApprovalRequest) -> int:
     )
 
 
-def _check_quorum_reachable(request: ApprovalRequest) -> None:
-    """Say at once when the group cannot reach the quorum, and escalate if the rule names a second group."""
-    if eligible_approver_count(request) >= request.required_approvals:
+def _check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = None) -> None:
+    """Say at once when the group cannot reach the quorum, and escalate if the rule names a second group.
+
+    `eligible`: the number of eligible approvers, when the caller counted it already.
+    """
+    if eligible is None:
+        eligible = eligible_approver_count(request)
+    if eligible >= request.required_approvals:
         return
     escalation = request.classification.get("escalation_group")
     group = Group.objects.filter(name=escalation).first() if escalation else None
@@ -294,33 +330,37 @@ def _check_reviewer(request: ApprovalRequest, reviewer, *, approving: bool) -> N
 def submit(submission: Submission, *, agent) -> ApprovalRequest:
     """Create a request from an agent's submission and classify it at once.
 
+    The row is written once, already in the state classification decides (the
+    draft exists only in memory), with its first params revision and the
+    approver group's permissions; the audit trail is the same as a draft
+    inserted and then moved: `request.submitted`, then the transition.
+
     Raises IntegrityError when the agent already used `idempotency_key`; the API
     replays the first response in that case.
     """
     is_plan = submission.kind == Kind.PLAN
     action_type = PLAN_ACTION_TYPE if is_plan else submission.action_type
+    request = ApprovalRequest(
+        kind=submission.kind,
+        agent=agent,
+        requested_for=submission.requested_for,
+        action_type=action_type,
+        target=submission.target,
+        target_hash=snapshot_hash(action_type, submission.target),
+        declared=submission.declared,
+        has_execution_step=not is_plan,
+        plan_path=submission.plan_path,
+        plan_title=submission.plan_title,
+        plan_markdown=submission.plan_markdown,
+        run_id=submission.run_id,
+        thread_id=submission.thread_id,
+        resource_id=submission.resource_id,
+        tool_call_id=submission.tool_call_id,
+        idempotency_key=submission.idempotency_key,
+        submission_digest=submission.submission_digest,
+        supersedes=submission.supersedes,
+    )
     with audited_atomic():
-        request = ApprovalRequest.objects.create(
-            kind=submission.kind,
-            agent=agent,
-            requested_for=submission.requested_for,
-            action_type=action_type,
-            target=submission.target,
-            target_hash=snapshot_hash(action_type, submission.target),
-            declared=submission.declared,
-            has_execution_step=not is_plan,
-            plan_path=submission.plan_path,
-            plan_title=submission.plan_title,
-            plan_markdown=submission.plan_markdown,
-            run_id=submission.run_id,
-            thread_id=submission.thread_id,
-            resource_id=submission.resource_id,
-            tool_call_id=submission.tool_call_id,
-            idempotency_key=submission.idempotency_key,
-            submission_digest=submission.submission_digest,
-            supersedes=submission.supersedes,
-        )
-        ParamsRevision.objects.create(request=request, number=1, params=submission.params)
         record(
             "request.submitted",
             actor=Actor.for_agent(agent),
@@ -339,7 +379,10 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
 
 
 def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
-    """Decide a draft's fate under the current policy: auto-approve, queue or refuse.
+    """Decide a new draft's fate under the current policy: auto-approve, queue or refuse.
+
+    `request` is a draft not written yet (`submit` builds it); this inserts it in
+    the state decided, with revision 1 of `params`.
 
     The model never decides its own risk: impact is computed here and declared
     facts reach only rules that trust them. During an emergency stop nothing
@@ -350,37 +393,81 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     classification = active.compiled.classify(inp)
     request.impact = inp.impact
     _apply_classification(request, classification, active.version_id)
-    request.save()
-    ParamsRevision.objects.filter(request=request, number=request.current_revision).update(
-        risk_level=classification.risk_level
-    )
     now = timezone.now()
     why = {"risk_level": classification.risk_level, "rule": classification.rule_name,
            "policy_version": active.compiled.version, "reason": classification.reason}
 
     if classification.risk_level == RiskLevel.PROHIBITED:
         _transition(
-            request, State.REJECTED, actor=SYSTEM, metadata=why,
+            request, State.REJECTED, actor=SYSTEM, metadata=why, insert=True,
             resolution_code="prohibited_by_policy", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
             feedback=f"Refused by policy: {classification.reason}",
         )
+        _first_revision(request, params, classification)
         return
-    if request.approver_group is not None:
-        grant_group(request, request.approver_group)
     if classification.risk_level == RiskLevel.LOW and not is_stopped(request.agent):
         _transition(
-            request, State.APPROVED, actor=SYSTEM, metadata=why,
+            request, State.APPROVED, actor=SYSTEM, metadata=why, insert=True,
             resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
             execute_by=now + timedelta(seconds=classification.execution_window_seconds),
         )
+        _first_revision(request, params, classification)
         return
     if classification.risk_level == RiskLevel.LOW:
         why["emergency_stop"] = True
     _transition(
-        request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why,
+        request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why, insert=True,
         decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
     )
-    _check_quorum_reachable(request)
+    _first_revision(request, params, classification)
+    _check_quorum_reachable(request, eligible=_new_request_eligible_count(request))
+
+
+def _first_revision(request: ApprovalRequest, params: dict[str, Any], classification: Classification) -> None:
+    """Revision 1 of a just-inserted request, and view + decide for its approver group
+    (a refused request gets no approvers)."""
+    ParamsRevision.objects.create(request=request, number=1, params=params, risk_level=classification.risk_level)
+    if request.approver_group is not None and classification.risk_level != RiskLevel.PROHIBITED:
+        _grant_new_request(request, request.approver_group)
+
+
+def _new_request_eligible_count(request: ApprovalRequest) -> int:
+    """`permissions.eligible_approver_count` for a request inserted in this transaction.
+
+    Such a request's only holders of decide are its approver group's members
+    (`_grant_new_request`; nothing grants users directly at submission), so the
+    eligible approvers are the group's active members other than the people
+    excluded from approving it. Counted straight from the membership table: the
+    general query joins the permission tables and costs ~5 ms to build on every
+    submission (README "Performance").
+    """
+    if request.approver_group_id is None:
+        return 0
+    user_model = get_user_model()
+    membership = user_model.groups.through._meta
+    quote = connection.ops.quote_name
+    user_id = quote(membership.get_field("user").column)
+    excluded = sorted(excluded_from_approving(request))
+    sql = (
+        f"SELECT COUNT(*) FROM {quote(user_model._meta.db_table)} u"
+        f" JOIN {quote(membership.db_table)} m ON m.{user_id} = u.{quote(user_model._meta.pk.column)}"
+        f" WHERE m.{quote(membership.get_field('group').column)} = %s"
+        f" AND u.{quote(user_model._meta.get_field('is_active').column)} = %s"
+    )
+    if excluded:
+        sql += f" AND m.{user_id} NOT IN ({', '.join(['%s'] * len(excluded))})"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [request.approver_group_id, True, *excluded])
+        return cursor.fetchone()[0]
+
+
+def _grant_new_request(request: ApprovalRequest, group: Group) -> None:
+    """`grant_group` for a request inserted in this transaction: it holds no
+    permission rows yet, so the lookup of existing ones is skipped."""
+    ApprovalRequestGroupObjectPermission.objects.bulk_create(
+        ApprovalRequestGroupObjectPermission(content_object=request, group=group, permission_id=permission_id)
+        for permission_id in (_permission_id(VIEW), _permission_id(DECIDE))
+    )
 
 
 # --- Decisions --------------------------------------------------------------------

@@ -219,12 +219,9 @@ def _append(pending: list[_PendingEvent]) -> None:
     """Chain and insert `pending`; must run inside the outermost audited transaction."""
     if not pending:
         return
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_APPEND_LOCK_KEY])
     # Without the lock (another backend), seq being the primary key and hash being
     # unique still make a racing append fail instead of forking the chain.
-    seq, prev_hash = head()
+    seq, prev_hash = _locked_head() if connection.vendor == "postgresql" else head()
     rows = []
     for event in pending:
         seq += 1
@@ -232,6 +229,25 @@ def _append(pending: list[_PendingEvent]) -> None:
         rows.append(row)
         prev_hash = row.hash
     AuditEvent.objects.get_queryset()._append_chained(rows)
+
+
+def _locked_head() -> tuple[int, str]:
+    """Take the append lock and read the head (PostgreSQL), in one round trip.
+
+    The two statements go in one message, without parameters (so any psycopg
+    cursor accepts them). PostgreSQL runs them in order and, under READ
+    COMMITTED, the head read takes its snapshot when it starts, after the lock
+    is held: it sees every append committed before ours, as a separate query would.
+    """
+    table = connection.ops.quote_name(AuditEvent._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); "
+            f'SELECT "seq", "hash" FROM {table} ORDER BY "seq" DESC LIMIT 1'
+        )
+        cursor.nextset()
+        last = cursor.fetchone()
+    return (last[0], last[1]) if last is not None else (0, GENESIS_HASH)
 
 
 def _chained_row(seq: int, prev_hash: str, event: _PendingEvent) -> AuditEvent:

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
 from rest_framework import authentication, exceptions, permissions, throttling
 
 from agents.models import Agent, AgentToken
@@ -139,9 +140,9 @@ class HasScope(permissions.BasePermission):
 def consume_rate(token: AgentToken) -> float | None:
     """Count one request against `token`'s fixed window; seconds to wait if over, else None.
 
-    The counter is atomic (`cache.incr`: INCR on Redis, a locked increment in the
-    local-memory cache), unlike DRF's read-modify-write throttle history, so
-    concurrent requests cannot slip past the limit.
+    The counter is atomic (INCR on Redis, a locked increment in the local-memory
+    cache), unlike DRF's read-modify-write throttle history, so concurrent
+    requests cannot slip past the limit.
     """
     limit, window = settings.AGENT_TOKEN_RATE_LIMIT
     if not limit:
@@ -150,13 +151,7 @@ def consume_rate(token: AgentToken) -> float | None:
     bucket = int(now // window)
     key = f"cp:rate:{token.prefix}:{bucket}"
     try:
-        # add() sets the key only if missing; the expiry outlives the window a little.
-        cache.add(key, 0, timeout=window + 5)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # evicted between add and incr
-            cache.add(key, 1, timeout=window + 5)
-            count = 1
+        count = _count_in_window(key, timeout=window + 5)
     except Exception:  # noqa: BLE001  (the cache backend's own connection errors)
         # The counter lives in the cache (Redis); while it is unreachable, fail open:
         # the limit is a brake on runaway agents, and a 500 on every call would stop
@@ -166,6 +161,26 @@ def consume_rate(token: AgentToken) -> float | None:
     if count > limit:
         return max(1.0, (bucket + 1) * window - now)
     return None
+
+
+def _count_in_window(key: str, *, timeout: int) -> int:
+    """Add one to the window counter `key` (created with `timeout` if missing); the new count."""
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        # One round trip instead of the three that add() + incr() make (SET NX,
+        # EXISTS, INCR): SET NX and INCR in one MULTI/EXEC, so both or neither run.
+        full_key = backend.make_and_validate_key(key)
+        pipeline = backend._cache.get_client(full_key, write=True).pipeline(transaction=True)
+        pipeline.set(full_key, 0, ex=timeout, nx=True)
+        pipeline.incr(full_key)
+        return int(pipeline.execute()[1])
+    # add() sets the key only if missing; the expiry outlives the window a little.
+    backend.add(key, 0, timeout=timeout)
+    try:
+        return backend.incr(key)
+    except ValueError:  # evicted between add and incr
+        backend.add(key, 1, timeout=timeout)
+        return 1
 
 
 class TokenRateThrottle(throttling.BaseThrottle):

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals import errors as domain_errors
-from approvals import services
+from approvals import permissions, services
 from approvals.api import viewable_by
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, ParamsRevision
@@ -43,6 +43,7 @@ from .serializers import (
     GrantSerializer,
     PlanSubmissionSerializer,
     ResumeSerializer,
+    represent,
     title_from_markdown,
 )
 
@@ -71,8 +72,9 @@ class SubmissionResponseSerializer(ApprovalRequestSerializer):
         fields = [*ApprovalRequestSerializer.Meta.fields, "resume"]
 
 
-def _represent(request_obj: ApprovalRequest, *, with_resume: bool = False) -> dict:
-    data = ApprovalRequestSerializer(request_obj).data
+def _represent(request_obj: ApprovalRequest, *, with_resume: bool = False, params: dict | None = None) -> dict:
+    """`params`: the current revision's params when the caller has them (no query)."""
+    data = represent(request_obj) if params is None else represent(request_obj, params=params)
     if with_resume:
         data["resume"] = resume_payload(request_obj, params=data["params"])
     return data
@@ -118,10 +120,15 @@ class _SubmitView(AgentView):
         data.pop("idempotency_key", None)
         if key is not None and not (0 < len(key) <= 200):
             raise DomainError("validation_error", "Idempotency-Key must be 1 to 200 characters.", http_status=422)
+        if key is not None and "\x00" in key:  # PostgreSQL text cannot hold NUL: a 500 otherwise
+            raise DomainError("validation_error", "Idempotency-Key must not contain NUL.", http_status=422)
         if self.kind == Kind.PLAN and not data.get("title"):
             data["title"] = title_from_markdown(data["plan"], fallback=data["path"].rsplit("/", 1)[-1])
         result = submit_from_agent(self.agent, self.kind, data, idempotency_key=key)
-        body = _represent(request_queryset().get(pk=result.request.pk), with_resume=True)
+        if result.replayed:  # the first request may have moved on since: read it back
+            body = _represent(request_queryset().get(pk=result.request.pk), with_resume=True)
+        else:  # answered from what submit just wrote, as it committed it
+            body = _represent(result.request, with_resume=True, params=result.params)
         headers = {"Location": f"/api/v1/requests/{result.request.pk}/"}
         if result.replayed:
             headers["Idempotent-Replayed"] = "true"
@@ -183,10 +190,15 @@ class RequestListView(generics.ListAPIView):
         if isinstance(user, AgentPrincipal):
             queryset = request_queryset().filter(agent=user.agent)
         else:
-            queryset = request_queryset().filter(pk__in=viewable_by(user).values("pk"))
+            # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
+            # the created_at index with the permission probe and stop at the page.
+            queryset = permissions.viewable_by(user, request_queryset())
         params = self.request.query_params
         for name in FILTERS:
             value = params.get(name)
+            if value and "\x00" in value:
+                # No stored value holds NUL (PostgreSQL text cannot), and the query would fail with a 500.
+                return queryset.none()
             if value:
                 queryset = queryset.filter(**{name: value})
         return queryset

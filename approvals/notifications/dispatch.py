@@ -251,15 +251,22 @@ def _enqueue_on_commit(notification_ids: list[int]) -> None:
     transaction.on_commit(publish)
 
 
-def queue_arrival(request_id, *, now: datetime | None = None) -> list[int]:
+def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | None = None) -> list[int]:
     """Queue the "card arrived" notifications of a pending request (email to its
     approver group if the rule asks, and the rule's webhook), and publish their
-    delivery after commit. Returns the new outbox ids (empty when nothing is due)."""
+    delivery after commit. Returns the new outbox ids (empty when nothing is due).
+
+    `rule_name`: the request's rule name when the caller knows it (the broadcast
+    listener does), saving the lookup of it.
+    """
     now = now or timezone.now()
     # Notifications are opt-in per rule and most rules have none: one cheap query
     # answers that before the request itself is read (this runs on every submit).
-    rule_name = ApprovalRequest.objects.filter(pk=request_id).values("rule_name")[:1]
-    rule = RuleNotification.objects.filter(rule_name=Subquery(rule_name)).first()
+    if rule_name is None:
+        rule_name = ApprovalRequest.objects.filter(pk=request_id).values("rule_name")[:1]
+        rule = RuleNotification.objects.filter(rule_name=Subquery(rule_name)).first()
+    else:
+        rule = RuleNotification.objects.filter(rule_name=rule_name).first()
     if rule is None:
         return []
     request = ApprovalRequest.objects.select_related("agent", "approver_group").filter(pk=request_id).first()
@@ -278,7 +285,7 @@ def on_change(change: broadcast.Change) -> None:
     if change.event != broadcast.CARD_CREATED:
         return
     try:
-        queue_arrival(change.request_id)
+        queue_arrival(change.request_id, rule_name=change.rule_name)
     except Exception:  # a notification problem must never break the submission that caused it
         logger.exception("could not queue arrival notifications for %s", change.request_id)
 
