@@ -34,6 +34,14 @@ def _threads(pid: int) -> int:
     raise AssertionError("no thread count")
 
 
+def _connection_bound() -> int:
+    """The most connections one server process may open: its pool's size, else one per thread."""
+    from django.conf import settings
+
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    return pool["max_size"] if isinstance(pool, dict) else THREAD_ALLOWANCE
+
+
 def _database_connections() -> int:
     """Connections to the test database other than this test's own."""
     with connection.cursor() as cursor:
@@ -102,4 +110,6 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
                for r in responses)
     # Waiting holds neither a thread per poll nor a connection per poll.
     assert samples["threads"] < idle_threads + THREAD_ALLOWANCE, samples
-    assert samples["db_connections"] <= 10, samples
+    # The server's connections are bounded by its pool (which the burst of arriving polls
+    # may fill while they authenticate), never one per poll.
+    assert samples["db_connections"] <= _connection_bound() < CLIENTS, samples
