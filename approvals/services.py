@@ -21,7 +21,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import connection, transaction
 from django.db.models import F
@@ -33,13 +32,11 @@ from audit.privacy import params_digest, value_digest
 from . import broadcast, errors
 from .emergency import is_stopped
 from .errors import DomainError
-from .models import DECIDED_BY_POLICY, ApprovalRequest, ApprovalRequestGroupObjectPermission, Decision, ParamsRevision
+from .models import DECIDED_BY_POLICY, ApprovalRequest, Decision, ParamsRevision
 from .permissions import (
-    DECIDE,
-    VIEW,
-    _permission_id,
     can_decide,
     eligible_approver_count,
+    eligible_approver_count_of_new_request,
     eligible_approvers,
     excluded_from_approving,
     grant_group,
@@ -291,7 +288,8 @@ def _check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = 
     group = Group.objects.filter(name=escalation).first() if escalation else None
     if group is not None and not request.escalated:
         _escalate(request, group, reason="quorum_unreachable")
-        if eligible_approver_count(request) >= request.required_approvals:
+        eligible = eligible_approver_count(request)
+        if eligible >= request.required_approvals:
             return
     request.quorum_reachable = False
     request.save(update_fields=["quorum_reachable"])
@@ -299,7 +297,7 @@ def _check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = 
         "request.quorum_unreachable",
         actor=SYSTEM,
         request=request,
-        metadata={"required": request.required_approvals, "eligible": eligible_approver_count(request)},
+        metadata={"required": request.required_approvals, "eligible": eligible},
     )
 
 
@@ -420,7 +418,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
         decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
     )
     _first_revision(request, params, classification)
-    _check_quorum_reachable(request, eligible=_new_request_eligible_count(request))
+    _check_quorum_reachable(request, eligible=eligible_approver_count_of_new_request(request))
 
 
 def _first_revision(request: ApprovalRequest, params: dict[str, Any], classification: Classification) -> None:
@@ -428,46 +426,7 @@ def _first_revision(request: ApprovalRequest, params: dict[str, Any], classifica
     (a refused request gets no approvers)."""
     ParamsRevision.objects.create(request=request, number=1, params=params, risk_level=classification.risk_level)
     if request.approver_group is not None and classification.risk_level != RiskLevel.PROHIBITED:
-        _grant_new_request(request, request.approver_group)
-
-
-def _new_request_eligible_count(request: ApprovalRequest) -> int:
-    """`permissions.eligible_approver_count` for a request inserted in this transaction.
-
-    Such a request's only holders of decide are its approver group's members
-    (`_grant_new_request`; nothing grants users directly at submission), so the
-    eligible approvers are the group's active members other than the people
-    excluded from approving it. Counted straight from the membership table: the
-    general query joins the permission tables and costs ~5 ms to build on every
-    submission (README "Performance").
-    """
-    if request.approver_group_id is None:
-        return 0
-    user_model = get_user_model()
-    membership = user_model.groups.through._meta
-    quote = connection.ops.quote_name
-    user_id = quote(membership.get_field("user").column)
-    excluded = sorted(excluded_from_approving(request))
-    sql = (
-        f"SELECT COUNT(*) FROM {quote(user_model._meta.db_table)} u"
-        f" JOIN {quote(membership.db_table)} m ON m.{user_id} = u.{quote(user_model._meta.pk.column)}"
-        f" WHERE m.{quote(membership.get_field('group').column)} = %s"
-        f" AND u.{quote(user_model._meta.get_field('is_active').column)} = %s"
-    )
-    if excluded:
-        sql += f" AND m.{user_id} NOT IN ({', '.join(['%s'] * len(excluded))})"
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [request.approver_group_id, True, *excluded])
-        return cursor.fetchone()[0]
-
-
-def _grant_new_request(request: ApprovalRequest, group: Group) -> None:
-    """`grant_group` for a request inserted in this transaction: it holds no
-    permission rows yet, so the lookup of existing ones is skipped."""
-    ApprovalRequestGroupObjectPermission.objects.bulk_create(
-        ApprovalRequestGroupObjectPermission(content_object=request, group=group, permission_id=permission_id)
-        for permission_id in (_permission_id(VIEW), _permission_id(DECIDE))
-    )
+        grant_group(request, request.approver_group)
 
 
 # --- Decisions --------------------------------------------------------------------

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from approvals import services
 from approvals.models import ApprovalRequest
-from approvals.permissions import eligible_approver_count
+from approvals.permissions import eligible_approver_count, eligible_approver_count_of_new_request
 from approvals.states import State
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +25,7 @@ def test_the_new_request_count_agrees_with_the_permission_query(setup, submit, p
             people[name].groups.remove(reviewers_group)
     request = submit(**overrides)
     assert request.state == State.PENDING_APPROVAL
-    fast = services._new_request_eligible_count(request)
+    fast = eligible_approver_count_of_new_request(request)
     assert fast == eligible_approver_count(request)
     assert fast == {"as_cast": 3, "bob_inactive": 2, "no_requested_for": 4, "only_excluded_people": 0}[setup]
     assert request.quorum_reachable is (fast >= request.required_approvals)
