@@ -46,6 +46,9 @@ class RiskRule(models.Model):
     trusts_declared = models.BooleanField(
         default=False, help_text="Let this rule read what the agent declares about its own call (declared.*)."
     )
+    step_up = models.BooleanField(
+        default=False, help_text="Deciding needs a step-up proof whatever the level (critical always does)."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -66,7 +69,15 @@ class PolicyVersion(models.Model):
     created_by_label = models.CharField(max_length=150)
     note = models.TextField()
     rules = models.JSONField(help_text="RuleSpec dicts, the exact rule set classification compiles.")
+    destructive_verbs = models.JSONField(
+        default=list, help_text="Words that keep a low rule from auto-approving an action type containing them."
+    )
     diff = models.JSONField(default=dict)
+    # Four eyes: who approved a change that was not provably stricter (empty when it applied at once).
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by_label = models.CharField(max_length=150, blank=True)
 
     class Meta:
         ordering = ["-number"]
@@ -74,6 +85,53 @@ class PolicyVersion(models.Model):
 
     def __str__(self) -> str:
         return f"policy v{self.number}"
+
+
+class PolicyProposal(models.Model):
+    """A policy change waiting for a second risk-admin (four eyes).
+
+    Holds the complete proposed rule set and verb list, made against `base_version`;
+    it applies only while that is still the newest version, so approving never
+    silently undoes a change made in between. Written only through `approvals.policy`.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a second risk-admin"
+        APPLIED = "applied", "Approved and applied"
+        REJECTED = "rejected", "Rejected"
+        WITHDRAWN = "withdrawn", "Withdrawn by its author"
+        STALE = "stale", "Outdated by a later policy change"
+
+    created_at = models.DateTimeField(default=timezone.now)
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    proposed_by_label = models.CharField(max_length=150)
+    note = models.TextField()
+    base_version = models.ForeignKey(
+        PolicyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="proposals"
+    )
+    rules = models.JSONField(help_text="The complete proposed rule set (RuleSpec dicts).")
+    destructive_verbs = models.JSONField(default=list)
+    diff = models.JSONField(default=dict)
+    dry_run = models.JSONField(default=dict, blank=True, help_text="The replay summary shown to the approver.")
+    restored_from = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_label = models.CharField(max_length=150, blank=True)
+    decision_note = models.TextField(blank=True)
+    applied_version = models.OneToOneField(
+        PolicyVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="applied_from"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"policy proposal {self.pk} ({self.status})"
 
 
 # --- Requests -----------------------------------------------------------------
@@ -110,7 +168,10 @@ class ApprovalRequest(models.Model):
     state = models.CharField(max_length=20, choices=State.choices, default=State.DRAFT, db_index=True)
 
     # What is asked
-    action_type = models.CharField(max_length=200, db_index=True)
+    action_type = models.CharField(max_length=200, db_index=True, help_text="Normalized (NFKC, case-folded).")
+    action_type_sent = models.CharField(
+        max_length=200, blank=True, help_text="As the agent spelled it: its word boundaries (camelCase) find verbs."
+    )
     target = models.JSONField(default=dict, blank=True)
     target_hash = models.CharField(max_length=64, help_text="sha256 of the canonical target snapshot approved.")
     declared = models.JSONField(default=dict, blank=True, help_text="What the agent says about its own call.")
@@ -252,6 +313,9 @@ class Decision(models.Model):
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="decisions")
     verdict = models.CharField(max_length=7, choices=Verdict.choices)
     feedback = models.TextField(blank=True)
+    step_up_method = models.CharField(
+        max_length=20, blank=True, help_text="How the reviewer proved presence for this decision, if it needed it."
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

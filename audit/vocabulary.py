@@ -117,6 +117,17 @@ register("request.execution_reclaimed", "A worker took a fresh lease for the nex
 # Risk-rule tuning: deadline extensions and per-rule notification settings.
 register("request.deadline_extended", "A reviewer extended a pending request's decision deadline (once, within the rule's limit).")
 register("rule.notifications_changed", "An admin changed a rule's notification, reminder, escalation or extension settings.")
+# Decision integrity: edits that regroup a request, proposals, step-up, sign-in throttling,
+# four eyes on policy, and who changed which group's members.
+register("request.reclassified", "An edit re-classified a pending request under a stricter rule, group or quorum.")
+register("request.edit_proposed", "A reviewer proposed edited params that others must approve.")
+register("auth.step_up_failed", "A reviewer's step-up proof for a decision was wrong or missing.")
+register("auth.session_ended", "A reviewer's session was ended (repeated failed step-ups).")
+register("auth.throttled", "Repeated failed sign-ins: that account must wait before trying again from that address.")
+register("group.membership_changed", "People were added to or removed from a group.")
+register("policy.proposed", "A risk-admin proposed a policy change that waits for a second risk-admin.")
+register("policy.proposal_approved", "A second risk-admin approved a proposed policy change, which applied.")
+register("policy.proposal_rejected", "A proposed policy change was rejected or withdrawn.")
 
 TRANSITION_VERBS: frozenset[str] = frozenset(
     f"request.{name}"

@@ -244,6 +244,14 @@ DEFAULT_APPROVER_GROUP = "reviewers"
 DEFAULT_DECISION_TTL_SECONDS = 3600
 DEFAULT_EXECUTION_WINDOW_SECONDS = 900
 EXECUTION_LEASE_SECONDS = int(os.environ.get("EXECUTION_LEASE_SECONDS", "300"))
+# Step-up (approvals.services.step_up): deciding a request at these levels, or under
+# a rule that asks for it, needs a proof made for that decision (DESIGN.md "Guards").
+STEP_UP_RISK_LEVELS = env_list("STEP_UP_RISK_LEVELS", "critical")
+# This many failed step-ups in a row end the reviewer's session (audited).
+STEP_UP_FAILURE_LIMIT = int(os.environ.get("STEP_UP_FAILURE_LIMIT", "3"))
+# Four eyes on policy: a change that is not provably stricter waits for a second
+# risk-admin's approval (approvals.policy). Off only for a one-person demo.
+POLICY_FOUR_EYES = env_bool("POLICY_FOUR_EYES", True)
 
 # --- Misc -------------------------------------------------------------------
 

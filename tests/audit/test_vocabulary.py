@@ -38,6 +38,15 @@ GOLDEN_VERBS = [
     "request.execution_reclaimed",
     "request.deadline_extended",
     "rule.notifications_changed",
+    "request.reclassified",
+    "request.edit_proposed",
+    "auth.step_up_failed",
+    "auth.session_ended",
+    "auth.throttled",
+    "group.membership_changed",
+    "policy.proposed",
+    "policy.proposal_approved",
+    "policy.proposal_rejected",
 ]
 
 GOLDEN_TRANSITION_VERBS = {
