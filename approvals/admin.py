@@ -60,6 +60,7 @@ def _rule_data(cleaned: dict) -> dict:
         "editable_params": cleaned.get("editable_params") or [],
         "masked_params": cleaned.get("masked_params") or [],
         "trusts_declared": cleaned.get("trusts_declared"),
+        "step_up": cleaned.get("step_up"),
     }
 
 

@@ -93,6 +93,7 @@ def rule_to_spec(rule: RiskRule) -> RuleSpec:
             "editable_params": list(rule.editable_params),
             "masked_params": list(rule.masked_params),
             "trusts_declared": rule.trusts_declared,
+            "step_up": rule.step_up,
         }
     )
 
@@ -187,6 +188,7 @@ def _write_rule(spec: RuleSpec, approver_group: Group | None, escalation_group: 
             "editable_params": list(spec.editable_params),
             "masked_params": list(spec.masked_params),
             "trusts_declared": spec.trusts_declared,
+            "step_up": spec.step_up,
         },
     )
 

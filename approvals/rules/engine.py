@@ -121,6 +121,7 @@ class RuleSpec:
     editable_params: tuple[str, ...] = ()
     masked_params: tuple[str, ...] = ()
     trusts_declared: bool = False
+    step_up: bool = False
     _compiled: tuple[Condition, ...] = field(init=False, repr=False, compare=False)
     _glob: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
@@ -143,6 +144,7 @@ class RuleSpec:
         _require_param_names(self.editable_params, "editable_params")
         _require_param_names(self.masked_params, "masked_params")
         _require_bool(self.trusts_declared, "trusts_declared")
+        _require_bool(self.step_up, "step_up")
         object.__setattr__(self, "_glob", _compile_glob(self.action_type))
         object.__setattr__(self, "_compiled", self._compile_conditions())
 
@@ -213,13 +215,14 @@ class RuleSpec:
             "editable_params": list(self.editable_params),
             "masked_params": list(self.masked_params),
             "trusts_declared": self.trusts_declared,
+            "step_up": self.step_up,
         }
 
 
 RULE_KEYS: Final[tuple[str, ...]] = (
     "name", "priority", "enabled", "action_type", "conditions", "match", "risk_level",
     "required_approvals", "approver_group", "escalation_group", "decision_ttl_seconds",
-    "execution_window_seconds", "editable_params", "masked_params", "trusts_declared",
+    "execution_window_seconds", "editable_params", "masked_params", "trusts_declared", "step_up",
 )
 
 
@@ -326,6 +329,9 @@ class Classification:
     policy_version: int
     explanation: tuple[str, ...]
     reason: str
+    # The deciding rule asks for a step-up proof whatever the level (stored
+    # classifications from before this field read as False).
+    step_up: bool = False
 
     @property
     def needs_approval(self) -> bool:
@@ -347,6 +353,7 @@ class Classification:
             "policy_version": self.policy_version,
             "explanation": list(self.explanation),
             "reason": self.reason,
+            "step_up": self.step_up,
         }
 
     @classmethod
@@ -470,6 +477,7 @@ class CompiledPolicy:
             policy_version=self.version,
             explanation=(header, *held),
             reason=reason,
+            step_up=rule.step_up,
         )
 
     def _from_defaults(self, action_type: str) -> Classification:

@@ -291,6 +291,7 @@ rule_dicts = st.fixed_dictionaries(
         "editable_params": st.lists(st.sampled_from(["to", "body", "subject"]), unique=True),
         "masked_params": st.lists(st.sampled_from(["body", "token"]), unique=True),
         "trusts_declared": st.booleans(),
+        "step_up": st.booleans(),
     }
 )
 
