@@ -8,7 +8,7 @@ filter as the queue and history pages), never a per-row check.
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics
+from rest_framework import generics, serializers
 from rest_framework.response import Response
 
 from agents.api.auth import IsReviewer, ReviewerSessionAuthentication
@@ -18,17 +18,30 @@ from agents.api.serializers import ApprovalRequestSerializer, DecisionSerializer
 from . import errors, services
 from .errors import DomainError
 from .models import ApprovalRequest
+from .states import State
 from .permissions import viewable_by
 
 __all__ = ["DecisionView", "viewable_by"]
 
 
+class DecisionResultSerializer(ApprovalRequestSerializer):
+    outcome = serializers.ChoiceField(
+        choices=["approved", "rejected", "vote_recorded", "edit_proposed"], read_only=True,
+        help_text="What this decision did: decided the request, counted toward its quorum, or left an edit "
+                  "as a proposal the deciding group must approve (your approval does not count for it).",
+    )
+
+    class Meta(ApprovalRequestSerializer.Meta):
+        fields = [*ApprovalRequestSerializer.Meta.fields, "outcome"]
+
+
 class DecisionView(generics.GenericAPIView):
     """`POST /api/v1/requests/{id}/decisions/`: approve, approve with edits, or reject.
 
-    Only a reviewer who can view the request learns it exists (others get 404);
-    the decide permission and separation of duties are checked by the services
-    under the row lock.
+    Only a reviewer who can view the request learns it exists (others get 404).
+    Every guard (decide permission, separation of duties, deadlines, emergency
+    stop, step-up after any re-classification) is checked by the services under
+    the row lock; this view only translates.
     """
 
     authentication_classes = [ReviewerSessionAuthentication]
@@ -41,29 +54,39 @@ class DecisionView(generics.GenericAPIView):
         summary="Decide a request (reviewers, session + CSRF)",
         request=DecisionSerializer,
         responses={
-            200: ApprovalRequestSerializer,
+            200: DecisionResultSerializer,
             **error_responses(401, 403, 404, 409, 413, 422, codes={
-                403: [errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, "csrf_failed", "permission_denied"],
+                401: [errors.SESSION_ENDED],
+                403: [errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, errors.STEP_UP_REQUIRED,
+                      errors.STEP_UP_FAILED, "csrf_failed", "permission_denied"],
                 409: [errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, errors.ALREADY_VOTED,
-                      "decision_deadline_passed"],
-                422: ["validation_error", errors.PARAM_NOT_EDITABLE, errors.EDIT_PROHIBITED, "no_changes"],
+                      errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.EMERGENCY_STOP],
+                422: ["validation_error", errors.PARAM_NOT_EDITABLE, errors.EDIT_PROHIBITED, errors.NO_CHANGES],
             }),
         },
         tags=["reviewers"],
     )
     def post(self, request, pk):
         if not viewable_by(request.user).filter(pk=pk).exists():
-            raise DomainError("not_found", "No such approval request.", http_status=404)
+            raise DomainError(errors.NOT_FOUND, "No such approval request.", http_status=404)
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        proof = data.get("step_up")
+        actor = services.Reviewer.from_request(
+            request, step_up=services.StepUpProof.password(proof["password"]) if proof else None
+        )
         if data["decision"] == "reject":
-            decided = services.reject(pk, reviewer=request.user, feedback=data["feedback"])
+            decided = services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
         elif data.get("edits"):
-            decided = services.approve_with_edits(
-                pk, reviewer=request.user, edits=data["edits"], feedback=data["feedback"]
-            )
+            decided = services.approve_with_edits(pk, actor=actor, edits=data["edits"], feedback=data["feedback"])
         else:
-            decided = services.approve(pk, reviewer=request.user, feedback=data["feedback"])
+            decided = services.approve(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
         decided = ApprovalRequest.objects.select_related("agent", "supersedes").get(pk=decided.pk)
-        return Response(ApprovalRequestSerializer(decided).data)
+        return Response({**ApprovalRequestSerializer(decided).data, "outcome": _outcome(decided, request.user)})
+
+
+def _outcome(decided: ApprovalRequest, user) -> str:
+    if decided.state != State.PENDING_APPROVAL:
+        return decided.state
+    return "edit_proposed" if services.is_proposal(decided, by=user) else "vote_recorded"

@@ -94,7 +94,12 @@ def unsubscribe(listener: Listener) -> None:
         _listeners.remove(listener)
 
 
-def publish_on_commit(event: str, request, *, new_request: bool = False, **data: Any) -> None:
+def publish_on_commit(
+    event: str, request, *, new_request: bool = False, former_group_ids: tuple[int, ...] = (), **data: Any
+) -> None:
+    """Push `event` about `request` after commit. `former_group_ids`: groups that just
+    lost decide on it (a regrouping edit), whose screens must drop the card."""
+    viewers = _viewer_group_ids(request) if request.escalated else ()
     change = Change(
         event=event,
         request_id=str(request.pk),
@@ -102,7 +107,7 @@ def publish_on_commit(event: str, request, *, new_request: bool = False, **data:
         approver_group_id=request.approver_group_id,
         agent_id=request.agent_id,
         data=data,
-        viewer_group_ids=_viewer_group_ids(request) if request.escalated else (),
+        viewer_group_ids=tuple(sorted({*viewers, *former_group_ids})),
         rule_name=request.rule_name,
         new_request=new_request,
     )

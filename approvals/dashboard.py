@@ -26,6 +26,7 @@ from audit.vocabulary import describe
 from .markdown import render_markdown
 from .models import ApprovalRequest, Decision, ParamsRevision
 from .permissions import decidable_by, viewable_by
+from .services.step_up import needs_step_up
 from .snapshots import resolver_for, stable_hash
 from .states import RISK_COLOURS, STATE_COLOURS, Kind, RiskLevel, State
 
@@ -248,6 +249,8 @@ class Card:
     param_changes: list[ParamChange] = field(default_factory=list)
     target_view: TargetView | None = None
     links: dict[str, str] = field(default_factory=dict)  # the card's form actions, by name
+    # Who edited the current revision without their approval counting (a proposal).
+    proposed_by: str = ""
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -264,6 +267,12 @@ class Card:
     @property
     def is_critical(self) -> bool:
         return self.request.risk_level == RiskLevel.CRITICAL
+
+    @property
+    def needs_step_up(self) -> bool:
+        """Approving asks for a proof of presence (the services check it; this only shows the field)."""
+        return needs_step_up(self.request.risk_level,
+                             rule_asks=bool((self.request.classification or {}).get("step_up")))
 
     @property
     def is_plan(self) -> bool:
@@ -453,6 +462,10 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         target_view=_target_view(request, params, masked),
         links={name: url.replace(_PLACEHOLDER, str(request.pk)) for name, url in link_patterns.items()},
     )
+    if current is not None and request.current_revision > 1 and current.created_by is not None:
+        editor = current.created_by.get_username()
+        if editor not in approvers:
+            card.proposed_by = editor
     previous = request.supersedes
     if previous is not None:
         card.previous_feedback = previous.feedback

@@ -30,13 +30,26 @@ class DomainError(Exception):
 
 
 # Codes, in one place so the API schema and the tests can list them.
+NOT_FOUND = "not_found"
 ILLEGAL_TRANSITION = "illegal_transition"
+DECISION_DEADLINE_PASSED = "decision_deadline_passed"
 NOT_PERMITTED = "not_permitted"
 SEPARATION_OF_DUTIES = "separation_of_duties"
 ALREADY_VOTED = "already_voted"
 ALREADY_DECIDED = "already_decided"
 PARAM_NOT_EDITABLE = "param_not_editable"
 EDIT_PROHIBITED = "edit_prohibited"
+NO_CHANGES = "no_changes"
+REVISION_CHANGED = "revision_changed"
+INVALID_EDIT = "invalid_edit"
+INVALID_ACTION_TYPE = "invalid_action_type"
+# Step-up (services.step_up): deciding at a level that needs a proof of presence.
+STEP_UP_REQUIRED = "step_up_required"
+STEP_UP_FAILED = "step_up_failed"
+SESSION_ENDED = "session_ended"
+# Execution
+ALREADY_CLAIMED = "already_claimed"
+ATTEMPTS_EXHAUSTED = "attempts_exhausted"
 INVALID_GRANT = "invalid_grant"
 EXECUTED_BY_SERVER = "executed_by_server"
 # Re-validation refusals (DESIGN.md "Re-validation").

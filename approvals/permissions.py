@@ -48,6 +48,27 @@ def grant_group(request: ApprovalRequest, group: Group) -> None:
     )
 
 
+def revoke_decide_except(request: ApprovalRequest, keep: Group | None) -> list[int]:
+    """Take decide on `request` from every group but `keep` (and from anyone holding it
+    directly); view stays, so their history still shows the request. Returns the ids of
+    the groups that lost it, whose cards must go."""
+    decide = _permission_id(DECIDE)
+    by_group = ApprovalRequestGroupObjectPermission.objects.filter(content_object=request, permission_id=decide)
+    if keep is not None:
+        by_group = by_group.exclude(group_id=keep.pk)
+    losing = sorted(set(by_group.values_list("group_id", flat=True)))
+    by_group.delete()
+    ApprovalRequestUserObjectPermission.objects.filter(content_object=request, permission_id=decide).delete()
+    return losing
+
+
+def is_eligible_member(user, group: Group | None) -> bool:
+    """Whether `user` is an active member of `group` (who a regrouped request's decide goes to)."""
+    if group is None or not (user and user.is_active):
+        return False
+    return user.groups.filter(pk=group.pk).exists()
+
+
 def _holders_of(request: ApprovalRequest, codename: str) -> Q:
     permission_id = _permission_id(codename)
     via_group = ApprovalRequestGroupObjectPermission.objects.filter(

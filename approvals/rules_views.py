@@ -465,7 +465,7 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     try:
         if not raw.isdigit():
             raise DomainError("extension_not_allowed", "Say by how many seconds to extend.", http_status=422)
-        updated = services.extend_decision_deadline(pk, reviewer=request.user, seconds=int(raw),
+        updated = services.extend_decision_deadline(pk, actor=services.Reviewer.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))
     except DomainError as exc:
         if wants_json:

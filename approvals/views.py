@@ -21,12 +21,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from . import dashboard, services
+from . import dashboard, errors, services
 from .errors import DomainError
 from .permissions import decidable_by
 from .states import RiskLevel, State
-
-STEP_UP_REQUIRED = "step_up_required"
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -141,20 +139,24 @@ def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
 
 def _decidable(request: HttpRequest, pk):
     """The request if the reviewer may decide it; 404 otherwise (no existence leak)."""
-    found = decidable_by(request.user).filter(pk=pk).only("pk", "risk_level", "state").first()
+    found = decidable_by(request.user).filter(pk=pk).only("pk").first()
     if found is None:
         raise Http404("No such request in your queue.")
     return found
 
 
-def _step_up_refusal(request: HttpRequest, target) -> HttpResponse | None:
-    """Critical risk: the reviewer re-enters their password before approving."""
-    if target.risk_level != RiskLevel.CRITICAL:
-        return None
-    if request.user.check_password(request.POST.get("password", "")):
-        return None
-    return _outcome(request, ok=False, status=403, code=STEP_UP_REQUIRED,
-                    message="Critical risk: re-enter your password to approve.")
+def _reviewer(request: HttpRequest) -> services.Reviewer:
+    """The signed-in reviewer, with the step-up password they typed, if any (the
+    service decides whether the deciding level needs it, after any re-classification)."""
+    password = request.POST.get("password", "")
+    proof = services.StepUpProof.password(password) if password else None
+    return services.Reviewer.from_request(request, step_up=proof)
+
+
+def _revision(request: HttpRequest) -> int | None:
+    """The revision the card showed, so a decision never lands on params the reviewer did not see."""
+    raw = request.POST.get("revision", "")
+    return int(raw) if raw.isdigit() else None
 
 
 def _decided_message(request_obj, verb: str) -> str:
@@ -168,11 +170,9 @@ def _decided_message(request_obj, verb: str) -> str:
 @require_POST
 def approve(request: HttpRequest, pk) -> HttpResponse:
     target = _decidable(request, pk)
-    refusal = _step_up_refusal(request, target)
-    if refusal:
-        return refusal
     try:
-        decided = services.approve(target.pk, reviewer=request.user, feedback=request.POST.get("feedback", ""))
+        decided = services.approve(target.pk, actor=_reviewer(request), revision=_revision(request),
+                                   feedback=request.POST.get("feedback", ""))
     except DomainError as error:
         return _refused(request, error)
     return _outcome(request, ok=True, message=_decided_message(decided, "approval"), state=decided.state)
@@ -183,7 +183,8 @@ def approve(request: HttpRequest, pk) -> HttpResponse:
 def reject(request: HttpRequest, pk) -> HttpResponse:
     target = _decidable(request, pk)
     try:
-        decided = services.reject(target.pk, reviewer=request.user, feedback=request.POST.get("feedback", ""))
+        decided = services.reject(target.pk, actor=_reviewer(request), revision=_revision(request),
+                                  feedback=request.POST.get("feedback", ""))
     except DomainError as error:
         return _refused(request, error)
     return _outcome(request, ok=True, message=_decided_message(decided, "rejection"), state=decided.state)
@@ -207,7 +208,7 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
             try:
                 value = json.loads(raw)
             except json.JSONDecodeError:
-                raise DomainError("invalid_edit", f"{key} must be valid JSON, like the original value.",
+                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
                                   http_status=422, fields=[key]) from None
         if key not in current or value != current[key]:
             edits[key] = value
@@ -218,17 +219,19 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
 @require_POST
 def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
     target = _decidable(request, pk)
-    refusal = _step_up_refusal(request, target)
-    if refusal:
-        return refusal
     full = decidable_by(request.user).get(pk=target.pk)
     try:
         edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
         decided = services.approve_with_edits(
-            target.pk, reviewer=request.user, edits=edits, feedback=request.POST.get("feedback", "")
+            target.pk, actor=_reviewer(request), edits=edits, feedback=request.POST.get("feedback", "")
         )
     except DomainError as error:
         return _refused(request, error)
     changed = ", ".join(sorted(edits))
+    if services.is_proposal(decided, by=request.user):
+        group = decided.approver_group.name if decided.approver_group_id else "its approvers"
+        return _outcome(request, ok=True, state=decided.state, proposal=True,
+                        message=f"Your edit to {changed} is saved as a proposal: {group} must approve it "
+                                f"({decided.required_approvals} needed), and your approval does not count for it.")
     return _outcome(request, ok=True, state=decided.state,
                     message=f"Approved with edits to {changed}. " + _decided_message(decided, "approval"))

@@ -11,7 +11,9 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from approvals.errors import INVALID_ACTION_TYPE
 from approvals.models import ApprovalRequest
+from approvals.rules.names import ActionTypeError, parse_action_type
 from approvals.states import Kind, RiskLevel, State
 
 MASK = "••••••"
@@ -77,13 +79,24 @@ class _CorrelationFields(serializers.Serializer):
 
 
 class ActionSubmissionSerializer(_CorrelationFields):
-    action_type = serializers.RegexField(r"^[A-Za-z0-9_.:\-/]+$", max_length=200)
+    action_type = serializers.CharField(
+        max_length=200, trim_whitespace=False,
+        help_text="Letters, digits, `_`, `-` and `.` (e.g. `send_email`, `github.create_issue`); normalized "
+                  "(Unicode NFKC, case-folded, surrounding junk stripped) before any rule reads it.",
+    )
     target = _BoundedJSONField(max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict)
     params = _BoundedJSONField(max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict)
     declared = _BoundedJSONField(
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict,
         help_text="What the agent says about its own call; rules read it only if they trust it.",
     )
+
+    def validate_action_type(self, value: str) -> str:
+        try:
+            parse_action_type(value)
+        except ActionTypeError as error:
+            raise serializers.ValidationError(str(error), code=INVALID_ACTION_TYPE) from None
+        return value
 
 
 class PlanSubmissionSerializer(_CorrelationFields):
@@ -133,12 +146,29 @@ class GrantSerializer(serializers.Serializer):
     lease_until = serializers.DateTimeField()
 
 
+class StepUpSerializer(serializers.Serializer):
+    """A proof of presence made for this one decision (DESIGN.md "Guards")."""
+
+    method = serializers.ChoiceField(choices=["password"], help_text="How the reviewer proves presence.")
+    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False,
+                                     help_text="The reviewer's password, checked for this decision only.")
+
+
 class DecisionSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["approve", "reject"])
     feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
     edits = _BoundedJSONField(
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
         help_text="Approve with these params changed (only those the rule marks editable).",
+    )
+    revision = serializers.IntegerField(
+        min_value=1, required=False,
+        help_text="The revision you looked at; if the request moved on, nothing is recorded (409 revision_changed).",
+    )
+    step_up = StepUpSerializer(
+        required=False,
+        help_text="Required to approve where the deciding level needs it (critical, or a rule that asks); "
+                  "without it the answer is 403 step_up_required.",
     )
 
     def validate(self, attrs):

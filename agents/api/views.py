@@ -259,7 +259,8 @@ class CancelView(AgentView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         agent_request_or_404(self.agent, pk)
-        services.cancel(pk, agent=self.agent, reason=serializer.validated_data["reason"])
+        services.cancel(pk, actor=Actor.for_agent(self.agent), agent=self.agent,
+                        reason=serializer.validated_data["reason"])
         return Response(_represent(request_queryset().get(pk=pk)))
 
 

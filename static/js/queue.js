@@ -245,9 +245,18 @@
         scheduleResync(200);
       } else {
         flash(body.message || "Could not record the decision.", "warning");
-        if (body.code === "step_up_required") {
+        if (body.code === "session_ended") {
+          window.location.reload();
+        } else if (body.code === "step_up_required" || body.code === "step_up_failed") {
           const password = form.querySelector("input[type=password]");
-          if (password) { password.value = ""; password.focus(); }
+          if (password) {
+            password.closest("label").hidden = false;
+            password.required = true;
+            password.value = "";
+            password.focus();
+          }
+        } else if (body.code === "revision_changed") {
+          fetchCard(card.dataset.id);
         } else if (["already_decided", "illegal_transition", "decision_deadline_passed"].includes(body.code) || response.status === 404) {
           removeCard(card.dataset.id);
           scheduleResync(200);

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def approved(submit, people):
     """An email alice approved (medium, one approval)."""
     request = submit()
-    services.approve(request.pk, reviewer=people["alice"])
+    services.approve(request.pk, actor=services.Reviewer(people["alice"]))
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request
@@ -56,7 +56,7 @@ def test_the_target_changed_according_to_its_resolver(submit, people):
 
     try:
         request = submit("update_document", params={"content": "v2"}, target={"id": "doc-7"})
-        services.approve(request.pk, reviewer=people["alice"])
+        services.approve(request.pk, actor=services.Reviewer(people["alice"]))
         document["text"] = "someone else edited it"
         assert claim_refusal(request) == errors.TARGET_CHANGED
         assert request.state == State.FAILED

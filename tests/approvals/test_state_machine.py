@@ -26,7 +26,7 @@ from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, Decision
 from approvals.permissions import REVIEWERS
 from approvals.states import ALWAYS_TERMINAL, TRANSITIONS, Kind, State
-from audit.chain import verify_chain
+from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from audit.vocabulary import TRANSITION_VERBS
 
@@ -88,7 +88,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.approve(key, reviewer=self.people[who])
+            services.approve(key, actor=services.Reviewer(self.people[who]))
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=True)
         else:
@@ -102,7 +102,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         request = ApprovalRequest.objects.get(pk=key)
         edits = EDITS.get(request.action_type, {"anything": "x"})
         try:
-            services.approve_with_edits(key, reviewer=self.people[who], edits=edits)
+            services.approve_with_edits(key, actor=services.Reviewer(self.people[who]), edits=edits)
         except DomainError as refused:
             allowed = {errors.PARAM_NOT_EDITABLE, "no_changes", errors.ALREADY_VOTED, errors.ALREADY_DECIDED,
                        errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED}
@@ -114,7 +114,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.reject(key, reviewer=self.people[who], feedback="not like this")
+            services.reject(key, actor=services.Reviewer(self.people[who]), feedback="not like this")
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=False)
         else:
@@ -125,7 +125,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
     def cancel(self, data) -> None:
         key = data.draw(st.sampled_from(self.requests))
         try:
-            services.cancel(key, agent=self.agent, reason="changed my mind")
+            services.cancel(key, actor=Actor.for_agent(self.agent), agent=self.agent, reason="changed my mind")
         except DomainError as refused:
             expected = (errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, "decision_deadline_passed",
                         errors.APPROVAL_EXPIRED)

@@ -49,7 +49,7 @@ def transfer_rule(admin_user):
 
 
 def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda request: services.approve(request.pk, reviewer=people["alice"]))
+    reviewer_decides(lambda request: services.approve(request.pk, actor=services.Reviewer(people["alice"])))
     resume = cp.submit_plan(plan_file, timeout=15)
     assert resume.approved and resume.state == "approved"
     assert resume.tool_result == PLAN_APPROVED_TEXT
@@ -57,7 +57,7 @@ def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_fil
 
 
 def test_the_submit_plan_tool_returns_the_rejection_for_the_model(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda r: services.reject(r.pk, reviewer=people["alice"], feedback="Add error handling steps"))
+    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Reviewer(people["alice"]), feedback="Add error handling steps"))
     text = submit_plan(plan_file, client=cp, timeout=15)
     assert "Add error handling steps" in text and "submit_plan" in text
 
@@ -76,7 +76,7 @@ def test_require_approval_runs_the_function_with_the_edited_params(cp, people, t
         calls.append((amount, to))
         return f"sent {amount} to {to}"
 
-    reviewer_decides(lambda r: services.approve_with_edits(r.pk, reviewer=people["alice"], edits={"amount": 500}))
+    reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=services.Reviewer(people["alice"]), edits={"amount": 500}))
     assert transfer(900) == "sent 500 to acme"
     assert calls == [(500, "acme")]
     request = ApprovalRequest.objects.get()
@@ -90,7 +90,7 @@ def test_require_approval_raises_with_the_feedback_and_never_runs(cp, people, re
     def update_document(doc: str, text: str) -> None:
         calls.append(doc)
 
-    reviewer_decides(lambda r: services.reject(r.pk, reviewer=people["bob"], feedback="Not that document"))
+    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Reviewer(people["bob"]), feedback="Not that document"))
     with pytest.raises(ApprovalRejected) as raised:
         update_document("handbook", "new text")
     assert raised.value.feedback == "Not that document" and raised.value.state == "rejected"
@@ -131,7 +131,7 @@ def test_async_client_and_decorator(daphne_server, token, people, reviewer_decid
             async def update_document(doc: str) -> str:
                 return f"updated {doc}"
 
-            reviewer_decides(lambda r: services.approve(r.pk, reviewer=people["alice"]))
+            reviewer_decides(lambda r: services.approve(r.pk, actor=services.Reviewer(people["alice"])))
             return await update_document("handbook"), await acp.find(action_type="update_document")
 
     result, found = asyncio.run(scenario())
@@ -148,7 +148,7 @@ def test_a_dropped_connection_mid_wait_is_retried_and_finds_the_same_request(pro
         connections_before = proxy.accepted
         proxy.drop_all()  # the agent's long-poll dies mid-wait
         time.sleep(0.5)
-        services.approve(submitted["id"], reviewer=people["alice"])
+        services.approve(submitted["id"], actor=services.Reviewer(people["alice"]))
         waiter.join(timeout=25)
     assert outcome["resume"].request_id == submitted["id"] and outcome["resume"].approved
     assert proxy.accepted > connections_before  # it reconnected

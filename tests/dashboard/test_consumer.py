@@ -77,11 +77,11 @@ def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, 
             assert created == {"event": "card.created", "request_id": str(transfer.pk),
                                "state": "pending_approval", "data": {"verb": "request.queued"}}
 
-            await database_sync_to_async(services.approve)(transfer.pk, reviewer=people["alice"])
+            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Reviewer(people["alice"]))
             updated = await communicator.receive_json_from(timeout=TIMEOUT)
             assert updated["event"] == "card.updated" and updated["data"] == {"approvals": 1, "required": 2}
 
-            await database_sync_to_async(services.approve)(transfer.pk, reviewer=people["carol"])
+            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Reviewer(people["carol"]))
             removed = await communicator.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "approved"
 

@@ -49,7 +49,7 @@ def test_approving_from_the_page_answers_json_for_the_page_script(client, people
 
 def test_the_loser_of_a_race_reads_who_won_not_an_error_page(client, people, submit):
     request = submit("send_email")
-    services.approve(request.pk, reviewer=people["alice"])
+    services.approve(request.pk, actor=services.Reviewer(people["alice"]))
     client.force_login(people["bob"])
     response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
     assert response.status_code == 409
@@ -98,9 +98,9 @@ def test_critical_risk_asks_for_the_password_before_approving(client, people, su
     request = submit("run_payroll", params={"amount": 1})
     client.force_login(people["alice"])
     url = reverse("approvals:approve", args=[request.pk])
-    for attempt in ({}, {"password": "wrong"}):
+    for attempt, code in (({}, "step_up_required"), ({"password": "wrong"}, "step_up_failed")):
         response = client.post(url, attempt, **JSON)
-        assert response.status_code == 403 and response.json()["code"] == "step_up_required"
+        assert response.status_code == 403 and response.json()["code"] == code
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
     edits = client.post(reverse("approvals:approve-with-edits", args=[request.pk]), {"edit:amount": "2"}, **JSON)
     assert edits.status_code == 403 and edits.json()["code"] == "step_up_required"

@@ -4,6 +4,7 @@ filesystem broker elsewhere): approved requests run exactly once."""
 from __future__ import annotations
 
 import pytest
+from django.db import transaction
 
 from approvals import errors
 from approvals.emergency import set_emergency_stop
@@ -78,10 +79,13 @@ def test_two_workers_racing_run_the_side_effect_once(broker, worker, approved, r
 
 
 def test_an_emergency_stop_holds_execution_until_it_is_lifted(broker, worker, approved, submit, agent):
-    set_emergency_stop(on=True, reason="incident drill")
     try:
+        # Approved just before the stop (no approval is taken while it is on): the
+        # task is published after both commit, so the worker meets the stop.
+        with transaction.atomic():
+            request = approved("demo_restart_service", {"service": "billing"})
+            set_emergency_stop(on=True, reason="incident drill")
         assert submit("read_file", {"path": "README"}).state == State.PENDING_APPROVAL
-        request = approved("demo_restart_service", {"service": "billing"})
         wait_for(lambda: f"refused:{errors.EMERGENCY_STOP}" in worker.log(), what="the worker to refuse")
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
     finally:

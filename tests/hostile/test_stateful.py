@@ -305,9 +305,9 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
             for reviewer in reviewers:  # a second approval when the rule wants two
                 try:
                     if decision == "approve":
-                        services.approve(pk, reviewer=reviewer, feedback=feedback)
+                        services.approve(pk, actor=services.Reviewer(reviewer), feedback=feedback)
                     else:
-                        services.reject(pk, reviewer=reviewer, feedback=feedback)
+                        services.reject(pk, actor=services.Reviewer(reviewer), feedback=feedback)
                 except DomainError:
                     break  # decided already (quorum met, rejected) or not this reviewer's to decide
 

@@ -159,7 +159,7 @@ def test_dry_run_equals_classifying_each_request_one_by_one(make_requests, propo
         expected_pairs: Counter = Counter()
         expected_ids = set()
         for request in ApprovalRequest.objects.all():
-            inp = services._classification_input(request, request.current_params())
+            inp = services.classification_input(request, request.current_params())
             before, after = current.classify(inp), candidate.classify(inp)
             if before.risk_level != after.risk_level:
                 expected_pairs[(before.risk_level, after.risk_level)] += 1

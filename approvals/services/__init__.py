@@ -1,0 +1,72 @@
+"""Every state change of an approval request, one function each.
+
+Views, API views, consumers, tasks and commands call these and nothing else changes
+a request's state. The package, by area:
+
+- `core`: fetch-and-lock (`changing`), the transition table's one mover
+  (`transition`), refusals that keep what they wrote (`PersistedRefusal`), and
+  `Reviewer`, the person acting with what they proved for this call;
+- `guards` and `step_up`: every check a decision meets, under the row lock;
+- `submission`: an agent's submission, classified into its first state;
+- `decisions`: approve, reject, approve with edits, batches, withdrawal;
+- `deadlines`: expiries, the sweeper, deadline extensions;
+- `execution`: re-validation, run-once grants, outcomes and retries;
+- `escalation`: quorum reachability, escalation, regrouping after an edit.
+"""
+
+from .classification import classification_input
+from .core import SYSTEM, PersistedRefusal, Reviewer
+from .deadlines import expire, expire_overdue, extend_decision_deadline
+from .decisions import BatchItem, approve, approve_with_edits, cancel, decide_batch, is_proposal, reject
+from .escalation import escalate_request
+from .execution import (
+    ExecutionGrant,
+    claim_execution,
+    complete_execution,
+    defer_execution,
+    fail_lost_execution,
+    mark_enqueued,
+    plan_server_execution,
+    reclaim_execution,
+    release_enqueue,
+    revalidate,
+    revalidation_refusal,
+)
+from .step_up import StepUpProof, decision_digest, needs_step_up
+from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
+
+__all__ = [
+    "PLAN_ACTION_TYPE",
+    "SYSTEM",
+    "BatchItem",
+    "ExecutionGrant",
+    "PersistedRefusal",
+    "Reviewer",
+    "StepUpProof",
+    "Submission",
+    "approve",
+    "approve_with_edits",
+    "cancel",
+    "claim_execution",
+    "classification_input",
+    "classify",
+    "complete_execution",
+    "decide_batch",
+    "decision_digest",
+    "defer_execution",
+    "escalate_request",
+    "expire",
+    "expire_overdue",
+    "extend_decision_deadline",
+    "fail_lost_execution",
+    "is_proposal",
+    "mark_enqueued",
+    "needs_step_up",
+    "plan_server_execution",
+    "reclaim_execution",
+    "reject",
+    "release_enqueue",
+    "revalidate",
+    "revalidation_refusal",
+    "submit",
+]

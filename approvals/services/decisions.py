@@ -1,0 +1,326 @@
+"""People's decisions: approve, reject, approve with edits, batches, and withdrawal.
+
+Every path a person decides through (dashboard form, keyboard, JSON API, and any
+later channel) calls these functions, which check every guard under the row lock
+(`guards`, `step_up`); callers only translate a `DomainError` into their medium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.utils import timezone
+
+from audit.chain import Actor, digest, record
+from audit.privacy import value_digest
+
+from .. import broadcast, errors
+from ..emergency import is_stopped
+from ..errors import DomainError
+from ..models import ApprovalRequest, Decision, ParamsRevision
+from ..permissions import excluded_from_approving, is_eligible_member
+from ..states import RiskLevel, State
+from .classification import Classified, apply_classification, classify_params, scrutiny
+from .core import Reviewer, changing, refuse_state, transition
+from .escalation import regroup
+from .guards import (
+    approvals_counted,
+    refuse_if_expired,
+    require_may_approve,
+    require_may_decide,
+    require_pending,
+    rule_asks_step_up,
+)
+from .step_up import require_step_up
+
+__all__ = ["BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch", "is_proposal", "reject"]
+
+APPROVE = Decision.Verdict.APPROVE
+REJECT = Decision.Verdict.REJECT
+
+
+# --- Approve and reject -------------------------------------------------------------
+
+
+def approve(request_id, *, actor: Reviewer, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+    """Record `actor`'s approval of the current revision; approve once the quorum stands.
+
+    `revision`: the revision the reviewer looked at; if the request moved on since,
+    nothing is recorded (`revision_changed`).
+    """
+    with changing(request_id) as request:
+        require_pending(request)
+        _require_revision(request, revision)
+        require_may_decide(request, actor)
+        require_may_approve(request, actor)
+        method = require_step_up(
+            request, actor, decision=(str(request.pk), request.current_revision, APPROVE),
+            risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
+        )
+        _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
+        _approve_if_quorum(request, actor)
+    return request
+
+
+def reject(request_id, *, actor: Reviewer, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+    """Any reviewer who may decide ends the request; `feedback` reaches the agent verbatim.
+
+    A rejection needs no step-up and is open to the agent's owner and the person it
+    acts for: it can only stop something, never make it run.
+    """
+    with changing(request_id) as request:
+        require_pending(request)
+        _require_revision(request, revision)
+        require_may_decide(request, actor)
+        _record_vote(request, actor, REJECT, feedback)
+        transition(
+            request, State.REJECTED, actor=actor.actor,
+            metadata={"revision": request.current_revision, "feedback": digest(feedback)},
+            decided_at=timezone.now(), decided_by_label=actor.label,
+            resolution_code="rejected", feedback=feedback,
+        )
+    return request
+
+
+def _require_revision(request: ApprovalRequest, revision: int | None) -> None:
+    if revision is not None and revision != request.current_revision:
+        raise DomainError(
+            errors.REVISION_CHANGED,
+            f"The request is at revision {request.current_revision} now, not {revision}; look at it again.",
+            revision=request.current_revision,
+        )
+
+
+def _record_vote(request: ApprovalRequest, actor: Reviewer, verdict: str, feedback: str, *,
+                 step_up_method: str = "") -> None:
+    if Decision.objects.filter(request=request, revision=request.current_revision, reviewer=actor.user).exists():
+        raise DomainError(errors.ALREADY_VOTED, "You already decided this revision.")
+    Decision.objects.create(
+        request=request, revision=request.current_revision, reviewer=actor.user, verdict=verdict,
+        feedback=feedback, step_up_method=step_up_method,
+    )
+    record(
+        "decision.recorded",
+        actor=actor.actor,
+        request=request,
+        metadata={"revision": request.current_revision, "verdict": verdict, "feedback": digest(feedback),
+                  **({"step_up": step_up_method} if step_up_method else {})},
+    )
+
+
+def _approve_if_quorum(request: ApprovalRequest, actor: Reviewer) -> None:
+    counted = approvals_counted(request)
+    if counted < request.required_approvals:
+        broadcast.publish_on_commit(
+            broadcast.CARD_UPDATED, request, approvals=counted, required=request.required_approvals
+        )
+        return
+    now = timezone.now()
+    window = request.classification.get("execution_window_seconds", settings.DEFAULT_EXECUTION_WINDOW_SECONDS)
+    transition(
+        request, State.APPROVED, actor=actor.actor,
+        metadata={"revision": request.current_revision, "approvals": counted},
+        decided_at=now, decided_by_label=actor.label, resolution_code="approved",
+        execute_by=now + timedelta(seconds=window),
+    )
+
+
+# --- Approve with edits ------------------------------------------------------------------
+
+
+def approve_with_edits(request_id, *, actor: Reviewer, edits: dict[str, Any], feedback: str = "") -> ApprovalRequest:
+    """Make a new revision with `edits` applied to the params the rule marks editable,
+    and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
+
+    The new revision is re-classified; the classification demanding more (level,
+    then required approvals; a tie goes to the new one) decides, with its own
+    group: when that changes the level, group or quorum the request is regrouped.
+    Approvals of earlier revisions stop counting. The editor's approval counts only
+    where they are eligible under the deciding classification (in its group, not
+    excluded by separation of duties, no emergency stop) and give the step-up its
+    level needs; otherwise the edit stands as a proposal that group decides.
+    """
+    with changing(request_id) as request:
+        require_pending(request)
+        require_may_decide(request, actor)
+        previous = request.current_params()
+        params, changed = _edited_params(request, previous, edits)
+        fresh = classify_params(request, params)
+        if fresh.classification.risk_level == RiskLevel.PROHIBITED:
+            raise DomainError(errors.EDIT_PROHIBITED,
+                              f"Policy refuses the edited call: {fresh.classification.reason}", http_status=422)
+        deciding = _deciding(request, fresh)
+        regroups = deciding is not None and _routes_elsewhere(request, fresh)
+        counts = _editor_counts(request, actor, deciding=deciding, regroups=regroups)
+        method = ""
+        if counts:
+            risk_level, rule_asks = _deciding_step_up(request, deciding)
+            method = require_step_up(
+                request, actor, decision=(str(request.pk), request.current_revision, "approve_with_edits"),
+                risk_level=risk_level, rule_asks=rule_asks,
+            )
+        _write_revision(request, actor, params, changed, previous, fresh, deciding=deciding, regroups=regroups,
+                        proposal=not counts)
+        if counts:
+            _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
+            _approve_if_quorum(request, actor)
+        else:
+            record("request.edit_proposed", actor=actor.actor, request=request,
+                   metadata={"revision": request.current_revision, "feedback": digest(feedback)})
+            broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.edit_proposed")
+    return request
+
+
+def is_proposal(request: ApprovalRequest, *, by: Any) -> bool:
+    """Whether `by` edited the request's current revision without their approval counting."""
+    return (
+        request.current_revision > 1
+        and ParamsRevision.objects.filter(request=request, number=request.current_revision, created_by=by).exists()
+        and not Decision.objects.filter(request=request, revision=request.current_revision, reviewer=by).exists()
+    )
+
+
+def _edited_params(request: ApprovalRequest, previous: dict[str, Any],
+                   edits: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    editable = set(request.classification.get("editable_params", ()))
+    not_editable = sorted(set(edits) - editable)
+    if not_editable:
+        raise DomainError(
+            errors.PARAM_NOT_EDITABLE,
+            f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.",
+            http_status=422, fields=not_editable,
+        )
+    changed = sorted(key for key in edits if previous.get(key, object()) != edits[key])
+    if not changed:
+        raise DomainError(errors.NO_CHANGES, "The edits change nothing; approve instead.", http_status=422)
+    return {**previous, **edits}, changed
+
+
+def _deciding(request: ApprovalRequest, fresh: Classified) -> Classified | None:
+    """The edit's classification when it demands at least as much as the request's
+    (a tie goes to the new one); None when the request's own still decides."""
+    new = fresh.classification
+    if scrutiny(new.risk_level, new.required_approvals) >= scrutiny(request.risk_level, request.required_approvals):
+        return fresh
+    return None
+
+
+def _routes_elsewhere(request: ApprovalRequest, fresh: Classified) -> bool:
+    new = fresh.classification
+    current_group = request.approver_group.name if request.approver_group_id else None
+    return (new.risk_level, new.approver_group, max(1, new.required_approvals)) != (
+        request.risk_level, current_group, request.required_approvals
+    )
+
+
+def _editor_counts(request: ApprovalRequest, actor: Reviewer, *, deciding: Classified | None,
+                   regroups: bool) -> bool:
+    """Whether the editor's approval can count for the new revision (step-up aside)."""
+    if actor.user.pk in excluded_from_approving(request) or is_stopped(request.agent):
+        return False
+    if not regroups:
+        return True  # the same group decides, and they hold decide on it
+    group = Group.objects.filter(name=deciding.classification.approver_group).first() if deciding else None
+    return is_eligible_member(actor.user, group)
+
+
+def _deciding_step_up(request: ApprovalRequest, deciding: Classified | None) -> tuple[str, bool]:
+    if deciding is None:
+        return request.risk_level, rule_asks_step_up(request)
+    return deciding.classification.risk_level, deciding.classification.step_up
+
+
+def _write_revision(request: ApprovalRequest, actor: Reviewer, params: dict[str, Any], changed: list[str],
+                    previous: dict[str, Any], fresh: Classified, *, deciding: Classified | None, regroups: bool,
+                    proposal: bool) -> None:
+    request.current_revision += 1
+    ParamsRevision.objects.create(
+        request=request, number=request.current_revision, params=params, created_by=actor.user,
+        changed_keys=changed, risk_level=fresh.classification.risk_level,
+    )
+    if regroups:
+        regroup(request, fresh, actor=actor.actor)
+    elif deciding is not None:
+        apply_classification(request, deciding)
+        request.save()
+    else:
+        request.impact = fresh.impact
+        request.save(update_fields=["current_revision", "impact"])
+    record(
+        "request.revised",
+        actor=actor.actor,
+        request=request,
+        metadata={
+            "revision": request.current_revision,
+            "changed": {
+                key: {"before": value_digest(request.action_type, key, previous.get(key)),
+                      "after": value_digest(request.action_type, key, params[key])}
+                for key in changed
+            },
+            "risk_level": fresh.classification.risk_level,
+            "reclassified": regroups,
+            "proposal": proposal,
+        },
+    )
+
+
+# --- Batches ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    """One request of a batch decision: what was decided, or why it was refused."""
+
+    request_id: str
+    request: ApprovalRequest | None = None
+    error: DomainError | None = None
+
+
+def decide_batch(items: Sequence[tuple[str, int]], *, actor: Reviewer, verdict: str,
+                 feedback: str = "") -> list[BatchItem]:
+    """Approve or reject several requests at once, each exactly at the revision the
+    reviewer saw, each in its own transaction with every guard of a single decision.
+
+    A step-up proof for the batch must cover every (request, revision, verdict) in
+    it (`StepUpProof(..., covers=...)`): one proof, one digest, valid for these
+    decisions only. A request whose revision moved on is refused with
+    `revision_changed`; the others are decided on their own.
+    """
+    decide = approve if verdict == APPROVE else reject if verdict == REJECT else None
+    if decide is None:
+        raise DomainError(errors.INVALID_EDIT, f"Unknown verdict {verdict!r}.", http_status=422)
+    results = []
+    for request_id, revision in items:
+        try:
+            decided = decide(request_id, actor=actor, feedback=feedback, revision=revision)
+            results.append(BatchItem(str(request_id), request=decided))
+        except DomainError as error:
+            results.append(BatchItem(str(request_id), error=error))
+            if error.code == errors.SESSION_ENDED:
+                break
+    return results
+
+
+# --- Withdrawal ---------------------------------------------------------------------------
+
+
+def cancel(request_id, *, actor: Actor, agent=None, reason: str = "") -> ApprovalRequest:
+    """The agent withdraws its request, or an admin revokes it, before execution.
+
+    `agent`: the request must be this agent's (another's reads as missing).
+    """
+    with changing(request_id, agent=agent) as request:
+        refuse_if_expired(request)
+        if request.state not in (State.PENDING_APPROVAL, State.APPROVED):
+            raise refuse_state(request, "pending approval or approved")
+        transition(
+            request, State.CANCELLED, actor=actor, metadata={"reason": digest(reason)},
+            resolution_code="withdrawn" if agent is not None else "revoked", feedback=reason,
+            decided_at=request.decided_at or timezone.now(),
+        )
+    return request

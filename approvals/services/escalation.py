@@ -1,0 +1,106 @@
+"""Who a pending request is routed to: quorum reachability, escalation to a second
+group, and regrouping when an edit re-classifies it under another rule."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import Group
+
+from audit.chain import Actor, record
+
+from .. import broadcast
+from ..models import ApprovalRequest
+from ..permissions import eligible_approver_count, grant_group, revoke_decide_except
+from ..states import State
+from .classification import Classified, apply_classification
+from .core import SYSTEM, changing
+from .guards import expire_if_due
+
+__all__ = ["check_quorum_reachable", "escalate_request", "regroup"]
+
+
+def check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = None) -> None:
+    """Say at once when the group cannot reach the quorum, and escalate if the rule names a second group.
+
+    `eligible`: the number of eligible approvers, when the caller counted it already.
+    """
+    if eligible is None:
+        eligible = eligible_approver_count(request)
+    if eligible >= request.required_approvals:
+        if not request.quorum_reachable:
+            request.quorum_reachable = True
+            request.save(update_fields=["quorum_reachable"])
+        return
+    escalation = request.classification.get("escalation_group")
+    group = Group.objects.filter(name=escalation).first() if escalation else None
+    if group is not None and not request.escalated:
+        _escalate(request, group, reason="quorum_unreachable")
+        eligible = eligible_approver_count(request)
+        if eligible >= request.required_approvals:
+            return
+    request.quorum_reachable = False
+    request.save(update_fields=["quorum_reachable"])
+    record(
+        "request.quorum_unreachable",
+        actor=SYSTEM,
+        request=request,
+        metadata={"required": request.required_approvals, "eligible": eligible},
+    )
+
+
+def _escalate(request: ApprovalRequest, group: Group, *, reason: str) -> None:
+    """Give `group` view and decide on a locked request and audit the escalation."""
+    grant_group(request, group)
+    request.escalated = True
+    request.save(update_fields=["escalated"])
+    record("request.escalated", actor=SYSTEM, request=request, metadata={"group": group.name, "reason": reason})
+    # The escalation group has never seen this card: for its members it is new.
+    broadcast.publish_on_commit(broadcast.CARD_CREATED, request, escalated_to=group.name)
+
+
+def escalate_request(request_id, *, group: Group, reason: str) -> bool:
+    """Escalate a pending request to `group` (view and decide); False if it is no
+    longer pending or was escalated before. A deadline that passed is persisted
+    (the request expires) and False is returned."""
+    with changing(request_id) as request:
+        if expire_if_due(request) is not None:
+            return False
+        if request.state != State.PENDING_APPROVAL or request.escalated:
+            return False
+        _escalate(request, group, reason=reason)
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.escalated", group=group.name)
+    return True
+
+
+def regroup(request: ApprovalRequest, classified: Classified, *, actor: Actor) -> None:
+    """Route a locked, pending request to the classification an edit made decide.
+
+    The new rule's group is granted; every other group loses decide on the request
+    (it keeps view, so their history still shows it) and their cards go; the
+    escalation of the old classification no longer applies; whether the new group
+    can reach the quorum is said at once.
+    """
+    before = {"risk_level": request.risk_level, "rule": request.rule_name,
+              "required_approvals": request.required_approvals,
+              "group": request.approver_group.name if request.approver_group_id else None}
+    apply_classification(request, classified)
+    request.escalated = False
+    request.save()
+    if request.approver_group is not None:
+        grant_group(request, request.approver_group)
+    former = revoke_decide_except(request, request.approver_group)
+    record(
+        "request.reclassified",
+        actor=actor,
+        request=request,
+        metadata={
+            "revision": request.current_revision,
+            "from": before,
+            "to": {"risk_level": request.risk_level, "rule": request.rule_name,
+                   "required_approvals": request.required_approvals,
+                   "group": request.approver_group.name if request.approver_group is not None else None},
+            "groups_revoked": former,
+        },
+    )
+    broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.reclassified",
+                                former_group_ids=tuple(former))
+    check_quorum_reachable(request)

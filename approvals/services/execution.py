@@ -1,0 +1,305 @@
+"""Execution: re-validation right before running, run-once grants, outcomes, retries.
+
+Every execution path (an agent's claim, a worker's first claim or its retry)
+re-validates with `revalidate` and gets its grant from `_issue_grant`. A request
+whose action type has a server-side executor (approvals.executors) is published to
+Celery after the approving transaction commits. The database, not the broker,
+carries retries: a retryable failure gives the grant back and sets
+`next_attempt_at` (`defer_execution`); the sweeper re-publishes due rows and
+`reclaim_execution` takes a fresh grant under the same idempotency key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from audit.chain import Actor, digest, record
+
+from .. import broadcast, errors
+from ..emergency import is_stopped
+from ..errors import DomainError
+from ..models import ApprovalRequest
+from ..snapshots import current_target_hash
+from ..states import State
+from .classification import classify_params, stricter_than_request
+from .core import SYSTEM, PersistedRefusal, changing, refuse_state, transition
+from .guards import approvals_counted
+
+__all__ = [
+    "ExecutionGrant",
+    "claim_execution",
+    "complete_execution",
+    "defer_execution",
+    "fail_lost_execution",
+    "mark_enqueued",
+    "plan_server_execution",
+    "reclaim_execution",
+    "release_enqueue",
+    "revalidate",
+    "revalidation_refusal",
+]
+
+
+@dataclass(frozen=True)
+class ExecutionGrant:
+    """The single-use right to execute one approved revision, exactly as approved."""
+
+    request_id: str
+    token: str
+    idempotency_key: str
+    params: dict[str, Any]
+    lease_until: datetime
+
+
+# --- Re-validation ------------------------------------------------------------------------
+
+
+def revalidation_refusal(request: ApprovalRequest, *, target_hash: str | None = None) -> tuple[str, str] | None:
+    """Why `request` may not execute now, as (code, message), or None. Writes nothing."""
+    if is_stopped(request.agent):
+        return errors.EMERGENCY_STOP, "The emergency stop is on; execution waits until it is lifted."
+    if request.has_execution_step and request.execute_by and request.execute_by <= timezone.now():
+        return errors.APPROVAL_EXPIRED, "The approval's execution window has passed."
+    fresh = current_target_hash(request.action_type, request.target) or target_hash
+    if fresh and fresh != request.target_hash:
+        return errors.TARGET_CHANGED, "The target changed since it was approved; submit it again for approval."
+    if not request.approved_by_policy and approvals_counted(request) < request.required_approvals:
+        return errors.APPROVER_PERMISSION_REVOKED, "An approver no longer holds the permission; the quorum no longer stands."
+    fresh_classification = classify_params(request, request.current_params()).classification
+    if stricter_than_request(request, fresh_classification):
+        return (
+            errors.POLICY_CHANGED,
+            f"The current policy is stricter for this call ({fresh_classification.reason}); it needs approval again.",
+        )
+    return None
+
+
+def revalidate(request: ApprovalRequest, *, actor: Actor, target_hash: str | None = None) -> None:
+    """Re-validate a locked request right before (another attempt at) execution.
+
+    An emergency stop refuses without changing anything (DomainError): the request
+    runs once the stop is lifted. Any other refusal is final: the request moves to
+    `expired` (an approval whose window passed before any claim) or `failed`, with
+    the reason code, audited, and a PersistedRefusal is raised. A refused request
+    is never re-opened; the agent resubmits.
+    """
+    refusal = revalidation_refusal(request, target_hash=target_hash)
+    if refusal is None:
+        return
+    code, message = refusal
+    if code == errors.EMERGENCY_STOP:
+        raise DomainError(code, message, state=request.state)
+    if code == errors.APPROVAL_EXPIRED and request.state == State.APPROVED:
+        transition(request, State.EXPIRED, actor=actor, metadata={"code": code}, resolution_code=code)
+    else:
+        transition(
+            request, State.FAILED, actor=actor, metadata={"code": code}, resolution_code=code, error=message,
+            finished_at=timezone.now(), grant_hash="",
+        )
+    raise PersistedRefusal(code, message, state=request.state)
+
+
+# --- Grants -------------------------------------------------------------------------------
+
+
+def _grant_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata: dict[str, Any]) -> ExecutionGrant:
+    """A fresh single-use grant on a locked, executing request: its token is stored as
+    a hash only, and the lease and attempt count move on."""
+    token = secrets.token_urlsafe(32)
+    request.grant_hash = _grant_hash(token)
+    request.lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
+    request.next_attempt_at = None
+    request.attempts += 1
+    request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "attempts"])
+    record(verb, actor=actor, request=request,
+           metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata})
+    broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb=verb)
+    return ExecutionGrant(
+        request_id=str(request.pk), token=token, idempotency_key=request.execution_key,
+        params=request.current_params(), lease_until=request.lease_until,
+    )
+
+
+def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | None = None) -> ExecutionGrant:
+    """Re-validate and claim an approved request for execution: exactly one caller wins.
+
+    `agent`: the claimant is this agent (its own requests only, and only those no
+    server-side executor runs). Returns the single-use grant with the exact approved
+    params and the idempotency key the side effect must carry.
+    """
+    with changing(request_id, agent=agent) as request:
+        if agent is not None and request.executor:
+            raise DomainError(
+                errors.EXECUTED_BY_SERVER,
+                f"The server runs this request (executor {request.executor!r}); wait for its result instead.",
+                state=request.state,
+            )
+        if request.state != State.APPROVED:
+            raise DomainError(
+                errors.ALREADY_CLAIMED if request.state == State.EXECUTING else errors.ILLEGAL_TRANSITION,
+                f"The request is {request.state.replace('_', ' ')}; only an approved request can be claimed.",
+                state=request.state,
+            )
+        revalidate(request, actor=actor, target_hash=target_hash)
+        # The row is locked already; the conditional update is what makes a second
+        # claimant (even one that skipped the lock) change nothing.
+        won = ApprovalRequest.objects.filter(pk=request.pk, state=State.APPROVED).update(state=State.EXECUTING)
+        if won != 1:
+            raise DomainError(errors.ALREADY_CLAIMED, "Another executor claimed this request first.")
+        request.state = State.EXECUTING
+        return _issue_grant(request, actor=actor, verb="request.execution_claimed",
+                            metadata={"from": State.APPROVED, "to": State.EXECUTING})
+
+
+def reclaim_execution(request_id, *, actor: Actor, idempotent: bool, max_attempts: int | None = None) -> ExecutionGrant:
+    """Take a fresh grant on an `executing` request whose next attempt is due.
+
+    Due means: a deferred retry whose `next_attempt_at` has come, or (only when the
+    executor is `idempotent`) a claim whose lease ran out with no report. The same
+    re-validation as a first claim runs first. After `max_attempts` claims the
+    request fails (``outcome_unknown`` for a lost lease, ``attempts_exhausted`` for
+    retries).
+    """
+    max_attempts = max_attempts or settings.EXECUTION_MAX_ATTEMPTS
+    with changing(request_id) as request:
+        now = timezone.now()
+        if request.state != State.EXECUTING:
+            raise refuse_state(request, State.EXECUTING)
+        deferred = not request.grant_hash
+        if not request.lease_until or request.lease_until > now or not (deferred or idempotent):
+            raise DomainError(errors.ALREADY_CLAIMED, "The execution is running or not due for another attempt.",
+                              state=request.state)
+        if request.attempts >= max_attempts:
+            code = errors.ATTEMPTS_EXHAUSTED if deferred else errors.OUTCOME_UNKNOWN
+            transition(
+                request, State.FAILED, actor=actor, metadata={"code": code, "attempts": request.attempts},
+                resolution_code=code, error=f"Gave up after {request.attempts} attempts. {request.error}".strip(),
+                finished_at=now, grant_hash="",
+            )
+            raise PersistedRefusal(errors.ATTEMPTS_EXHAUSTED, "No attempts left.", state=request.state)
+        revalidate(request, actor=actor)
+        return _issue_grant(request, actor=actor, verb="request.execution_reclaimed",
+                            metadata={"reason": "retry" if deferred else "lease_lost"})
+
+
+# --- Outcomes -----------------------------------------------------------------------------
+
+
+def _require_grant(request: ApprovalRequest, token: str) -> None:
+    if request.state != State.EXECUTING:
+        raise refuse_state(request, State.EXECUTING)
+    if not request.grant_hash or not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
+        raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.", http_status=403)
+
+
+def complete_execution(
+    request_id, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = "", code: str = ""
+) -> ApprovalRequest:
+    """Record the executor's outcome for the claim that `token` proves.
+
+    `code` names why a failure failed (e.g. ``outcome_unknown``); it defaults to
+    ``execution_failed`` and is ignored on success.
+    """
+    with changing(request_id) as request:
+        _require_grant(request, token)
+        transition(
+            request, State.SUCCEEDED if succeeded else State.FAILED, actor=actor,
+            metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
+            result=result, error=error, finished_at=timezone.now(), grant_hash="",
+            resolution_code="succeeded" if succeeded else (code or "execution_failed"),
+        )
+    return request
+
+
+def defer_execution(request_id, *, token: str, actor: Actor, error: str, code: str, retry_at) -> ApprovalRequest:
+    """A retryable failure: give the grant back and schedule the next attempt.
+
+    The request stays `executing` (its claim stands; the idempotency key is the
+    same on every attempt) with no valid grant until `reclaim_execution`.
+    """
+    with changing(request_id) as request:
+        _require_grant(request, token)
+        request.grant_hash = ""
+        request.lease_until = retry_at
+        request.next_attempt_at = retry_at
+        request.error = error
+        request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "error"])
+        record(
+            "request.execution_deferred", actor=actor, request=request,
+            metadata={"attempt": request.attempts, "code": code, "error": digest(error),
+                      "retry_at": retry_at.isoformat()},
+        )
+        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.execution_deferred")
+    return request
+
+
+def fail_lost_execution(request_id) -> bool:
+    """An executing request whose lease ran out with no report: its outcome is unknown."""
+    with changing(request_id) as request:
+        if request.state != State.EXECUTING or not request.lease_until or request.lease_until > timezone.now():
+            return False
+        transition(
+            request, State.FAILED, actor=SYSTEM, metadata={"code": errors.OUTCOME_UNKNOWN},
+            resolution_code=errors.OUTCOME_UNKNOWN, error="The execution lease ran out with no result.",
+            finished_at=timezone.now(), grant_hash="",
+        )
+    return True
+
+
+# --- Publishing to the worker ---------------------------------------------------------------
+
+
+def plan_server_execution(request: ApprovalRequest) -> None:
+    """Inside an approving transaction: record the executor and publish after commit.
+
+    No-op for plans and for action types the agent executes itself. If the
+    process dies between commit and publish, `enqueued_at` stays empty and the
+    sweeper publishes it.
+    """
+    from ..executors import executor_name_for
+
+    if not request.has_execution_step:
+        return
+    name = executor_name_for(request.action_type)
+    if not name:
+        return
+    request.executor = name
+    request.save(update_fields=["executor"])
+    request_id = str(request.pk)
+
+    def publish() -> None:
+        from ..executors.runner import enqueue
+
+        enqueue(request_id)
+
+    transaction.on_commit(publish)
+
+
+def mark_enqueued(request_id, *, now=None) -> bool:
+    """Note that the execution task was published (bookkeeping for the sweeper, not audited)."""
+    return bool(
+        ApprovalRequest.objects.filter(pk=request_id, state__in=(State.APPROVED, State.EXECUTING)).update(
+            enqueued_at=now or timezone.now()
+        )
+    )
+
+
+def release_enqueue(request_id) -> bool:
+    """Mark a publication whose task was refused (emergency stop) as used up: backdated
+    by EXECUTION_REPUBLISH_SECONDS, so the first sweep after the stop is lifted
+    publishes it again."""
+    stale = timezone.now() - timedelta(seconds=settings.EXECUTION_REPUBLISH_SECONDS)
+    return bool(ApprovalRequest.objects.filter(pk=request_id, state=State.APPROVED).update(enqueued_at=stale))

@@ -1,0 +1,181 @@
+"""Step-up: a proof of presence made for one decision, checked under the row lock.
+
+Deciding a request whose level needs it (`settings.STEP_UP_RISK_LEVELS`, default
+critical, or a rule with `step_up`) takes a proof given with that decision: the
+reviewer's password today; passkeys, TOTP and provider re-authentication plug in
+as further methods. The decision services call `require_step_up` after any
+re-classification, so an edit that raises the level raises the bar too.
+
+A proof is valid for the decision it came with: a single decision's proof binds
+to the first (request, revision, verdict) it is used for; a batch proof names
+every (request, revision, verdict) it covers and carries one digest over them.
+A wrong proof is audited (`auth.step_up_failed`) and counted per person;
+`settings.STEP_UP_FAILURE_LIMIT` wrong proofs in a row end the session they came
+through (`auth.session_ended`), so the prompt is no password oracle: guessing on
+needs a fresh sign-in, which is throttled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from importlib import import_module
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from audit.chain import record
+
+from .. import errors
+from ..errors import DomainError
+from .core import PersistedRefusal, Reviewer
+
+__all__ = [
+    "PASSWORD",
+    "StepUpProof",
+    "decision_digest",
+    "needs_step_up",
+    "require_step_up",
+]
+
+PASSWORD = "password"
+METHODS = (PASSWORD,)
+
+Decision = tuple[str, int, str]  # (request id, revision, verdict)
+
+_FAILURE_WINDOW_SECONDS = 3600
+
+
+def decision_digest(decisions: Iterable[Decision]) -> str:
+    """sha256 over the sorted `request:revision:verdict` lines a proof covers."""
+    lines = sorted(f"{request_id}:{revision}:{verdict}" for request_id, revision, verdict in decisions)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+class StepUpProof:
+    """What a reviewer gave to prove presence for a decision. The secret never
+    leaves this object: not in its repr, not in audit rows, not in logs."""
+
+    __slots__ = ("method", "_secret", "_covers", "_verified_for_user")
+
+    def __init__(self, method: str, secret: str, *, covers: Iterable[Decision] | None = None) -> None:
+        if method not in METHODS:
+            raise ValueError(f"unknown step-up method {method!r}")
+        self.method = method
+        self._secret = secret
+        self._covers: frozenset[Decision] | None = None if covers is None else frozenset(
+            (str(request_id), int(revision), verdict) for request_id, revision, verdict in covers
+        )
+        self._verified_for_user: Any = None
+
+    @classmethod
+    def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
+        return cls(PASSWORD, password, covers=covers)
+
+    @property
+    def digest(self) -> str:
+        """The digest of the decisions this proof covers ('' until it is bound)."""
+        return decision_digest(self._covers) if self._covers else ""
+
+    def _bind(self, decision: Decision) -> bool:
+        """Whether this proof may be used for `decision`; a single decision's proof
+        binds to the first decision it is used for."""
+        if self._covers is None:
+            self._covers = frozenset({decision})
+        return decision in self._covers
+
+    def _matches(self, user: Any) -> bool:
+        if self._verified_for_user is not None:
+            return self._verified_for_user == user.pk
+        if self.method == PASSWORD and self._secret and user.check_password(self._secret):
+            # One check per proof: a batch proof is verified once, then binds by digest.
+            self._verified_for_user = user.pk
+            return True
+        return False
+
+    def __repr__(self) -> str:
+        return f"StepUpProof({self.method!r}, covers={len(self._covers or ())})"
+
+
+def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
+    """Whether deciding at `risk_level` (under a rule that may ask for it) needs a proof."""
+    return rule_asks or risk_level in settings.STEP_UP_RISK_LEVELS
+
+
+def require_step_up(request: Any, reviewer: Reviewer, *, decision: Decision, risk_level: str,
+                    rule_asks: bool) -> str:
+    """Check the proof for one decision on a locked request; returns the method used
+    ('' when the level needs none).
+
+    Raises DomainError `step_up_required` (403; nothing written) when no proof, or a
+    proof made for another decision, was given; PersistedRefusal `step_up_failed`
+    (403) when it is wrong, or `session_ended` (401) when that was one wrong proof
+    too many. Both are audited and committed.
+    """
+    if not needs_step_up(risk_level, rule_asks=rule_asks):
+        return ""
+    proof = reviewer.step_up
+    if proof is None:
+        raise DomainError(
+            errors.STEP_UP_REQUIRED,
+            f"Deciding a {risk_level} request needs your password again.",
+            http_status=403, risk_level=risk_level,
+        )
+    if not proof._bind(decision):
+        raise DomainError(
+            errors.STEP_UP_REQUIRED,
+            "That step-up proof was made for another decision; give one for this decision.",
+            http_status=403, risk_level=risk_level,
+        )
+    if proof._matches(reviewer.user):
+        cache.delete(_failures_key(reviewer.user))
+        return proof.method
+    _refuse_wrong_proof(request, reviewer, proof)
+    raise AssertionError("unreachable")  # _refuse_wrong_proof always raises
+
+
+def _failures_key(user: Any) -> str:
+    return f"step-up-failures:{user.pk}"
+
+
+def _count_failure(user: Any) -> int:
+    key = _failures_key(user)
+    cache.add(key, 0, timeout=_FAILURE_WINDOW_SECONDS)
+    try:
+        return cache.incr(key)
+    except ValueError:  # the counter expired between add and incr
+        cache.set(key, 1, timeout=_FAILURE_WINDOW_SECONDS)
+        return 1
+
+
+def _refuse_wrong_proof(request: Any, reviewer: Reviewer, proof: StepUpProof) -> None:
+    failures = _count_failure(reviewer.user)
+    limit = settings.STEP_UP_FAILURE_LIMIT
+    record("auth.step_up_failed", actor=reviewer.actor, request=request,
+           metadata={"method": proof.method, "failures": failures, "limit": limit})
+    if failures < limit:
+        left = limit - failures
+        raise PersistedRefusal(
+            errors.STEP_UP_FAILED,
+            f"That {proof.method} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
+            "and you will be signed out.",
+            http_status=403, tries_left=left,
+        )
+    cache.delete(_failures_key(reviewer.user))
+    ended = _end_session(reviewer.session_key)
+    record("auth.session_ended", actor=reviewer.actor, request=request,
+           metadata={"reason": "step_up_failures", "failures": failures, "session_ended": ended})
+    raise PersistedRefusal(
+        errors.SESSION_ENDED,
+        "Too many wrong step-up proofs: you have been signed out. Sign in again to continue.",
+        http_status=401,
+    )
+
+
+def _end_session(session_key: str) -> bool:
+    if not session_key:
+        return False
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    store.delete()
+    return True

@@ -1,0 +1,162 @@
+"""An agent's submission: written once, already classified into its first state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from audit.chain import Actor, audited_atomic, digest, record
+from audit.privacy import params_digest
+
+from .. import errors
+from ..emergency import is_stopped
+from ..errors import DomainError
+from ..models import DECIDED_BY_POLICY, ApprovalRequest, ParamsRevision
+from ..permissions import eligible_approver_count_of_new_request, grant_group
+from ..rules.names import ActionTypeError, ActionTypeName, parse_action_type
+from ..snapshots import snapshot_hash
+from ..states import Kind, RiskLevel, State
+from .classification import Classified, apply_classification, classify_params
+from .core import SYSTEM, transition
+from .escalation import check_quorum_reachable
+
+__all__ = ["PLAN_ACTION_TYPE", "Submission", "classify", "submit"]
+
+PLAN_ACTION_TYPE = "submit_plan"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What an agent asks for. The API validates shapes and sizes before this."""
+
+    kind: str
+    action_type: str = ""
+    target: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    declared: dict[str, Any] = field(default_factory=dict)
+    plan_path: str = ""
+    plan_title: str = ""
+    plan_markdown: str = ""
+    run_id: str = ""
+    thread_id: str = ""
+    resource_id: str = ""
+    tool_call_id: str = ""
+    idempotency_key: str | None = None
+    submission_digest: str = ""
+    requested_for: Any = None
+    supersedes: ApprovalRequest | None = None
+
+
+def submit(submission: Submission, *, agent) -> ApprovalRequest:
+    """Create a request from an agent's submission and classify it at once.
+
+    The action type is normalized first (NFKC, case-folded, surrounding junk
+    stripped); a name outside the documented syntax raises DomainError
+    `invalid_action_type` (422). The row is written once, already in the state
+    classification decides (the draft exists only in memory), with its first
+    params revision and the approver group's permissions; the audit trail is the
+    same as a draft inserted and then moved: `request.submitted`, then the
+    transition.
+
+    Raises IntegrityError when the agent already used `idempotency_key`; the API
+    replays the first response in that case.
+    """
+    is_plan = submission.kind == Kind.PLAN
+    name = _action_type_name(PLAN_ACTION_TYPE if is_plan else submission.action_type)
+    request = ApprovalRequest(
+        kind=submission.kind,
+        agent=agent,
+        requested_for=submission.requested_for,
+        action_type=name.normalized,
+        action_type_sent=name.sent,
+        target=submission.target,
+        target_hash=snapshot_hash(name.normalized, submission.target),
+        declared=submission.declared,
+        has_execution_step=not is_plan,
+        plan_path=submission.plan_path,
+        plan_title=submission.plan_title,
+        plan_markdown=submission.plan_markdown,
+        run_id=submission.run_id,
+        thread_id=submission.thread_id,
+        resource_id=submission.resource_id,
+        tool_call_id=submission.tool_call_id,
+        idempotency_key=submission.idempotency_key,
+        submission_digest=submission.submission_digest,
+        supersedes=submission.supersedes,
+    )
+    with audited_atomic():
+        record(
+            "request.submitted",
+            actor=Actor.for_agent(agent),
+            request=request,
+            metadata={
+                "kind": request.kind,
+                "action_type": request.action_type,
+                **({"action_type_sent": name.sent} if name.sent != name.normalized else {}),
+                "params": params_digest(request.action_type, submission.params),
+                "target_hash": request.target_hash,
+                **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
+                **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
+            },
+        )
+        classify(request, params=submission.params)
+    return request
+
+
+def _action_type_name(raw: str) -> ActionTypeName:
+    try:
+        return parse_action_type(raw)
+    except ActionTypeError as error:
+        raise DomainError(errors.INVALID_ACTION_TYPE, str(error), http_status=422, field="action_type") from None
+
+
+def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
+    """Decide a new draft's fate under the current policy: auto-approve, queue or refuse.
+
+    `request` is a draft not written yet (`submit` builds it); this inserts it in
+    the state decided, with revision 1 of `params`. During an emergency stop
+    nothing auto-approves; low-risk requests queue for people instead.
+    """
+    classified = classify_params(request, params)
+    classification = classified.classification
+    apply_classification(request, classified)
+    now = timezone.now()
+    why = {"risk_level": classification.risk_level, "rule": classification.rule_name,
+           "policy_version": classification.policy_version, "reason": classification.reason}
+
+    if classification.risk_level == RiskLevel.PROHIBITED:
+        transition(
+            request, State.REJECTED, actor=SYSTEM, metadata=why, insert=True,
+            resolution_code="prohibited_by_policy", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
+            feedback=f"Refused by policy: {classification.reason}",
+        )
+        _first_revision(request, params, classified)
+        return
+    if classification.risk_level == RiskLevel.LOW and not is_stopped(request.agent):
+        transition(
+            request, State.APPROVED, actor=SYSTEM, metadata=why, insert=True,
+            resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
+            execute_by=now + timedelta(seconds=classification.execution_window_seconds),
+        )
+        _first_revision(request, params, classified)
+        return
+    if classification.risk_level == RiskLevel.LOW:
+        why["emergency_stop"] = True
+    transition(
+        request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why, insert=True,
+        decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
+    )
+    _first_revision(request, params, classified)
+    check_quorum_reachable(request, eligible=eligible_approver_count_of_new_request(request))
+
+
+def _first_revision(request: ApprovalRequest, params: dict[str, Any], classified: Classified) -> None:
+    """Revision 1 of a just-inserted request, and view + decide for its approver group
+    (a refused request gets no approvers)."""
+    risk_level = classified.classification.risk_level
+    ParamsRevision.objects.create(request=request, number=1, params=params, risk_level=risk_level)
+    if request.approver_group is not None and risk_level != RiskLevel.PROHIBITED:
+        grant_group(request, request.approver_group)
