@@ -7,6 +7,7 @@ filter as the queue and history pages), never a per-row check.
 
 from __future__ import annotations
 
+from django.contrib.auth import logout
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
@@ -76,14 +77,22 @@ class DecisionView(generics.GenericAPIView):
         actor = services.Reviewer.from_request(
             request, step_up=services.StepUpProof.password(proof["password"]) if proof else None
         )
-        if data["decision"] == "reject":
-            decided = services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
-        elif data.get("edits"):
-            decided = services.approve_with_edits(pk, actor=actor, edits=data["edits"], feedback=data["feedback"])
-        else:
-            decided = services.approve(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+        try:
+            decided = _decide(pk, actor, data)
+        except DomainError as error:
+            if error.code == errors.SESSION_ENDED:
+                logout(request._request)  # the service ended the session; the answer clears the cookie
+            raise
         decided = ApprovalRequest.objects.select_related("agent", "supersedes").get(pk=decided.pk)
         return Response({**ApprovalRequestSerializer(decided).data, "outcome": _outcome(decided, request.user)})
+
+
+def _decide(pk, actor: services.Reviewer, data: dict) -> ApprovalRequest:
+    if data["decision"] == "reject":
+        return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+    if data.get("edits"):
+        return services.approve_with_edits(pk, actor=actor, edits=data["edits"], feedback=data["feedback"])
+    return services.approve(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
 
 
 def _outcome(decided: ApprovalRequest, user) -> str:

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -132,6 +133,8 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
 
 
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
+    if error.code == errors.SESSION_ENDED:
+        logout(request)  # the service ended the session; this answer carries the cleared cookie
     # "Already approved by bob." is news, not a failure: the loser of a race sees who won.
     return _outcome(request, ok=False, message=error.message, status=error.http_status, code=error.code,
                     **({"details": error.details} if error.details else {}))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.contrib.auth.models import Group
 
 from agents.models import Agent
@@ -24,6 +25,14 @@ TWO_PERSON_TRANSFER = {
     "editable_params": ["amount", "memo"],
     "conditions": [],
 }
+
+
+@pytest.fixture(autouse=True)
+def fresh_counters():
+    """Step-up failure counters live in the cache (Redis in CI): never carry them between tests."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 @pytest.fixture
