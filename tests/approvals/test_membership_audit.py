@@ -13,11 +13,11 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.models import Group
 from django.db import transaction
 from django.forms import CheckboxInput, MultiWidget
-from django.test import Client, RequestFactory
+from django.test import AsyncClient, Client, RequestFactory
 
 from approvals.membership import MembershipActorMiddleware, acting_as, current_actor
 from approvals.permissions import REVIEWERS
@@ -290,3 +290,23 @@ def test_a_request_with_nobody_signed_in_is_named_as_unauthenticated():
     seen = []
     MembershipActorMiddleware(lambda request: seen.append(current_actor()))(request)
     assert seen == [(Actor.system("unauthenticated api request"), "api")]
+
+
+def test_through_the_asgi_handler_the_admin_change_names_grace(
+    people, treasury, grace, reviewers_group, events_from_now
+):
+    """The same admin change served as daphne serves it: async middleware, sync admin view."""
+    bob = people["bob"]
+    form_page = Client()
+    form_page.force_login(grace)
+    url = f"/admin/auth/user/{bob.pk}/change/"
+    data = _as_submitted(form_page.get(url).context["adminform"].form)
+    data["groups"] = [reviewers_group.pk, treasury.pk]
+
+    asgi = AsyncClient()
+    asgi.force_login(grace)
+    response = async_to_sync(asgi.post)(url, data)
+
+    assert response.status_code == 302
+    (event,) = events_from_now()
+    assert (event.actor_label, event.metadata["via"], event.metadata["added"]) == ("grace", "admin", [person(bob)])
