@@ -17,6 +17,11 @@ class ApprovalsConfig(AppConfig):
 
         broadcast.subscribe(dispatch.on_change)
 
+        # Every change to a group's membership is audited, naming who made it.
+        from . import membership
+
+        membership.connect()
+
         # The admin's login form gets the same throttling as the dashboard's.
         from django.contrib import admin
 

@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Remembers the request, so group membership changes name who is signed in.
+    "approvals.membership.MembershipActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -147,10 +149,15 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
-# Login throttling (approvals.auth): this many failures for one username from one
-# address lock that pair out for LOGIN_LOCKOUT_SECONDS.
-LOGIN_FAILURE_LIMIT = 5
-LOGIN_LOCKOUT_SECONDS = 15 * 60
+# Sign-in throttling (approvals.auth), never a hard lock: an account's first
+# LOGIN_FREE_FAILURES failures within LOGIN_FAILURE_WINDOW_SECONDS are free; each
+# further one makes the (account, client address) pair it came from wait, starting at
+# LOGIN_DELAY_BASE_SECONDS and doubling with the account's failures up to
+# LOGIN_DELAY_MAX_SECONDS. Other addresses sign in meanwhile.
+LOGIN_FREE_FAILURES = int(os.environ.get("LOGIN_FREE_FAILURES", "5"))
+LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", str(60 * 60)))
+LOGIN_DELAY_BASE_SECONDS = int(os.environ.get("LOGIN_DELAY_BASE_SECONDS", "1"))
+LOGIN_DELAY_MAX_SECONDS = int(os.environ.get("LOGIN_DELAY_MAX_SECONDS", str(15 * 60)))
 
 # --- Real-time and tasks ----------------------------------------------------
 
@@ -287,7 +294,7 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 
-# --- Cache (login throttling counters) ----------------------------------------
+# --- Cache (sign-in throttling counters) ----------------------------------------
 # Redis when configured, so every web process shares the counters; the embedded
 # default runs one daphne process, where process memory is enough.
 if REDIS_URL:

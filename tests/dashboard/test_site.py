@@ -1,4 +1,6 @@
-"""The site shell: sign in with throttling, sign out, navigation by group, CSP, static files."""
+"""The site shell: sign in, sign out, navigation by group, CSP, static files.
+
+Throttling of failed sign-ins is in test_sign_in_throttling.py."""
 
 from __future__ import annotations
 
@@ -29,37 +31,6 @@ def test_signing_in_through_the_form_lands_on_the_queue(browser_client, people):
                                            "csrfmiddlewaretoken": token})
     assert response.status_code == 302 and response["Location"] == "/"
     assert browser_client.get("/").status_code == 200
-
-
-def test_five_failures_lock_that_username_at_that_address_for_fifteen_minutes(client, people):
-    for _ in range(4):
-        response = sign_in(client, "alice", "wrong")
-        assert "Please enter a correct username and password" in response.content.decode()
-    locked = sign_in(client, "alice", "wrong")
-    assert "Too many failed sign-in attempts" in locked.content.decode()
-    assert "15 minutes" in locked.content.decode()
-    right_password = sign_in(client, "alice", PASSWORDS["alice"])
-    assert right_password.status_code == 200 and "Too many failed sign-in attempts" in right_password.content.decode()
-    # Another address, or another account from this address, is not locked.
-    assert sign_in(Client(REMOTE_ADDR="10.9.8.7"), "alice", PASSWORDS["alice"]).status_code == 302
-    assert sign_in(client, "bob", PASSWORDS["bob"]).status_code == 302
-
-
-def test_a_success_resets_the_failure_count(client, people):
-    for _ in range(4):
-        sign_in(client, "ALICE", "wrong")
-    assert sign_in(client, "alice", PASSWORDS["alice"]).status_code == 302
-    client.logout()
-    for _ in range(4):
-        sign_in(client, "alice", "wrong")
-    assert sign_in(client, "alice", PASSWORDS["alice"]).status_code == 302
-
-
-def test_the_admin_login_is_throttled_too(client, admin_user):
-    for _ in range(5):
-        client.post("/admin/login/", {"username": "ada", "password": "wrong"})
-    response = client.post("/admin/login/", {"username": "ada", "password": "ada-pw-123!"})
-    assert "Too many failed sign-in attempts" in response.content.decode()
 
 
 def test_signing_out_is_a_post(client, people):
