@@ -1,9 +1,12 @@
 """The state machine under random use by several people, with time moving.
 
-Hypothesis drives submit, approve, approve-with-edits, reject, cancel, the expiry
-sweep, claim and complete, and after every step checks what users rely on: only
-legal transitions happen, terminal states never change, anything approved had a
-quorum of distinct eligible approvers on its final revision, each transition left
+Hypothesis drives submit, approve (with or without a step-up proof),
+approve-with-edits (including edits that make a transfer critical, which moves it
+to the treasury group), reject, cancel, the expiry sweep, claim and complete, and
+after every step checks what users rely on: only legal transitions happen,
+terminal states never change, anything approved had a quorum of distinct eligible
+approvers of its own group on its final revision, with the step-up its level
+needs, and never less scrutiny than its final params get; each transition left
 exactly one audit event, and the chain verifies.
 """
 
@@ -25,16 +28,30 @@ from approvals import errors, policy, services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, Decision
 from approvals.permissions import REVIEWERS
+from approvals.rules.levels import level_rank
+from approvals.services.step_up import needs_step_up
 from approvals.states import ALWAYS_TERMINAL, TRANSITIONS, Kind, State
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from audit.vocabulary import TRANSITION_VERBS
 
 ACTION_TYPES = ["send_email", "transfer_funds", "read_file", "delete_database", "update_document", "rotate_keys"]
-EDITS = {"transfer_funds": {"amount": "12.00"}, "update_document": {"content": "edited"}, "send_email": {"subject": "Re"}}
-REVIEWER_NAMES = ["alice", "bob", "carol"]
+EDITS = {
+    "transfer_funds": [{"amount": "12.00"}, {"amount": "5000.00"}],  # the second makes it critical (treasury)
+    "update_document": [{"content": "edited"}],
+    "send_email": [{"subject": "Re"}],
+}
+# Transfers over 1,000 are critical and only treasury decides them, two of them.
+TRANSFER_LARGE = {
+    "name": "transfer_large", "priority": 4, "action_type": "transfer_funds", "risk_level": "critical",
+    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "memo"],
+    "conditions": [{"path": "params.amount", "op": "gt", "value": 1000}],
+}
+REVIEWER_NAMES = ["alice", "bob", "carol"]  # alice is in treasury too
+TREASURY_NAMES = ["tess", "trent"]
 EXCLUDED_NAMES = ["owen", "rita"]  # the agent's owner and the requested-for user
 OUTSIDER = "mallory"
+DECIDERS = [*REVIEWER_NAMES, *TREASURY_NAMES]
 _example = itertools.count()
 
 
@@ -45,12 +62,15 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         self.frozen = self.clock.start()
         suffix = next(_example)
         reviewers = Group.objects.get(name=REVIEWERS)
+        treasury = Group.objects.get(name="treasury")
         User = get_user_model()
         self.people = {}
-        for name in [*REVIEWER_NAMES, *EXCLUDED_NAMES, OUTSIDER]:
-            user = User.objects.create_user(f"{name}-{suffix}")
-            if name != OUTSIDER:
+        for name in [*REVIEWER_NAMES, *TREASURY_NAMES, *EXCLUDED_NAMES, OUTSIDER]:
+            user = User.objects.create_user(f"{name}-{suffix}", password=name)
+            if name in (*REVIEWER_NAMES, *EXCLUDED_NAMES):
                 user.groups.add(reviewers)
+            if name in (*TREASURY_NAMES, "alice"):
+                user.groups.add(treasury)
             self.people[name] = user
         self.agent = Agent.objects.create(name=f"bot-{suffix}", owner=self.people["owen"])
         self.requests: list[str] = []
@@ -64,11 +84,12 @@ class ApprovalLifecycle(RuleBasedStateMachine):
 
     # --- actions -------------------------------------------------------------
 
-    @rule(action_type=st.sampled_from(ACTION_TYPES), recipients=st.integers(1, 14))
-    def submit(self, action_type: str, recipients: int) -> None:
+    @rule(action_type=st.sampled_from(ACTION_TYPES), recipients=st.integers(1, 14),
+          amount=st.sampled_from(["950.00", "2500.00"]))
+    def submit(self, action_type: str, recipients: int, amount: str) -> None:
         params = {"to": [f"p{i}@example.com" for i in range(recipients)], "subject": "s", "body": "b"}
         if action_type == "transfer_funds":
-            params = {"amount": "950.00", "to": "acct-9"}
+            params = {"amount": amount, "to": "acct-9"}
         elif action_type == "update_document":
             params = {"doc": "d", "content": "v1"}
         request = services.submit(
@@ -82,34 +103,42 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         self.transitions[key] = 1  # draft -> its first state
         assert request.state in (State.PENDING_APPROVAL, State.APPROVED, State.REJECTED)
 
+    def _reviewer(self, who: str, proves: bool) -> services.Reviewer:
+        proof = services.StepUpProof.password(who) if proves else None
+        return services.Reviewer(self.people[who], step_up=proof)
+
     @precondition(lambda self: self.requests)
-    @rule(data=st.data(), who=st.sampled_from([*REVIEWER_NAMES, *EXCLUDED_NAMES, OUTSIDER]))
-    def approve(self, data, who: str) -> None:
+    @rule(data=st.data(), who=st.sampled_from([*DECIDERS, *EXCLUDED_NAMES, OUTSIDER]), proves=st.booleans())
+    def approve(self, data, who: str, proves: bool) -> None:
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.approve(key, actor=services.Reviewer(self.people[who]))
+            services.approve(key, actor=self._reviewer(who, proves))
         except DomainError as refused:
-            self._explain_refusal(refused, request, who, approving=True)
+            self._explain_refusal(refused, request, who, approving=True, proves=proves)
         else:
             assert request.effective_state == State.PENDING_APPROVAL
-            assert who in REVIEWER_NAMES, f"{who} must never approve"
+            assert who in DECIDERS, f"{who} must never approve"
+            assert proves or not needs_step_up(request.risk_level), "approved a critical request without step-up"
 
     @precondition(lambda self: self.requests)
-    @rule(data=st.data(), who=st.sampled_from(REVIEWER_NAMES))
-    def approve_with_edits(self, data, who: str) -> None:
+    @rule(data=st.data(), who=st.sampled_from(DECIDERS), proves=st.booleans())
+    def approve_with_edits(self, data, who: str, proves: bool) -> None:
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
-        edits = EDITS.get(request.action_type, {"anything": "x"})
+        edits = data.draw(st.sampled_from(EDITS.get(request.action_type, [{"anything": "x"}])))
         try:
-            services.approve_with_edits(key, actor=services.Reviewer(self.people[who]), edits=edits)
+            services.approve_with_edits(key, actor=self._reviewer(who, proves), edits=edits)
         except DomainError as refused:
             allowed = {errors.PARAM_NOT_EDITABLE, "no_changes", errors.ALREADY_VOTED, errors.ALREADY_DECIDED,
-                       errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED}
+                       errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED,
+                       errors.NOT_PERMITTED, errors.STEP_UP_REQUIRED}
             assert refused.code in allowed, refused
+            if refused.code == errors.STEP_UP_REQUIRED:
+                assert not proves
 
     @precondition(lambda self: self.requests)
-    @rule(data=st.data(), who=st.sampled_from([*REVIEWER_NAMES, OUTSIDER]))
+    @rule(data=st.data(), who=st.sampled_from([*DECIDERS, OUTSIDER]))
     def reject(self, data, who: str) -> None:
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
@@ -119,6 +148,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
             self._explain_refusal(refused, request, who, approving=False)
         else:
             assert request.effective_state == State.PENDING_APPROVAL and who != OUTSIDER
+            assert self.people[who].groups.filter(pk=request.approver_group_id).exists() or request.escalated
 
     @precondition(lambda self: self.requests)
     @rule(data=st.data())
@@ -159,10 +189,13 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         except DomainError as refused:
             assert refused.code == errors.ILLEGAL_TRANSITION, refused
 
-    def _explain_refusal(self, refused: DomainError, request: ApprovalRequest, who: str, *, approving: bool) -> None:
+    def _explain_refusal(self, refused: DomainError, request: ApprovalRequest, who: str, *, approving: bool,
+                         proves: bool = False) -> None:
         """Every refusal must have a reason the situation explains."""
         if refused.code == errors.NOT_PERMITTED:
-            assert who == OUTSIDER
+            assert who == OUTSIDER or not self.people[who].groups.filter(pk=request.approver_group_id).exists()
+        elif refused.code == errors.STEP_UP_REQUIRED:
+            assert approving and not proves and needs_step_up(request.risk_level)
         elif refused.code == errors.SEPARATION_OF_DUTIES:
             assert approving and who in EXCLUDED_NAMES
         elif refused.code in ("decision_deadline_passed", errors.APPROVAL_EXPIRED):
@@ -209,12 +242,17 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         approved_by_people = [request for request in approved if not request.approved_by_policy]
         excluded = {self.people[name].pk for name in [*EXCLUDED_NAMES, OUTSIDER]}
         for request in approved_by_people:
-            approvers = set(
-                Decision.objects.filter(request=request, revision=request.current_revision,
-                                        verdict=Decision.Verdict.APPROVE).values_list("reviewer_id", flat=True)
-            )
+            votes = Decision.objects.filter(request=request, revision=request.current_revision,
+                                            verdict=Decision.Verdict.APPROVE).select_related("reviewer")
+            approvers = {vote.reviewer_id for vote in votes}
             assert not approvers & excluded
             assert len(approvers) >= request.required_approvals >= 1
+            for vote in votes:
+                assert vote.reviewer.groups.filter(pk=request.approver_group_id).exists(), "approved outside its group"
+                assert vote.step_up_method or not needs_step_up(request.risk_level), "counted without step-up"
+            final = policy.current_policy().compiled.classify(
+                services.classification_input(request, request.current_params()))
+            assert level_rank(request.risk_level) >= level_rank(final.risk_level), "less scrutiny than its params"
 
     def the_chain_verifies(self) -> None:
         result = verify_chain(since_seq=self.verified_up_to + 1)
@@ -223,7 +261,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
 
 
 @pytest.mark.django_db
-def test_approval_lifecycle_under_random_use(two_person_rule):
+def test_approval_lifecycle_under_random_use(two_person_rule, admin_user):
+    Group.objects.create(name="treasury")
+    policy.save_rule(TRANSFER_LARGE, acting_user=admin_user, note="large transfers are treasury's")
     run_state_machine_as_test(
         ApprovalLifecycle,
         settings=settings(
