@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from agents.api.auth import IsReviewer, ReviewerSessionAuthentication
 from agents.api.schema import error_responses
-from agents.api.serializers import ApprovalRequestSerializer, DecisionSerializer
+from agents.api.serializers import ApprovalRequestSerializer, BatchDecisionSerializer, DecisionSerializer
 
 from . import errors, services
 from .errors import DomainError
@@ -22,7 +22,7 @@ from .models import ApprovalRequest
 from .states import State
 from .permissions import viewable_by
 
-__all__ = ["DecisionView", "viewable_by"]
+__all__ = ["BatchDecisionView", "DecisionView", "viewable_by"]
 
 
 class DecisionResultSerializer(ApprovalRequestSerializer):
@@ -85,6 +85,65 @@ class DecisionView(generics.GenericAPIView):
             raise
         decided = ApprovalRequest.objects.select_related("agent", "supersedes").get(pk=decided.pk)
         return Response({**ApprovalRequestSerializer(decided).data, "outcome": _outcome(decided, request.user)})
+
+
+class BatchResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    outcome = serializers.ChoiceField(choices=["approved", "rejected", "vote_recorded"], required=False)
+    code = serializers.CharField(required=False, help_text="Why this one was refused (the single decision's codes).")
+    message = serializers.CharField(required=False)
+
+
+class BatchDecisionsSerializer(serializers.Serializer):
+    digest = serializers.CharField(help_text="sha256 over the batch's request:revision:decision lines.")
+    results = BatchResultSerializer(many=True)
+
+
+class BatchDecisionView(generics.GenericAPIView):
+    """`POST /api/v1/decisions/`: approve or reject several requests at once.
+
+    Each request is decided exactly at the revision given, with every guard of a
+    single decision; one step-up proof covers the whole batch and nothing else.
+    Requests the reviewer may not view are answered like missing ones.
+    """
+
+    authentication_classes = [ReviewerSessionAuthentication]
+    permission_classes = [IsReviewer]
+    serializer_class = BatchDecisionSerializer
+    throttle_classes: list = []
+
+    @extend_schema(
+        operation_id="decide_batch",
+        summary="Decide several requests at once (reviewers, session + CSRF)",
+        request=BatchDecisionSerializer,
+        responses={200: BatchDecisionsSerializer, **error_responses(401, 403, 413, 422)},
+        tags=["reviewers"],
+    )
+    def post(self, request):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        verdict = data["decision"]
+        items = [(str(item["id"]), item["revision"]) for item in data["requests"]]
+        covered = [(request_id, revision, verdict) for request_id, revision in items]
+        proof = data.get("step_up")
+        actor = services.Reviewer.from_request(
+            request, step_up=services.StepUpProof.password(proof["password"], covers=covered) if proof else None
+        )
+        visible = {str(pk) for pk in viewable_by(request.user).filter(pk__in=[i for i, _ in items])
+                   .values_list("pk", flat=True)}
+        results = []
+        for item in services.decide_batch([i for i in items if i[0] in visible], actor=actor, verdict=verdict,
+                                          feedback=data["feedback"]):
+            if item.error is None:
+                results.append({"id": item.request_id, "outcome": _outcome(item.request, request.user)})
+            else:
+                results.append({"id": item.request_id, "code": item.error.code, "message": item.error.message})
+        if any(result.get("code") == errors.SESSION_ENDED for result in results):
+            logout(request._request)
+        results += [{"id": i, "code": errors.NOT_FOUND, "message": "No such approval request."}
+                    for i, _ in items if i not in visible]
+        return Response({"digest": services.decision_digest(covered), "results": results})
 
 
 def _decide(pk, actor: services.Reviewer, data: dict) -> ApprovalRequest:

@@ -177,6 +177,27 @@ class DecisionSerializer(serializers.Serializer):
         return attrs
 
 
+class BatchItemSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    revision = serializers.IntegerField(min_value=1, help_text="The revision you looked at.")
+
+
+class BatchDecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)
+    feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    step_up = StepUpSerializer(
+        required=False,
+        help_text="One proof for the whole batch: it covers exactly these (request, revision, decision) triples.",
+    )
+
+    def validate_requests(self, value):
+        ids = [item["id"] for item in value]
+        if len(set(ids)) != len(ids):
+            raise serializers.ValidationError("A request appears twice in the batch.", code="duplicate")
+        return value
+
+
 class ResumeDataSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["approved", "rejected"])
     feedback = serializers.CharField(required=False)

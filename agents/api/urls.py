@@ -3,7 +3,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from approvals.api import DecisionView
+from approvals.api import BatchDecisionView, DecisionView
 
 from . import views
 from .resume import resume_view
@@ -20,6 +20,7 @@ urlpatterns = [
     path("v1/requests/<uuid:pk>/claim/", views.ClaimView.as_view(), name="request-claim"),
     path("v1/requests/<uuid:pk>/complete/", views.CompleteView.as_view(), name="request-complete"),
     path("v1/requests/<uuid:pk>/decisions/", DecisionView.as_view(), name="request-decisions"),
+    path("v1/decisions/", BatchDecisionView.as_view(), name="batch-decisions"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     # Split view: the page's script is a separate static file, so a nonce-based CSP can hold.
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),

@@ -57,7 +57,7 @@ class StepUpProof:
     """What a reviewer gave to prove presence for a decision. The secret never
     leaves this object: not in its repr, not in audit rows, not in logs."""
 
-    __slots__ = ("method", "_secret", "_covers", "_verified_for_user")
+    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused")
 
     def __init__(self, method: str, secret: str, *, covers: Iterable[Decision] | None = None) -> None:
         if method not in METHODS:
@@ -68,6 +68,7 @@ class StepUpProof:
             (str(request_id), int(revision), verdict) for request_id, revision, verdict in covers
         )
         self._verified_for_user: Any = None
+        self._refused = False  # a wrong proof is counted once, however many decisions it came with
 
     @classmethod
     def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
@@ -128,9 +129,12 @@ def require_step_up(request: Any, reviewer: Reviewer, *, decision: Decision, ris
             "That step-up proof was made for another decision; give one for this decision.",
             http_status=403, risk_level=risk_level,
         )
-    if proof._matches(reviewer.user):
+    if not proof._refused and proof._matches(reviewer.user):
         cache.delete(_failures_key(reviewer.user))
         return proof.method
+    if proof._refused:
+        raise DomainError(errors.STEP_UP_FAILED, f"That {proof.method} is not right.", http_status=403)
+    proof._refused = True
     _refuse_wrong_proof(request, reviewer, proof)
     raise AssertionError("unreachable")  # _refuse_wrong_proof always raises
 
