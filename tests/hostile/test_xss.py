@@ -16,7 +16,8 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from agents.models import Agent
-from approvals import policy, services
+from approvals import errors, policy, services
+from approvals.errors import DomainError
 from approvals.models import PolicyVersion
 from approvals.permissions import AUDITORS
 from approvals.states import Kind
@@ -80,8 +81,11 @@ def hostile_requests(people, risk_admin):
     evil_agent = Agent.objects.create(name=f"bot {SHORT_PAYLOAD}", owner=people["owen"])
     policy.save_rule({"name": "all_need_review", "priority": 1, "action_type": "*", "risk_level": "high",
                       "conditions": []}, acting_user=risk_admin, note=PAYLOAD)
+    with pytest.raises(DomainError) as refused:  # markup never gets into an action type at all
+        services.submit(services.Submission(kind=Kind.ACTION, action_type=f"send_{SHORT_PAYLOAD}"), agent=evil_agent)
+    assert refused.value.code == errors.INVALID_ACTION_TYPE
     action = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type=f"send_{SHORT_PAYLOAD}", target={"to": PAYLOAD, PAYLOAD: 1},
+        kind=Kind.ACTION, action_type="send_probe", target={"to": PAYLOAD, PAYLOAD: 1},
         params={"subject": PAYLOAD, "body": PAYLOAD, PAYLOAD: [PAYLOAD]}), agent=evil_agent)
     plan = services.submit(services.Submission(
         kind=Kind.PLAN, plan_path=f"plans/{PAYLOAD}.md", plan_title=PAYLOAD,
