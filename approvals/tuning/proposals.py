@@ -66,6 +66,12 @@ class ProposalDetail:
     current_number: int | None
 
     @property
+    def dry_run_changes(self) -> list[dict[str, Any]]:
+        """The stored changed requests, with "when" as ``YYYY-MM-DD HH:MM``."""
+        return [{**change, "when": str(change.get("created_at", ""))[:16].replace("T", " ")}
+                for change in self.proposal.dry_run.get("changes", ())]
+
+    @property
     def outdated(self) -> bool:
         """A later version exists: approving would mark it stale and apply nothing."""
         return self.proposal.status == PolicyProposal.Status.PENDING and self.base_number != self.current_number
