@@ -1,15 +1,20 @@
-"""Django admin: rules are edited through the policy service (so every save is a
-validated, audited policy version); requests, decisions and versions are read-only.
+"""Django admin: rules are edited through the policy service, so every save or
+delete is a validated, audited change that applies at once only when it is
+provably stricter and otherwise waits for a second risk-admin (like the rule
+editor, which says which happened); requests, decisions, versions and proposals
+are read-only.
 """
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
+from django.shortcuts import redirect
 
 from . import policy
-from .models import ApprovalRequest, Decision, EmergencyStop, PolicyVersion, RiskRule
+from .models import ApprovalRequest, Decision, EmergencyStop, PolicyProposal, PolicyVersion, RiskRule
 from .rules.conditions import RuleValidationError
+from .rules_http import outcome_message
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -66,6 +71,10 @@ def _rule_data(cleaned: dict) -> dict:
 
 @admin.register(RiskRule)
 class RiskRuleAdmin(admin.ModelAdmin):
+    """Only risk-admins see rules here, and every save or delete goes through
+    `approvals.policy`: a change that waits for a second risk-admin writes no row and
+    no LogEntry, and the page says so and links to the proposal."""
+
     form = RiskRuleForm
     list_display = ["priority", "name", "action_type", "risk_level", "required_approvals", "approver_group", "enabled"]
     list_display_links = ["name"]
@@ -73,19 +82,78 @@ class RiskRuleAdmin(admin.ModelAdmin):
     search_fields = ["name", "action_type"]
     actions = None
 
+    # The service refuses anyone else; refusing here too gives a 403 page, not a 500.
+    def has_view_permission(self, request, obj=None):
+        return policy.is_risk_admin(request.user) and super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request):
+        return policy.is_risk_admin(request.user) and super().has_add_permission(request)
+
+    def has_change_permission(self, request, obj=None):
+        return policy.is_risk_admin(request.user) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return policy.is_risk_admin(request.user) and super().has_delete_permission(request, obj)
+
     def save_model(self, request, obj, form, change):
-        saved = policy.save_rule(_rule_data(form.cleaned_data), acting_user=request.user,
-                                 note=form.cleaned_data["change_note"])
-        obj.pk = saved.pk
+        outcome = policy.save_rule(_rule_data(form.cleaned_data), acting_user=request.user,
+                                   note=form.cleaned_data["change_note"])
+        request.policy_outcome = outcome
+        if isinstance(outcome, PolicyVersion):
+            obj.pk = RiskRule.objects.get(name=obj.name).pk
 
     def delete_model(self, request, obj):
-        policy.delete_rule(obj.name, acting_user=request.user, note=f"Deleted in admin by {request.user}")
-        messages.info(request, "A new policy version records the deletion.")
+        outcome = policy.delete_rule(obj.name, acting_user=request.user, note=f"Deleted in admin by {request.user}")
+        request.policy_outcome = outcome
+        if isinstance(outcome, PolicyVersion):
+            super().log_deletions(request, [obj])
+
+    def log_addition(self, request, obj, message):
+        return None if _waiting(request) else super().log_addition(request, obj, message)
+
+    def log_change(self, request, obj, message):
+        return None if _waiting(request) else super().log_change(request, obj, message)
+
+    def log_deletions(self, request, queryset):
+        return None  # logged by delete_model, once the policy says whether it applied
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return _said(request) or super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request, obj):
+        return _said(request) or super().response_change(request, obj)
+
+    def response_delete(self, request, obj_display, obj_id):
+        return _said(request) or super().response_delete(request, obj_display, obj_id)
+
+
+def _waiting(request) -> bool:
+    return isinstance(getattr(request, "policy_outcome", None), PolicyProposal)
+
+
+def _said(request):
+    """Say what the change did; a waiting change redirects to its proposal page."""
+    outcome = getattr(request, "policy_outcome", None)
+    if outcome is None:
+        return None
+    if isinstance(outcome, PolicyProposal):
+        messages.warning(request, outcome_message(outcome))
+        return redirect("rules:proposal", pk=outcome.pk)
+    messages.info(request, outcome_message(outcome))
+    return None
 
 
 @admin.register(PolicyVersion)
 class PolicyVersionAdmin(ReadOnlyAdmin):
-    list_display = ["number", "created_at", "created_by_label", "note"]
+    list_display = ["number", "created_at", "created_by_label", "approved_by_label", "note"]
+
+
+@admin.register(PolicyProposal)
+class PolicyProposalAdmin(ReadOnlyAdmin):
+    """Decided on the rules pages (/rules/proposals/<id>/), never here."""
+
+    list_display = ["pk", "created_at", "proposed_by_label", "status", "decided_by_label", "note"]
+    list_filter = ["status"]
 
 
 class DecisionInline(admin.TabularInline):

@@ -42,6 +42,16 @@ def require_redis():
 
 
 @pytest.fixture(autouse=True)
+def policy_changes_apply_at_once(settings):
+    """Rule changes made as test setup apply at once (POLICY_FOUR_EYES off).
+
+    Four eyes on policy has its own tests (tests/tuning/test_four_eyes.py), which
+    turn it back on explicitly.
+    """
+    settings.POLICY_FOUR_EYES = False
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Real hashing costs ~0.5 s a user; tests create dozens."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -8,7 +8,9 @@ revisions' params in ONE query (a correlated subquery), whatever N is; the
 current policy is one or two more. Nothing is written.
 
 Build the proposal with `propose_rule(...)`, `propose_deletion(...)` or pass a
-whole rule set (a list of RuleSpec dicts, as a policy version stores them).
+whole rule set (a list of RuleSpec dicts, as a policy version stores them), with
+the destructive verb list it would use (default: the current policy's).
+`proposal_summary` is what a pending four-eyes proposal stores and shows.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import Any
 from django.db.models import JSONField, OuterRef, Subquery
 
 from ..models import ApprovalRequest, ParamsRevision
-from ..policy import current_policy, policy_defaults
+from ..policy import compile_policy, current_policy
+from ..policy.checks import specs_from_dicts
 from ..rules.conditions import RuleValidationError
 from ..rules.engine import Classification, ClassificationInput, CompiledPolicy, RuleSpec
 from ..rules.impact import compute_impact
@@ -38,6 +41,7 @@ __all__ = [
     "current_rules",
     "dry_run",
     "propose_deletion",
+    "proposal_summary",
     "propose_rule",
     "recent_requests",
 ]
@@ -47,6 +51,8 @@ DEFAULT_SAMPLE = 1000
 MAX_SAMPLE = 100_000
 # How many changed requests the report lists one by one (the counts cover all).
 LISTED_CHANGES = 200
+# ...and how many a stored proposal keeps to show its approver.
+PROPOSAL_LISTED_CHANGES = 50
 
 
 def consequence(level: str) -> str:
@@ -210,10 +216,14 @@ def propose_deletion(name: str, *, base: Sequence[Mapping[str, Any]] | None = No
     return [r for r in rules if r["name"] != name]
 
 
-def compile_proposal(rules: Iterable[Mapping[str, Any]]) -> CompiledPolicy:
-    """Compile a proposed rule set; errors name ``rules[i].field``. The version number
-    is the next one, so explanations read as they will after saving."""
-    return CompiledPolicy.from_dicts(current_policy().compiled.version + 1, list(rules), policy_defaults())
+def compile_proposal(rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str] | None = None
+                     ) -> CompiledPolicy:
+    """Compile a proposed rule set with `destructive_verbs` (default: the current
+    policy's); errors name ``rules[i].field``. The version number is the next one,
+    so explanations read as they will after saving."""
+    current = current_policy()
+    verbs = current.destructive_verbs if destructive_verbs is None else destructive_verbs
+    return compile_policy(current.compiled.version + 1, specs_from_dicts(list(rules)), verbs)
 
 
 # --- Reading requests ---------------------------------------------------------------
@@ -296,14 +306,29 @@ def replay(
     )
 
 
-def dry_run(proposed_rules: Iterable[Mapping[str, Any]], *, limit: int = DEFAULT_SAMPLE) -> DryRunReport:
-    """Replay `proposed_rules` (a whole rule set) against the last `limit` requests.
+def dry_run(proposed_rules: Iterable[Mapping[str, Any]], *, limit: int = DEFAULT_SAMPLE,
+            destructive_verbs: Sequence[str] | None = None) -> DryRunReport:
+    """Replay `proposed_rules` (a whole rule set) with `destructive_verbs` (default: the
+    current ones) against the last `limit` requests.
 
     Raises RuleValidationError (field ``rules[i].<field>``) for a broken rule set, and
     ValueError for a `limit` outside 1..MAX_SAMPLE. Reads a bounded number of queries.
     """
     if not 1 <= limit <= MAX_SAMPLE:
         raise ValueError(f"the sample must be between 1 and {MAX_SAMPLE} requests")
-    proposed = compile_proposal(proposed_rules)
+    proposed = compile_proposal(proposed_rules, destructive_verbs)
     current = current_policy().compiled
     return replay(recent_requests(limit), current=current, proposed=proposed)
+
+
+def proposal_summary(proposed_rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str],
+                     *, limit: int = DEFAULT_SAMPLE) -> dict[str, Any]:
+    """The dry-run a pending proposal stores for its approver: the report's JSON with
+    how many requests would go to a stricter and to a looser level, and the first
+    `PROPOSAL_LISTED_CHANGES` changed requests."""
+    report = dry_run(proposed_rules, limit=limit, destructive_verbs=destructive_verbs)
+    stricter = sum(t.count for t in report.transitions if t.stricter)
+    data = report.to_dict()
+    data["changes"] = data["changes"][:PROPOSAL_LISTED_CHANGES]
+    data["listed"] = len(data["changes"])
+    return {**data, "stricter": stricter, "looser": report.level_changes - stricter}

@@ -1,6 +1,7 @@
 """What the rule editor does besides saving one rule: validation as the admin
-types, reordering and enable/disable (each ONE policy version through
-`approvals.policy.save_rules`), and "test this rule" against a sample request.
+types, reordering and enable/disable (each ONE change through
+`approvals.policy.edit_policy`: applied, or waiting for a second risk-admin), and
+"test this rule" against a sample request.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import ApprovalRequest, PolicyVersion, RiskRule
-from ..policy import current_policy, save_rules
+from ..models import ApprovalRequest
+from ..policy import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
 from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact
@@ -35,7 +36,7 @@ def validate_rule(data: Any) -> dict[str, Any]:
     """``{"ok": True, "rule": <normalised dict>}`` or ``{"ok": False, "field", "message"}``.
 
     Runs exactly the validation saving runs (RuleSpec.from_dict), so what passes here
-    saves (group existence aside, which `save_rules` checks).
+    saves (group existence aside, which `approvals.policy` checks).
     """
     try:
         spec = RuleSpec.from_dict(data)
@@ -44,40 +45,43 @@ def validate_rule(data: Any) -> dict[str, Any]:
     return {"ok": True, "rule": spec.to_dict()}
 
 
-def _rule_dicts() -> list[dict[str, Any]]:
-    """The stored rules as RuleSpec dicts (what the next version would snapshot)."""
-    from ..policy import rule_to_spec
-
-    rules = RiskRule.objects.select_related("approver_group", "escalation_group").order_by("priority", "name")
-    return [rule_to_spec(rule).to_dict() for rule in rules]
-
-
-def reorder(names: Sequence[str], *, acting_user, note: str) -> PolicyVersion:
-    """Give the rules the order of `names` (every rule, each once): one policy version.
+def reorder(names: Sequence[str], *, acting_user, note: str) -> Outcome:
+    """Give the rules the order of `names` (every rule, each once), renumbered 10, 20,
+    30...: one change through `approvals.policy` (reordering waits for a second
+    risk-admin when four eyes is on).
 
     Raises RuleValidationError("order", ...) when `names` is not a permutation of the
-    stored rule names.
+    rule names, or is already their order.
     """
-    rules = {rule["name"]: rule for rule in _rule_dicts()}
-    if sorted(names) != sorted(rules) or len(set(names)) != len(names):
-        raise RuleValidationError("order", "the new order must list every rule exactly once")
-    changed = []
-    for position, name in enumerate(names, start=1):
-        priority = position * PRIORITY_STEP
-        if rules[name]["priority"] != priority:
-            changed.append({**rules[name], "priority": priority})
-    if not changed:
-        raise RuleValidationError("order", "that is already the order")
-    return save_rules(changed, acting_user=acting_user, note=note)
+
+    def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+        by_name = {rule["name"]: rule for rule in rules}
+        if sorted(names) != sorted(by_name) or len(set(names)) != len(names):
+            raise RuleValidationError("order", "the new order must list every rule exactly once")
+        current_order = [rule["name"] for rule in sorted(rules, key=lambda rule: (rule["priority"], rule["name"]))]
+        if list(names) == current_order:
+            raise RuleValidationError("order", "that is already the order")
+        reordered = [{**by_name[name], "priority": position * PRIORITY_STEP}
+                     for position, name in enumerate(names, start=1)]
+        return reordered, verbs
+
+    return edit_policy(edit, acting_user=acting_user, note=note)
 
 
-def set_enabled(name: str, enabled: bool, *, acting_user, note: str) -> PolicyVersion:
-    rule = next((r for r in _rule_dicts() if r["name"] == name), None)
-    if rule is None:
-        raise RuleValidationError("name", f"no rule named {name!r}")
-    if rule["enabled"] is enabled:
-        raise RuleValidationError("enabled", f"rule {name!r} is already {'enabled' if enabled else 'disabled'}")
-    return save_rules([{**rule, "enabled": enabled}], acting_user=acting_user, note=note)
+def set_enabled(name: str, enabled: bool, *, acting_user, note: str) -> Outcome:
+    """Enable or disable one rule: one change through `approvals.policy` (it waits
+    for a second risk-admin when four eyes is on). RuleValidationError for no such
+    rule, or one already in that state."""
+
+    def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+        rule = next((r for r in rules if r["name"] == name), None)
+        if rule is None:
+            raise RuleValidationError("name", f"no rule named {name!r}")
+        if rule["enabled"] is enabled:
+            raise RuleValidationError("enabled", f"rule {name!r} is already {'enabled' if enabled else 'disabled'}")
+        return [{**r, "enabled": enabled} if r["name"] == name else r for r in rules], verbs
+
+    return edit_policy(edit, acting_user=acting_user, note=note)
 
 
 # --- Test this rule ---------------------------------------------------------------------

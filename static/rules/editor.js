@@ -1,6 +1,7 @@
 // The rule editor: a structured condition builder that validates as you type (the
 // server runs the same RuleSpec validation that saving runs), a dry-run of the change
-// against recent requests, and "test this rule" on a sample. Builds DOM with
+// against recent requests (and whether saving applies at once or waits for a second
+// risk-admin), and "test this rule" on a sample. Builds DOM with
 // textContent only: rule values and request data are never parsed as HTML.
 (function () {
   "use strict";
@@ -142,6 +143,11 @@
         return;
       }
       dryRunBox.appendChild(el("p", {"class": "dry-run-summary"}, report.summary));
+      if (report.four_eyes && report.four_eyes.on) {
+        dryRunBox.appendChild(el("p", {"class": "four-eyes", id: "four-eyes-verdict"}, report.four_eyes.waits_because
+          ? "Saving waits for a second risk-admin: " + report.four_eyes.waits_because + "."
+          : "Saving applies at once: it only makes the policy stricter."));
+      }
       var list = el("ul", {"class": "transitions"});
       report.transitions.forEach(function (t) {
         list.appendChild(el("li", {"class": t.stricter ? "stricter" : "looser"}, t.sentence));

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 
 from agents.models import Agent
 from approvals import policy, services
-from approvals.permissions import REVIEWERS
+from approvals.permissions import REVIEWERS, RISK_ADMINS
 from approvals.states import Kind
 
 TWO_PERSON_TRANSFER = {
@@ -59,7 +59,10 @@ def agent(people) -> Agent:
 
 @pytest.fixture
 def admin_user(db):
-    return get_user_model().objects.create_user("ada", password="ada-pw-123!", is_staff=True)
+    """ada, a risk-admin: the policy service refuses rule changes from anyone else."""
+    ada = get_user_model().objects.create_user("ada", password="ada-pw-123!", is_staff=True)
+    ada.groups.add(Group.objects.get(name=RISK_ADMINS))
+    return ada
 
 
 @pytest.fixture

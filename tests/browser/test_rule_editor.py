@@ -1,7 +1,9 @@
 """A risk admin tunes a rule in a real browser (Debian chromium) against the real
-daphne server: the condition builder refuses a broken condition as they type, the
-dry-run shows the impact in words, the change is saved with a note, and the next
-agent submission is classified by the new policy version."""
+daphne server (four eyes on, as in production): the condition builder refuses a
+broken condition as they type, the dry-run shows the impact in words and that the
+change needs a second risk-admin, the change is proposed with a note, a second
+risk-admin approves it in their own browser, and the next agent submission is
+classified by the new policy version."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ import re
 import urllib.request
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from agents.services import issue_token
 from approvals import services
-from approvals.models import ApprovalRequest, PolicyVersion
+from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion
 from approvals.permissions import RISK_ADMINS
 from approvals.states import Kind
 from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
@@ -34,10 +37,12 @@ def submit_as_agent(server_url: str, token: str, body: dict) -> dict:
         return json.load(response)
 
 
-def test_admin_loosens_a_rule_after_a_dry_run_and_the_next_submission_follows_it(
+def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_next_submission_follows_it(
     logged_in_page, admin_user, agent, people, artifacts_dir
 ):
     admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
+    ben = get_user_model().objects.create_user("ben", is_staff=True)
+    ben.groups.add(Group.objects.get(name=RISK_ADMINS))
     for _ in range(3):  # history the dry-run replays: three small emails, medium today
         services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email", params=FEW,
                                             target={"mailbox": "outbox"}), agent=agent)
@@ -67,15 +72,34 @@ def test_admin_loosens_a_rule_after_a_dry_run_and_the_next_submission_follows_it
     page.wait_for_selector(".transitions li")
     impact = page.inner_text("#dry-run-result")
     assert "3 requests would go from medium to low: approval needed today, auto-executed" in impact
+    assert page.inner_text("#four-eyes-verdict") == (
+        "Saving waits for a second risk-admin: changing the conditions of send_email_default needs a second "
+        "risk-admin.")
     page.screenshot(path=str(artifacts_dir / "rule-editor-dry-run.png"), full_page=True)
 
     page.fill("#note", "Small internal emails need no approval")
     page.click("#save-rule")
-    page.wait_for_url(re.compile(r".*/rules/$"))
-    assert "saved as policy v" in page.inner_text("#flash-stack")
+    page.wait_for_url(re.compile(r".*/rules/proposals/\d+/$"))
+    assert "Waiting for a second risk-admin: changing the conditions of send_email_default" in page.inner_text(
+        "#flash-stack")
+    assert page.locator("#approve").count() == 0  # ada may only withdraw her own change
+    assert PolicyVersion.objects.count() == versions_before
+    proposal = PolicyProposal.objects.get()
+
+    # ben, in his own browser, reads the change side by side and approves it.
+    second = logged_in_page(ben, "ben-pw-123!")
+    second.goto("/rules/")
+    second.click(f"#pending-proposals a[href='/rules/proposals/{proposal.pk}/']")
+    assert "impact.recipient_count ≤ 3" in second.inner_text("table.side-by-side")
+    assert "3 of the last 3 requests would change level." in second.inner_text("#proposal-dry-run")
+    second.screenshot(path=str(artifacts_dir / "rule-editor-proposal.png"), full_page=True)
+    second.click("#approve")
+    second.wait_for_url(re.compile(r".*/rules/$"))
+    assert "Approved: applied as version" in second.inner_text("#flash-stack")
     assert PolicyVersion.objects.count() == versions_before + 1
     newest = PolicyVersion.objects.latest()
-    assert newest.note == "Small internal emails need no approval" and newest.created_by_label == "ada"
+    assert newest.note == "Small internal emails need no approval"
+    assert (newest.created_by_label, newest.approved_by_label) == ("ada", "ben")
 
     response = submit_as_agent(page.server_url, token, {
         "action_type": "send_email", "params": FEW, "target": {"mailbox": "outbox"}})
@@ -85,4 +109,5 @@ def test_admin_loosens_a_rule_after_a_dry_run_and_the_next_submission_follows_it
 
     page.goto("/rules/history/")
     assert "Small internal emails need no approval" in page.inner_text("#versions")
-    assert page.dialogs == []
+    assert "ben" in page.inner_text("#versions .approved-by")
+    assert page.dialogs == [] and second.dialogs == []

@@ -1,4 +1,5 @@
-"""Tuning tests reuse the approval tests' cast; ada is the risk admin here.
+"""Tuning tests reuse the approval tests' cast; ada is the risk admin here, and ben
+the second risk-admin four eyes on policy needs. carol approves for treasury.
 
 `make_requests` stores requests in bulk (rows as classification left them) for the
 volume checks: thousands of `services.submit` calls would cost minutes and test
@@ -51,6 +52,49 @@ def risk_admin(admin_user):
     """ada, in risk-admins: the only people who may tune rules."""
     admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
     return admin_user
+
+
+@pytest.fixture
+def ben(db):
+    """ben, a second risk-admin: the other pair of eyes on ada's policy changes."""
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("ben", password="ben-pw-123!", is_staff=True)
+    user.groups.add(Group.objects.get(name=RISK_ADMINS))
+    return user
+
+
+@pytest.fixture
+def four_eyes(settings):
+    """Four eyes on policy, as in production (tests/conftest.py turns it off for setup)."""
+    settings.POLICY_FOUR_EYES = True
+
+
+WIRE_TRANSFER = {
+    "name": "wire_transfer", "priority": 5, "action_type": "wire_transfer", "risk_level": "high",
+    "required_approvals": 1, "approver_group": "treasury", "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900, "editable_params": ["memo", "amount"], "masked_params": [],
+    "conditions": [{"path": "params.amount", "op": "gt", "value": 1000}],
+}
+
+
+@pytest.fixture
+def treasury(people) -> Group:
+    """The treasury desk: carol approves wires."""
+    group = Group.objects.create(name="treasury")
+    people["carol"].groups.add(group)
+    return group
+
+
+@pytest.fixture
+def wire_rule(risk_admin, treasury):
+    """Wires over 1,000 are high and go to treasury (set up as if four eyes were off)."""
+    from django.test import override_settings
+
+    from approvals import policy
+
+    with override_settings(POLICY_FOUR_EYES=False):
+        return policy.save_rule(WIRE_TRANSFER, acting_user=risk_admin, note="Wires go to treasury")
 
 
 @pytest.fixture

@@ -1,5 +1,9 @@
 """Create the demo people, agent and seed policy for `make run`. Idempotent:
-passwords are printed once, when the account is first created."""
+passwords are printed once, when the account is first created.
+
+Four eyes on policy stays on in the demo (settings.POLICY_FOUR_EYES): risk-admin
+proposes a change that is not provably stricter, risk-admin2 approves it.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ DEMO_PEOPLE = [
     ("reviewer", REVIEWERS, False),
     ("reviewer2", REVIEWERS, False),
     ("risk-admin", RISK_ADMINS, True),
+    ("risk-admin2", RISK_ADMINS, True),  # the second pair of eyes on policy changes
     ("auditor", AUDITORS, False),
 ]
 

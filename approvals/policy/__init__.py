@@ -1,0 +1,87 @@
+"""The current policy, and every change to it: four eyes unless provably stricter.
+
+ONE entry point changes the policy: `propose_change(rules, destructive_verbs, ...)`
+with the complete proposed rule set and verb list. It validates everything and,
+under the policy lock, compares the proposal with the newest version:
+
+- it APPLIES at once (RiskRule rows written, a new PolicyVersion, `policy.changed`)
+  when `settings.POLICY_FOUR_EYES` is off, when every difference is provably
+  stricter (`approvals.rules.stricter`), or for the system seeding an empty policy;
+- otherwise it stores a pending `PolicyProposal` (diff, dry-run, `policy.proposed`)
+  and changes no rule: a second risk-admin applies it with `approve_proposal`; a
+  risk-admin rejects it, or its author withdraws it, with `reject_proposal`.
+
+`save_rule`, `save_rules`, `delete_rule`, `restore_version`, `set_destructive_verbs`
+and `tuning.editing.reorder` / `set_enabled` build the complete policy from the
+newest version (under the lock, so nothing committed meanwhile is silently undone)
+and call it; each returns the PolicyVersion (applied) or the PolicyProposal
+(waiting). Only risk-admins (`is_risk_admin`) change the policy; refusals are
+`PolicyError` (a DomainError with a stable code) or `RuleValidationError`.
+
+Classification compiles a policy version once and reuses it until the next appears
+(`current_policy`).
+"""
+
+from __future__ import annotations
+
+from ..rules.conditions import RuleValidationError
+from ..rules.engine import RuleSpec
+from .changes import (
+    Outcome,
+    delete_rule,
+    edit_policy,
+    lock_newest_version,
+    propose_change,
+    restore_version,
+    rules_and_verbs,
+    save_rule,
+    save_rules,
+    seed_policy,
+    set_destructive_verbs,
+)
+from .checks import (
+    FOUR_EYES_SAME_PERSON,
+    PROPOSAL_NOT_FOUND,
+    PROPOSAL_NOT_PENDING,
+    PROPOSAL_STALE,
+    PolicyError,
+    is_risk_admin,
+    policy_diff,
+    require_risk_admin,
+    validate_destructive_verbs,
+)
+from .current import ActivePolicy, compile_policy, current_policy, policy_defaults, rule_to_spec
+from .proposals import approve_proposal, pending_proposals, reject_proposal
+
+__all__ = [
+    "FOUR_EYES_SAME_PERSON",
+    "PROPOSAL_NOT_FOUND",
+    "PROPOSAL_NOT_PENDING",
+    "PROPOSAL_STALE",
+    "ActivePolicy",
+    "Outcome",
+    "PolicyError",
+    "RuleSpec",
+    "RuleValidationError",
+    "approve_proposal",
+    "compile_policy",
+    "current_policy",
+    "delete_rule",
+    "edit_policy",
+    "is_risk_admin",
+    "lock_newest_version",
+    "pending_proposals",
+    "policy_defaults",
+    "policy_diff",
+    "propose_change",
+    "reject_proposal",
+    "require_risk_admin",
+    "restore_version",
+    "rule_to_spec",
+    "rules_and_verbs",
+    "save_rule",
+    "save_rules",
+    "seed_policy",
+    "set_destructive_verbs",
+    "validate_destructive_verbs",
+]

@@ -1,0 +1,134 @@
+"""HTTP helpers the rule-tuning views share: who may enter (risk-admins), JSON bodies
+and JSON errors, and saying what a policy change did (applied, or waiting).
+
+JSON endpoints answer ``{"ok": true, ...}`` or ``{"ok": false, "code", "message",
+"field"?}`` with a 4xx status, never a 500 for bad input.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+
+from .models import PolicyProposal, PolicyVersion
+from .policy import PolicyError, is_risk_admin
+from .rules.conditions import RuleValidationError
+from .tuning.proposals import waits_because
+
+__all__ = [
+    "BadInput",
+    "flash_outcome",
+    "flash_refusal",
+    "json_body",
+    "json_endpoint",
+    "json_error",
+    "note_from",
+    "outcome_message",
+    "redirect_after",
+    "risk_admin_required",
+    "wants_json",
+]
+
+MAX_JSON_BODY = 1_000_000
+
+
+def json_error(code: str, message: str, *, status: int = 400, **extra: Any) -> JsonResponse:
+    return JsonResponse({"ok": False, "code": code, "message": message, **extra}, status=status)
+
+
+def wants_json(request: HttpRequest) -> bool:
+    return request.path.endswith(".json") or "application/json" in request.headers.get("Accept", "")
+
+
+def risk_admin_required(view: Callable) -> Callable:
+    """Anonymous: to the login page. Signed in but not a risk admin: 403 (JSON for
+    .json/.csv endpoints and fetches, a page otherwise). The services check again."""
+
+    @login_required
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        if not is_risk_admin(request.user):
+            if wants_json(request):
+                return json_error("not_permitted", "Only risk admins may tune rules.", status=403)
+            return render(request, "rules/forbidden.html", status=403)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+class BadInput(Exception):
+    def __init__(self, code: str, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.field = code, message, field
+
+
+def json_body(request: HttpRequest) -> dict[str, Any]:
+    if len(request.body) > MAX_JSON_BODY:
+        raise BadInput("too_large", "The request body is too large.")
+    try:
+        data = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
+        raise BadInput("invalid_json", "The request body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BadInput("invalid_json", "The request body must be a JSON object.")
+    return data
+
+
+def json_endpoint(view: Callable) -> Callable:
+    """Turn input errors and refusals into JSON 4xx answers."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except BadInput as exc:
+            return json_error(exc.code, exc.message, **({"field": exc.field} if exc.field else {}))
+        except RuleValidationError as exc:
+            return json_error("invalid_rule", exc.message, status=422, field=exc.field)
+        except PolicyError as exc:
+            return json_error(exc.code, exc.message, status=exc.http_status)
+
+    return wrapper
+
+
+def note_from(request: HttpRequest) -> str:
+    return request.POST.get("note", "").strip()
+
+
+# --- Saying what a change did --------------------------------------------------------------------
+
+
+def outcome_message(outcome: PolicyVersion | PolicyProposal) -> str:
+    """"Applied as version N (stricter only)." or "Waiting for a second risk-admin: <why>"."""
+    if isinstance(outcome, PolicyProposal):
+        return f"Waiting for a second risk-admin: {waits_because(outcome) or 'it is not provably stricter'}."
+    if settings.POLICY_FOUR_EYES and outcome.approved_by_id is None:
+        return f"Applied as version {outcome.number} (stricter only)."
+    return f"Applied as version {outcome.number}."
+
+
+def flash_outcome(request: HttpRequest, outcome: PolicyVersion | PolicyProposal, prefix: str = "") -> None:
+    text = f"{prefix} {outcome_message(outcome)}".strip()
+    (messages.info if isinstance(outcome, PolicyProposal) else messages.success)(request, text)
+
+
+def redirect_after(outcome: PolicyVersion | PolicyProposal) -> HttpResponse:
+    """A waiting change goes to its proposal page (diff, dry-run); an applied one to the list."""
+    if isinstance(outcome, PolicyProposal):
+        return redirect("rules:proposal", pk=outcome.pk)
+    return redirect("rules:list")
+
+
+def flash_refusal(request: HttpRequest, exc: RuleValidationError | PolicyError) -> None:
+    if isinstance(exc, RuleValidationError):
+        messages.error(request, f"Nothing was saved: {exc.field}: {exc.message}")
+    else:
+        messages.error(request, f"Nothing was saved: {exc.message}")

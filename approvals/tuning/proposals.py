@@ -1,0 +1,168 @@
+"""What a risk-admin reads before approving a policy proposal: the rules and
+conditions that change, side by side in words (never Python reprs), the destructive
+verbs added or removed, why it waits, and the dry-run it stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..models import PolicyProposal, PolicyVersion
+from ..policy import rules_and_verbs
+from ..rules.stricter import first_change_needing_approval
+
+__all__ = ["FieldChange", "ProposalDetail", "RuleChange", "describe_field", "proposal_detail", "rule_changes",
+           "waits_because"]
+
+FIELD_LABELS: dict[str, str] = {
+    "priority": "Order (priority)",
+    "enabled": "Enabled",
+    "action_type": "Action type",
+    "conditions": "Conditions",
+    "match": "Conditions must hold",
+    "risk_level": "Risk level",
+    "required_approvals": "Required approvals",
+    "approver_group": "Approver group",
+    "escalation_group": "Escalation group",
+    "decision_ttl_seconds": "Decision deadline",
+    "execution_window_seconds": "Execution window",
+    "editable_params": "Editable params",
+    "masked_params": "Masked params",
+    "trusts_declared": "Trusts declared.*",
+    "step_up": "Step-up to decide",
+}
+_SYMBOLS = {"eq": "=", "ne": "≠", "gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "in": "is one of",
+            "contains": "contains", "matches": "matches", "len_gt": "has more items than"}
+ABSENT = "—"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    label: str
+    before: str
+    after: str
+
+
+@dataclass(frozen=True)
+class RuleChange:
+    name: str
+    kind: str  # "added", "removed" or "changed"
+    fields: list[FieldChange]
+    level_before: str | None
+    level_after: str | None
+
+
+@dataclass(frozen=True)
+class ProposalDetail:
+    proposal: PolicyProposal
+    changes: list[RuleChange]
+    verbs_added: list[str]
+    verbs_removed: list[str]
+    waits_because: str | None
+    base_number: int | None
+    current_number: int | None
+
+    @property
+    def dry_run_changes(self) -> list[dict[str, Any]]:
+        """The stored changed requests, with "when" as ``YYYY-MM-DD HH:MM``."""
+        return [{**change, "when": str(change.get("created_at", ""))[:16].replace("T", " ")}
+                for change in self.proposal.dry_run.get("changes", ())]
+
+    @property
+    def outdated(self) -> bool:
+        """A later version exists: approving would mark it stale and apply nothing."""
+        return self.proposal.status == PolicyProposal.Status.PENDING and self.base_number != self.current_number
+
+
+def _value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _condition(condition: Mapping[str, Any]) -> str:
+    path, op, value = condition["path"], condition["op"], condition["value"]
+    if op == "exists":
+        return f"{path} {'exists' if value else 'does not exist'}"
+    return f"{path} {_SYMBOLS.get(op, op)} {_value(value)}"
+
+
+def _seconds(value: int) -> str:
+    if value % 3600 == 0:
+        return f"{value // 3600} h ({value} s)"
+    if value % 60 == 0:
+        return f"{value // 60} min ({value} s)"
+    return f"{value} s"
+
+
+def describe_field(key: str, rule: Mapping[str, Any]) -> str:
+    """One field of a rule in words: conditions as ``impact.amount > 1000 and ...``."""
+    value = rule.get(key)
+    if key == "conditions":
+        if not value:
+            return "always (no conditions)"
+        joiner = " and " if rule.get("match", "all") == "all" else " or "
+        return joiner.join(_condition(c) for c in value)
+    if key == "match":
+        return "all of them" if value == "all" else "any of them"
+    if key in ("editable_params", "masked_params"):
+        return ", ".join(value) if value else "(none)"
+    if key in ("decision_ttl_seconds", "execution_window_seconds"):
+        return _seconds(value)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None:
+        return "(none)"
+    return str(value)
+
+
+def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[RuleChange]:
+    """Each added, removed or changed rule with its fields before and after, in the new
+    evaluation order (removed rules last). Added and removed rules show every field."""
+    old = {rule["name"]: rule for rule in before}
+    new = {rule["name"]: rule for rule in after}
+    changes = []
+    for rule in sorted(after, key=lambda r: (r["priority"], r["name"])):
+        previous = old.get(rule["name"])
+        if previous == rule:
+            continue
+        keys = [k for k in FIELD_LABELS if previous is None or previous.get(k) != rule.get(k)]
+        changes.append(RuleChange(
+            name=rule["name"], kind="added" if previous is None else "changed",
+            fields=[FieldChange(FIELD_LABELS[k], describe_field(k, previous) if previous else ABSENT,
+                                describe_field(k, rule)) for k in keys],
+            level_before=previous["risk_level"] if previous else None, level_after=rule["risk_level"],
+        ))
+    for name in sorted(old.keys() - new.keys()):
+        rule = old[name]
+        changes.append(RuleChange(
+            name=name, kind="removed",
+            fields=[FieldChange(label, describe_field(k, rule), ABSENT) for k, label in FIELD_LABELS.items()],
+            level_before=rule["risk_level"], level_after=None,
+        ))
+    return changes
+
+
+def waits_because(proposal: PolicyProposal) -> str | None:
+    """The first change in `proposal` that needs a second risk-admin (against its base)."""
+    before, before_verbs = rules_and_verbs(proposal.base_version)
+    return first_change_needing_approval(before, before_verbs, proposal.rules, proposal.destructive_verbs)
+
+
+def proposal_detail(pk: int) -> ProposalDetail | None:
+    """One proposal with its changes in words (two queries)."""
+    proposal = PolicyProposal.objects.select_related("base_version", "applied_version").filter(pk=pk).first()
+    if proposal is None:
+        return None
+    current = PolicyVersion.objects.order_by("-number").values_list("number", flat=True).first()
+    before, before_verbs = rules_and_verbs(proposal.base_version)
+    return ProposalDetail(
+        proposal=proposal,
+        changes=rule_changes(before, proposal.rules),
+        verbs_added=sorted(set(proposal.destructive_verbs) - set(before_verbs)),
+        verbs_removed=sorted(set(before_verbs) - set(proposal.destructive_verbs)),
+        waits_because=waits_because(proposal),
+        base_number=proposal.base_version.number if proposal.base_version else None,
+        current_number=current,
+    )
