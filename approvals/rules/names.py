@@ -168,11 +168,13 @@ def _alternative_words(name: str) -> set[str]:
 def destructive_words(name: str, verbs: Iterable[str]) -> tuple[str, ...]:
     """The verbs from ``verbs`` that are words of ``name`` (the sent spelling), sorted.
 
-    Matches whole words only, on every reading of an ambiguous upper-case run, so
-    ``read_DELETEall`` contains delete and ``list_payments_report`` does not contain pay.
-    ``verbs`` must already be case-folded (``validate_destructive_verbs`` does that).
+    Matches whole words only, on every reading: the camelCase words, both readings of
+    an ambiguous upper-case run (``read_DELETEall`` contains delete), and the words
+    of the case-folded name split on separators alone, so odd capitals never hide a
+    verb (``deLete_files`` contains delete). ``list_payments_report`` does not
+    contain pay. ``verbs`` must already be case-folded (``validate_destructive_verbs``).
     """
-    words = set(action_words(name)) | _alternative_words(name)
+    words = set(action_words(name)) | _alternative_words(name) | set(_SEPARATORS.split(name.casefold()))
     return tuple(sorted(words.intersection(verbs)))
 
 

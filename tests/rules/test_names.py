@@ -174,6 +174,9 @@ SEEDED = frozenset(SEED_DESTRUCTIVE_VERBS)
         ("read_file", ()),
         ("shutdown_server", ("shutdown",)),
         ("deleted_items_list", ()),  # whole words only
+        ("deLete_files", ("delete",)),  # capitals inside a word never hide it
+        ("DeLeTe_files", ("delete",)),
+        ("deletE_files", ("delete",)),
     ],
 )
 def test_destructive_words_match_whole_words(name: str, found: tuple[str, ...]) -> None:
