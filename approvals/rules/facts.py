@@ -15,8 +15,10 @@ Amounts
     in them) whose value reads the same way. Unknown: anything else under an amount
     key, including null, lists, ``"5 million"``, ``"$2,500,000"`` (currency symbols
     are not parsed: send ``{value, currency}``), ``"2.500.000"`` and ``"2,50,000"``
-    (separators that could mean a decimal point), and two amount keys that disagree.
-    No amount key at all is not unknown: there is no amount.
+    (separators that could mean a decimal point), two amount keys that disagree, and
+    an amount key nested deeper in the params (``{"payment": {"amount": ...}}``, line
+    items): which one the tool pays is not ours to guess. No amount key anywhere is
+    not unknown: there is no amount.
 
 Target count
     The lengths of the param lists under ``ids`` and ``targets`` (keys matched like
@@ -41,6 +43,9 @@ __all__ = ["MAX_AMOUNT_EXPONENT", "read_amount", "read_target_count", "normalize
 
 MAX_AMOUNT_EXPONENT: Final = 30
 _MAX_AMOUNT_TEXT: Final = 100
+# Bounds on looking for nested amounts; params come from agents.
+_MAX_NESTING: Final = 32
+_MAX_SCANNED_NODES: Final = 20_000
 _AMOUNT_KEYS: Final = frozenset({"amount"})
 _ID_KEYS: Final = frozenset({"ids", "targets"})
 _VALUE_OBJECT_KEYS: Final = frozenset({"value", "currency"})
@@ -117,15 +122,32 @@ def _read_one_amount(value: Any) -> Decimal | None:
     return _amount_from_scalar(value)
 
 
+def _has_nested_amount(value: Any, depth: int, budget: list[int]) -> bool:
+    """Whether an amount key appears anywhere inside ``value``; True when the scan runs out."""
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _MAX_NESTING:
+        return True  # not scanned, so not known to be free of amounts
+    if isinstance(value, Mapping):
+        return any(normalize_key(key) in _AMOUNT_KEYS or _has_nested_amount(item, depth + 1, budget)
+                   for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nested_amount(item, depth + 1, budget) for item in value)
+    return False
+
+
 def read_amount(params: Mapping[str, Any]) -> tuple[str | None, bool]:
     """``(amount, certain)``: the amount as a decimal string (never a float), or None.
 
     ``(None, True)`` when no param is an amount; ``(None, False)`` when an amount is
     present but cannot be read with certainty. See the module docstring for formats.
     """
-    numbers: list[Decimal | None] = [
-        _read_one_amount(value) for key, value in params.items() if normalize_key(key) in _AMOUNT_KEYS
-    ]
+    numbers: list[Decimal | None] = []
+    budget = [_MAX_SCANNED_NODES]
+    for key, value in params.items():
+        if normalize_key(key) in _AMOUNT_KEYS:
+            numbers.append(_read_one_amount(value))
+        elif _has_nested_amount(value, 1, budget):
+            return None, False
     if not numbers:
         return None, True
     if None in numbers or len({number for number in numbers if number is not None}) > 1:

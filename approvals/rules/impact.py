@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from .conditions import to_decimal
-from .facts import read_amount, read_target_count
+from .facts import normalize_key, read_amount, read_target_count
 from .names import destructive_words, normalize_pattern, parse_action_type
 from .seed import SEED_DESTRUCTIVE_VERBS
 
@@ -110,15 +110,16 @@ def _recipient_keys(value: Any, depth: int = 0) -> Iterator[str]:
 
 
 def count_recipients(params: Mapping[str, Any]) -> int:
-    """Distinct addresses across params to, cc and bcc (keys matched case-insensitively).
+    """Distinct addresses across params to, cc and bcc.
 
-    Each field may be a string (comma, semicolon or newline separated), a list, or
+    Keys match as ``facts.normalize_key`` reads them (NFKC, case-folded, surrounding
+    punctuation stripped), so ``CC`` and fullwidth ``ｔｏ`` count too. Each field may be a string (comma, semicolon or newline separated), a list, or
     a list of ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
     address. A token without "@" still counts: over-counting is the safe error.
     """
     seen: set[str] = set()
     for key, value in params.items():
-        if isinstance(key, str) and key.lower() in RECIPIENT_FIELDS:
+        if normalize_key(key) in RECIPIENT_FIELDS:
             for address in _recipient_keys(value):
                 seen.add(address)
                 if len(seen) >= MAX_RECIPIENT_ITEMS:

@@ -40,6 +40,7 @@ def impact(params: dict[str, Any], target: dict[str, Any] | None = None, action_
         ({"to": [{"name": "Ann", "email": "ANN@x"}, "ann@x"]}, 1),
         ({"to": "a@x\nb@x"}, 2),
         ({"To": "a@x", "CC": "b@x"}, 2),
+        ({"ｔｏ": "a@x", " bcc": "b@x"}, 2),  # fullwidth or padded keys hide no one
         ({"to": "", "cc": [], "bcc": None}, 0),
         ({"subject": "a@x"}, 0),
     ],
@@ -139,6 +140,15 @@ def test_two_amount_keys_that_agree_read_as_one() -> None:
 
 def test_two_amount_keys_that_differ_are_unknown() -> None:
     assert amount_of({"amount": 500, "Amount": 2_500_000}) == (None, True)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"payment": {"amount": 2_500_000}}, {"items": [{"amount": 10}, {"amount": 20}]},
+     {"amount": 5, "legs": [{"Amount": 2_500_000}]}],
+)
+def test_an_amount_nested_deeper_is_unknown(params: dict[str, Any]) -> None:
+    assert amount_of(params) == (None, True)
 
 
 def test_no_amount_at_all_is_none_and_not_unknown() -> None:
