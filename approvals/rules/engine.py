@@ -109,7 +109,8 @@ class CompiledPolicy:
     """An immutable, ready-to-classify rule set for one policy version.
 
     Build once per version and share: ``classify`` reads no database, and is safe to
-    call from several threads (the caches it fills are only ever replaced whole).
+    call from several threads (its one cache is a dict read and written a key at a
+    time, and cleared by replacing it).
     Rule names must be unique within a policy. ``destructive_verbs`` None means the
     seeded list (``seed.SEED_DESTRUCTIVE_VERBS``), never "no verbs"; pass ``[]`` for none.
     """
@@ -248,7 +249,9 @@ class CompiledPolicy:
                 possible.append(rule)
         return self._strictest(possible, definite, tuple(blocked))
 
-    def _strictest(self, possible: list[RuleSpec], definite: RuleSpec | None, blocked: tuple[RuleSpec, ...]) -> Decision:
+    def _strictest(
+        self, possible: list[RuleSpec], definite: RuleSpec | None, blocked: tuple[RuleSpec, ...]
+    ) -> Decision:
         best: RuleSpec | None = None
         for rule in possible:
             # Strictly greater: on a tie the earlier rule stands.

@@ -113,8 +113,9 @@ def count_recipients(params: Mapping[str, Any]) -> int:
     """Distinct addresses across params to, cc and bcc.
 
     Keys match as ``facts.normalize_key`` reads them (NFKC, case-folded, surrounding
-    punctuation stripped), so ``CC`` and fullwidth ``ｔｏ`` count too. Each field may be a string (comma, semicolon or newline separated), a list, or
-    a list of ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
+    punctuation stripped), so ``CC`` and fullwidth ``ｔｏ`` count too. Each field may
+    be a string (comma, semicolon or newline separated), a list, or a list of
+    ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
     address. A token without "@" still counts: over-counting is the safe error.
     """
     seen: set[str] = set()

@@ -171,7 +171,10 @@ def build_classification(
             editable_params=(),
             masked_params=(),
             policy_version=policy_version,
-            explanation=(f"no enabled rule matched action type {_shown(name)}", *blocked_lines),
+            explanation=(
+                f"no {'other ' if decision.blocked else ''}enabled rule matched action type {_shown(name)}",
+                *blocked_lines,
+            ),
             reason=f"no rule matched; policy default {defaults.risk_level}{suffix}",
             blocked_rules=blocked_names,
         )
@@ -187,7 +190,8 @@ def build_classification(
         lines.extend(f"{condition.path} {why} ({condition.test_text()})" for condition, why in unknowns)
         lines.append(f"read the strict way: rule {rule.name!r} could match")
         if decision.passed_over is not None:
-            lines.append(f"rule {decision.passed_over.name!r} matched, but rule {rule.name!r} could match and is stricter")
+            passed = decision.passed_over.name
+            lines.append(f"rule {passed!r} matched, but rule {rule.name!r} could match and is stricter")
         elif not decision.deny:
             lines.append(f"no rule definitely matched; rule {rule.name!r} is stricter than the policy default")
     else:

@@ -86,6 +86,7 @@ READ_ANYTHING = rule("read_low", 10, action_type="read*", risk_level="low")
 def test_a_low_rule_is_skipped_for_a_destructive_verb(action_type: str) -> None:
     result = classify([READ_ANYTHING], action_type)
     assert (result.risk_level, result.rule_name, result.blocked_rules) == ("medium", None, ("read_low",))
+    assert result.explanation[0].startswith("no other enabled rule matched action type")
     assert any("destructive verb" in line and "skipped" in line for line in result.explanation)
     assert "low rule 'read_low' skipped" in result.reason
 
