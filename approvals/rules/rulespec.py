@@ -120,8 +120,9 @@ class RuleSpec:
     # (condition, agent_only) pairs, where agent_only conditions read as UNKNOWN.
     evaluation_plan: tuple[tuple[Condition, bool], ...] = field(init=False, repr=False, compare=False)
     match_all: bool = field(init=False, repr=False, compare=False)
+    # (level rank, approvals it requires): how this rule's outcome compares.
+    strictness: tuple[int, int] = field(init=False, repr=False, compare=False)
     _glob: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    _strictness: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _require_text(self.name, "name")
@@ -148,7 +149,7 @@ class RuleSpec:
         object.__setattr__(self, "_compiled", self._compile_conditions())
         object.__setattr__(self, "evaluation_plan", tuple((c, self.agent_only(c)) for c in self._compiled))
         object.__setattr__(self, "match_all", self.match == "all")
-        object.__setattr__(self, "_strictness", strictness(self.risk_level, self.required_approvals))
+        object.__setattr__(self, "strictness", strictness(self.risk_level, self.required_approvals))
 
     def _compile_conditions(self) -> tuple[Condition, ...]:
         if not isinstance(self.conditions, tuple):
@@ -175,11 +176,6 @@ class RuleSpec:
     def compiled_conditions(self) -> tuple[Condition, ...]:
         """The validated ``Condition`` objects, in order."""
         return self._compiled
-
-    @property
-    def strictness(self) -> tuple[int, int]:
-        """(level rank, approvals it requires): how this rule's outcome compares."""
-        return self._strictness
 
     def agent_only(self, condition: Condition) -> bool:
         """Whether this rule reads ``condition`` as UNKNOWN: a ``target.*`` path it does not trust."""

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 from typing import Any, Final
 
 __all__ = [
@@ -91,9 +92,16 @@ def to_decimal(value: Any) -> Decimal | None:
         except InvalidOperation:
             return None
         return result if result.is_finite() else None
-    if isinstance(value, str) and _DECIMAL_STRING.match(value):
-        return Decimal(value)
+    if isinstance(value, str):
+        return _decimal_from_string(value)
     return None
+
+
+@lru_cache(maxsize=4096)
+def _decimal_from_string(text: str) -> Decimal | None:
+    # Cached: impact.amount is always a decimal string, and a policy with many
+    # thresholds on it would otherwise parse the same string once per condition.
+    return Decimal(text) if _DECIMAL_STRING.match(text) else None
 
 
 def is_scalar(value: Any) -> bool:
