@@ -2,13 +2,15 @@
 
 Typical use (the Django layer stores rules and snapshots ``RuleSpec.to_dict()``)::
 
-    policy = CompiledPolicy.from_dicts(version, snapshot, PolicyDefaults())
-    classification = policy.classify(ClassificationInput.build(action_type, params, target, declared))
+    name = parse_action_type(raw)                      # ActionTypeError -> 422
+    policy = CompiledPolicy.from_dicts(version, snapshot, PolicyDefaults(), destructive_verbs)
+    classification = policy.classify(ClassificationInput.build(name.sent, params, target, declared))
 """
 
 from __future__ import annotations
 
-from .conditions import MISSING, OPERATORS, PATH_ROOTS, Condition, RuleValidationError, compile_condition, to_decimal
+from .conditions import MISSING, OPERATORS, PATH_ROOTS, UNKNOWN, Condition, RuleValidationError, compile_condition
+from .conditions import to_decimal
 from .engine import (
     RULE_KEYS,
     Classification,
@@ -19,8 +21,16 @@ from .engine import (
     is_stricter,
 )
 from .impact import compute_impact, detect_sensitive, register_impact_extractor, unregister_impact_extractor
-from .levels import DEFAULT_LEVEL, LEVELS, level_rank
-from .seed import SEED_RULES
+from .levels import DEFAULT_LEVEL, LEVELS, level_rank, strictness
+from .names import (
+    ActionTypeError,
+    ActionTypeName,
+    action_words,
+    destructive_words,
+    parse_action_type,
+    validate_destructive_verbs,
+)
+from .seed import SEED_DESTRUCTIVE_VERBS, SEED_RULES
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -29,7 +39,11 @@ __all__ = [
     "OPERATORS",
     "PATH_ROOTS",
     "RULE_KEYS",
+    "SEED_DESTRUCTIVE_VERBS",
     "SEED_RULES",
+    "UNKNOWN",
+    "ActionTypeError",
+    "ActionTypeName",
     "Classification",
     "ClassificationInput",
     "CompiledPolicy",
@@ -37,12 +51,17 @@ __all__ = [
     "PolicyDefaults",
     "RuleSpec",
     "RuleValidationError",
+    "action_words",
     "compile_condition",
     "compute_impact",
+    "destructive_words",
     "detect_sensitive",
     "is_stricter",
     "level_rank",
+    "parse_action_type",
     "register_impact_extractor",
+    "strictness",
     "to_decimal",
     "unregister_impact_extractor",
+    "validate_destructive_verbs",
 ]

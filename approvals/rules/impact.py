@@ -2,8 +2,12 @@
 
 The agent never supplies impact: it is computed here from the params and the
 resolved target. Action types can add or override keys with extractors registered
-by glob (``@register_impact_extractor("send_email")``). All values are JSON-safe;
-amounts are decimal strings, never floats.
+by glob (``@register_impact_extractor("send_email")``, matched against normalized
+names). All values are JSON-safe; amounts are decimal strings, never floats.
+
+``impact["unknown"]`` lists the facts that could not be read with certainty (see
+``facts.py``); rules read them the strict way. Nothing the agent says about its
+target lowers a fact: ``target.reversible: true`` is a declaration and is ignored.
 """
 
 from __future__ import annotations
@@ -16,9 +20,13 @@ from decimal import Decimal
 from typing import Any, Final
 
 from .conditions import to_decimal
+from .facts import normalize_key, read_amount, read_target_count
+from .names import destructive_words, normalize_pattern, parse_action_type
+from .seed import SEED_DESTRUCTIVE_VERBS
 
 __all__ = [
     "IRREVERSIBLE_PATTERNS",
+    "IRREVERSIBLE_VERBS",
     "SENSITIVE_LABELS",
     "ImpactExtractor",
     "compute_impact",
@@ -30,7 +38,11 @@ __all__ = [
 
 ImpactExtractor = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
 
+# Historical names; each is now read as a word test ("delete" anywhere in the name's words).
 IRREVERSIBLE_PATTERNS: Final[tuple[str, ...]] = ("delete_*", "drop_*", "send_*", "transfer_*", "pay_*")
+IRREVERSIBLE_VERBS: Final[frozenset[str]] = frozenset(
+    {pattern.rstrip("_*") for pattern in IRREVERSIBLE_PATTERNS} | {"destroy", "truncate", "wipe", "purge"}
+)
 SENSITIVE_LABELS: Final[frozenset[str]] = frozenset({"pii", "confidential", "secret", "sensitive", "financial"})
 RECIPIENT_FIELDS: Final[frozenset[str]] = frozenset({"to", "cc", "bcc"})
 
@@ -41,8 +53,6 @@ MAX_SCAN_DEPTH: Final = 32
 MAX_SCAN_NODES: Final = 20_000
 MAX_SCAN_CHARS: Final = 2_000_000
 MAX_RECIPIENT_ITEMS: Final = 10_000
-
-_IRREVERSIBLE = re.compile("|".join(fnmatch.translate(p) for p in IRREVERSIBLE_PATTERNS))
 
 
 # ---------------------------------------------------------------------------
@@ -100,15 +110,17 @@ def _recipient_keys(value: Any, depth: int = 0) -> Iterator[str]:
 
 
 def count_recipients(params: Mapping[str, Any]) -> int:
-    """Distinct addresses across params to, cc and bcc (keys matched case-insensitively).
+    """Distinct addresses across params to, cc and bcc.
 
-    Each field may be a string (comma, semicolon or newline separated), a list, or
-    a list of ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
+    Keys match as ``facts.normalize_key`` reads them (NFKC, case-folded, surrounding
+    punctuation stripped), so ``CC`` and fullwidth ``ｔｏ`` count too. Each field may
+    be a string (comma, semicolon or newline separated), a list, or a list of
+    ``{"email": ...}`` objects. ``"Name <A@X>"`` and ``"a@x"`` are one
     address. A token without "@" still counts: over-counting is the safe error.
     """
     seen: set[str] = set()
     for key, value in params.items():
-        if isinstance(key, str) and key.lower() in RECIPIENT_FIELDS:
+        if normalize_key(key) in RECIPIENT_FIELDS:
             for address in _recipient_keys(value):
                 seen.add(address)
                 if len(seen) >= MAX_RECIPIENT_ITEMS:
@@ -239,24 +251,11 @@ def detect_sensitive(
 # ---------------------------------------------------------------------------
 
 
-def _amount(params: Mapping[str, Any]) -> str | None:
-    number = to_decimal(params.get("amount"))
-    return None if number is None else format(number, "f")
-
-
-def _target_count(params: Mapping[str, Any], target: Mapping[str, Any]) -> int:
-    for source, key in ((target, "ids"), (params, "ids"), (params, "targets")):
-        value = source.get(key)
-        if isinstance(value, (list, tuple)):
-            return len(value)
-    return 1
-
-
-def _reversible(action_type: str, target: Mapping[str, Any]) -> bool:
-    declared_by_target = target.get("reversible")
-    if isinstance(declared_by_target, bool):
-        return declared_by_target
-    return _IRREVERSIBLE.match(action_type) is None
+def _reversible(sent: str, target: Mapping[str, Any], verbs: frozenset[str]) -> bool:
+    # The agent may say its call is irreversible (stricter), never that it is reversible.
+    if target.get("reversible") is False:
+        return False
+    return not destructive_words(sent, verbs)
 
 
 # ---------------------------------------------------------------------------
@@ -283,15 +282,20 @@ _REGISTRY: dict[str, _Registered] = {}
 def register_impact_extractor(pattern: str) -> Callable[[ImpactExtractor], ImpactExtractor]:
     """Register ``fn(params, target, impact) -> dict`` for action types matching ``pattern``.
 
+    Patterns are normalized like rule patterns and match normalized action types.
     Every matching extractor runs, least specific first (globs before literals), so
-    the most specific one overrides. An extractor may add sensitive kinds but never
-    remove them. Registering the same pattern twice raises ValueError.
+    the most specific one overrides. An extractor may add sensitive kinds and unknown
+    facts but never remove them. Registering the same pattern twice raises ValueError.
     """
 
+    normalized = normalize_pattern(pattern, field="pattern")
+
     def decorator(function: ImpactExtractor) -> ImpactExtractor:
-        if pattern in _REGISTRY:
+        if normalized in _REGISTRY:
             raise ValueError(f"an impact extractor is already registered for {pattern!r}")
-        _REGISTRY[pattern] = _Registered(pattern, re.compile(fnmatch.translate(pattern)), function, len(_REGISTRY))
+        _REGISTRY[normalized] = _Registered(
+            normalized, re.compile(fnmatch.translate(normalized)), function, len(_REGISTRY)
+        )
         return function
 
     return decorator
@@ -299,7 +303,7 @@ def register_impact_extractor(pattern: str) -> Callable[[ImpactExtractor], Impac
 
 def unregister_impact_extractor(pattern: str) -> None:
     """Remove the extractor for ``pattern`` (for tests and plugin unloading)."""
-    _REGISTRY.pop(pattern, None)
+    _REGISTRY.pop(normalize_pattern(pattern, field="pattern"), None)
 
 
 def _extractors_for(action_type: str) -> list[_Registered]:
@@ -325,14 +329,18 @@ def _json_safe(value: Any, depth: int = 0) -> Any:
     raise TypeError(f"impact value of type {type(value).__name__} is not JSON-safe")
 
 
+def _listed(value: Any) -> set[str]:
+    return {str(item) for item in value} if isinstance(value, list) else set()
+
+
 def _merge(impact: dict[str, Any], extra: Mapping[str, Any]) -> None:
     detected = set(impact["sensitive_kinds"])
+    unknown = set(impact["unknown"])
     was_sensitive = impact["sensitive"]
     impact.update(_json_safe(extra))
-    kinds = impact.get("sensitive_kinds")
-    added = set(kinds) if isinstance(kinds, list) else set()
-    impact["sensitive_kinds"] = sorted(detected | {str(kind) for kind in added})
+    impact["sensitive_kinds"] = sorted(detected | _listed(impact.get("sensitive_kinds")))
     impact["sensitive"] = bool(was_sensitive or impact.get("sensitive") is True or impact["sensitive_kinds"])
+    impact["unknown"] = sorted(unknown | _listed(impact.get("unknown")))
 
 
 # ---------------------------------------------------------------------------
@@ -346,24 +354,36 @@ def compute_impact(
     target: Mapping[str, Any] | None = None,
     *,
     sensitive_labels: Iterable[str] = SENSITIVE_LABELS,
+    destructive_verbs: Iterable[str] | None = None,
 ) -> dict[str, Any]:
     """Compute the ``impact`` namespace for one call. JSON-safe; never trusts the agent.
 
-    Keys: recipient_count (int), amount (decimal string or None), target_count (int),
-    reversible (bool), sensitive (bool), sensitive_kinds (sorted list of str), plus
-    whatever registered extractors add. Extractor errors propagate: they are code bugs.
+    ``action_type`` is the name as sent (its camelCase words count) or normalized;
+    an invalid name raises ``names.ActionTypeError``. Keys: recipient_count (int),
+    amount (decimal string or None), target_count (int), reversible (bool: false when
+    a word of the name is in IRREVERSIBLE_VERBS or ``destructive_verbs``, the policy's
+    list, None meaning the seeded one; or when the agent says ``target.reversible:
+    false``), sensitive (bool), sensitive_kinds and unknown (sorted lists of str: the
+    facts above that could not be read with certainty), plus whatever registered
+    extractors add. Extractor errors propagate: they are code bugs.
     """
+    name = parse_action_type(action_type)
     params = params if isinstance(params, Mapping) else {}
     target = target if isinstance(target, Mapping) else {}
+    verbs = IRREVERSIBLE_VERBS | frozenset(SEED_DESTRUCTIVE_VERBS if destructive_verbs is None else destructive_verbs)
     kinds = detect_sensitive(params, target, sensitive_labels=sensitive_labels)
+    amount, amount_certain = read_amount(params)
+    target_count, count_certain = read_target_count(params, target)
+    unknown = [key for key, certain in (("amount", amount_certain), ("target_count", count_certain)) if not certain]
     impact: dict[str, Any] = {
         "recipient_count": count_recipients(params),
-        "amount": _amount(params),
-        "target_count": _target_count(params, target),
-        "reversible": _reversible(action_type, target),
+        "amount": amount,
+        "target_count": target_count,
+        "reversible": _reversible(name.sent, target, verbs),
         "sensitive": bool(kinds),
         "sensitive_kinds": kinds,
+        "unknown": sorted(unknown),
     }
-    for entry in _extractors_for(action_type):
+    for entry in _extractors_for(name.normalized):
         _merge(impact, entry.function(params, target, dict(impact)))
     return impact

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from approvals.rules.conditions import MISSING, RuleValidationError, compile_condition, to_decimal
+from approvals.rules.conditions import MISSING, UNKNOWN, RuleValidationError, compile_condition, to_decimal
 
 from .strategies import conditions, documents
 
@@ -120,12 +120,74 @@ def test_valid_conditions_never_raise_on_any_json(condition: dict[str, Any], doc
     assert compiled.to_dict() == condition
 
 
+# ---------------------------------------------------------------------------
+# Three-valued reading (Condition.truth): a threshold on an agent's param
+# ---------------------------------------------------------------------------
+
+
+def truth(path: str, op: str, value: Any, doc: dict[str, Any] = DOC) -> bool | None:
+    condition = compile_condition({"path": path, "op": op, "value": value})
+    return condition.truth(condition.resolve(doc))
+
+
+@pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte"])
+@pytest.mark.parametrize(
+    "written",
+    ["5e6", "2,500,000", " 2500000", "", "NaN", "Infinity", True, None, [2500000], {"value": 2500000},
+     float("nan"), float("inf")],
+)
+def test_a_param_threshold_on_a_value_not_plainly_a_number_is_unknown(op: str, written: Any) -> None:
+    doc = {"params": {"amount": written}}
+    assert truth("params.amount", op, 1_000_000, doc) is UNKNOWN
+
+
+@pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte"])
+def test_a_param_threshold_on_a_missing_value_is_unknown(op: str) -> None:
+    assert truth("params.absent", op, 10) is UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [(2_500_000, True), (2_500_000.5, True), (Decimal("2500000"), True), ("2500000.00", True), (500, False),
+     ("-3", False)],
+)
+def test_a_param_threshold_on_a_plain_number_is_definite(written: Any, expected: bool) -> None:
+    assert truth("params.amount", "gt", 1_000_000, {"params": {"amount": written}}) is expected
+
+
+@pytest.mark.parametrize(
+    ("path", "op", "value", "expected"),
+    [
+        ("params.subject", "eq", "x", False),  # other operators on params stay two-valued
+        ("params.absent", "eq", "x", False),
+        ("params.absent", "exists", False, True),
+        ("params.subject", "len_gt", 100, False),
+        ("impact.recipient_count", "gt", 100, False),  # impact is read unknown only where listed
+        ("impact.absent", "gt", 1, False),
+    ],
+)
+def test_other_conditions_are_definite(path: str, op: str, value: Any, expected: bool) -> None:
+    assert truth(path, op, value) is expected
+
+
+@given(condition=conditions, doc=documents)
+def test_truth_agrees_with_evaluate_wherever_it_is_definite(condition: dict[str, Any], doc: dict[str, Any]) -> None:
+    compiled = compile_condition(condition)
+    result = compiled.truth(compiled.resolve(doc))
+    assert result in (True, False, UNKNOWN)
+    if result is not UNKNOWN:
+        assert result is compiled.evaluate(doc)[0]
+    else:
+        assert condition["path"].startswith("params.") and condition["op"] in ("gt", "gte", "lt", "lte")
+
+
 def test_describe_shows_actual_value() -> None:
     condition = compile_condition({"path": "impact.recipient_count", "op": "gt", "value": 10})
     assert condition.describe(14) == "impact.recipient_count > 10 (was 14)"
     assert condition.describe(MISSING) == "impact.recipient_count > 10 (was missing)"
     assert condition.describe("x" * 200).endswith("…)")
     assert condition.describe(14, redact=True) == "impact.recipient_count > 10 (was ***)"
+    assert condition.test_text() == "impact.recipient_count > 10"
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import replace
 from typing import Any
 
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from approvals.rules import (
     LEVELS,
+    ActionTypeError,
     Classification,
     ClassificationInput,
     CompiledPolicy,
@@ -22,56 +22,10 @@ from approvals.rules import (
     level_rank,
 )
 
-from .strategies import conditions, documents
+from .strategies import conditions
 
-# ---------------------------------------------------------------------------
-# Order: compare classify with a naive reference over random rule sets
-# ---------------------------------------------------------------------------
-
-ACTION_TYPES = ("send_email", "send_sms", "read_file", "delete_database", "Send_email")
-GLOBS = (*ACTION_TYPES, "send_*", "*", "read_?ile", "[sd]e*", "*_email")
-
-
-def reference_rule_name(rules: list[RuleSpec], inp: ClassificationInput) -> str | None:
-    """The spec, written as plainly as possible."""
-    for rule in sorted(rules, key=lambda r: (r.priority, r.name)):
-        if not rule.enabled or not fnmatch.fnmatchcase(inp.action_type, rule.action_type):
-            continue
-        doc = {"params": inp.params, "target": inp.target, "impact": inp.impact,
-               "declared": inp.declared if rule.trusts_declared else {}}
-        results = [c.evaluate(doc)[0] for c in rule.compiled_conditions]
-        if not results or (all(results) if rule.match == "all" else any(results)):
-            return rule.name
-    return None
-
-
-rule_specs = st.builds(
-    lambda index, priority, enabled, glob, conds, match, level: RuleSpec(
-        name=f"rule{index}", priority=priority, enabled=enabled, action_type=glob,
-        conditions=tuple(conds), match=match, risk_level=level,
-    ),
-    st.integers(0, 10_000),
-    st.integers(0, 5),  # few priorities, so ties (broken by name) are common
-    st.booleans(),
-    st.sampled_from(GLOBS),
-    st.lists(conditions, max_size=2),
-    st.sampled_from(["all", "any"]),
-    st.sampled_from(LEVELS),
-)
-rule_sets = st.lists(rule_specs, max_size=12, unique_by=lambda rule: rule.name)
-
-
-@given(rules=rule_sets, action_type=st.sampled_from(ACTION_TYPES), doc=documents)
-def test_classify_agrees_with_reference(rules: list[RuleSpec], action_type: str, doc: dict[str, Any]) -> None:
-    inp = ClassificationInput(action_type, doc["params"], doc["target"], doc["impact"], doc["declared"])
-    policy = CompiledPolicy(7, rules, PolicyDefaults())
-    result = policy.classify(inp)
-    assert result.rule_name == reference_rule_name(rules, inp)
-    assert result.policy_version == 7
-    if result.rule_name is None:
-        assert result.risk_level == "medium"
-    # Classifying again (cached candidates) gives the same answer.
-    assert policy.classify(inp) == result
+# Patterns in several spellings: each is stored normalized.
+GLOBS = ("send_email", "Send_email", "read_file", "send_*", "*", "read_?ile", "[sd]e*", "*_email", "READ_*")
 
 
 def rule(name: str, priority: int = 100, **kwargs: Any) -> RuleSpec:
@@ -85,7 +39,7 @@ def classify(rules: list[RuleSpec], action_type: str = "send_email", **inp: Any)
 
 
 def test_lower_priority_runs_first() -> None:
-    rules = [rule("later", 20, risk_level="critical"), rule("first", 10, risk_level="low")]
+    rules = [rule("later", 20, risk_level="critical"), rule("first", 10, risk_level="medium")]
     assert classify(rules).rule_name == "first"
 
 
@@ -104,8 +58,16 @@ def test_exact_rule_and_glob_rule_interleave_by_priority() -> None:
     assert classify(rules).rule_name == "glob"
 
 
-def test_glob_is_case_sensitive() -> None:
-    assert classify([rule("r", action_type="send_*")], action_type="SEND_email").rule_name is None
+def test_globs_match_the_normalized_name() -> None:
+    # Contract change (issue 12): names and patterns are case-folded, so SEND_email is send_email.
+    assert classify([rule("r", action_type="send_*")], action_type="SEND_email").rule_name == "r"
+    assert classify([rule("r", action_type="Send_*")], action_type="send_email/").rule_name == "r"
+    assert classify([rule("r", action_type="send_*")], action_type="ｓｅｎｄ_email").rule_name == "r"
+
+
+def test_an_action_type_outside_the_syntax_is_refused() -> None:
+    with pytest.raises(ActionTypeError):
+        classify([rule("r", action_type="*")], action_type="s\u0435nd_email")
 
 
 def test_conditions_that_fail_fall_through() -> None:
@@ -139,7 +101,9 @@ def test_explanation_masks_masked_params() -> None:
 
 
 def test_low_and_prohibited_need_no_approvals() -> None:
-    assert classify([rule("r", risk_level="low", required_approvals=3)]).required_approvals == 0
+    # read_report: a low rule on send_email would be blocked by the destructive verb "send".
+    low = rule("r", risk_level="low", required_approvals=3, action_type="read_report")
+    assert classify([low], action_type="read_report").required_approvals == 0
     assert classify([rule("r", risk_level="prohibited", required_approvals=3)]).required_approvals == 0
     assert classify([rule("r", risk_level="high", required_approvals=3)]).required_approvals == 3
 
@@ -147,6 +111,21 @@ def test_low_and_prohibited_need_no_approvals() -> None:
 def test_classification_round_trips() -> None:
     result = classify([rule("r", editable_params=("body",), escalation_group="admins")])
     assert Classification.from_dict(result.to_dict()) == result
+
+
+def test_classification_with_unknowns_and_blocked_rules_round_trips() -> None:
+    rules = [rule("r", action_type="read*", risk_level="low"),
+             rule("s", action_type="read*", conditions=({"path": "impact.amount", "op": "gt", "value": 5},))]
+    result = classify(rules, action_type="readAndDeleteFile", impact={"unknown": ["amount"]})
+    assert (result.blocked_rules, result.unknown_paths) == (("r",), ("impact.amount",))
+    assert Classification.from_dict(result.to_dict()) == result
+
+
+def test_a_classification_stored_before_the_new_fields_still_loads() -> None:
+    stored = classify([rule("r")]).to_dict()
+    del stored["unknown_paths"], stored["blocked_rules"], stored["step_up"]
+    loaded = Classification.from_dict(stored)
+    assert (loaded.unknown_paths, loaded.blocked_rules, loaded.step_up) == ((), (), False)
 
 
 # ---------------------------------------------------------------------------
@@ -184,9 +163,11 @@ DECLARED_SAFE = {"path": "declared.internal_only", "op": "eq", "value": True}
 
 
 def test_trusting_rule_reads_declared_facts() -> None:
-    trusting = rule("trusting", risk_level="low", conditions=(DECLARED_SAFE,), trusts_declared=True)
-    assert classify([trusting], declared={"internal_only": True}).rule_name == "trusting"
-    assert classify([trusting], declared={}).rule_name is None
+    # update_document: a low rule on send_email would be blocked by the destructive verb "send".
+    trusting = rule("trusting", risk_level="low", conditions=(DECLARED_SAFE,), trusts_declared=True,
+                    action_type="update_document")
+    assert classify([trusting], "update_document", declared={"internal_only": True}).rule_name == "trusting"
+    assert classify([trusting], "update_document", declared={}).rule_name is None
 
 
 def test_untrusting_rule_sees_empty_declared_namespace() -> None:
@@ -232,6 +213,9 @@ GOOD = {"name": "r", "action_type": "send_email", "risk_level": "high"}
         ({"name": ""}, "name", "non-empty"),
         ({"name": " r"}, "name", "whitespace"),
         ({"action_type": ""}, "action_type", "non-empty"),
+        ({"action_type": "send email"}, "action_type", "glob characters"),
+        ({"action_type": "s\u0435nd_*"}, "action_type", "CYRILLIC"),
+        ({"action_type": "files/*"}, "action_type", "'/'"),
         ({"priority": "1"}, "priority", "integer"),
         ({"enabled": 1}, "enabled", "true or false"),
         ({"trusts_declared": "yes"}, "trusts_declared", "true or false"),
@@ -299,9 +283,15 @@ rule_dicts = st.fixed_dictionaries(
 @given(data=rule_dicts)
 def test_rule_dicts_round_trip_exactly(data: dict[str, Any]) -> None:
     spec = RuleSpec.from_dict(data)
-    assert spec.to_dict() == data
+    # The pattern comes back normalized; lower-case patterns are unchanged.
+    assert spec.to_dict() == {**data, "action_type": data["action_type"].casefold()}
     assert RuleSpec.from_dict(spec.to_dict()) == spec
     assert hash(spec) == hash(RuleSpec.from_dict(data))
+
+
+def test_to_dict_returns_the_normalized_pattern() -> None:
+    assert RuleSpec.from_dict({**GOOD, "action_type": "Send_*"}).to_dict()["action_type"] == "send_*"
+    assert RuleSpec.from_dict({**GOOD, "action_type": "ｓｅｎｄ_email"}).action_type == "send_email"
 
 
 def test_replace_revalidates() -> None:

@@ -62,11 +62,26 @@ def test_update_document_is_medium(policy: CompiledPolicy) -> None:
     assert (result.risk_level, result.editable_params) == ("medium", ("content",))
 
 
-@pytest.mark.parametrize("action_type", ["read_file", "search_web", "list_users", "get_weather"])
+@pytest.mark.parametrize(
+    "action_type", ["read_file", "search_web", "list_users", "get_weather", "Read_file", "list_payments_report"]
+)
 def test_read_only_actions_are_low(policy: CompiledPolicy, action_type: str) -> None:
+    # Read_file is read_file (contract change, issue 12: names are case-folded before matching).
     assert classify(policy, action_type)[0] == "low"
 
 
-@pytest.mark.parametrize("action_type", ["frobnicate", "drop_table", "Read_file", "reader"])
+@pytest.mark.parametrize("action_type", ["frobnicate", "drop_table", "reader"])
 def test_unknown_tools_get_the_medium_default(policy: CompiledPolicy, action_type: str) -> None:
+    assert classify(policy, action_type) == ("medium", None)
+
+
+@pytest.mark.parametrize("action_type", ["Delete_Database", "delete_database/", "DELETE_DATABASE"])
+def test_spellings_of_delete_database_are_prohibited(policy: CompiledPolicy, action_type: str) -> None:
+    assert classify(policy, action_type) == ("prohibited", "delete_database_prohibited")
+
+
+@pytest.mark.parametrize(
+    "action_type", ["read_and_delete_database", "readAndDeleteDatabase", "get_and_drop_table", "list-then-purge"]
+)
+def test_read_only_rules_never_auto_approve_a_destructive_verb(policy: CompiledPolicy, action_type: str) -> None:
     assert classify(policy, action_type) == ("medium", None)
