@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -27,12 +26,6 @@ class ActivePolicy:
 
 
 _compiled_by_key: dict[tuple, ActivePolicy] = {}
-# The engine is gaining `destructive_verbs=` (None: the seeded list). Until it has it,
-# verbs are validated, versioned and shown, but classification uses the engine's own.
-# Remove this guard once that engine is merged.
-_ENGINE_TAKES_VERBS = "destructive_verbs" in inspect.signature(CompiledPolicy).parameters
-
-
 def policy_defaults() -> PolicyDefaults:
     return PolicyDefaults(
         risk_level=settings.DEFAULT_RISK_LEVEL,
@@ -47,10 +40,7 @@ def compile_policy(number: int, specs: Iterable[RuleSpec], verbs: Sequence[str] 
 
     Raises RuleValidationError("name", ...) for two rules with one name.
     """
-    if _ENGINE_TAKES_VERBS:
-        return CompiledPolicy(number, specs, policy_defaults(),
-                              destructive_verbs=None if verbs is None else list(verbs))
-    return CompiledPolicy(number, specs, policy_defaults())
+    return CompiledPolicy(number, specs, policy_defaults(), destructive_verbs=None if verbs is None else list(verbs))
 
 
 def current_policy() -> ActivePolicy:

@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group
 from django.db import connection
 
 from ..models import ApprovalRequest, RiskRule
-from ..policy import current_policy
+from ..policy import ActivePolicy, current_policy
 from ..rules.engine import Classification, ClassificationInput
 from ..rules.impact import compute_impact
 from ..rules.levels import level_rank
@@ -38,14 +38,19 @@ class Classified:
     impact: dict[str, Any]
 
 
-def classification_input(request: ApprovalRequest, params: dict[str, Any]) -> ClassificationInput:
+def classification_input(request: ApprovalRequest, params: dict[str, Any], *,
+                         policy: ActivePolicy | None = None) -> ClassificationInput:
+    """What the rules read about `params` as a call of `request` under `policy`
+    (default: the current one)."""
+    policy = policy or current_policy()
     # The name as the agent spelled it: its camelCase word boundaries find destructive verbs.
     action_type = request.action_type_sent or request.action_type
     return ClassificationInput(
         action_type=action_type,
         params=params,
         target=request.target,
-        impact=compute_impact(request.action_type, params, request.target),
+        impact=compute_impact(action_type, params, request.target,
+                              destructive_verbs=policy.compiled.destructive_verbs),
         declared=request.declared,
     )
 
@@ -53,7 +58,7 @@ def classification_input(request: ApprovalRequest, params: dict[str, Any]) -> Cl
 def classify_params(request: ApprovalRequest, params: dict[str, Any]) -> Classified:
     """Classify `params` as a call of `request` under the current policy."""
     active = current_policy()
-    inp = classification_input(request, params)
+    inp = classification_input(request, params, policy=active)
     return Classified(active.compiled.classify(inp), active.version_id, dict(inp.impact))
 
 

@@ -70,6 +70,7 @@ class StoredRequest:
 
     id: str
     action_type: str
+    action_type_sent: str
     params: Mapping[str, Any]
     target: Mapping[str, Any]
     declared: Mapping[str, Any]
@@ -78,14 +79,15 @@ class StoredRequest:
     recorded_level: str
     recorded_rule: str
 
-    def classification_input(self) -> ClassificationInput:
-        # The same input `services._classification_input` builds: impact is
-        # recomputed on the server from the current params, never read from storage.
+    def classification_input(self, destructive_verbs: Sequence[str] | None = None) -> ClassificationInput:
+        # The same input `services.classification_input` builds: the name as the agent
+        # spelled it, and impact recomputed on the server from the current params.
+        action_type = self.action_type_sent or self.action_type
         return ClassificationInput(
-            action_type=self.action_type,
+            action_type=action_type,
             params=self.params,
             target=self.target,
-            impact=compute_impact(self.action_type, self.params, self.target),
+            impact=compute_impact(action_type, self.params, self.target, destructive_verbs=destructive_verbs),
             declared=self.declared,
         )
 
@@ -238,17 +240,18 @@ def recent_requests(limit: int = DEFAULT_SAMPLE) -> list[StoredRequest]:
         ApprovalRequest.objects.order_by("-created_at", "-pk")
         .annotate(current_params=Subquery(current_params, output_field=JSONField()))
         .values_list(
-            "pk", "action_type", "current_params", "target", "declared", "created_at", "agent__name",
-            "risk_level", "rule_name",
+            "pk", "action_type", "action_type_sent", "current_params", "target", "declared", "created_at",
+            "agent__name", "risk_level", "rule_name",
         )[:limit]
     )
     return [
         StoredRequest(
-            id=str(pk), action_type=action_type, params=params if isinstance(params, dict) else {},
+            id=str(pk), action_type=action_type, action_type_sent=sent,
+            params=params if isinstance(params, dict) else {},
             target=target or {}, declared=declared or {}, created_at=created_at, agent_name=agent_name,
             recorded_level=risk_level, recorded_rule=rule_name,
         )
-        for pk, action_type, params, target, declared, created_at, agent_name, risk_level, rule_name in rows
+        for pk, action_type, sent, params, target, declared, created_at, agent_name, risk_level, rule_name in rows
     ]
 
 
@@ -272,7 +275,7 @@ def replay(
     pairs: Counter[tuple[str, str]] = Counter()
     by_rule: Counter[str] = Counter()
     for stored in requests:
-        inp = stored.classification_input()
+        inp = stored.classification_input(current.destructive_verbs)
         before = current.classify(inp)
         after = proposed.classify(inp)
         if not _differs(before, after):

@@ -16,6 +16,7 @@ from ..policy import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
 from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact
+from ..rules.names import ActionTypeError, parse_action_type
 from .dry_run import compile_proposal, propose_rule, recent_requests
 
 __all__ = [
@@ -158,6 +159,10 @@ def _sample_input(sample: Mapping[str, Any]) -> ClassificationInput:
     action_type = sample.get("action_type")
     if not isinstance(action_type, str) or not action_type:
         raise RuleValidationError("sample.action_type", "the sample needs an action_type")
+    try:
+        parse_action_type(action_type)
+    except ActionTypeError as error:
+        raise RuleValidationError("sample.action_type", error.message) from None
     unknown = sorted(set(sample) - {"action_type", "params", "target", "declared"})
     if unknown:
         raise RuleValidationError(f"sample.{unknown[0]}", "a sample has only action_type, params, target, declared")
@@ -169,7 +174,9 @@ def _sample_input(sample: Mapping[str, Any]) -> ClassificationInput:
         parts[key] = value
     return ClassificationInput(
         action_type=action_type, params=parts["params"], target=parts["target"],
-        impact=compute_impact(action_type, parts["params"], parts["target"]), declared=parts["declared"],
+        impact=compute_impact(action_type, parts["params"], parts["target"],
+                              destructive_verbs=current_policy().compiled.destructive_verbs),
+        declared=parts["declared"],
     )
 
 

@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from approvals import policy
 from approvals.models import ApprovalRequest, ParamsRevision
 from approvals.permissions import RISK_ADMINS
 from approvals.states import Kind, State
@@ -95,6 +96,16 @@ def wire_rule(risk_admin, treasury):
 
     with override_settings(POLICY_FOUR_EYES=False):
         return policy.save_rule(WIRE_TRANSFER, acting_user=risk_admin, note="Wires go to treasury")
+
+
+@pytest.fixture
+def email_is_not_destructive(risk_admin):
+    """This team's policy does not count "send" as destructive, so a low email rule can apply
+    (by default the verb keeps every low rule off send_email)."""
+    from approvals.rules.seed import SEED_DESTRUCTIVE_VERBS
+
+    policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"], acting_user=risk_admin,
+                                 note="our outbound mail is reviewed by its own rules")
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def _low_email_rule(**extra):
             "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}], **extra}
 
 
-def test_loosening_email_reports_the_move_from_medium_to_low_in_words(make_requests):
+def test_loosening_email_reports_the_move_from_medium_to_low_in_words(make_requests, email_is_not_destructive):
     make_requests([("send_email", FEW[0])] * 37 + [("send_email", MANY[0])] * 5 + [("read_file", {})] * 3)
 
     report = dr.dry_run(dr.propose_rule(_low_email_rule()))
@@ -42,6 +42,12 @@ def test_loosening_email_reports_the_move_from_medium_to_low_in_words(make_reque
         "37 requests would go from medium to low: approval needed today, auto-executed"
     )
     assert {c.to_rule for c in report.changes} == {"send_email_low"}
+
+
+def test_a_low_email_rule_changes_nothing_while_send_is_a_destructive_verb(make_requests):
+    make_requests([("send_email", FEW[0])] * 3)
+    report = dr.dry_run(dr.propose_rule(_low_email_rule()))
+    assert report.level_changes == 0
 
 
 def test_tightening_reads_auto_executed_today_approval_needed(make_requests):
@@ -96,7 +102,7 @@ def test_a_broken_proposal_is_refused_naming_the_field():
 
 
 def test_dry_run_of_a_thousand_requests_runs_a_bounded_number_of_queries(
-    make_requests, django_assert_max_num_queries
+    make_requests, email_is_not_destructive, django_assert_max_num_queries
 ):
     make_requests([("send_email", FEW[0]), ("send_email", MANY[0]), ("read_file", {})] * 334)
     proposal = dr.propose_rule(_low_email_rule())

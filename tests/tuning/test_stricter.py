@@ -271,7 +271,9 @@ def test_a_change_off_the_list_can_lower_what_an_action_gets():
             ClassificationInput.build(action, {"amount": 5000}, {})).risk_level
 
     low_above_all = [*BEFORE, {"name": "anything_low", "priority": 0, "action_type": "*", "risk_level": "low"}]
-    assert (level(BEFORE, "wire_transfer"), level(low_above_all, "wire_transfer")) == ("high", "low")
+    assert (level(BEFORE, "export_report"), level(low_above_all, "export_report")) == ("medium", "low")
+    # A destructive verb keeps a low rule off wire_transfer, however high it stands.
+    assert level(low_above_all, "wire_transfer") == "high"
     narrowed = changed("wire_transfer", conditions=[{"path": "impact.amount", "op": "gt", "value": 10**6}])
     assert level(narrowed, "wire_transfer") == "medium"  # the policy default
     assert level(changed("wire_transfer", enabled=False), "wire_transfer") == "medium"

@@ -64,7 +64,7 @@ def test_validate_names_the_field_and_says_what_is_wrong(admin_client):
     assert bad.status_code == 400 and bad.json()["code"] == "invalid_json"
 
 
-def test_dry_run_endpoint_reports_in_words(admin_client, submit):
+def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_destructive):
     for _ in range(3):
         submit("send_email", FEW)
     report = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
@@ -77,7 +77,7 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit):
     assert refused.status_code == 422 and refused.json()["field"] == "risk_level"
 
 
-def test_test_endpoint_classifies_a_stored_request(admin_client, submit):
+def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_is_not_destructive):
     request = submit("send_email", FEW)
     result = _post_json(admin_client, "rules:test", {"rule": LOW_EMAIL, "request_id": str(request.pk)}).json()
     assert result["matched_rule"] == "send_email_low" and result["rule_matches"]
