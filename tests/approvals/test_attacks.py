@@ -290,3 +290,66 @@ class TestStepUpIsNoOracle:
                     services.approve(request.pk, actor=services.Reviewer(tess, step_up=services.StepUpProof.password("no")))
             services.approve(request.pk, actor=services.Reviewer(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
         assert not AuditEvent.objects.filter(verb="auth.session_ended").exists()
+
+
+# --- 3. What only the agent vouches for never lowers the risk (through the agents' API) --------------
+
+AGENT_FIELD_RULES = [
+    {"name": "undoable_deletes_low", "priority": 1, "action_type": "delete_files", "risk_level": "low",
+     "conditions": [{"path": "impact.reversible", "op": "eq", "value": True}]},
+    {"name": "bulk_deletes", "priority": 2, "action_type": "delete_files", "risk_level": "high", "required_approvals": 2,
+     "conditions": [{"path": "impact.target_count", "op": "gt", "value": 10}]},
+    {"name": "deletes", "priority": 3, "action_type": "delete_files", "risk_level": "medium"},
+    {"name": "big_wires", "priority": 4, "action_type": "wire_funds", "risk_level": "critical", "required_approvals": 2,
+     "conditions": [{"path": "impact.amount", "op": "gt", "value": 1_000_000}]},
+    {"name": "wires", "priority": 5, "action_type": "wire_funds", "risk_level": "high"},
+]
+HUNDRED_FILES = {"ids": list(range(100))}
+
+AGENT_FIELD_ATTACKS = {
+    "target.reversible true on a bulk delete": (
+        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"reversible": True}}, "high"),
+    "target.ids hiding params.ids": (
+        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"ids": [1]}}, "high"),
+    "amount with an exponent": ({"action_type": "wire_funds", "params": {"amount": "5e6"}}, "critical"),
+    "amount with separators": ({"action_type": "wire_funds", "params": {"amount": "2,500,000"}}, "critical"),
+    "amount with a leading space": ({"action_type": "wire_funds", "params": {"amount": " 2500000"}}, "critical"),
+    "amount as value and currency": (
+        {"action_type": "wire_funds", "params": {"amount": {"value": 2_500_000, "currency": "USD"}}}, "critical"),
+    "amount under a capitalised key": ({"action_type": "wire_funds", "params": {"Amount": 2_500_000}}, "critical"),
+    "a capitalised prohibited name": ({"action_type": "Delete_Database"}, "prohibited"),
+    "a prohibited name with a trailing slash": ({"action_type": "delete_database/"}, "prohibited"),
+    "a destructive verb inside a read_* name": ({"action_type": "read_and_delete_database"}, "medium"),
+    "a destructive verb in camelCase": ({"action_type": "readAndDeleteDatabase"}, "medium"),
+}
+
+
+@pytest.fixture
+def agent_field_policy(admin_user):
+    policy.save_rules(AGENT_FIELD_RULES, acting_user=admin_user, note="deletes and wires")
+
+
+@pytest.fixture
+def agent_api(agent):
+    from agents.services import issue_token
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {issue_token(agent).secret}")
+    return client
+
+
+class TestAgentFieldsNeverLowerTheRisk:
+    @pytest.mark.parametrize("attack", AGENT_FIELD_ATTACKS, ids=list(AGENT_FIELD_ATTACKS))
+    def test_the_submission_gets_the_strict_answer(self, agent_api, agent_field_policy, attack):
+        body, level = AGENT_FIELD_ATTACKS[attack]
+        response = agent_api.post("/api/v1/actions/", body, format="json")
+        assert response.status_code == 201, response.json()
+        created = response.json()
+        assert created["risk_level"] == level, created["rule"]
+        assert created["state"] != State.APPROVED  # nothing here may run unreviewed
+
+    def test_a_look_alike_letter_is_refused_before_any_rule_reads_it(self, agent_api, agent_field_policy):
+        response = agent_api.post("/api/v1/actions/", {"action_type": "d\u0435lete_database"}, format="json")
+        assert response.status_code == 422
+        assert response.json()["details"]["fields"]["action_type"]
+        assert not ApprovalRequest.objects.exists()
