@@ -1,6 +1,7 @@
-"""The emergency stop: while on, nothing auto-approves, is claimed or executes.
+"""The emergency stop: while on, nothing auto-approves, is approved, claimed or executed.
 
-Requests still queue for review; executions already running finish or time out
+Requests still queue and may be rejected (approving waits until the stop is
+lifted, `services.guards`); executions already running finish or time out
 and are reported. There are three layers, and any one of them stops an agent:
 
 - ``settings.EMERGENCY_STOP`` (the environment's floor: a deployment can start

@@ -188,9 +188,9 @@
     }
     const detail = bannerEl.querySelector(".emergency-detail");
     if (globalStop) {
-      detail.textContent = "is on for every agent: nothing auto-approves, is claimed or executes until it is lifted. Requests still queue for review.";
+      detail.textContent = "is on for every agent: nothing auto-approves, is approved, claimed or executed until it is lifted. Requests still queue, and may be rejected.";
     } else if (stoppedAgents.size) {
-      detail.textContent = "is on for " + Array.from(stoppedAgents).join(", ") + ": nothing of theirs auto-approves, is claimed or executes.";
+      detail.textContent = "is on for " + Array.from(stoppedAgents).join(", ") + ": nothing of theirs auto-approves, is approved, claimed or executed.";
     }
     bannerEl.hidden = !globalStop && stoppedAgents.size === 0;
   }
