@@ -36,7 +36,21 @@ class DecisionResultSerializer(ApprovalRequestSerializer):
         fields = [*ApprovalRequestSerializer.Meta.fields, "outcome"]
 
 
-class DecisionView(generics.GenericAPIView):
+class ReviewerView(generics.GenericAPIView):
+    """A reviewer's API call: session + CSRF, and the step-up proof from the body."""
+
+    authentication_classes = [ReviewerSessionAuthentication]
+    permission_classes = [IsReviewer]
+    throttle_classes: list = []
+
+    def reviewer(self, data: dict, *, covers=None) -> services.Reviewer:
+        proof = data.get("step_up")
+        return services.Reviewer.from_request(
+            self.request, step_up=services.StepUpProof.password(proof["password"], covers=covers) if proof else None
+        )
+
+
+class DecisionView(ReviewerView):
     """`POST /api/v1/requests/{id}/decisions/`: approve, approve with edits, or reject.
 
     Only a reviewer who can view the request learns it exists (others get 404).
@@ -45,10 +59,7 @@ class DecisionView(generics.GenericAPIView):
     the row lock; this view only translates.
     """
 
-    authentication_classes = [ReviewerSessionAuthentication]
-    permission_classes = [IsReviewer]
     serializer_class = DecisionSerializer
-    throttle_classes: list = []
 
     @extend_schema(
         operation_id="decide_request",
@@ -73,10 +84,7 @@ class DecisionView(generics.GenericAPIView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        proof = data.get("step_up")
-        actor = services.Reviewer.from_request(
-            request, step_up=services.StepUpProof.password(proof["password"]) if proof else None
-        )
+        actor = self.reviewer(data)
         try:
             decided = _decide(pk, actor, data)
         except DomainError as error:
@@ -99,7 +107,7 @@ class BatchDecisionsSerializer(serializers.Serializer):
     results = BatchResultSerializer(many=True)
 
 
-class BatchDecisionView(generics.GenericAPIView):
+class BatchDecisionView(ReviewerView):
     """`POST /api/v1/decisions/`: approve or reject several requests at once.
 
     Each request is decided exactly at the revision given, with every guard of a
@@ -107,10 +115,7 @@ class BatchDecisionView(generics.GenericAPIView):
     Requests the reviewer may not view are answered like missing ones.
     """
 
-    authentication_classes = [ReviewerSessionAuthentication]
-    permission_classes = [IsReviewer]
     serializer_class = BatchDecisionSerializer
-    throttle_classes: list = []
 
     @extend_schema(
         operation_id="decide_batch",
@@ -126,10 +131,7 @@ class BatchDecisionView(generics.GenericAPIView):
         verdict = data["decision"]
         items = [(str(item["id"]), item["revision"]) for item in data["requests"]]
         covered = [(request_id, revision, verdict) for request_id, revision in items]
-        proof = data.get("step_up")
-        actor = services.Reviewer.from_request(
-            request, step_up=services.StepUpProof.password(proof["password"], covers=covered) if proof else None
-        )
+        actor = self.reviewer(data, covers=covered)
         visible = {str(pk) for pk in viewable_by(request.user).filter(pk__in=[i for i, _ in items])
                    .values_list("pk", flat=True)}
         results = []

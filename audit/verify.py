@@ -110,6 +110,8 @@ def _jsonl_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
     for line_number, line in enumerate(handle, start=1):
         if not line.strip():
             continue
+        if not line.endswith("\n") or line.endswith("\r\n") or "\r" in line:
+            raise _Rejected(f"line {line_number} does not end in a single newline, as the exporter writes it")
         if seen_trailer:
             raise _Rejected(f"line {line_number}: data after the manifest trailer")
         try:
@@ -119,6 +121,10 @@ def _jsonl_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
         if not isinstance(obj, dict):
             raise _Rejected(f"line {line_number} is not a JSON object")
         if set(obj) == {"manifest"}:
+            # The trailer is verified by its signature over the parsed manifest; holding its
+            # bytes to the one form the exporter writes makes every byte of the file count.
+            if line != json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n":
+                raise _Rejected(f"line {line_number}: the manifest trailer is not in the exporter's exact form")
             seen_trailer = True
             continue
         missing = {"seq", "prev_hash", "hash", "event"} - set(obj)
@@ -305,10 +311,10 @@ def _walk(
     expected_seq, expected_prev = 1, GENESIS_HASH
     previous_seq: int | None = None
     checkpoint_hash: str | None = None
-    newline = "" if fmt == "csv" else None
     if fmt == "csv":
         csv.field_size_limit(2**31 - 1)
-    with path.open("r", encoding="utf-8", newline=newline) as handle:
+    # No newline translation: every line must end exactly as the exporter wrote it.
+    with path.open("r", encoding="utf-8", newline="") as handle:
         rows = _csv_rows(handle) if fmt == "csv" else _jsonl_rows(handle)
         try:
             for row in rows:

@@ -78,8 +78,21 @@ class _CorrelationFields(serializers.Serializer):
     )
 
 
+@extend_schema_field({"type": "string", "maxLength": 200, "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$"})
+class _ActionTypeField(serializers.CharField):
+    """The documented syntax; the server also normalizes what surrounds it (see `approvals.rules.names`)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            parse_action_type(value)
+        except ActionTypeError as error:
+            raise serializers.ValidationError(str(error), code=INVALID_ACTION_TYPE) from None
+        return value
+
+
 class ActionSubmissionSerializer(_CorrelationFields):
-    action_type = serializers.CharField(
+    action_type = _ActionTypeField(
         max_length=200, trim_whitespace=False,
         help_text="Letters, digits, `_`, `-` and `.` (e.g. `send_email`, `github.create_issue`); normalized "
                   "(Unicode NFKC, case-folded, surrounding junk stripped) before any rule reads it.",
@@ -90,13 +103,6 @@ class ActionSubmissionSerializer(_CorrelationFields):
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict,
         help_text="What the agent says about its own call; rules read it only if they trust it.",
     )
-
-    def validate_action_type(self, value: str) -> str:
-        try:
-            parse_action_type(value)
-        except ActionTypeError as error:
-            raise serializers.ValidationError(str(error), code=INVALID_ACTION_TYPE) from None
-        return value
 
 
 class PlanSubmissionSerializer(_CorrelationFields):

@@ -61,7 +61,8 @@ def submit_demo(agent, people, admin_user):
                               "body": "Prices change on Monday."}, {"mailbox": "outbox", "list": "customers"})
         transfer = action("transfer_funds", {"amount": 25000, "currency": "EUR", "memo": "Supplier invoice 4411",
                                              "to_iban": "DE89370400440532013000"}, {"account": "ACME-OPS-001"})
-        services.approve(transfer.pk, actor=services.Reviewer(people["bob"]))
+        services.approve(transfer.pk, actor=services.Reviewer(
+            people["bob"], step_up=services.StepUpProof.password("bob-pw-123!")))
         first = services.submit(services.Submission(
             kind=Kind.PLAN, plan_path="plans/migrate-orders.md", plan_title="Migrate the orders database",
             plan_markdown="# Migrate the orders database\n\n1. Snapshot\n2. Run migrations\n3. Switch traffic\n"),
