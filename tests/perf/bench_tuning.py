@@ -53,8 +53,8 @@ WITH calls AS (
     RETURNING id, state, decided_at, decided_by_label, rule_name, created_at, risk_level
 ), decisions AS (
     -- The people's decisions, for the reviewer table.
-    INSERT INTO approvals_decision (request_id, revision, reviewer_id, verdict, feedback, created_at)
-    SELECT r.id, 1, u.id, CASE WHEN r.state = 'rejected' THEN 'reject' ELSE 'approve' END, '', r.decided_at
+    INSERT INTO approvals_decision (request_id, revision, reviewer_id, verdict, feedback, step_up_method, created_at)
+    SELECT r.id, 1, u.id, CASE WHEN r.state = 'rejected' THEN 'reject' ELSE 'approve' END, '', '', r.decided_at
     FROM inserted r JOIN auth_user u ON u.username = r.decided_by_label
 ), revisions AS (
     -- The current params the dry-run replays (only for the rows it reads).
