@@ -33,7 +33,7 @@ from django.utils import timezone
 from approvals.broadcast import Change
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from controlplane.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .models import CallbackAttempt, CallbackDelivery, RequestCallback
 from .resume import resume_payload

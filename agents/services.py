@@ -17,6 +17,7 @@ from typing import Any
 from django.utils import timezone
 
 from audit.chain import Actor, audited_atomic, record
+from controlplane.http.codes import AGENT_INACTIVE, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REVOKED
 
 from .models import ALL_SCOPES, Agent, AgentToken
 
@@ -127,7 +128,7 @@ def parse_token(raw: str) -> tuple[str, str]:
     """Split a bearer token into (prefix, secret); InvalidToken when it is not one of ours."""
     parts = raw.strip().split("_", 2)
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1] or not parts[2]:
-        raise InvalidToken("invalid_token", "The bearer token is malformed.")
+        raise InvalidToken(INVALID_TOKEN, "The bearer token is malformed.")
     return parts[1], parts[2]
 
 
@@ -138,14 +139,14 @@ def authenticate_token(raw: str) -> AgentToken:
     # Compare even when no row matched, so timing does not tell prefixes apart.
     expected = token.secret_hash if token else _hash("")
     if not hmac.compare_digest(expected, _hash(secret_part)) or token is None:
-        raise InvalidToken("invalid_token", "The bearer token is not valid.")
+        raise InvalidToken(INVALID_TOKEN, "The bearer token is not valid.")
     now = timezone.now()
     if token.revoked_at is not None:
-        raise InvalidToken("token_revoked", "The bearer token was revoked.")
+        raise InvalidToken(TOKEN_REVOKED, "The bearer token was revoked.")
     if token.expires_at is not None and token.expires_at <= now:
-        raise InvalidToken("token_expired", "The bearer token expired.")
+        raise InvalidToken(TOKEN_EXPIRED, "The bearer token expired.")
     if not token.agent.is_active:
-        raise InvalidToken("agent_inactive", "The agent is deactivated.")
+        raise InvalidToken(AGENT_INACTIVE, "The agent is deactivated.")
     if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
         AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token

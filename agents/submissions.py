@@ -21,13 +21,14 @@ from approvals.models import ApprovalRequest
 from approvals.snapshots import stable_hash
 from approvals.states import Kind, State
 from audit.chain import audited_atomic
-from controlplane.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.codes import register
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .models import Agent, RequestCallback
 
 __all__ = ["IDEMPOTENCY_KEY_REUSED", "SubmitResult", "find_by_idempotency_key", "submit_from_agent"]
 
-IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+IDEMPOTENCY_KEY_REUSED = register("idempotency_key_reused", 422, "The key was used before with a different body.")
 # Fields that identify the call but are not part of "the same body".
 _NOT_DIGESTED = frozenset({"idempotency_key"})
 
@@ -54,7 +55,6 @@ def _replay(existing: ApprovalRequest, digest: str) -> SubmitResult:
         raise DomainError(
             IDEMPOTENCY_KEY_REUSED,
             "This Idempotency-Key was already used with a different body; use a new key for a new request.",
-            http_status=422,
             request_id=str(existing.pk),
         )
     return SubmitResult(existing, replayed=True)
@@ -89,7 +89,7 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
         try:
             check_outbound_url(callback_url)
         except OutboundURLRefused as exc:
-            raise DomainError(exc.code, exc.message, http_status=422, field="callback_url") from None
+            raise DomainError(exc.code, exc.message, field="callback_url") from None
 
     is_plan = kind == Kind.PLAN
     supersedes = previous_plan_revision(agent, data["path"], data.get("thread_id", "")) if is_plan else None

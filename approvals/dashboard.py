@@ -24,6 +24,7 @@ from audit.models import AuditEvent
 from audit.vocabulary import describe
 
 from .markdown import render_markdown
+from .masking import MASK
 from .models import ApprovalRequest, Decision, ParamsRevision
 from .permissions import decidable_by, viewable_by
 from .services.step_up import needs_step_up
@@ -52,7 +53,6 @@ EXPIRING_SOON = timedelta(minutes=15)
 QUEUE_LIMIT = 25
 # Sidebar counts are exact up to here, then read "1,000+" (see queue_counts).
 COUNT_CAP = 1000
-MASK = "••••••"
 _RISK_ORDER = [RiskLevel.CRITICAL, RiskLevel.HIGH, RiskLevel.MEDIUM, RiskLevel.LOW]
 
 

@@ -1,66 +1,54 @@
-"""The one domain error type. Every refusal carries a stable machine-readable code
-that the API turns into HTTP 409 (or the status named here) and clients branch on.
+"""The domain's refusals: one error type and the registered codes it carries.
+
+Every refusal has a stable machine-readable code (registered with its HTTP status
+in `controlplane.http.codes`, so the API, the pages' scripts and the OpenAPI
+schema read one table) and a message for people.
 """
 
 from __future__ import annotations
 
+from controlplane.http.codes import register
+from controlplane.http.codes import NOT_FOUND
+from controlplane.http.errors import CodedError
 
-class DomainError(Exception):
-    """A state change was refused; nothing changed.
-
-    `code` is stable and documented (clients and the OpenAPI schema rely on it);
-    `message` is for people.
-    """
-
-    http_status = 409
-
-    def __init__(self, code: str, message: str, *, http_status: int | None = None, **details: object) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.details = details
-        if http_status is not None:
-            self.http_status = http_status
-
-    def as_dict(self) -> dict[str, object]:
-        return {"code": self.code, "message": self.message, **({"details": self.details} if self.details else {})}
-
-    def __repr__(self) -> str:
-        return f"DomainError({self.code!r}, {self.message!r})"
+__all__ = ["DomainError", "NOT_FOUND"]
 
 
-# Codes, in one place so the API schema and the tests can list them.
-NOT_FOUND = "not_found"
-ILLEGAL_TRANSITION = "illegal_transition"
-DECISION_DEADLINE_PASSED = "decision_deadline_passed"
-NOT_PERMITTED = "not_permitted"
-SEPARATION_OF_DUTIES = "separation_of_duties"
-ALREADY_VOTED = "already_voted"
-ALREADY_DECIDED = "already_decided"
-PARAM_NOT_EDITABLE = "param_not_editable"
-EDIT_PROHIBITED = "edit_prohibited"
-NO_CHANGES = "no_changes"
-REVISION_CHANGED = "revision_changed"
-INVALID_EDIT = "invalid_edit"
-INVALID_ACTION_TYPE = "invalid_action_type"
-# Step-up (services.step_up): deciding at a level that needs a proof of presence.
-STEP_UP_REQUIRED = "step_up_required"
-STEP_UP_FAILED = "step_up_failed"
-SESSION_ENDED = "session_ended"
-# Execution
-ALREADY_CLAIMED = "already_claimed"
-ATTEMPTS_EXHAUSTED = "attempts_exhausted"
-INVALID_GRANT = "invalid_grant"
-EXECUTED_BY_SERVER = "executed_by_server"
-# Re-validation refusals (DESIGN.md "Re-validation").
-APPROVAL_EXPIRED = "approval_expired"
-TARGET_CHANGED = "target_changed_reapproval_required"
-APPROVER_PERMISSION_REVOKED = "approver_permission_revoked"
-POLICY_CHANGED = "policy_changed_reapproval_required"
-EMERGENCY_STOP = "emergency_stop"
-OUTCOME_UNKNOWN = "outcome_unknown"
-# Deadline extensions (services.extend_decision_deadline)
-EXTENSION_NOT_ALLOWED = "extension_not_allowed"
-ALREADY_EXTENDED = "already_extended"
+class DomainError(CodedError):
+    """A state change was refused; nothing changed (or, for a `PersistedRefusal`,
+    only what time or a check already decided)."""
+
+
+# --- Transitions and decisions -------------------------------------------------------
+ILLEGAL_TRANSITION = register("illegal_transition", 409, "The request is not in a state that allows this.")
+ALREADY_DECIDED = register("already_decided", 409, "Someone decided the request first; `details` says who.")
+ALREADY_VOTED = register("already_voted", 409, "You already decided this revision.")
+DECISION_DEADLINE_PASSED = register("decision_deadline_passed", 409, "The decision deadline passed; it expired.")
+REVISION_CHANGED = register("revision_changed", 409, "The request moved to another revision since you looked.")
+NOT_PERMITTED = register("not_permitted", 403, "You may not do this to this request.")
+SEPARATION_OF_DUTIES = register("separation_of_duties", 403, "The agent's owner and the person it acts for cannot approve.")
+PARAM_NOT_EDITABLE = register("param_not_editable", 422, "The rule does not let reviewers edit these params.")
+EDIT_PROHIBITED = register("edit_prohibited", 422, "Policy refuses the call as edited.")
+NO_CHANGES = register("no_changes", 422, "The edits change nothing.")
+INVALID_EDIT = register("invalid_edit", 422, "An edited value is malformed.")
+INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is outside the documented syntax.")
+# --- Step-up (services.step_up) ----------------------------------------------------------
+STEP_UP_REQUIRED = register("step_up_required", 403, "Deciding at this level needs a proof made for this decision.")
+STEP_UP_FAILED = register("step_up_failed", 403, "The step-up proof was wrong.")
+SESSION_ENDED = register("session_ended", 401, "Too many wrong step-up proofs ended the session.")
+# --- Execution and re-validation (DESIGN.md "Re-validation") --------------------------------
+ALREADY_CLAIMED = register("already_claimed", 409, "Another executor holds the claim, or no attempt is due.")
+ATTEMPTS_EXHAUSTED = register("attempts_exhausted", 409, "No execution attempts are left.")
+INVALID_GRANT = register("invalid_grant", 403, "That execution grant is not valid for this request.")
+EXECUTED_BY_SERVER = register("executed_by_server", 409, "A server-side executor runs this request.")
+APPROVAL_EXPIRED = register("approval_expired", 409, "The approval's execution window passed.")
+TARGET_CHANGED = register("target_changed_reapproval_required", 409, "The target changed since it was approved.")
+APPROVER_PERMISSION_REVOKED = register("approver_permission_revoked", 409, "An approver lost the permission.")
+POLICY_CHANGED = register("policy_changed_reapproval_required", 409, "The current policy is stricter for this call.")
+EMERGENCY_STOP = register("emergency_stop", 409, "An emergency stop is on: nothing is approved, claimed or executed.")
+OUTCOME_UNKNOWN = register("outcome_unknown", 409, "The execution's outcome is unknown (its lease ran out).")
+# --- Deadline extensions (services.extend_decision_deadline) -----------------------------------
+EXTENSION_NOT_ALLOWED = register("extension_not_allowed", 422, "The rule allows no such extension.")
+ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already extended once.")
 
 REVALIDATION_CODES = (APPROVAL_EXPIRED, TARGET_CHANGED, APPROVER_PERMISSION_REVOKED, POLICY_CHANGED, EMERGENCY_STOP)

@@ -330,7 +330,7 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     raw = request.POST.get("seconds", "")
     try:
         if not raw.isdigit():
-            raise DomainError("extension_not_allowed", "Say by how many seconds to extend.", http_status=422)
+            raise DomainError("extension_not_allowed", "Say by how many seconds to extend.")
         updated = services.extend_decision_deadline(pk, actor=services.Reviewer.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))
     except DomainError as exc:

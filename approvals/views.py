@@ -211,8 +211,7 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
             try:
                 value = json.loads(raw)
             except json.JSONDecodeError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
-                                  http_status=422, fields=[key]) from None
+                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.", fields=[key]) from None
         if key not in current or value != current[key]:
             edits[key] = value
     return edits

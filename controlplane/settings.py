@@ -65,7 +65,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Oversized bodies under /api/ become a JSON 413 before anything reads them.
-    "agents.api.errors.APIBodyLimitMiddleware",
+    "controlplane.http.errors.APIBodyLimitMiddleware",
     # Static files straight from the app's static dirs (WHITENOISE_USE_FINDERS below).
     # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
     "controlplane.middleware.WhiteNoiseMiddleware",
@@ -96,6 +96,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "csp.context_processors.nonce",
                 "approvals.context_processors.site_shell",
+                "controlplane.http.codes.template_context",
             ],
         },
     },
@@ -305,21 +306,24 @@ CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.SessionAuthentication"],
+    # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
+    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.auth.BearerTokenAuthentication",
+                                       "controlplane.http.auth.SessionAuthentication"],
+    "DEFAULT_THROTTLE_CLASSES": ["agents.api.auth.TokenRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # Every error under /api/ is JSON {code, message, details?} (agents/api/errors.py).
-    "EXCEPTION_HANDLER": "agents.api.errors.api_exception_handler",
+    # Every error under /api/ is JSON {code, message, details?} (controlplane/http/errors.py).
+    "EXCEPTION_HANDLER": "controlplane.http.exceptions.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # DRF's defaults, with a JSON parser that refuses deep nesting as a 400 instead of a 500.
-    "DEFAULT_PARSER_CLASSES": ["agents.api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+    "DEFAULT_PARSER_CLASSES": ["controlplane.http.parsers.JSONParser", "rest_framework.parsers.FormParser",
                                "rest_framework.parsers.MultiPartParser"],
 }
 
 # --- Agent-facing API (agents/api) ----------------------------------------------
 
 # CSRF failures are JSON under /api/ and Django's page elsewhere.
-CSRF_FAILURE_VIEW = "agents.api.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "controlplane.http.errors.csrf_failure"
 API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(1024 * 1024)))
 API_MAX_PARAMS_BYTES = int(os.environ.get("API_MAX_PARAMS_BYTES", str(64 * 1024)))
 API_MAX_PLAN_CHARS = int(os.environ.get("API_MAX_PLAN_CHARS", str(200_000)))

@@ -1,11 +1,20 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from approvals.auth import LoginView
 from controlplane.channel_relay import relay_endpoint
 from controlplane.health import healthz, readyz
 
+
+api_patterns = [
+    path("v1/", include("agents.api.urls")),
+    path("v1/", include("approvals.api.urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    # Split view: the page's script is a separate static file, so a nonce-based CSP can hold.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api:schema"), name="docs"),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -16,13 +25,13 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("audit/", include("audit.urls")),
     path("rules/", include("approvals.rules_urls")),
-    path("api/", include("agents.api.urls")),
+    path("api/", include((api_patterns, "api"))),
     # The reviewer dashboard owns the site root; keep it last so specific prefixes win.
     path("", include("approvals.urls")),
 ]
 
-# JSON under /api/, Django's pages elsewhere (agents/api/errors.py).
-handler400 = "agents.api.errors.bad_request"
-handler403 = "agents.api.errors.permission_denied"
-handler404 = "agents.api.errors.not_found"
-handler500 = "agents.api.errors.server_error"
+# JSON under /api/, Django's pages elsewhere (controlplane/http/errors.py).
+handler400 = "controlplane.http.errors.bad_request"
+handler403 = "controlplane.http.errors.permission_denied"
+handler404 = "controlplane.http.errors.not_found"
+handler500 = "controlplane.http.errors.server_error"

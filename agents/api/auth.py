@@ -1,8 +1,9 @@
-"""Who is calling: an agent with a bearer token, or a reviewer with a session.
+"""Agents authenticate with a bearer token, and each token is rate limited.
 
 Agents are not Django users. A valid token authenticates as an `AgentPrincipal`
-(is_authenticated True) carrying the agent and the token, so views branch on
-`isinstance(request.user, AgentPrincipal)` and never confuse the two.
+(is_authenticated True, `is_agent` True) carrying the agent and the token; the
+shared permissions in `controlplane.http.auth` tell agents and people apart by
+that attribute, so other apps never import this one to do it.
 """
 
 from __future__ import annotations
@@ -14,24 +15,16 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
-from rest_framework import authentication, exceptions, permissions, throttling
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions, throttling
 
 from agents.models import Agent, AgentToken
 from agents.services import InvalidToken, authenticate_token
+from controlplane.http.codes import INVALID_TOKEN
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "AgentPrincipal",
-    "BearerTokenAuthentication",
-    "HasScope",
-    "IsAgent",
-    "IsAgentOrReviewer",
-    "IsReviewer",
-    "ReviewerSessionAuthentication",
-    "TokenRateThrottle",
-    "consume_rate",
-]
+__all__ = ["AgentPrincipal", "BearerTokenAuthentication", "TokenRateThrottle", "consume_rate"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,6 +34,7 @@ class AgentPrincipal:
     token: AgentToken
 
     is_authenticated = True
+    is_agent = True
     is_anonymous = False
     is_active = True
     is_staff = False
@@ -65,7 +59,7 @@ def principal_from_header(value: str) -> AgentPrincipal:
     """Authenticate an `Authorization` header value; raise AuthenticationFailed."""
     scheme, _, raw = value.strip().partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
-        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.", code="invalid_token")
+        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.", code=INVALID_TOKEN)
     try:
         return AgentPrincipal(authenticate_token(raw.strip()))
     except InvalidToken as exc:
@@ -86,52 +80,12 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="api"'
 
 
-class ReviewerSessionAuthentication(authentication.SessionAuthentication):
-    """Django session with CSRF enforced; offers a challenge so anonymous gets 401, not 403."""
+class BearerTokenScheme(OpenApiAuthenticationExtension):
+    target_class = "agents.api.auth.BearerTokenAuthentication"
+    name = "agentToken"
 
-    def authenticate_header(self, request) -> str:
-        return 'Session realm="reviewers"'
-
-
-class IsAgent(permissions.BasePermission):
-    message = "This endpoint is for agents (Authorization: Bearer <token>)."
-
-    def has_permission(self, request, view) -> bool:
-        return isinstance(request.user, AgentPrincipal)
-
-
-class IsReviewer(permissions.BasePermission):
-    """A signed-in, active person (object permissions decide the rest)."""
-
-    message = "This endpoint is for signed-in reviewers."
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        return bool(user and user.is_authenticated and not isinstance(user, AgentPrincipal) and user.is_active)
-
-
-class IsAgentOrReviewer(permissions.BasePermission):
-    """Endpoints both sides read (list and detail); querysets differ per side."""
-
-    def has_permission(self, request, view) -> bool:
-        return IsAgent().has_permission(request, view) or IsReviewer().has_permission(request, view)
-
-
-class HasScope(permissions.BasePermission):
-    """The token carries the scope the view names in `required_scope` (per method if a dict)."""
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        if not isinstance(user, AgentPrincipal):
-            return True  # not an agent: other permissions decide
-        required = getattr(view, "required_scope", None)
-        if isinstance(required, dict):
-            required = required.get(request.method, required.get("*"))
-        if required and not user.has_scope(required):
-            self.message = f"The token lacks the '{required}' scope."
-            self.code = "insufficient_scope"
-            return False
-        return True
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An agent API token: cp_<prefix>_<secret>."}
 
 
 # --- Rate limit -------------------------------------------------------------------------

@@ -29,12 +29,21 @@ from rest_framework.views import APIView
 from approvals.broadcast import request_group
 from approvals.models import ApprovalRequest
 from approvals.states import State
+from controlplane.http.codes import (
+    INSUFFICIENT_SCOPE,
+    INVALID_TOKEN,
+    METHOD_NOT_ALLOWED,
+    NOT_AUTHENTICATED,
+    NOT_FOUND,
+    RATE_LIMITED,
+    VALIDATION_ERROR,
+)
+from controlplane.http.errors import json_error
+from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
 from ..models import Scope
 from ..resume import resume_payload
 from .auth import AgentPrincipal, BearerTokenAuthentication, consume_rate, principal_from_header
-from .errors import error_body, json_error
-from .schema import error_responses
 from .serializers import ResumeSerializer
 
 __all__ = ["resume_view"]
@@ -81,17 +90,17 @@ def _release_request_thread() -> None:
 
 def _authenticate(header: str) -> tuple[AgentPrincipal | None, JsonResponse | None]:
     if not header:
-        return None, json_error("not_authenticated", "Send 'Authorization: Bearer <token>'.", 401)
+        return None, json_error(NOT_AUTHENTICATED, "Send 'Authorization: Bearer <token>'.")
     try:
         principal = principal_from_header(header)
     except exceptions.AuthenticationFailed as exc:
-        code = exc.get_codes() if isinstance(exc.get_codes(), str) else "invalid_token"
-        return None, json_error(code, str(exc.detail), 401)
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else INVALID_TOKEN
+        return None, json_error(code, str(exc.detail))
     if not principal.has_scope(Scope.READ):
-        return None, json_error("insufficient_scope", "The token lacks the 'read' scope.", 403)
+        return None, json_error(INSUFFICIENT_SCOPE, "The token lacks the 'read' scope.")
     wait = consume_rate(principal.token)
     if wait is not None:
-        response = json_error("rate_limited", f"Too many requests; retry in {int(wait)} s.", 429,
+        response = json_error(RATE_LIMITED, f"Too many requests; retry in {int(wait)} s.",
                               retry_after=int(wait))
         response["Retry-After"] = str(int(wait))
         return None, response
@@ -124,7 +133,7 @@ def _parse_wait(raw: str | None) -> float | None:
 
 async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     if request.method not in ("GET", "HEAD"):
-        response = json_error("method_not_allowed", f'Method "{request.method}" not allowed.', 405)
+        response = json_error(METHOD_NOT_ALLOWED, f'Method "{request.method}" not allowed.')
         response["Allow"] = "GET, HEAD"
         return response
     # Django's signals and middleware are done with the per-request thread; from
@@ -137,11 +146,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         return refusal
     wait = _parse_wait(request.GET.get("wait"))
     if wait is None:
-        return JsonResponse(
-            error_body("validation_error", "wait must be a number of seconds, 0 or more.",
-                       fields={"wait": ["invalid"]}),
-            status=422,
-        )
+        return json_error(VALIDATION_ERROR, "wait must be a number of seconds, 0 or more.", fields={"wait": ["invalid"]})
     agent_id = principal.agent.pk
     read = _in_pool(_read)
     layer = get_channel_layer() if wait > 0 else None
@@ -154,7 +159,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     try:
         payload, until_deadline = await read(agent_id, pk)
         if payload is None:
-            return json_error("not_found", "No such approval request.", 404)
+            return json_error(NOT_FOUND, "No such approval request.")
         if layer is not None and not payload["decided"]:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait
@@ -177,7 +182,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
                     await asyncio.sleep(min(0.2, max(deadline - loop.time(), 0)))
                 payload, _ = await read(agent_id, pk)
                 if payload is None:
-                    return json_error("not_found", "No such approval request.", 404)
+                    return json_error(NOT_FOUND, "No such approval request.")
     finally:
         if layer is not None:
             await layer.group_discard(group, channel)
@@ -202,7 +207,7 @@ class ResumeDocumentation(APIView):
         ),
         parameters=[OpenApiParameter("wait", float, required=False,
                                      description="Seconds to wait for a decision (capped at API_MAX_WAIT_SECONDS, 60 by default).")],
-        responses={200: ResumeSerializer, **error_responses(401, 403, 404, 405, 422, 429)},
+        responses={200: ResumeSerializer, **error_responses(*TOKEN_ERRORS)},
         tags=["agents"],
     )
     def get(self, request, pk):  # pragma: no cover - never routed, see resume_view

@@ -1,4 +1,5 @@
-"""The agent-facing REST API under /api/v1/ (DESIGN.md "Agent-facing contract").
+"""The agents' side of /api/v1/ (DESIGN.md "Agent-facing contract"): submit, cancel,
+claim and complete. Reading requests is the approvals app's API; waiting is `resume`.
 
 Views parse, authorize and call services; nothing here changes state by hand.
 An agent sees only its own requests: another agent's request is 404, exactly
@@ -7,61 +8,45 @@ like one that does not exist.
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import generics, pagination, status
+from rest_framework import generics, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from approvals import errors as domain_errors
-from approvals import permissions, services
-from approvals.api import viewable_by
+from approvals import services
+from approvals.api.representation import request_dict, with_current_params
+from approvals.api.serializers import ApprovalRequestSerializer
 from approvals.errors import DomainError
-from approvals.models import ApprovalRequest, ParamsRevision
-from approvals.states import Kind, State
+from approvals.models import ApprovalRequest
+from approvals.states import Kind
 from audit.chain import Actor
+from controlplane.http.auth import HasScope, IsAgent
+from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
+from controlplane.http.outbound import OUTBOUND_CODES
+from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
 from ..models import Scope
 from ..resume import resume_payload
 from ..submissions import IDEMPOTENCY_KEY_REUSED, submit_from_agent
-from .auth import (
-    AgentPrincipal,
-    BearerTokenAuthentication,
-    HasScope,
-    IsAgent,
-    IsAgentOrReviewer,
-    ReviewerSessionAuthentication,
-    TokenRateThrottle,
-)
-from .schema import AGENT_ERRORS, error_responses
+from .auth import BearerTokenAuthentication, TokenRateThrottle
 from .serializers import (
     ActionSubmissionSerializer,
-    ApprovalRequestSerializer,
     CancelSerializer,
     ClaimSerializer,
     CompleteSerializer,
     GrantSerializer,
     PlanSubmissionSerializer,
     ResumeSerializer,
-    represent,
     title_from_markdown,
 )
 
-FILTERS = ("state", "kind", "action_type", "run_id", "thread_id", "resource_id", "tool_call_id", "idempotency_key")
-
-
-def request_queryset() -> QuerySet[ApprovalRequest]:
-    """Requests with what the serializer reads, in a constant number of queries."""
-    return ApprovalRequest.objects.select_related("agent", "supersedes").prefetch_related(
-        Prefetch("revisions", queryset=ParamsRevision.objects.only("request_id", "number", "params"))
-    )
-
 
 def agent_request_or_404(agent, pk) -> ApprovalRequest:
-    """The agent's own request; another agent's reads as missing (no existence leak)."""
-    found = request_queryset().filter(agent=agent, pk=pk).first()
+    """The agent's own request, ready to render; another agent's reads as missing (no existence leak)."""
+    found = with_current_params(ApprovalRequest.objects.filter(agent=agent, pk=pk)).first()
     if found is None:
-        raise DomainError("not_found", "No such approval request.", http_status=404)
+        raise DomainError(NOT_FOUND, "No such approval request.")
     return found
 
 
@@ -74,7 +59,7 @@ class SubmissionResponseSerializer(ApprovalRequestSerializer):
 
 def _represent(request_obj: ApprovalRequest, *, with_resume: bool = False, params: dict | None = None) -> dict:
     """`params`: the current revision's params when the caller has them (no query)."""
-    data = represent(request_obj) if params is None else represent(request_obj, params=params)
+    data = request_dict(request_obj, params=params)
     if with_resume:
         data["resume"] = resume_payload(request_obj, params=data["params"])
     return data
@@ -100,11 +85,7 @@ IDEMPOTENCY_HEADER = OpenApiParameter(
 )
 SUBMIT_RESPONSES = {
     201: SubmissionResponseSerializer,
-    **error_responses(*AGENT_ERRORS, 409, 422, codes={
-        409: ["illegal_transition"],
-        422: ["validation_error", IDEMPOTENCY_KEY_REUSED, "outbound_url_invalid", "outbound_url_not_allowed",
-              "outbound_url_private", "outbound_url_unresolvable"],
-    }),
+    **error_responses(*TOKEN_ERRORS, domain_errors.INVALID_ACTION_TYPE, IDEMPOTENCY_KEY_REUSED, *OUTBOUND_CODES),
 }
 
 
@@ -119,14 +100,14 @@ class _SubmitView(AgentView):
         key = request.headers.get("Idempotency-Key") or data.pop("idempotency_key", None)
         data.pop("idempotency_key", None)
         if key is not None and not (0 < len(key) <= 200):
-            raise DomainError("validation_error", "Idempotency-Key must be 1 to 200 characters.", http_status=422)
+            raise DomainError(VALIDATION_ERROR, "Idempotency-Key must be 1 to 200 characters.")
         if key is not None and "\x00" in key:  # PostgreSQL text cannot hold NUL: a 500 otherwise
-            raise DomainError("validation_error", "Idempotency-Key must not contain NUL.", http_status=422)
+            raise DomainError(VALIDATION_ERROR, "Idempotency-Key must not contain NUL.")
         if self.kind == Kind.PLAN and not data.get("title"):
             data["title"] = title_from_markdown(data["plan"], fallback=data["path"].rsplit("/", 1)[-1])
         result = submit_from_agent(self.agent, self.kind, data, idempotency_key=key)
         if result.replayed:  # the first request may have moved on since: read it back
-            body = _represent(request_queryset().get(pk=result.request.pk), with_resume=True)
+            body = _represent(agent_request_or_404(self.agent, result.request.pk), with_resume=True)
         else:  # answered from what submit just wrote, as it committed it
             body = _represent(result.request, with_resume=True, params=result.params)
         headers = {"Location": f"/api/v1/requests/{result.request.pk}/"}
@@ -164,86 +145,6 @@ class PlanSubmitView(_SubmitView):
         return super().post(request)
 
 
-class RequestCursorPagination(pagination.CursorPagination):
-    ordering = ("-created_at", "-id")
-    page_size = 50
-    page_size_query_param = "page_size"
-    max_page_size = 200
-
-
-class RequestListView(generics.ListAPIView):
-    """`GET /api/v1/requests/`: an agent's own requests, or the ones a reviewer may view.
-
-    A restarted agent finds its request with `?idempotency_key=` or
-    `?run_id=...&tool_call_id=...`.
-    """
-
-    authentication_classes = [BearerTokenAuthentication, ReviewerSessionAuthentication]
-    permission_classes = [IsAgentOrReviewer, HasScope]
-    throttle_classes = [TokenRateThrottle]
-    required_scope = Scope.READ
-    serializer_class = ApprovalRequestSerializer
-    pagination_class = RequestCursorPagination
-
-    def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        user = self.request.user
-        if isinstance(user, AgentPrincipal):
-            queryset = request_queryset().filter(agent=user.agent)
-        else:
-            # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
-            # the created_at index with the permission probe and stop at the page.
-            queryset = permissions.viewable_by(user, request_queryset())
-        params = self.request.query_params
-        for name in FILTERS:
-            value = params.get(name)
-            if value and "\x00" in value:
-                # No stored value holds NUL (PostgreSQL text cannot), and the query would fail with a 500.
-                return queryset.none()
-            if value:
-                queryset = queryset.filter(**{name: value})
-        return queryset
-
-    def get_serializer_context(self) -> dict:
-        return {**super().get_serializer_context(), "mask": not isinstance(self.request.user, AgentPrincipal)}
-
-    @extend_schema(
-        operation_id="list_requests", summary="List requests (agent: own; reviewer: permitted)",
-        parameters=[
-            OpenApiParameter(name, str, required=False,
-                             enum=[c for c, _ in (State.choices if name == "state" else Kind.choices)]
-                             if name in ("state", "kind") else None)
-            for name in FILTERS
-        ],
-        responses={200: ApprovalRequestSerializer(many=True), **error_responses(401, 403, 404, 429)},
-        tags=["agents", "reviewers"],
-    )
-    def get(self, request, *args, **kwargs):
-        return super().get(request, *args, **kwargs)
-
-
-class RequestDetailView(generics.GenericAPIView):
-    """`GET /api/v1/requests/{id}/`."""
-
-    authentication_classes = [BearerTokenAuthentication, ReviewerSessionAuthentication]
-    permission_classes = [IsAgentOrReviewer, HasScope]
-    throttle_classes = [TokenRateThrottle]
-    required_scope = Scope.READ
-    serializer_class = ApprovalRequestSerializer
-
-    @extend_schema(operation_id="get_request", summary="One request",
-                   responses={200: ApprovalRequestSerializer, **error_responses(401, 403, 404, 429)},
-                   tags=["agents", "reviewers"])
-    def get(self, request: Request, pk) -> Response:
-        user = request.user
-        if isinstance(user, AgentPrincipal):
-            found = agent_request_or_404(user.agent, pk)
-        else:
-            found = request_queryset().filter(pk__in=viewable_by(user).values("pk"), pk=pk).first()
-            if found is None:
-                raise DomainError("not_found", "No such approval request.", http_status=404)
-        return Response(ApprovalRequestSerializer(found, context={"mask": not isinstance(user, AgentPrincipal)}).data)
-
-
 class CancelView(AgentView):
     """`POST /api/v1/requests/{id}/cancel/`: withdraw before execution."""
 
@@ -252,8 +153,8 @@ class CancelView(AgentView):
 
     @extend_schema(operation_id="cancel_request", summary="Withdraw a request before execution",
                    request=CancelSerializer,
-                   responses={200: ApprovalRequestSerializer, **error_responses(*AGENT_ERRORS, 409, 422, codes={
-                       409: [domain_errors.ILLEGAL_TRANSITION, domain_errors.ALREADY_DECIDED]})},
+                   responses={200: ApprovalRequestSerializer,
+                              **error_responses(*TOKEN_ERRORS, domain_errors.ILLEGAL_TRANSITION, domain_errors.ALREADY_DECIDED)},
                    tags=["agents"])
     def post(self, request: Request, pk) -> Response:
         serializer = self.get_serializer(data=request.data)
@@ -261,7 +162,7 @@ class CancelView(AgentView):
         agent_request_or_404(self.agent, pk)
         services.cancel(pk, actor=Actor.for_agent(self.agent), agent=self.agent,
                         reason=serializer.validated_data["reason"])
-        return Response(_represent(request_queryset().get(pk=pk)))
+        return Response(_represent(agent_request_or_404(self.agent, pk)))
 
 
 class ClaimView(AgentView):
@@ -272,10 +173,10 @@ class ClaimView(AgentView):
 
     @extend_schema(
         operation_id="claim_request", summary="Claim an approved execution", request=ClaimSerializer,
-        responses={200: GrantSerializer, **error_responses(*AGENT_ERRORS, 409, 422, codes={
-            409: ["already_claimed", domain_errors.EXECUTED_BY_SERVER, domain_errors.ILLEGAL_TRANSITION,
-                  *domain_errors.REVALIDATION_CODES],
-        })},
+        responses={200: GrantSerializer, **error_responses(
+            *TOKEN_ERRORS, domain_errors.ALREADY_CLAIMED, domain_errors.EXECUTED_BY_SERVER, domain_errors.ILLEGAL_TRANSITION,
+            domain_errors.ATTEMPTS_EXHAUSTED, *domain_errors.REVALIDATION_CODES,
+        )},
         tags=["agents"],
     )
     def post(self, request: Request, pk) -> Response:
@@ -297,10 +198,8 @@ class CompleteView(AgentView):
 
     @extend_schema(
         operation_id="complete_request", summary="Report an execution's outcome", request=CompleteSerializer,
-        responses={200: ApprovalRequestSerializer, **error_responses(*AGENT_ERRORS, 409, 422, codes={
-            403: ["permission_denied", "insufficient_scope", domain_errors.INVALID_GRANT],
-            409: [domain_errors.ILLEGAL_TRANSITION],
-        })},
+        responses={200: ApprovalRequestSerializer,
+                   **error_responses(*TOKEN_ERRORS, domain_errors.INVALID_GRANT, domain_errors.ILLEGAL_TRANSITION)},
         tags=["agents"],
     )
     def post(self, request: Request, pk) -> Response:
@@ -312,4 +211,4 @@ class CompleteView(AgentView):
             pk, token=data["token"], succeeded=data["succeeded"], actor=Actor.for_agent(self.agent),
             result=data["result"], error=data["error"],
         )
-        return Response(_represent(request_queryset().get(pk=pk)))
+        return Response(_represent(agent_request_or_404(self.agent, pk)))

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from controlplane.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .base import ExecutionContext, Executor, PermanentExecutionError, RetryableExecutionError
 

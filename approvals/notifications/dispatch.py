@@ -27,9 +27,10 @@ from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
 from audit.chain import Actor, audited_atomic, record
-from controlplane.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .. import broadcast, services
+from ..masking import MASK, masked
 from ..models import ApprovalRequest
 from ..states import State
 from .models import DeliveryAttempt, Notification, RuleNotification
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-MASK = "***"
 SIGNATURE_HEADER = "X-ControlPlane-Signature"
 TIMESTAMP_HEADER = "X-ControlPlane-Timestamp"
 EVENT_HEADER = "X-ControlPlane-Event"
@@ -150,9 +150,7 @@ def _settings_dict(row: RuleNotification) -> dict[str, Any]:
 
 
 def _masked_params(request: ApprovalRequest) -> dict[str, Any]:
-    masked = set(request.classification.get("masked_params", ()))
-    params = request.current_params()
-    return {key: (MASK if key in masked else value) for key, value in params.items()}
+    return masked(request.current_params(), set(request.classification.get("masked_params", ())))
 
 
 def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[str, Any]:

@@ -115,8 +115,7 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
         change = {"diff": diff, "note": note, "restored_from": restored_from}
         if acting_user is None:
             if newest is not None:
-                raise PolicyError(NOT_PERMITTED, "Once a policy exists, only a risk-admin changes it.",
-                                  http_status=403)
+                raise PolicyError(NOT_PERMITTED, "Once a policy exists, only a risk-admin changes it.")
             return apply_rules(after, verbs, groups, newest, **change, created_by=None, how="seed")
         if not settings.POLICY_FOUR_EYES:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="four_eyes_off")

@@ -10,7 +10,9 @@ from django.contrib.auth.models import Group
 
 from audit.chain import Actor
 
-from ..errors import NOT_PERMITTED, DomainError
+from controlplane.http.codes import register
+
+from ..errors import NOT_FOUND, NOT_PERMITTED, DomainError
 from ..permissions import RISK_ADMINS
 from ..rules.conditions import RuleValidationError
 from ..rules.engine import RuleSpec
@@ -48,10 +50,10 @@ class PolicyError(DomainError):
     """
 
 
-FOUR_EYES_SAME_PERSON = "four_eyes_same_person"
-PROPOSAL_STALE = "proposal_stale"
-PROPOSAL_NOT_PENDING = "proposal_not_pending"
-PROPOSAL_NOT_FOUND = "not_found"
+FOUR_EYES_SAME_PERSON = register("four_eyes_same_person", 403, "A policy change needs a second risk-admin, not its author.")
+PROPOSAL_STALE = register("proposal_stale", 409, "The policy changed since the proposal was made.")
+PROPOSAL_NOT_PENDING = register("proposal_not_pending", 409, "The proposal was already decided or withdrawn.")
+PROPOSAL_NOT_FOUND = NOT_FOUND
 
 
 def is_risk_admin(user: Any) -> bool:
@@ -63,7 +65,7 @@ def is_risk_admin(user: Any) -> bool:
 def require_risk_admin(user: Any) -> None:
     """Raise PolicyError `not_permitted` (HTTP 403) unless `user` is a risk-admin."""
     if not is_risk_admin(user):
-        raise PolicyError(NOT_PERMITTED, "Only risk-admins may change the policy.", http_status=403)
+        raise PolicyError(NOT_PERMITTED, "Only risk-admins may change the policy.")
 
 
 def user_label(user: Any) -> str:

@@ -58,7 +58,7 @@ def approve_proposal(proposal_id: int, *, acting_user, note: str = "") -> Policy
         proposal = _locked_pending(proposal_id)
         if proposal.proposed_by_id == acting_user.pk:
             raise PolicyError(FOUR_EYES_SAME_PERSON, "You proposed this change: a second risk-admin must approve "
-                              "it (four eyes).", http_status=403)
+                              "it (four eyes).")
         if proposal.base_version_id != (newest.pk if newest else None):
             _close(proposal, Status.STALE, acting_user, note)
             refusal = PolicyError(PROPOSAL_STALE, (
@@ -99,7 +99,7 @@ def reject_proposal(proposal_id: int, *, acting_user, note: str) -> PolicyPropos
 def _locked_pending(proposal_id: int) -> PolicyProposal:
     proposal = PolicyProposal.objects.select_for_update().filter(pk=proposal_id).first()
     if proposal is None:
-        raise PolicyError(PROPOSAL_NOT_FOUND, "No such policy proposal.", http_status=404)
+        raise PolicyError(PROPOSAL_NOT_FOUND, "No such policy proposal.")
     if proposal.status != Status.PENDING:
         raise PolicyError(PROPOSAL_NOT_PENDING, f"This proposal is already {proposal.get_status_display().lower()}.")
     return proposal

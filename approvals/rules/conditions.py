@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
+from ..masking import MASK
 from .values import (
     MISSING,
     PATH_ROOTS,
@@ -266,7 +267,7 @@ class Condition:
         """
         if self.op == "exists":
             return self.test_text()
-        shown = "***" if redact and actual is not MISSING else show(actual)
+        shown = MASK if redact and actual is not MISSING else show(actual)
         if self.op == "len_gt" and not redact and (length := _length(actual)) is not None:
             shown = str(length)
         return f"{self.test_text()} (was {shown})"

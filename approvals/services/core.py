@@ -49,7 +49,7 @@ class PersistedRefusal(DomainError):
 
 def not_found() -> DomainError:
     """The one answer for a request that does not exist or is not the caller's."""
-    return DomainError(errors.NOT_FOUND, "No such approval request.", http_status=404)
+    return DomainError(errors.NOT_FOUND, "No such approval request.")
 
 
 def lock(request_id, *, agent=None) -> ApprovalRequest:

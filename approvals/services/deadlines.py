@@ -49,11 +49,10 @@ def extend_decision_deadline(request_id, *, actor: Reviewer, seconds: int, reaso
             .first() if request.rule_name else None
         ) or 0
         if limit <= 0:
-            raise DomainError(errors.EXTENSION_NOT_ALLOWED, "This request's rule allows no deadline extension.",
-                              http_status=422)
+            raise DomainError(errors.EXTENSION_NOT_ALLOWED, "This request's rule allows no deadline extension.")
         if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
             raise DomainError(errors.EXTENSION_NOT_ALLOWED,
-                              f"An extension must be between 1 and {limit} seconds.", http_status=422, limit=limit)
+                              f"An extension must be between 1 and {limit} seconds.", limit=limit)
         if DeadlineExtension.objects.filter(request=request).exists():
             raise DomainError(errors.ALREADY_EXTENDED, "The deadline of this request was already extended once.")
         previous = request.decide_by

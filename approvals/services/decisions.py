@@ -153,7 +153,7 @@ def approve_with_edits(request_id, *, actor: Reviewer, edits: dict[str, Any], fe
         fresh = classify_params(request, params)
         if fresh.classification.risk_level == RiskLevel.PROHIBITED:
             raise DomainError(errors.EDIT_PROHIBITED,
-                              f"Policy refuses the edited call: {fresh.classification.reason}", http_status=422)
+                              f"Policy refuses the edited call: {fresh.classification.reason}")
         deciding = _deciding(request, fresh)
         regroups = deciding is not None and _routes_elsewhere(request, fresh)
         counts = _editor_counts(request, actor, deciding=deciding, regroups=regroups)
@@ -192,12 +192,11 @@ def _edited_params(request: ApprovalRequest, previous: dict[str, Any],
     if not_editable:
         raise DomainError(
             errors.PARAM_NOT_EDITABLE,
-            f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.",
-            http_status=422, fields=not_editable,
+            f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.", fields=not_editable,
         )
     changed = sorted(key for key in edits if previous.get(key, object()) != edits[key])
     if not changed:
-        raise DomainError(errors.NO_CHANGES, "The edits change nothing; approve instead.", http_status=422)
+        raise DomainError(errors.NO_CHANGES, "The edits change nothing; approve instead.")
     return {**previous, **edits}, changed
 
 
@@ -293,7 +292,7 @@ def decide_batch(items: Sequence[tuple[str, int]], *, actor: Reviewer, verdict: 
     """
     decide = approve if verdict == APPROVE else reject if verdict == REJECT else None
     if decide is None:
-        raise DomainError(errors.INVALID_EDIT, f"Unknown verdict {verdict!r}.", http_status=422)
+        raise DomainError(errors.INVALID_EDIT, f"Unknown verdict {verdict!r}.")
     results = []
     for request_id, revision in items:
         try:

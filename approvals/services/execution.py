@@ -202,7 +202,7 @@ def _require_grant(request: ApprovalRequest, token: str) -> None:
     if request.state != State.EXECUTING:
         raise refuse_state(request, State.EXECUTING)
     if not request.grant_hash or not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
-        raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.", http_status=403)
+        raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.")
 
 
 def complete_execution(

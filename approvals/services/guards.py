@@ -55,7 +55,7 @@ def require_pending(request: ApprovalRequest) -> None:
 def require_may_decide(request: ApprovalRequest, reviewer: Reviewer) -> None:
     """The reviewer holds decide on the request now (through its current group or an escalation)."""
     if not can_decide(reviewer.user, request):
-        raise DomainError(errors.NOT_PERMITTED, "You may not decide this request.", http_status=403)
+        raise DomainError(errors.NOT_PERMITTED, "You may not decide this request.")
 
 
 def require_may_approve(request: ApprovalRequest, reviewer: Reviewer) -> None:
@@ -64,7 +64,6 @@ def require_may_approve(request: ApprovalRequest, reviewer: Reviewer) -> None:
         raise DomainError(
             errors.SEPARATION_OF_DUTIES,
             "The person the action is for and the agent's owner cannot approve it.",
-            http_status=403,
         )
     if is_stopped(request.agent):
         raise DomainError(

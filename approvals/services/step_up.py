@@ -120,20 +120,18 @@ def require_step_up(request: Any, reviewer: Reviewer, *, decision: Decision, ris
     if proof is None:
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            f"Deciding a {risk_level} request needs your password again.",
-            http_status=403, risk_level=risk_level,
+            f"Deciding a {risk_level} request needs your password again.", risk_level=risk_level,
         )
     if not proof._bind(decision):
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            "That step-up proof was made for another decision; give one for this decision.",
-            http_status=403, risk_level=risk_level,
+            "That step-up proof was made for another decision; give one for this decision.", risk_level=risk_level,
         )
     if not proof._refused and proof._matches(reviewer.user):
         cache.delete(_failures_key(reviewer.user))
         return proof.method
     if proof._refused:
-        raise DomainError(errors.STEP_UP_FAILED, f"That {proof.method} is not right.", http_status=403)
+        raise DomainError(errors.STEP_UP_FAILED, f"That {proof.method} is not right.")
     proof._refused = True
     _refuse_wrong_proof(request, reviewer, proof)
     raise AssertionError("unreachable")  # _refuse_wrong_proof always raises
@@ -163,8 +161,7 @@ def _refuse_wrong_proof(request: Any, reviewer: Reviewer, proof: StepUpProof) ->
         raise PersistedRefusal(
             errors.STEP_UP_FAILED,
             f"That {proof.method} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
-            "and you will be signed out.",
-            http_status=403, tries_left=left,
+            "and you will be signed out.", tries_left=left,
         )
     cache.delete(_failures_key(reviewer.user))
     ended = _end_session(reviewer.session_key)
@@ -173,7 +170,6 @@ def _refuse_wrong_proof(request: Any, reviewer: Reviewer, proof: StepUpProof) ->
     raise PersistedRefusal(
         errors.SESSION_ENDED,
         "Too many wrong step-up proofs: you have been signed out. Sign in again to continue.",
-        http_status=401,
     )
 
 

@@ -110,7 +110,7 @@ def _action_type_name(raw: str) -> ActionTypeName:
     try:
         return parse_action_type(raw)
     except ActionTypeError as error:
-        raise DomainError(errors.INVALID_ACTION_TYPE, str(error), http_status=422, field="action_type") from None
+        raise DomainError(errors.INVALID_ACTION_TYPE, str(error), field="action_type") from None
 
 
 def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..masking import MASK
 from ..models import ApprovalRequest
 from ..policy import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
@@ -94,7 +95,7 @@ class ConditionResult:
     op: str
     value: Any
     held: bool
-    actual: str  # shown value, "***" for masked params, "missing" when the path is absent
+    actual: str  # shown value, MASK for masked params, "missing" when the path is absent
     text: str
 
 
@@ -140,7 +141,7 @@ def sample_from_request(request_id: str) -> tuple[dict[str, Any], dict[str, Any]
     masked = set(request.classification.get("masked_params", ()))
     sample = {"action_type": request.action_type, "params": params, "target": request.target,
               "declared": request.declared}
-    shown = {**sample, "params": {key: ("***" if key in masked else value) for key, value in params.items()}}
+    shown = {**sample, "params": {key: (MASK if key in masked else value) for key, value in params.items()}}
     return sample, shown
 
 
@@ -204,7 +205,7 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
         for condition in spec.compiled_conditions:
             held, actual = condition.evaluate(doc)
             redact = condition.param_name in masked
-            shown = "missing" if actual is MISSING else ("***" if redact else _shown(actual))
+            shown = "missing" if actual is MISSING else (MASK if redact else _shown(actual))
             results.append(ConditionResult(
                 path=condition.path, op=condition.op, value=condition.value, held=held, actual=shown,
                 text=condition.describe(actual, redact=redact),

@@ -13,7 +13,7 @@ from django.utils import timezone
 from agents.callbacks import deliver_due_callbacks, verify_signature
 from agents.models import CallbackDelivery
 from approvals import services
-from controlplane.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 from tests.api.conftest import EMAIL
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -60,7 +60,7 @@ def test_csrf_failures_for_reviewers_are_json_403(reviewer_client, api):
 
 
 def test_the_csrf_failure_view_is_json_under_api_and_html_elsewhere(rf):
-    from agents.api.errors import csrf_failure
+    from controlplane.http.errors import csrf_failure
 
     _is_error(csrf_failure(rf.post("/api/v1/x/"), "no token"), 403, "csrf_failed")
     assert not csrf_failure(rf.post("/login/"), "no token")["Content-Type"].startswith("application/json")
@@ -104,7 +104,7 @@ def test_unsupported_media_type_is_json_415(api):
 
 
 def test_server_errors_under_api_are_json(rf):
-    from agents.api.errors import server_error
+    from controlplane.http.errors import server_error
 
     _is_error(server_error(rf.get("/api/v1/requests/")), 500, "server_error")
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 from schemathesis import checks as sc
 
-from agents.api.views import RequestCursorPagination
+from controlplane.http.pagination import NewestFirstCursorPagination
 from agents.models import Agent
 from agents.services import issue_token
 from approvals import services
@@ -103,7 +103,7 @@ def test_agent_b_never_sees_agent_a(two_agents, in_process_app):
     listed = {item["id"] for item in json.loads(client.get("/api/v1/requests/").content)["results"]}
     b_owned = {str(pk) for pk in ApprovalRequest.objects.filter(agent=two_agents["rival"]).values_list("pk", flat=True)}
     assert set(b_ids) <= listed <= b_owned
-    assert len(listed) == min(len(b_owned), RequestCursorPagination.page_size)
+    assert len(listed) == min(len(b_owned), NewestFirstCursorPagination.page_size)
     assert not listed & set(a_ids)
     assert len(set(aimed)) >= 5  # every {id} operation was tried on A's requests (and refused)
     # Filtering by A's own identifiers finds nothing either.

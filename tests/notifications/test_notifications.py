@@ -19,6 +19,7 @@ from approvals.models import ApprovalRequest, DeliveryAttempt, Notification
 from approvals.notifications import dispatch, tasks
 from approvals.permissions import can_decide
 from audit.models import AuditEvent
+from approvals.masking import MASK
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +48,7 @@ def test_arrival_emails_the_approver_group_over_smtp_with_masked_params(
     assert sorted(recipients) == sorted(f"{n}@example.com" for n in ("alice", "bob", "carol", "owen", "rita"))
     assert message["Subject"] == "[control plane] Approval needed: send_email (medium)"
     text = message.get_payload(decode=True).decode()
-    assert "Quarterly numbers" in text and "body: ***" in text
+    assert "Quarterly numbers" in text and f"body: {MASK}" in text
     assert "hunter2" not in message.as_string()
     assert Notification.objects.get(request=request).status == "sent"
     assert tasks.deliver_due() == 0  # sent once
@@ -189,7 +190,7 @@ def test_webhook_is_signed_masked_and_retried_with_a_row_per_attempt(
     assert headers["x-controlplane-signature"] == f"sha256={expected}"
     payload = json.loads(body)
     assert payload["event"] == "request.arrived" and payload["request_id"] == str(request.pk)
-    assert payload["params"]["body"] == "***" and payload["masked_params"] == ["body"]
+    assert payload["params"]["body"] == MASK and payload["masked_params"] == ["body"]
     assert b"hunter2" not in body
 
 

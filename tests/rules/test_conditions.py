@@ -11,6 +11,7 @@ from hypothesis import given
 from approvals.rules.conditions import MISSING, UNKNOWN, RuleValidationError, compile_condition, to_decimal
 
 from .strategies import conditions, documents
+from approvals.masking import MASK
 
 DOC: dict[str, Any] = {
     "params": {
@@ -186,7 +187,7 @@ def test_describe_shows_actual_value() -> None:
     assert condition.describe(14) == "impact.recipient_count > 10 (was 14)"
     assert condition.describe(MISSING) == "impact.recipient_count > 10 (was missing)"
     assert condition.describe("x" * 200).endswith("…)")
-    assert condition.describe(14, redact=True) == "impact.recipient_count > 10 (was ***)"
+    assert condition.describe(14, redact=True) == f"impact.recipient_count > 10 (was {MASK})"
     assert condition.test_text() == "impact.recipient_count > 10"
 
 

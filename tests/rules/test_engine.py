@@ -23,6 +23,7 @@ from approvals.rules import (
 )
 
 from .strategies import conditions
+from approvals.masking import MASK
 
 # Patterns in several spellings: each is stored normalized.
 GLOBS = ("send_email", "Send_email", "read_file", "send_*", "*", "read_?ile", "[sd]e*", "*_email", "READ_*")
@@ -97,7 +98,7 @@ def test_explanation_masks_masked_params() -> None:
     result = classify([rule("card", conditions=(card,), masked_params=("body",))],
                       params={"body": "pay 4111111111111111 now"})
     assert "4111" not in result.reason
-    assert "(was ***)" in result.reason
+    assert f"(was {MASK})" in result.reason
 
 
 def test_low_and_prohibited_need_no_approvals() -> None:

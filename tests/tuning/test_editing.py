@@ -9,6 +9,7 @@ from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
 from approvals.rules.conditions import OPERATORS, RuleValidationError
 from approvals.tuning import editing
+from approvals.masking import MASK
 
 pytestmark = pytest.mark.django_db
 
@@ -98,7 +99,7 @@ def test_try_rule_explains_which_conditions_held_and_masks_masked_params():
 
     assert result.action_type_matches and not result.rule_matches
     assert [c.held for c in result.conditions] == [True, False]
-    assert result.conditions[0].actual == "***"
+    assert result.conditions[0].actual == MASK
     assert "hunter2" not in str(result.to_dict())
     assert result.conditions[1].actual == "1"
     assert result.matched_rule == "send_email_default"
@@ -112,7 +113,7 @@ def test_a_sample_can_be_a_stored_request(submit):
     request = submit("send_email", {"to": ["a@x.com"], "subject": "s", "body": "secret plans"})
     sample, shown = editing.sample_from_request(str(request.pk))
     assert sample["params"]["body"] == "secret plans"
-    assert shown["params"] == {"to": ["a@x.com"], "subject": "s", "body": "***"}  # body is masked
+    assert shown["params"] == {"to": ["a@x.com"], "subject": "s", "body": MASK}  # body is masked
     assert editing.recent_samples()[0]["id"] == str(request.pk)
     with pytest.raises(RuleValidationError) as caught:
         editing.try_rule(None, {"params": {}})

@@ -13,6 +13,7 @@ from django.utils import timezone
 from approvals.models import PolicyVersion, RiskRule
 from approvals.notifications import dispatch
 from approvals.states import State
+from approvals.masking import MASK
 from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +83,7 @@ def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_i
     result = _post_json(admin_client, "rules:test", {"rule": LOW_EMAIL, "request_id": str(request.pk)}).json()
     assert result["matched_rule"] == "send_email_low" and result["rule_matches"]
     assert result["conditions"][0]["held"] is True
-    assert result["sample"]["params"]["body"] == "***"  # masked for the admin too
+    assert result["sample"]["params"]["body"] == MASK  # masked for the admin too
     missing = _post_json(admin_client, "rules:test", {"request_id": "not-a-uuid"})
     assert missing.status_code == 400 and missing.json()["code"] == "not_found"
 

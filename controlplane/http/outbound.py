@@ -21,7 +21,15 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-__all__ = ["OutboundURLRefused", "check_outbound_url", "is_allowed_address"]
+from .codes import register
+
+__all__ = ["OUTBOUND_CODES", "OutboundURLRefused", "check_outbound_url", "is_allowed_address"]
+
+URL_INVALID = register("outbound_url_invalid", 422, "The URL is not an http(s) URL the server may call.")
+URL_NOT_ALLOWED = register("outbound_url_not_allowed", 422, "The URL's host is not on the outbound allow-list.")
+URL_PRIVATE = register("outbound_url_private", 422, "The URL resolves to a private, loopback or link-local address.")
+URL_UNRESOLVABLE = register("outbound_url_unresolvable", 422, "The URL's host does not resolve.")
+OUTBOUND_CODES = (URL_INVALID, URL_NOT_ALLOWED, URL_PRIVATE, URL_UNRESOLVABLE)
 
 
 class OutboundURLRefused(ValueError):
@@ -62,7 +70,7 @@ def _resolve(host: str, port: int) -> list[str]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise OutboundURLRefused("outbound_url_unresolvable", f"The host {host!r} does not resolve: {exc}.") from None
+        raise OutboundURLRefused(URL_UNRESOLVABLE, f"The host {host!r} does not resolve: {exc}.") from None
     return sorted({info[4][0] for info in infos})
 
 
@@ -78,15 +86,15 @@ def check_outbound_url(url: str, *, resolve: bool = True, **overrides: Any) -> s
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise OutboundURLRefused("outbound_url_invalid", "The URL is not valid.") from None
+        raise OutboundURLRefused(URL_INVALID, "The URL is not valid.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OutboundURLRefused("outbound_url_invalid", "Only http and https URLs with a host can be called.")
+        raise OutboundURLRefused(URL_INVALID, "Only http and https URLs with a host can be called.")
     if parts.username or parts.password:
-        raise OutboundURLRefused("outbound_url_invalid", "URLs with credentials in them are refused.")
+        raise OutboundURLRefused(URL_INVALID, "URLs with credentials in them are refused.")
     host = parts.hostname.lower()
     if not _allowlisted(url, host, list(allowlist)):
         raise OutboundURLRefused(
-            "outbound_url_not_allowed", f"{host} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST)."
+            URL_NOT_ALLOWED, f"{host} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST)."
         )
     try:
         literal = ipaddress.ip_address(host)
@@ -96,7 +104,7 @@ def check_outbound_url(url: str, *, resolve: bool = True, **overrides: Any) -> s
     for address in addresses:
         if not is_allowed_address(address, allow_private=allow_private):
             raise OutboundURLRefused(
-                "outbound_url_private",
+                URL_PRIVATE,
                 f"{host} resolves to {address}, a private, loopback or link-local address; those are refused.",
             )
     return url

@@ -1,0 +1,160 @@
+"""Shapes of what reviewers send, and the documented shape of a request as the API
+answers it (rendered by `representation.request_dict`)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from controlplane.http.fields import BoundedJSONObject
+
+from ..states import Kind, RiskLevel, State
+from .representation import REQUEST_FIELDS, request_dict
+
+__all__ = [
+    "ApprovalRequestSerializer",
+    "BatchDecisionSerializer",
+    "BatchDecisionsSerializer",
+    "DecisionResultSerializer",
+    "DecisionSerializer",
+]
+
+
+@extend_schema_field({"type": "object", "properties": {"name": {"type": "string", "nullable": True},
+                                                       "reason": {"type": "string"}}})
+class _RuleField(serializers.JSONField):
+    """The classifying rule and why it matched."""
+
+
+@extend_schema_field(
+    {"type": "object", "nullable": True, "description": "The suspend payload, for plans.",
+     "properties": {"path": {"type": "string"}, "title": {"type": "string"}, "plan": {"type": "string"}}}
+)
+class _PlanField(serializers.JSONField):
+    """A plan's suspend payload."""
+
+
+@extend_schema_field(
+    {"type": "object", "nullable": True,
+     "properties": {"id": {"type": "string", "format": "uuid"}, "state": {"type": "string"},
+                    "feedback": {"type": "string"}}}
+)
+class _SupersedesField(serializers.JSONField):
+    """The rejected request this one revises."""
+
+
+class ApprovalRequestSerializer(serializers.Serializer):
+    """A request as agents and people read it (the schema of `request_dict`)."""
+
+    id = serializers.UUIDField()
+    kind = serializers.ChoiceField(choices=Kind.choices)
+    state = serializers.ChoiceField(choices=State.choices, help_text="The effective state.")
+    stored_state = serializers.ChoiceField(choices=State.choices)
+    agent = serializers.CharField(help_text="The agent's name.")
+    action_type = serializers.CharField()
+    target = serializers.JSONField()
+    target_hash = serializers.CharField()
+    params = serializers.JSONField(help_text="The current revision's params; people see masked params masked.")
+    declared = serializers.JSONField()
+    impact = serializers.JSONField(help_text="Computed on the server, never taken from the agent.")
+    revision = serializers.IntegerField()
+    risk_level = serializers.ChoiceField(choices=RiskLevel.choices, allow_blank=True)
+    rule = _RuleField()
+    policy_version = serializers.IntegerField(allow_null=True)
+    required_approvals = serializers.IntegerField()
+    quorum_reachable = serializers.BooleanField()
+    decide_by = serializers.DateTimeField(allow_null=True)
+    execute_by = serializers.DateTimeField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    decided_at = serializers.DateTimeField(allow_null=True)
+    decided_by = serializers.CharField()
+    feedback = serializers.CharField()
+    resolution_code = serializers.CharField()
+    plan = _PlanField(allow_null=True)
+    supersedes = _SupersedesField(allow_null=True)
+    run_id = serializers.CharField()
+    thread_id = serializers.CharField()
+    resource_id = serializers.CharField()
+    tool_call_id = serializers.CharField()
+    idempotency_key = serializers.CharField(allow_null=True)
+    result = serializers.JSONField(allow_null=True)
+    error = serializers.CharField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    class Meta:
+        fields = REQUEST_FIELDS
+
+    def to_representation(self, instance) -> dict:
+        return request_dict(instance, mask=self.context.get("mask", False))
+
+
+class StepUpSerializer(serializers.Serializer):
+    """A proof of presence made for this one decision (DESIGN.md "Guards")."""
+
+    method = serializers.ChoiceField(choices=["password"], help_text="How the reviewer proves presence.")
+    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False,
+                                     help_text="The reviewer's password, checked for this decision only.")
+
+
+class DecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    edits = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
+        help_text="Approve with these params changed (only those the rule marks editable).",
+    )
+    revision = serializers.IntegerField(
+        min_value=1, required=False,
+        help_text="The revision you looked at; if the request moved on, nothing is recorded (409 revision_changed).",
+    )
+    step_up = StepUpSerializer(
+        required=False,
+        help_text="Required to approve where the deciding level needs it (critical, or a rule that asks); "
+                  "without it the answer is 403 step_up_required.",
+    )
+
+    def validate(self, attrs):
+        if attrs.get("edits") and attrs["decision"] != "approve":
+            raise serializers.ValidationError({"edits": "Edits go with an approval."}, code="edits_with_reject")
+        return attrs
+
+
+class DecisionResultSerializer(ApprovalRequestSerializer):
+    outcome = serializers.ChoiceField(
+        choices=["approved", "rejected", "vote_recorded", "edit_proposed"], read_only=True,
+        help_text="What this decision did: decided the request, counted toward its quorum, or left an edit "
+                  "as a proposal the deciding group must approve (your approval does not count for it).",
+    )
+
+
+class BatchItemSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    revision = serializers.IntegerField(min_value=1, help_text="The revision you looked at.")
+
+
+class BatchDecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)
+    feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    step_up = StepUpSerializer(
+        required=False,
+        help_text="One proof for the whole batch: it covers exactly these (request, revision, decision) triples.",
+    )
+
+    def validate_requests(self, value):
+        ids = [item["id"] for item in value]
+        if len(set(ids)) != len(ids):
+            raise serializers.ValidationError("A request appears twice in the batch.", code="duplicate")
+        return value
+
+
+class BatchResultSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    outcome = serializers.ChoiceField(choices=["approved", "rejected", "vote_recorded"], required=False)
+    code = serializers.CharField(required=False, help_text="Why this one was refused (the single decision's codes).")
+    message = serializers.CharField(required=False)
+
+
+class BatchDecisionsSerializer(serializers.Serializer):
+    digest = serializers.CharField(help_text="sha256 over the batch's request:revision:decision lines.")
+    results = BatchResultSerializer(many=True)

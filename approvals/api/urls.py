@@ -1,0 +1,12 @@
+"""Routes under /api/v1/ for reading requests and deciding them."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("requests/", views.RequestListView.as_view(), name="request-list"),
+    path("requests/<uuid:pk>/", views.RequestDetailView.as_view(), name="request-detail"),
+    path("requests/<uuid:pk>/decisions/", views.DecisionView.as_view(), name="request-decisions"),
+    path("decisions/", views.BatchDecisionView.as_view(), name="batch-decisions"),
+]

@@ -1,0 +1,228 @@
+"""Requests as agents and people read them, and people's decisions, under /api/v1/.
+
+An agent (token) reads only its own requests; a person (session + CSRF) reads the
+ones they may view (guardian's view permission, the same filter as the queue and
+history pages). Another's request is 404, exactly like a missing one. Every guard
+on a decision is the services' (`approvals.services`); these views only translate.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import logout
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from controlplane.http.auth import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
+from controlplane.http.codes import NOT_FOUND
+from controlplane.http.pagination import NewestFirstCursorPagination
+from controlplane.http.schema import TOKEN_ERRORS, error_responses
+
+from .. import errors, services
+from ..errors import DomainError
+from ..models import ApprovalRequest
+from ..permissions import viewable_by
+from ..states import Kind, State
+from .representation import request_dict, with_current_params
+from .serializers import (
+    ApprovalRequestSerializer,
+    BatchDecisionSerializer,
+    BatchDecisionsSerializer,
+    DecisionResultSerializer,
+    DecisionSerializer,
+)
+
+__all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "readable_requests"]
+
+READ_SCOPE = "read"
+FILTERS = ("state", "kind", "action_type", "run_id", "thread_id", "resource_id", "tool_call_id", "idempotency_key")
+READ_ERRORS = (*TOKEN_ERRORS, errors.NOT_FOUND)
+
+
+def readable_requests(user) -> QuerySet[ApprovalRequest]:
+    """What `user` (an agent's principal or a person) may read, ready to render."""
+    if is_agent(user):
+        return with_current_params(ApprovalRequest.objects.filter(agent=user.agent))
+    # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
+    # the created_at index with the permission probe and stop at the page.
+    return viewable_by(user, with_current_params(ApprovalRequest.objects.all()))
+
+
+def _not_found() -> DomainError:
+    return DomainError(NOT_FOUND, "No such approval request.")
+
+
+class ReaderView(generics.GenericAPIView):
+    """Agents (token, `read` scope, the token's rate limit) and people (session) alike;
+    authentication and throttling are the project's defaults (settings.REST_FRAMEWORK)."""
+
+    permission_classes = [IsAgentOrPerson, HasScope]
+    required_scope = READ_SCOPE
+
+    def render(self, request_obj: ApprovalRequest) -> dict:
+        return request_dict(request_obj, mask=not is_agent(self.request.user))
+
+
+class RequestListView(ReaderView, generics.ListAPIView):
+    """`GET /api/v1/requests/`: an agent's own requests, or the ones a person may view.
+
+    A restarted agent finds its request with `?idempotency_key=` or
+    `?run_id=...&tool_call_id=...`.
+    """
+
+    pagination_class = NewestFirstCursorPagination
+
+    def get_queryset(self) -> QuerySet[ApprovalRequest]:
+        queryset = readable_requests(self.request.user)
+        params = self.request.query_params
+        for name in FILTERS:
+            value = params.get(name)
+            if value and "\x00" in value:
+                # No stored value holds NUL (PostgreSQL text cannot), and the query would fail with a 500.
+                return queryset.none()
+            if value:
+                queryset = queryset.filter(**{name: value})
+        return queryset
+
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([self.render(found) for found in page])
+
+    @extend_schema(
+        operation_id="list_requests", summary="List requests (agent: own; person: permitted)",
+        parameters=[
+            OpenApiParameter(name, str, required=False,
+                             enum=[c for c, _ in (State.choices if name == "state" else Kind.choices)]
+                             if name in ("state", "kind") else None)
+            for name in FILTERS
+        ],
+        responses={200: ApprovalRequestSerializer(many=True), **error_responses(*READ_ERRORS)},
+        tags=["agents", "reviewers"],
+    )
+    def get(self, request, *args, **kwargs):
+        return super().get(request, *args, **kwargs)
+
+
+class RequestDetailView(ReaderView):
+    """`GET /api/v1/requests/{id}/`."""
+
+    @extend_schema(operation_id="get_request", summary="One request",
+                   responses={200: ApprovalRequestSerializer, **error_responses(*READ_ERRORS)},
+                   tags=["agents", "reviewers"])
+    def get(self, request: Request, pk) -> Response:
+        found = readable_requests(request.user).filter(pk=pk).first()
+        if found is None:
+            raise _not_found()
+        return Response(self.render(found))
+
+
+class PersonView(generics.GenericAPIView):
+    """A person's call: session + CSRF, and the step-up proof from the body."""
+
+    authentication_classes = [SessionAuthentication]
+    permission_classes = [IsPerson]
+    throttle_classes: list = []
+
+    def reviewer(self, data: dict, *, covers=None) -> services.Reviewer:
+        proof = data.get("step_up")
+        return services.Reviewer.from_request(
+            self.request, step_up=services.StepUpProof.password(proof["password"], covers=covers) if proof else None
+        )
+
+    def end_session_if(self, error_code: str | None) -> None:
+        if error_code == errors.SESSION_ENDED:
+            logout(self.request._request)  # the service ended the session; the answer clears the cookie
+
+
+DECISION_ERRORS = (
+    errors.SESSION_ENDED, errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, errors.STEP_UP_REQUIRED,
+    errors.STEP_UP_FAILED, errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, errors.ALREADY_VOTED,
+    errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
+    errors.EDIT_PROHIBITED, errors.NO_CHANGES,
+)
+
+
+class DecisionView(PersonView):
+    """`POST /api/v1/requests/{id}/decisions/`: approve, approve with edits, or reject.
+
+    Only a person who can view the request learns it exists (others get 404).
+    """
+
+    serializer_class = DecisionSerializer
+
+    @extend_schema(
+        operation_id="decide_request",
+        summary="Decide a request (reviewers, session + CSRF)",
+        request=DecisionSerializer,
+        responses={200: DecisionResultSerializer, **error_responses(*DECISION_ERRORS)},
+        tags=["reviewers"],
+    )
+    def post(self, request, pk):
+        if not viewable_by(request.user).filter(pk=pk).exists():
+            raise _not_found()
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        try:
+            decided = _decide(pk, self.reviewer(data), data)
+        except DomainError as error:
+            self.end_session_if(error.code)
+            raise
+        decided = with_current_params(ApprovalRequest.objects.filter(pk=decided.pk)).get()
+        return Response({**request_dict(decided, mask=True), "outcome": _outcome(decided, request.user)})
+
+
+class BatchDecisionView(PersonView):
+    """`POST /api/v1/decisions/`: approve or reject several requests at once.
+
+    Each request is decided exactly at the revision given, with every guard of a
+    single decision; one step-up proof covers the whole batch and nothing else.
+    Requests the person may not view are answered like missing ones.
+    """
+
+    serializer_class = BatchDecisionSerializer
+
+    @extend_schema(
+        operation_id="decide_batch",
+        summary="Decide several requests at once (reviewers, session + CSRF)",
+        request=BatchDecisionSerializer,
+        responses={200: BatchDecisionsSerializer, **error_responses()},
+        tags=["reviewers"],
+    )
+    def post(self, request):
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        verdict = data["decision"]
+        items = [(str(item["id"]), item["revision"]) for item in data["requests"]]
+        covered = [(request_id, revision, verdict) for request_id, revision in items]
+        actor = self.reviewer(data, covers=covered)
+        visible = {str(pk) for pk in viewable_by(request.user).filter(pk__in=[i for i, _ in items])
+                   .values_list("pk", flat=True)}
+        results = []
+        for item in services.decide_batch([i for i in items if i[0] in visible], actor=actor, verdict=verdict,
+                                          feedback=data["feedback"]):
+            if item.error is None:
+                results.append({"id": item.request_id, "outcome": _outcome(item.request, request.user)})
+            else:
+                results.append({"id": item.request_id, "code": item.error.code, "message": item.error.message})
+                self.end_session_if(item.error.code)
+        results += [{"id": i, "code": NOT_FOUND, "message": "No such approval request."}
+                    for i, _ in items if i not in visible]
+        return Response({"digest": services.decision_digest(covered), "results": results})
+
+
+def _decide(pk, actor: services.Reviewer, data: dict) -> ApprovalRequest:
+    if data["decision"] == "reject":
+        return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+    if data.get("edits"):
+        return services.approve_with_edits(pk, actor=actor, edits=data["edits"], feedback=data["feedback"])
+    return services.approve(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+
+
+def _outcome(decided: ApprovalRequest, user) -> str:
+    if decided.state != State.PENDING_APPROVAL:
+        return decided.state
+    return "edit_proposed" if services.is_proposal(decided, by=user) else "vote_recorded"
