@@ -13,8 +13,8 @@ from django.shortcuts import redirect
 
 from . import policy
 from .models import ApprovalRequest, Decision, EmergencyStop, PolicyProposal, PolicyVersion, RiskRule
-from .rules.conditions import RuleValidationError
-from .rules_http import outcome_message
+from .policy.rules.conditions import RuleValidationError
+from .web.rules_http import outcome_message
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -9,25 +9,13 @@ class ApprovalsConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(_install_groups_and_seed_policy, sender=self)
         # Reviewer sockets close on membership changes and logout (signal receivers).
-        from . import consumers  # noqa: F401
+        from .web import consumers  # noqa: F401
 
         # New cards queue their notifications (after commit); the tasks register with Celery.
         from . import broadcast
         from .notifications import dispatch, tasks  # noqa: F401
 
         broadcast.subscribe(dispatch.on_change)
-
-        # Every change to a group's membership is audited, naming who made it.
-        from . import membership
-
-        membership.connect()
-
-        # The admin's login form gets the same throttling as the dashboard's.
-        from django.contrib import admin
-
-        from .auth import ThrottledAdminAuthenticationForm
-
-        admin.site.login_form = ThrottledAdminAuthenticationForm
 
         # A server started on a test database (tests/live.py) sees it flushed and
         # re-seeded under it between tests, which gives permissions and content types

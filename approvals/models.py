@@ -218,7 +218,7 @@ class ApprovalRequest(models.Model):
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Server-side execution (approvals.executors): which executor runs it, chosen at
+    # Server-side execution (approvals.execution.executors): which executor runs it, chosen at
     # approval, and when its task was last published; empty/null for agent-run requests.
     executor = models.CharField(max_length=50, blank=True, db_index=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)
@@ -242,7 +242,7 @@ class ApprovalRequest(models.Model):
         ]
         indexes = [
             models.Index(fields=["state", "decide_by"], name="request_state_deadline"),
-            # The queue's per-risk counts (approvals.dashboard.queue_counts).
+            # The queue's per-risk counts (approvals.web.dashboard.queue_counts).
             models.Index(fields=["state", "risk_level", "decide_by"], name="request_state_risk_deadline"),
             models.Index(fields=["agent", "run_id", "tool_call_id"], name="request_run_tool_call"),
         ]

@@ -15,6 +15,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Apps whose tasks live in a subpackage (`approvals.execution.tasks`, `approvals.notifications.tasks`).
+app.autodiscover_tasks(["approvals.execution", "approvals.notifications"])
 
 
 @app.on_after_finalize.connect
@@ -24,7 +26,7 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
 
     from agents.tasks import beat_schedule as agents_schedule
     from approvals.notifications.tasks import beat_schedule as notifications_schedule
-    from approvals.tasks import beat_schedule as approvals_schedule
+    from approvals.execution.tasks import beat_schedule as approvals_schedule
 
     schedule = {
         **approvals_schedule(),

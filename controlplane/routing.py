@@ -11,7 +11,7 @@ from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from agents.consumers import AgentConsumer
-from approvals.consumers import ReviewerConsumer
+from approvals.web.consumers import ReviewerConsumer
 
 
 def browser_socket(consumer):

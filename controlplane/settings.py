@@ -74,7 +74,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Remembers the request, so group membership changes name who is signed in.
-    "approvals.membership.MembershipActorMiddleware",
+    "controlplane.accounts.membership.MembershipActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -95,9 +95,11 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "csp.context_processors.nonce",
-                "approvals.context_processors.site_shell",
+                "controlplane.navigation.site_shell",
                 "controlplane.http.codes.template_context",
             ],
+            # The reviewer pages' template tags live with the pages (approvals/web/).
+            "libraries": {"dashboard": "approvals.web.templatetags.dashboard"},
         },
     },
 ]
@@ -150,7 +152,7 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
-# Sign-in throttling (approvals.auth), never a hard lock: an account's first
+# Sign-in throttling (controlplane.accounts.signin), never a hard lock: an account's first
 # LOGIN_FREE_FAILURES failures within LOGIN_FAILURE_WINDOW_SECONDS are free; each
 # further one makes the (account, client address) pair it came from wait, starting at
 # LOGIN_DELAY_BASE_SECONDS and doubling with the account's failures up to
@@ -205,7 +207,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
-# --- Execution engine (approvals.executors) ------------------------------------
+# --- Execution engine (approvals.execution.executors) ------------------------------------
 
 # Action type (glob) -> server-side executor; unmapped types are executed by the agent.
 EXECUTORS: dict[str, str] = json.loads(os.environ.get("EXECUTORS") or "null") or {

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from approvals.auth import LoginView
+from controlplane.accounts.signin import LoginView
 from controlplane.channel_relay import relay_endpoint
 from controlplane.health import healthz, readyz
 
@@ -24,10 +24,10 @@ urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("audit/", include("audit.urls")),
-    path("rules/", include("approvals.rules_urls")),
+    path("rules/", include("approvals.web.rules_urls")),
     path("api/", include((api_patterns, "api"))),
     # The reviewer dashboard owns the site root; keep it last so specific prefixes win.
-    path("", include("approvals.urls")),
+    path("", include("approvals.web.urls")),
 ]
 
 # JSON under /api/, Django's pages elsewhere (controlplane/http/errors.py).

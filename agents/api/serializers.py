@@ -9,7 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from approvals.errors import INVALID_ACTION_TYPE
-from approvals.rules.names import ActionTypeError, parse_action_type
+from approvals.policy.rules.names import ActionTypeError, parse_action_type
 from approvals.states import State
 from controlplane.http.fields import NUL_REFUSED, BoundedJSONObject, holds_nul, json_size
 
@@ -39,7 +39,7 @@ class _CorrelationFields(serializers.Serializer):
 
 @extend_schema_field({"type": "string", "maxLength": 200, "pattern": r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}$"})
 class _ActionTypeField(serializers.CharField):
-    """The documented syntax; the server also normalizes what surrounds it (see `approvals.rules.names`)."""
+    """The documented syntax; the server also normalizes what surrounds it (see `approvals.policy.rules.names`)."""
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)

@@ -6,7 +6,7 @@ under the policy lock, compares the proposal with the newest version:
 
 - it APPLIES at once (RiskRule rows written, a new PolicyVersion, `policy.changed`)
   when `settings.POLICY_FOUR_EYES` is off, when every difference is provably
-  stricter (`approvals.rules.stricter`), or for the system seeding an empty policy;
+  stricter (`approvals.policy.rules.stricter`), or for the system seeding an empty policy;
 - otherwise it stores a pending `PolicyProposal` (diff, dry-run, `policy.proposed`)
   and changes no rule: a second risk-admin applies it with `approve_proposal`; a
   risk-admin rejects it, or its author withdraws it, with `reject_proposal`.
@@ -24,34 +24,39 @@ Classification compiles a policy version once and reuses it until the next appea
 
 from __future__ import annotations
 
-from ..rules.conditions import RuleValidationError
-from ..rules.engine import RuleSpec
-from .changes import (
-    Outcome,
-    delete_rule,
-    edit_policy,
-    lock_newest_version,
-    propose_change,
-    restore_version,
-    rules_and_verbs,
-    save_rule,
-    save_rules,
-    seed_policy,
-    set_destructive_verbs,
-)
-from .checks import (
-    FOUR_EYES_SAME_PERSON,
-    PROPOSAL_NOT_FOUND,
-    PROPOSAL_NOT_PENDING,
-    PROPOSAL_STALE,
-    PolicyError,
-    is_risk_admin,
-    policy_diff,
-    require_risk_admin,
-    validate_destructive_verbs,
-)
-from .current import ActivePolicy, compile_policy, current_policy, policy_defaults, rule_to_spec
-from .proposals import approve_proposal, pending_proposals, reject_proposal
+from importlib import import_module
+from typing import Any
+
+# Loaded on first use (PEP 562), so `approvals.policy.rules`, the pure-Python engine,
+# can be imported without loading Django models through this package.
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("RuleValidationError",), "rules.conditions"),
+    **dict.fromkeys(("RuleSpec",), "rules.engine"),
+    **dict.fromkeys(("Outcome", "delete_rule", "edit_policy", "lock_newest_version", "propose_change",
+                     "restore_version", "rules_and_verbs", "save_rule", "save_rules", "seed_policy",
+                     "set_destructive_verbs"), "changes"),
+    **dict.fromkeys(("FOUR_EYES_SAME_PERSON", "PROPOSAL_NOT_FOUND", "PROPOSAL_NOT_PENDING", "PROPOSAL_STALE",
+                     "PolicyError", "is_risk_admin", "policy_diff", "require_risk_admin",
+                     "validate_destructive_verbs"), "checks"),
+    **dict.fromkeys(("ActivePolicy", "compile_policy", "current_policy", "policy_defaults", "rule_to_spec"),
+                    "current"),
+    **dict.fromkeys(("approve_proposal", "pending_proposals", "reject_proposal"), "proposals"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "FOUR_EYES_SAME_PERSON",

@@ -17,10 +17,10 @@ from audit.chain import audited_atomic, record
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
-from ..rules.conditions import RuleValidationError
-from ..rules.engine import RuleSpec
-from ..rules.seed import SEED_DESTRUCTIVE_VERBS
-from ..rules.stricter import first_change_needing_approval
+from .rules.conditions import RuleValidationError
+from .rules.engine import RuleSpec
+from .rules.seed import SEED_DESTRUCTIVE_VERBS
+from .rules.stricter import first_change_needing_approval
 from .checks import (
     PolicyError,
     actor,
@@ -191,7 +191,7 @@ def _write_rule(spec: RuleSpec, groups: dict[str, Group]) -> None:
 
 def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, diff: dict[str, Any], note: str,
              restored_from: int | None, acting_user, waits_because: str) -> PolicyProposal:
-    from ..tuning.dry_run import proposal_summary  # the dry-run reads the current policy: import late
+    from .tuning.dry_run import proposal_summary
 
     proposal = PolicyProposal.objects.create(
         proposed_by=acting_user, proposed_by_label=user_label(acting_user), note=note, base_version=newest,
@@ -274,7 +274,7 @@ def restore_version(number: int, *, acting_user, note: str) -> Outcome:
 def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVersion | None:
     """Install the seeded rules and verbs once; a no-op when any policy version exists."""
     from ..permissions import ensure_standard_groups
-    from ..rules.seed import SEED_RULES
+    from .rules.seed import SEED_RULES
 
     ensure_standard_groups()
     with audited_atomic():

@@ -14,8 +14,8 @@ from controlplane.http.codes import register
 
 from ..errors import NOT_FOUND, NOT_PERMITTED, DomainError
 from ..permissions import RISK_ADMINS
-from ..rules.conditions import RuleValidationError
-from ..rules.engine import RuleSpec
+from .rules.conditions import RuleValidationError
+from .rules.engine import RuleSpec
 
 __all__ = [
     "FOUR_EYES_SAME_PERSON",

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import connection
 
 from ..models import PolicyVersion, RiskRule
-from ..rules.engine import CompiledPolicy, PolicyDefaults, RuleSpec
-from ..rules.seed import SEED_DESTRUCTIVE_VERBS
+from .rules.engine import CompiledPolicy, PolicyDefaults, RuleSpec
+from .rules.seed import SEED_DESTRUCTIVE_VERBS
 
 __all__ = ["ActivePolicy", "compile_policy", "current_policy", "policy_defaults", "rule_to_spec"]
 

@@ -10,7 +10,7 @@ from django.utils import timezone
 from audit.chain import audited_atomic, record
 
 from ..models import PolicyProposal, PolicyVersion
-from ..rules.engine import RuleSpec
+from .rules.engine import RuleSpec
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
 from .checks import (
     FOUR_EYES_SAME_PERSON,

@@ -1,7 +1,7 @@
 """Classifying a request's params under the current policy, and writing the outcome.
 
 The model never decides its own risk: impact is computed on the server and the
-engine reads what the agent vouches for the strict way (`approvals.rules`).
+engine reads what the agent vouches for the strict way (`approvals.policy.rules`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from django.db import connection
 
 from ..models import ApprovalRequest, RiskRule
 from ..policy import ActivePolicy, current_policy
-from ..rules.engine import Classification, ClassificationInput
-from ..rules.impact import compute_impact
-from ..rules.levels import level_rank
+from ..policy.rules.engine import Classification, ClassificationInput
+from ..policy.rules.impact import compute_impact
+from ..policy.rules.levels import level_rank
 from ..states import RiskLevel
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 Every execution path (an agent's claim, a worker's first claim or its retry)
 re-validates with `revalidate` and gets its grant from `_issue_grant`. A request
-whose action type has a server-side executor (approvals.executors) is published to
+whose action type has a server-side executor (approvals.execution.executors) is published to
 Celery after the approving transaction commits. The database, not the broker,
 carries retries: a retryable failure gives the grant back and sets
 `next_attempt_at` (`defer_execution`); the sweeper re-publishes due rows and
@@ -269,7 +269,7 @@ def plan_server_execution(request: ApprovalRequest) -> None:
     process dies between commit and publish, `enqueued_at` stays empty and the
     sweeper publishes it.
     """
-    from ..executors import executor_name_for
+    from ..execution.executors import executor_name_for
 
     if not request.has_execution_step:
         return
@@ -281,7 +281,7 @@ def plan_server_execution(request: ApprovalRequest) -> None:
     request_id = str(request.pk)
 
     def publish() -> None:
-        from ..executors.runner import enqueue
+        from ..execution.runner import enqueue
 
         enqueue(request_id)
 

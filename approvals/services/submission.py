@@ -16,7 +16,7 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DECIDED_BY_POLICY, ApprovalRequest, ParamsRevision
 from ..permissions import eligible_approver_count_of_new_request, grant_group
-from ..rules.names import ActionTypeError, ActionTypeName, parse_action_type
+from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
 from ..snapshots import snapshot_hash
 from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.forms import CheckboxInput, MultiWidget
 from django.test import AsyncClient, Client, RequestFactory
 
-from approvals.membership import MembershipActorMiddleware, acting_as, current_actor
+from controlplane.accounts.membership import MembershipActorMiddleware, acting_as, current_actor
 from approvals.permissions import REVIEWERS
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Group
 
-from approvals import dashboard, permissions
+from approvals import permissions
+from approvals.web import dashboard
 from approvals.models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
 
 

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 
 from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
-from approvals.rules.conditions import RuleValidationError
+from approvals.policy.rules.conditions import RuleValidationError
 from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db

@@ -28,7 +28,7 @@ from approvals import errors, policy, services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, Decision
 from approvals.permissions import REVIEWERS
-from approvals.rules.levels import level_rank
+from approvals.policy.rules.levels import level_rank
 from approvals.services.step_up import needs_step_up
 from approvals.states import ALWAYS_TERMINAL, TRANSITIONS, Kind, State
 from audit.chain import Actor, verify_chain

@@ -96,7 +96,7 @@ def reviewer(django_user_model):
 def _already_member(user, group) -> None:
     """Make `user` a member of `group` as a starting fact, not a change under test.
 
-    `user.groups.add()` records `group.membership_changed` (approvals.membership);
+    `user.groups.add()` records `group.membership_changed` (controlplane.accounts.membership);
     these tests count the log's events from seq 1, so the membership is written as a
     bare through row, which sends no signal.
     """

@@ -19,7 +19,7 @@ from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion
 from approvals.permissions import RISK_ADMINS
-from approvals.rules.seed import SEED_DESTRUCTIVE_VERBS
+from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 from approvals.states import Kind
 from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 

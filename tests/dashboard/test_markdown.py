@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from approvals.markdown import render_markdown
+from approvals.web.markdown import render_markdown
 
 ATTACKS = [
     "<script>alert(1)</script>",

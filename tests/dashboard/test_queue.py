@@ -12,7 +12,8 @@ from django.urls import reverse
 from django.utils import timezone
 from freezegun import freeze_time
 
-from approvals import dashboard, policy, services
+from approvals import policy, services
+from approvals.web import dashboard
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
 

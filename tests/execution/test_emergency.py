@@ -10,7 +10,7 @@ from django.core.management import call_command
 from approvals import errors, services
 from approvals.emergency import EMERGENCY_GROUP, current_stop_state, is_stopped, set_emergency_stop
 from approvals.errors import DomainError
-from approvals.executors import runner
+from approvals.execution import runner
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent

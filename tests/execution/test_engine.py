@@ -16,14 +16,14 @@ from freezegun import freeze_time
 
 from approvals import errors, services
 from approvals.errors import DomainError
-from approvals.executors import (
+from approvals.execution.executors import (
     Executor,
     PermanentExecutionError,
     RetryableExecutionError,
     executor_name_for,
     register,
-    runner,
 )
+from approvals.execution import runner
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent

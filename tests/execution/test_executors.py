@@ -14,7 +14,7 @@ from channels.layers import get_channel_layer
 from django.core import mail
 from django.utils import timezone
 
-from approvals.executors import ExecutionContext, PermanentExecutionError, RetryableExecutionError, get
+from approvals.execution.executors import ExecutionContext, PermanentExecutionError, RetryableExecutionError, get
 from controlplane import channel_relay, health
 from tests.live import free_port
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from approvals import errors
-from approvals.executors import runner
+from approvals.execution import runner
 from approvals.models import ApprovalRequest
 from approvals.states import State
 

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from approvals.rules import RuleSpec, RuleValidationError, compile_condition
-from approvals.rules.conditions import OPERATORS
-from approvals.rules.engine import RULE_KEYS
+from approvals.policy.rules import RuleSpec, RuleValidationError, compile_condition
+from approvals.policy.rules.conditions import OPERATORS
+from approvals.policy.rules.engine import RULE_KEYS
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
                          st.sampled_from(["", "*", "params.a", "impact.recipients", "^(a+)+$", "[", "1e999", "NaN"]))

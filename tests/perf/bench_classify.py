@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from approvals.rules.engine import ClassificationInput, CompiledPolicy, PolicyDefaults, RuleSpec
-from approvals.rules.seed import SEED_RULES
+from approvals.policy.rules.engine import ClassificationInput, CompiledPolicy, PolicyDefaults, RuleSpec
+from approvals.policy.rules.seed import SEED_RULES
 
 from .common import SMOKE, Result, emit
 

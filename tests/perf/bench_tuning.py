@@ -172,7 +172,7 @@ def main() -> None:
 
     from agents.models import Agent
     from approvals.models import ApprovalRequest
-    from approvals.tuning import dry_run, metrics
+    from approvals.policy.tuning import dry_run, metrics
 
     User = get_user_model()
     owner = User.objects.create_user("bench-owner")

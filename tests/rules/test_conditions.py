@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from approvals.rules.conditions import MISSING, UNKNOWN, RuleValidationError, compile_condition, to_decimal
+from approvals.policy.rules.conditions import MISSING, UNKNOWN, RuleValidationError, compile_condition, to_decimal
 
 from .strategies import conditions, documents
 from approvals.masking import MASK

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from approvals.rules import (
+from approvals.policy.rules import (
     LEVELS,
     ActionTypeError,
     Classification,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from approvals.rules import (
+from approvals.policy.rules import (
     LEVELS,
     SEED_DESTRUCTIVE_VERBS,
     Classification,

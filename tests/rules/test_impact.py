@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from approvals.rules.impact import compute_impact, register_impact_extractor, unregister_impact_extractor
-from approvals.rules.names import ActionTypeError
+from approvals.policy.rules.impact import compute_impact, register_impact_extractor, unregister_impact_extractor
+from approvals.policy.rules.names import ActionTypeError
 
 from .strategies import json_values
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from approvals.rules.conditions import RuleValidationError
-from approvals.rules.names import (
+from approvals.policy.rules.conditions import RuleValidationError
+from approvals.policy.rules.names import (
     ActionTypeError,
     ActionTypeName,
     action_words,
@@ -23,7 +23,7 @@ from approvals.rules.names import (
     parse_action_type,
     validate_destructive_verbs,
 )
-from approvals.rules.seed import SEED_DESTRUCTIVE_VERBS
+from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 
 # ---------------------------------------------------------------------------
 # parse_action_type

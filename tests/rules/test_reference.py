@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from approvals.rules import (
+from approvals.policy.rules import (
     LEVELS,
     SEED_DESTRUCTIVE_VERBS,
     ClassificationInput,

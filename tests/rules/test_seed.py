@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from approvals.rules import SEED_RULES, ClassificationInput, CompiledPolicy, PolicyDefaults, RuleSpec
+from approvals.policy.rules import SEED_RULES, ClassificationInput, CompiledPolicy, PolicyDefaults, RuleSpec
 
 
 @pytest.fixture(scope="module")

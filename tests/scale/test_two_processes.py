@@ -18,7 +18,7 @@ import websockets
 
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from approvals.tasks import execute_request
+from approvals.execution.tasks import execute_request
 from tests.execution.harness import Receiver, Worker, wait_for
 from tests.live import DaphneServer, child_environment
 

@@ -102,7 +102,7 @@ def wire_rule(risk_admin, treasury):
 def email_is_not_destructive(risk_admin):
     """This team's policy does not count "send" as destructive, so a low email rule can apply
     (by default the verb keeps every low rule off send_email)."""
-    from approvals.rules.seed import SEED_DESTRUCTIVE_VERBS
+    from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 
     policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"], acting_user=risk_admin,
                                  note="our outbound mail is reviewed by its own rules")

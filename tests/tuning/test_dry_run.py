@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from approvals import policy, services
 from approvals.models import ApprovalRequest
-from approvals.rules.conditions import RuleValidationError
-from approvals.rules.engine import CompiledPolicy
-from approvals.tuning import dry_run as dr
+from approvals.policy.rules.conditions import RuleValidationError
+from approvals.policy.rules.engine import CompiledPolicy
+from approvals.policy.tuning import dry_run as dr
 from tests.rules.strategies import conditions as condition_data
 from tests.rules.strategies import namespaces
 

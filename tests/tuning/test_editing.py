@@ -7,8 +7,8 @@ import pytest
 
 from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
-from approvals.rules.conditions import OPERATORS, RuleValidationError
-from approvals.tuning import editing
+from approvals.policy.rules.conditions import OPERATORS, RuleValidationError
+from approvals.policy.tuning import editing
 from approvals.masking import MASK
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.db import connection
 from approvals import policy
 from approvals.models import PolicyProposal, PolicyVersion, RiskRule
 from approvals.policy import PolicyError
-from approvals.rules.conditions import RuleValidationError
-from approvals.tuning import editing
+from approvals.policy.rules.conditions import RuleValidationError
+from approvals.policy.tuning import editing
 from audit.chain import verify_chain
 from audit.models import AuditEvent
 

@@ -7,8 +7,8 @@ import pytest
 
 from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
-from approvals.rules.conditions import RuleValidationError
-from approvals.tuning import history
+from approvals.policy.rules.conditions import RuleValidationError
+from approvals.policy.tuning import history
 from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from approvals.models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from approvals.states import State
-from approvals.tuning import metrics
-from approvals.tuning.metrics import Period
+from approvals.policy.tuning import metrics
+from approvals.policy.tuning.metrics import Period
 
 from tests.tuning.conftest import rolled_back
 

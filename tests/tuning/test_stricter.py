@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from approvals.policy import compile_policy
-from approvals.rules.engine import ClassificationInput, RuleSpec
-from approvals.rules.levels import LEVELS, level_rank
-from approvals.rules.stricter import first_change_needing_approval, is_provably_stricter
+from approvals.policy.rules.engine import ClassificationInput, RuleSpec
+from approvals.policy.rules.levels import LEVELS, level_rank
+from approvals.policy.rules.stricter import first_change_needing_approval, is_provably_stricter
 
 WIRE = {
     "name": "wire_transfer", "priority": 20, "action_type": "wire_*", "risk_level": "high", "required_approvals": 2,

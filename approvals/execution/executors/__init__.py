@@ -4,7 +4,7 @@ A registry keyed by executor name (`noop`, `webhook`, `email`, and any registere
 with `register`), and a mapping from action type to executor name in
 ``settings.EXECUTORS`` (globs allowed, first match wins, exact names before
 patterns). An approved request whose action type maps to an executor is run by a
-Celery worker (`approvals.executors.runner`); any other request is claimed and
+Celery worker (`approvals.execution.runner`); any other request is claimed and
 executed by its agent through the API.
 
 Executors receive exactly the approved revision of the params and the request's

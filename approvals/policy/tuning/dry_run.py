@@ -23,9 +23,9 @@ from typing import Any
 
 from django.db.models import JSONField, OuterRef, Subquery
 
-from ..models import ApprovalRequest, ParamsRevision
-from ..policy import compile_policy, current_policy
-from ..policy.checks import specs_from_dicts
+from ...models import ApprovalRequest, ParamsRevision
+from .. import compile_policy, current_policy
+from ..checks import specs_from_dicts
 from ..rules.conditions import RuleValidationError
 from ..rules.engine import Classification, ClassificationInput, CompiledPolicy, RuleSpec
 from ..rules.impact import compute_impact

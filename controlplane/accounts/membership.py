@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 VERB = "group.membership_changed"
-DISPATCH_UID = "approvals.membership.audit"
+DISPATCH_UID = "controlplane.accounts.membership.audit"
 _SHELL_COMMANDS = frozenset({"shell", "shell_plus", "dbshell"})
 _MANAGE_PROGRAMS = frozenset({"manage.py", "django-admin", "django-admin.py", "__main__.py"})
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
-from ..masking import MASK
+from ...masking import MASK
 from .values import (
     MISSING,
     PATH_ROOTS,

@@ -34,8 +34,8 @@ from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from ..models import DECIDED_BY_POLICY, ApprovalRequest, Decision
-from ..states import RiskLevel, State
+from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
+from ...states import RiskLevel, State
 
 __all__ = [
     "DIMENSIONS",

@@ -7,7 +7,7 @@ then record `succeeded` / `failed` or defer a retry, every step through
 workers, for the same request: the conditional claim lets exactly one caller run
 the side effect, and a task for a request already claimed does nothing.
 
-The sweeps (Celery beat, `approvals.tasks`) make the database the source of truth:
+The sweeps (Celery beat, `approvals.execution.tasks`) make the database the source of truth:
 `enqueue_pending` republishes approved requests whose task was never published
 or was lost, `resolve_executions` retries deferred attempts and settles executions
 whose lease ran out (re-run when the executor is idempotent, otherwise failed
@@ -32,8 +32,8 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..states import State
-from . import registry
-from .base import ExecutionContext, ExecutionError
+from .executors import registry
+from .executors.base import ExecutionContext, ExecutionError
 
 __all__ = ["WORKER", "backoff_seconds", "enqueue", "enqueue_pending", "execute", "resolve_executions", "sweep"]
 
@@ -58,7 +58,7 @@ def enqueue(request_id: str) -> bool:
     A failure is logged, not raised: this runs after a commit (often inside a
     reviewer's HTTP request), and the sweeper publishes whatever is left.
     """
-    from approvals.tasks import execute_request
+    from approvals.execution.tasks import execute_request
 
     try:
         execute_request.apply_async(

@@ -8,7 +8,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from .rules_http import json_error, risk_admin_required
-from .tuning import charts, metrics
+from ..policy.tuning import charts, metrics
 
 
 def _pct(value: float | None) -> str:

@@ -24,12 +24,12 @@ from audit.models import AuditEvent
 from audit.vocabulary import describe
 
 from .markdown import render_markdown
-from .masking import MASK
-from .models import ApprovalRequest, Decision, ParamsRevision
-from .permissions import decidable_by, viewable_by
-from .services.step_up import needs_step_up
-from .snapshots import resolver_for, stable_hash
-from .states import RISK_COLOURS, STATE_COLOURS, Kind, RiskLevel, State
+from ..masking import MASK
+from ..models import ApprovalRequest, Decision, ParamsRevision
+from ..permissions import decidable_by, viewable_by
+from ..services.step_up import needs_step_up
+from ..snapshots import resolver_for, stable_hash
+from ..states import RISK_COLOURS, STATE_COLOURS, Kind, RiskLevel, State
 
 __all__ = [
     "COUNT_CAP",

@@ -17,10 +17,10 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from . import policy
-from .models import PolicyProposal
-from .policy import PolicyError
-from .rules.conditions import RuleValidationError
+from .. import policy
+from ..models import PolicyProposal
+from ..policy import PolicyError
+from ..policy.rules.conditions import RuleValidationError
 from .rules_http import (
     flash_outcome,
     flash_refusal,
@@ -30,8 +30,8 @@ from .rules_http import (
     risk_admin_required,
     wants_json,
 )
-from .tuning import history as policy_history
-from .tuning import proposals
+from ..policy.tuning import history as policy_history
+from ..policy.tuning import proposals
 
 RECENT_PROPOSALS = 10
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from ..models import PolicyVersion
-from ..policy import Outcome, policy_diff, restore_version, rules_and_verbs
+from ...models import PolicyVersion
+from .. import Outcome, policy_diff, restore_version, rules_and_verbs
 
 __all__ = ["VersionDetail", "VersionRow", "diff_lines", "rollback", "version_detail", "versions"]
 

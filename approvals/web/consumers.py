@@ -30,8 +30,8 @@ from django.db import transaction
 from django.db.models.signals import m2m_changed, pre_delete
 from django.dispatch import receiver
 
-from .broadcast import approvers_group
-from .emergency import EMERGENCY_GROUP
+from ..broadcast import approvers_group
+from ..emergency import EMERGENCY_GROUP
 
 logger = logging.getLogger(__name__)
 

@@ -127,7 +127,7 @@ def delay_for(account_failures: int) -> int:
 def _keyed(purpose: str, value: str) -> str:
     # Keyed, so cache keys never reveal what was typed (people paste passwords into
     # the username field) and cannot be computed by someone reading the cache.
-    return salted_hmac(f"approvals.auth.{purpose}", value, algorithm="sha256").hexdigest()[:40]
+    return salted_hmac(f"controlplane.accounts.signin.{purpose}", value, algorithm="sha256").hexdigest()[:40]
 
 
 @dataclass(frozen=True)

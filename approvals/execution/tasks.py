@@ -1,6 +1,6 @@
 """Celery tasks of the execution engine and their beat schedule.
 
-Tasks are thin: the logic is in `approvals.executors.runner` (and the services it
+Tasks are thin: the logic is in `approvals.execution.runner` (and the services it
 calls), so a redelivered or duplicated task is harmless. Results are not stored.
 `BEAT_SCHEDULE` is merged into the app's schedule by `controlplane.celery`; run
 exactly one beat process per deployment.
@@ -17,8 +17,8 @@ from django.conf import settings
 @shared_task(name="approvals.execute_request", ignore_result=True, acks_late=True)
 def execute_request(request_id: str) -> str:
     """Run one due attempt of an approved, server-executed request (idempotent)."""
-    from .executors.runner import execute
-    from .permissions import clear_permission_cache
+    from .runner import execute
+    from ..permissions import clear_permission_cache
 
     # A worker lives longer than any one database: after a restore (or a test
     # flush) permission ids change, and re-validation must not count with stale ones.
@@ -29,7 +29,7 @@ def execute_request(request_id: str) -> str:
 @shared_task(name="approvals.expire_overdue", ignore_result=True)
 def expire_overdue() -> int:
     """Persist expiries whose `decide_by` or `execute_by` has passed."""
-    from . import services
+    from .. import services
 
     return services.expire_overdue()
 
@@ -37,7 +37,7 @@ def expire_overdue() -> int:
 @shared_task(name="approvals.enqueue_pending", ignore_result=True)
 def enqueue_pending() -> int:
     """Publish approved requests whose execution task was never published or was lost."""
-    from .executors.runner import enqueue_pending as run
+    from .runner import enqueue_pending as run
 
     return run()
 
@@ -45,7 +45,7 @@ def enqueue_pending() -> int:
 @shared_task(name="approvals.resolve_executions", ignore_result=True)
 def resolve_executions() -> dict[str, int]:
     """Retry due attempts; settle executions whose lease ran out."""
-    from .executors.runner import resolve_executions as run
+    from .runner import resolve_executions as run
 
     return run()
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..masking import MASK
-from ..models import ApprovalRequest
-from ..policy import Outcome, current_policy, edit_policy
+from ...masking import MASK
+from ...models import ApprovalRequest
+from .. import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
 from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact

@@ -18,10 +18,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
-from .models import PolicyProposal, PolicyVersion
-from .policy import PolicyError, is_risk_admin
-from .rules.conditions import RuleValidationError
-from .tuning.proposals import waits_because
+from ..models import PolicyProposal, PolicyVersion
+from ..policy import PolicyError, is_risk_admin
+from ..policy.rules.conditions import RuleValidationError
+from ..policy.tuning.proposals import waits_because
 
 __all__ = [
     "BadInput",

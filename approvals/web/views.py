@@ -1,6 +1,6 @@
 """The reviewer's pages: the live queue, card fragments, decisions and history.
 
-Views are thin: they parse input, read through `approvals.dashboard` (which uses
+Views are thin: they parse input, read through `approvals.web.dashboard` (which uses
 `permissions.decidable_by`) and change state only through `approvals.services`.
 Decision endpoints answer a plain form POST with a redirect and a message, and a
 `fetch` from the page (Accept: application/json) with JSON: `{"ok": true,
@@ -22,10 +22,11 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from . import dashboard, errors, services
-from .errors import DomainError
-from .permissions import decidable_by
-from .states import RiskLevel, State
+from .. import errors, services
+from ..errors import DomainError
+from ..permissions import decidable_by
+from ..states import RiskLevel, State
+from . import dashboard
 
 
 def _wants_json(request: HttpRequest) -> bool:

@@ -10,8 +10,8 @@ from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils.functional import SimpleLazyObject
 
-from .emergency import current_stop_state
-from .permissions import AUDITORS, REVIEWERS, RISK_ADMINS
+from approvals.emergency import current_stop_state
+from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import PolicyProposal, PolicyVersion
-from ..policy import rules_and_verbs
+from ...models import PolicyProposal, PolicyVersion
+from .. import rules_and_verbs
 from ..rules.stricter import first_change_needing_approval
 
 __all__ = ["FieldChange", "ProposalDetail", "RuleChange", "describe_field", "proposal_detail", "rule_changes",

@@ -1,8 +1,8 @@
 """Pages and JSON endpoints of the rule editor (risk-admins only), and the reviewer's
 one-time deadline extension. Policy history and proposals are in
-`approvals.proposal_views`, decision metrics in `approvals.metrics_views`.
+`approvals.web.proposal_views`, decision metrics in `approvals.web.metrics_views`.
 
-Views are thin: they parse input and call `approvals.policy`, `approvals.tuning.*`,
+Views are thin: they parse input and call `approvals.policy`, `approvals.policy.tuning.*`,
 `approvals.notifications.dispatch` and `approvals.services`. JSON endpoints answer
 ``{"ok": true, ...}`` or ``{"ok": false, "code", "message", "field"?}`` with a 4xx
 status, never a 500 for bad input. Pages answer a form POST with a redirect and a
@@ -24,15 +24,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from . import policy, services
-from .errors import DomainError
-from .models import PolicyVersion, RiskRule
-from .notifications import dispatch as notifications
-from .policy import PolicyError
-from .rules.conditions import OPERATORS, RuleValidationError
-from .rules.engine import RULE_KEYS
-from .rules.levels import LEVELS
-from .rules.stricter import first_change_needing_approval
+from .. import policy, services
+from ..errors import DomainError
+from ..models import PolicyVersion, RiskRule
+from ..notifications import dispatch as notifications
+from ..policy import PolicyError
+from ..policy.rules.conditions import OPERATORS, RuleValidationError
+from ..policy.rules.engine import RULE_KEYS
+from ..policy.rules.levels import LEVELS
+from ..policy.rules.stricter import first_change_needing_approval
 from .rules_http import (
     BadInput,
     flash_outcome,
@@ -44,8 +44,8 @@ from .rules_http import (
     redirect_after,
     risk_admin_required,
 )
-from .tuning import editing
-from .tuning import dry_run as dry_runs
+from ..policy.tuning import editing
+from ..policy.tuning import dry_run as dry_runs
 
 # Paths the condition builder suggests (impact.* is computed on the server).
 SUGGESTED_PATHS = (
