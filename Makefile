@@ -24,7 +24,9 @@ run: migrate
 	$(PY) manage.py seed_demo
 	$(PY) manage.py runstack $(RUN_ARGS)
 
+# The architecture contracts first (.importlinter: one-way app dependencies, no cycles), then the suite.
 test: install
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # Benchmarks need PostgreSQL and Redis (as .ci/run starts them); each figure is a ratio

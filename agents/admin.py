@@ -6,8 +6,8 @@ from .services import revoke_token
 
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
-    list_display = ["name", "owner", "is_active", "emergency_stop", "created_at"]
-    list_filter = ["is_active", "emergency_stop"]
+    list_display = ["name", "owner", "is_active", "created_at"]
+    list_filter = ["is_active"]
     search_fields = ["name"]
     exclude = ["callback_secret"]
 

@@ -25,6 +25,7 @@ import time
 from datetime import timedelta
 
 import httpx
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
@@ -93,17 +94,19 @@ def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
     return delivery
 
 
+DELIVER_TASK = "agents.deliver_due_callbacks"  # agents.tasks.deliver_due_callbacks_task
+
+
 def on_request_change(change: Change) -> None:
     """Broadcast listener (runs after commit): queue the callback and nudge the worker."""
     if change.state not in CALLBACK_STATES:
         return
     if enqueue_callback(change.request_id, change.state) is None:
         return
-    if getattr(settings, "CALLBACK_PUSH_TASK", True):
+    if settings.CALLBACK_PUSH_TASK:
         try:
-            from .tasks import deliver_due_callbacks_task
-
-            deliver_due_callbacks_task.delay()
+            # By name: the task module imports this one, never the other way round.
+            current_app.send_task(DELIVER_TASK)
         except Exception:  # the beat sweep delivers it anyway
             logger.warning("could not enqueue callback delivery task", exc_info=True)
 

@@ -34,7 +34,6 @@ class Agent(models.Model):
     )
     is_active = models.BooleanField(default=True)
     # The agent's own emergency stop: its claims, executions and auto-approvals halt.
-    emergency_stop = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     # Keys the HMAC-SHA256 signature on callbacks POSTed to this agent. Kept in
     # clear because the server must sign with it; it authorizes nothing here.

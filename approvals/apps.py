@@ -17,6 +17,12 @@ class ApprovalsConfig(AppConfig):
 
         broadcast.subscribe(dispatch.on_change)
 
+        # Approved requests a server-side executor runs are published to the worker after commit.
+        from .execution import checks, runner  # noqa: F401  (checks registers the executor check)
+        from .services.core import request_changed
+
+        request_changed.connect(runner.publish_approved, dispatch_uid="publish-approved-executions")
+
         # A server started on a test database (tests/live.py) sees it flushed and
         # re-seeded under it between tests, which gives permissions and content types
         # new ids: forget the cached ones at each request there. Never set in production.

@@ -49,12 +49,11 @@ def is_stopped(agent) -> bool:
     """True when `agent` may not auto-approve, claim or execute anything now.
 
     One indexed query; deliberately uncached, so a flip takes effect at once in
-    every process. The legacy ``Agent.emergency_stop`` column is honoured too
-    until the agents app drops it: a stop is never silently ignored.
+    every process.
     """
     from .models import EmergencyStop
 
-    if settings.EMERGENCY_STOP or getattr(agent, "emergency_stop", False):
+    if settings.EMERGENCY_STOP:
         return True
     scopes = Q(scope=EmergencyStop.GLOBAL)
     if agent is not None:
@@ -83,10 +82,8 @@ def current_stop_state() -> dict[str, Any]:
     """What a reviewer's banner needs: ``{"global": StopState | None, "agents": [StopState, ...]}``.
 
     ``global`` is None when no global stop is on; ``agents`` lists the agents whose
-    own stop is on. Two queries.
+    own stop is on. One query.
     """
-    from agents.models import Agent
-
     from .models import EmergencyStop
 
     switches = {s.scope: s for s in EmergencyStop.objects.select_related("agent").filter(on=True)}
@@ -97,8 +94,6 @@ def current_stop_state() -> dict[str, Any]:
     elif EmergencyStop.GLOBAL in switches:
         global_state = _state(switches[EmergencyStop.GLOBAL])
     agents = [_state(s) for scope, s in sorted(switches.items()) if scope != EmergencyStop.GLOBAL]
-    legacy = Agent.objects.filter(emergency_stop=True).exclude(pk__in=[s.agent_id for s in agents])
-    agents += [StopState(scope="agent", on=True, agent_id=a.pk, agent_name=a.name, from_settings=True) for a in legacy]
     return {"global": global_state, "agents": agents}
 
 

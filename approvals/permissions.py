@@ -136,12 +136,6 @@ def can_decide(user, request: ApprovalRequest) -> bool:
     return get_user_model().objects.filter(_holders_of(request, DECIDE), pk=user.pk).exists()
 
 
-def can_view(user, request: ApprovalRequest) -> bool:
-    if not (user and user.is_authenticated and user.is_active):
-        return False
-    return get_user_model().objects.filter(_holders_of(request, VIEW), pk=user.pk).exists()
-
-
 _DIRECT = 0  # marks "holds a direct permission" among group ids (which are positive)
 
 

@@ -74,10 +74,6 @@ ALWAYS_TERMINAL: frozenset[str] = frozenset(
 )
 
 
-def is_legal(source: str, target: str) -> bool:
-    return (source, target) in TRANSITIONS
-
-
 def is_terminal(state: str, *, has_execution_step: bool) -> bool:
     """Terminal states never change. `approved` is terminal for a request with no
     execution step (a plan the agent implements itself), though the agent may

@@ -1,4 +1,7 @@
+from pathlib import Path
+
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class ControlplaneConfig(AppConfig):
@@ -8,6 +11,9 @@ class ControlplaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
+        for folder in local_folders():
+            folder.mkdir(parents=True, exist_ok=True)
+
         # Every change to a group's membership is audited, naming who made it.
         from .accounts import membership
 
@@ -19,3 +25,13 @@ class ControlplaneConfig(AppConfig):
         from .accounts.signin import ThrottledAdminAuthenticationForm
 
         admin.site.login_form = ThrottledAdminAuthenticationForm
+
+
+def local_folders() -> list[Path]:
+    """The folders this process writes local state into: created at start, never at import."""
+    folders = [Path(settings.VAR_DIR), Path(settings.STATIC_ROOT)]
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+    for key in ("data_folder_in", "data_folder_out", "control_folder", "processed_folder"):
+        if key in options:
+            folders.append(Path(options[key]))
+    return folders

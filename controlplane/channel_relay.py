@@ -54,7 +54,7 @@ def sign(body: bytes) -> str:
 
 def relay_url() -> str:
     """Where this process relays to, or "" when it delivers to its own memory."""
-    return getattr(settings, "CHANNEL_RELAY_URL", "")
+    return settings.CHANNEL_RELAY_URL
 
 
 class RelayChannelLayer(InMemoryChannelLayer):

@@ -15,8 +15,9 @@ import dj_database_url
 from csp.constants import NONCE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Local state (the SQLite file, the filesystem broker, collected static files). Settings
+# only name these folders; `controlplane.apps` creates them when the site starts.
 VAR_DIR = Path(os.environ.get("CONTROLPLANE_VAR_DIR", BASE_DIR / "var"))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 
 def env_bool(name: str, default: bool = False) -> bool:
@@ -188,9 +189,8 @@ CHANNEL_RELAY_URL = os.environ.get("CHANNEL_RELAY_URL", "")
 # shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
 BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
+CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for _folder in ("queue", "processed", "control"):
-        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
@@ -242,6 +242,8 @@ SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
 NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
 NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))
 NOTIFICATION_SWEEP_SECONDS = int(os.environ.get("NOTIFICATION_SWEEP_SECONDS", "60"))
+NOTIFICATION_RETRY_BASE_SECONDS = int(os.environ.get("NOTIFICATION_RETRY_BASE_SECONDS", "30"))
+NOTIFICATION_WEBHOOK_TIMEOUT = float(os.environ.get("NOTIFICATION_WEBHOOK_TIMEOUT", "5"))
 
 # --- Policy -----------------------------------------------------------------
 
@@ -272,8 +274,7 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = VAR_DIR / "staticfiles"
-STATIC_ROOT.mkdir(exist_ok=True)  # whitenoise warns about a missing root on every start
+STATIC_ROOT = VAR_DIR / "staticfiles"  # created at start: whitenoise warns about a missing root
 # whitenoise serves from the finders, so `make run`, tests and the daphne test server
 # need no collectstatic step; a deployment that runs collectstatic may turn it off.
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)

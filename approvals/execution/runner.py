@@ -21,6 +21,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
@@ -51,6 +52,8 @@ def backoff_seconds(attempt: int) -> int:
 
 # --- Publishing -----------------------------------------------------------------------
 
+EXECUTE_TASK = "approvals.execute_request"  # approvals.execution.tasks.execute_request
+
 
 def enqueue(request_id: str) -> bool:
     """Publish the execution task for `request_id`; False if the broker refused.
@@ -58,11 +61,10 @@ def enqueue(request_id: str) -> bool:
     A failure is logged, not raised: this runs after a commit (often inside a
     reviewer's HTTP request), and the sweeper publishes whatever is left.
     """
-    from approvals.execution.tasks import execute_request
-
     try:
-        execute_request.apply_async(
-            args=[str(request_id)],
+        # By name: the task module imports this one, never the other way round.
+        current_app.send_task(
+            EXECUTE_TASK, args=[str(request_id)],
             retry=True,
             retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5},
         )
@@ -71,6 +73,15 @@ def enqueue(request_id: str) -> bool:
         return False
     services.mark_enqueued(request_id)
     return True
+
+
+def publish_approved(sender, change, **kwargs) -> None:
+    """`request_changed` subscriber: publish the execution of a request just approved,
+    when a server-side executor runs it (the approving transition recorded which)."""
+    if change.to_state == State.APPROVED and ApprovalRequest.objects.filter(
+        pk=change.request_id, has_execution_step=True
+    ).exclude(executor="").exists():
+        enqueue(change.request_id)
 
 
 # --- One attempt ------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -31,9 +32,8 @@ from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .. import broadcast, services
 from ..masking import MASK, masked
-from ..models import ApprovalRequest
 from ..states import State
-from .models import DeliveryAttempt, Notification, RuleNotification
+from ..models import ApprovalRequest, DeliveryAttempt, Notification, RuleNotification
 
 __all__ = [
     "MASK",
@@ -58,23 +58,19 @@ BATCH = 200
 IN_FLIGHT_LEASE = timedelta(minutes=5)
 
 
-def _setting(name: str, default: Any) -> Any:
-    return getattr(settings, name, default)
-
-
 def max_attempts() -> int:
-    return int(_setting("NOTIFICATION_MAX_ATTEMPTS", 5))
+    return int(settings.NOTIFICATION_MAX_ATTEMPTS)
 
 
 def backoff(attempt: int) -> timedelta:
     """Wait after the `attempt`-th failure: 30 s, 60 s, 120 s... capped at an hour."""
-    base = int(_setting("NOTIFICATION_RETRY_BASE_SECONDS", 30))
+    base = int(settings.NOTIFICATION_RETRY_BASE_SECONDS)
     return timedelta(seconds=min(base * 2 ** (attempt - 1), 3600))
 
 
 def webhook_secret() -> bytes:
     """The HMAC key webhook receivers verify with (NOTIFICATION_WEBHOOK_SECRET)."""
-    configured = _setting("NOTIFICATION_WEBHOOK_SECRET", "")
+    configured = settings.NOTIFICATION_WEBHOOK_SECRET
     if configured:
         return configured.encode()
     return hmac.new(settings.SECRET_KEY.encode(), b"notification-webhook", hashlib.sha256).hexdigest().encode()
@@ -157,7 +153,7 @@ def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[st
     """The JSON every channel sends for `event`: what a person needs to decide where to
     look, never a masked param's value (the classification's reason and explanation
     are already redacted by the rules engine)."""
-    base_url = _setting("SITE_URL", "http://localhost:8000").rstrip("/")
+    base_url = settings.SITE_URL.rstrip("/")
     return {
         "event": f"request.{event}",
         "request_id": str(request.pk),
@@ -236,13 +232,15 @@ def _destinations(rule: RuleNotification, group_name: str | None) -> list[tuple[
     return destinations
 
 
+DELIVER_TASK = "approvals.notifications.deliver"  # approvals.notifications.tasks.deliver_notification
+
+
 def _enqueue_on_commit(notification_ids: list[int]) -> None:
     def publish() -> None:
-        from .tasks import deliver_notification
-
         for pk in notification_ids:
             try:
-                deliver_notification.apply_async(args=[pk], retry=False)
+                # By name: the task module imports this one, never the other way round.
+                current_app.send_task(DELIVER_TASK, args=[pk], retry=False)
             except Exception:  # the broker is down: deliver_due (beat) sends it from the database
                 logger.warning("could not publish notification %s; deliver_due will send it", pk, exc_info=True)
 
@@ -401,7 +399,7 @@ def _post_webhook(notification: Notification) -> int:
     }
     try:
         response = httpx.post(url, content=body, headers=headers, follow_redirects=False,
-                              timeout=float(_setting("NOTIFICATION_WEBHOOK_TIMEOUT", 5)))
+                              timeout=float(settings.NOTIFICATION_WEBHOOK_TIMEOUT))
     except httpx.HTTPError as exc:
         raise DeliveryError(f"webhook failed: {exc.__class__.__name__}: {exc}") from None
     if not 200 <= response.status_code < 300:

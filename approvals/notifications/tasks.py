@@ -50,7 +50,7 @@ def deliver_due() -> int:
 
 def beat_schedule() -> dict[str, dict[str, Any]]:
     """The notification sweeps, for controlplane/celery.py to merge into beat."""
-    every = float(getattr(settings, "NOTIFICATION_SWEEP_SECONDS", 60))
+    every = float(settings.NOTIFICATION_SWEEP_SECONDS)
     return {
         name: {"task": name, "schedule": every}
         for name in (

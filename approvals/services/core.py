@@ -12,9 +12,14 @@ audited wrong step-up) commits, and then the refusal reaches the caller.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
+
+from django.db import transaction
+from django.dispatch import Signal
 
 from audit.chain import Actor, audited_atomic, record
 
@@ -26,15 +31,37 @@ from ..states import TRANSITIONS, State
 __all__ = [
     "SYSTEM",
     "PersistedRefusal",
+    "RequestChange",
     "Reviewer",
     "changing",
     "lock",
     "not_found",
     "refuse_state",
+    "request_changed",
     "transition",
 ]
 
+logger = logging.getLogger(__name__)
+
 SYSTEM = Actor.system()
+
+
+@dataclass(frozen=True)
+class RequestChange:
+    """One committed transition: what subscribers of `request_changed` receive."""
+
+    request_id: str
+    from_state: str
+    to_state: str
+    verb: str
+    revision: int
+
+
+# The domain event: sent once per transition, after its transaction commits (never for
+# one that rolled back). Receivers get `change=RequestChange(...)`; each side effect
+# (starting a server-side execution, agent callbacks, notifications, the browser push)
+# subscribes on its own and reads what it needs.
+request_changed = Signal()
 
 
 class PersistedRefusal(DomainError):
@@ -127,10 +154,15 @@ def transition(
     else:
         event = broadcast.CARD_UPDATED
     broadcast.publish_on_commit(event, request, new_request=insert, verb=verb)
-    if to == State.APPROVED:
-        from .execution import plan_server_execution
+    change = RequestChange(str(request.pk), source, to, verb, request.current_revision)
+    transaction.on_commit(lambda: _announce(change))
 
-        plan_server_execution(request)
+
+def _announce(change: RequestChange) -> None:
+    # One failing subscriber must neither stop the others nor reach the committed caller.
+    for receiver, outcome in request_changed.send_robust(sender=ApprovalRequest, change=change):
+        if isinstance(outcome, Exception):
+            logger.error("request_changed subscriber %r failed for %s", receiver, change, exc_info=outcome)
 
 
 def refuse_state(request: ApprovalRequest, expected: str) -> DomainError:

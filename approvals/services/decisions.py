@@ -28,6 +28,7 @@ from ..states import RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
 from .core import Reviewer, changing, refuse_state, transition
 from .escalation import regroup
+from .execution import server_executor
 from .guards import (
     approvals_counted,
     refuse_if_expired,
@@ -126,7 +127,7 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Reviewer) -> None:
         request, State.APPROVED, actor=actor.actor,
         metadata={"revision": request.current_revision, "approvals": counted},
         decided_at=now, decided_by_label=actor.label, resolution_code="approved",
-        execute_by=now + timedelta(seconds=window),
+        execute_by=now + timedelta(seconds=window), executor=server_executor(request),
     )
 
 

@@ -11,6 +11,7 @@ carries retries: a retryable failure gives the grant back and sets
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import hmac
 import secrets
@@ -19,7 +20,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from audit.chain import Actor, digest, record
@@ -39,9 +39,10 @@ __all__ = [
     "claim_execution",
     "complete_execution",
     "defer_execution",
+    "executor_name_for",
     "fail_lost_execution",
     "mark_enqueued",
-    "plan_server_execution",
+    "server_executor",
     "reclaim_execution",
     "release_enqueue",
     "revalidate",
@@ -262,30 +263,25 @@ def fail_lost_execution(request_id) -> bool:
 # --- Publishing to the worker ---------------------------------------------------------------
 
 
-def plan_server_execution(request: ApprovalRequest) -> None:
-    """Inside an approving transaction: record the executor and publish after commit.
+def executor_name_for(action_type: str) -> str:
+    """The executor ``settings.EXECUTORS`` gives `action_type`, or "" (the agent executes).
 
-    No-op for plans and for action types the agent executes itself. If the
-    process dies between commit and publish, `enqueued_at` stays empty and the
-    sweeper publishes it.
+    An exact key wins over patterns; among patterns, the first in the mapping's order.
+    (A name no executor is registered under stops the server at start: a system check.)
     """
-    from ..execution.executors import executor_name_for
+    mapping: dict[str, str] = settings.EXECUTORS
+    name = mapping.get(action_type)
+    if name is None:
+        name = next((value for pattern, value in mapping.items() if fnmatch.fnmatchcase(action_type, pattern)), "")
+    return name
 
-    if not request.has_execution_step:
-        return
-    name = executor_name_for(request.action_type)
-    if not name:
-        return
-    request.executor = name
-    request.save(update_fields=["executor"])
-    request_id = str(request.pk)
 
-    def publish() -> None:
-        from ..execution.runner import enqueue
-
-        enqueue(request_id)
-
-    transaction.on_commit(publish)
+def server_executor(request: ApprovalRequest) -> str:
+    """Which server-side executor runs `request` once approved, or "" (plans, and action
+    types the agent executes itself). The approving transition records it; the
+    execution is published after commit by `approvals.execution` (a `request_changed`
+    subscriber), and if the process dies first the sweeper publishes it."""
+    return executor_name_for(request.action_type) if request.has_execution_step else ""
 
 
 def mark_enqueued(request_id, *, now=None) -> bool:

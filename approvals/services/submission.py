@@ -22,6 +22,7 @@ from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params
 from .core import SYSTEM, transition
 from .escalation import check_quorum_reachable
+from .execution import server_executor
 
 __all__ = ["PLAN_ACTION_TYPE", "Submission", "classify", "submit"]
 
@@ -140,6 +141,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
             request, State.APPROVED, actor=SYSTEM, metadata=why, insert=True,
             resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
             execute_by=now + timedelta(seconds=classification.execution_window_seconds),
+            executor=server_executor(request),
         )
         _first_revision(request, params, classified)
         return

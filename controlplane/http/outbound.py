@@ -80,8 +80,8 @@ def check_outbound_url(url: str, *, resolve: bool = True, **overrides: Any) -> s
     `overrides` (allowlist=..., allow_private=...) replace the settings, for tests
     and for callers with their own list.
     """
-    allowlist = overrides.get("allowlist", getattr(settings, "OUTBOUND_URL_ALLOWLIST", []))
-    allow_private = overrides.get("allow_private", getattr(settings, "OUTBOUND_ALLOW_PRIVATE", False))
+    allowlist = overrides.get("allowlist", settings.OUTBOUND_URL_ALLOWLIST)
+    allow_private = overrides.get("allow_private", settings.OUTBOUND_ALLOW_PRIVATE)
     try:
         parts = urlsplit(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)

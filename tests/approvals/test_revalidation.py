@@ -8,6 +8,7 @@ import pytest
 from freezegun import freeze_time
 
 from approvals import errors, policy, services
+from approvals.emergency import set_emergency_stop
 from approvals.errors import DomainError
 from approvals.snapshots import register_target_resolver, stable_hash, unregister_target_resolver
 from approvals.states import State
@@ -106,8 +107,7 @@ class TestEmergencyStop:
         services.claim_execution(approved.pk, actor=services.SYSTEM)
 
     def test_the_agents_own_stop(self, approved, agent):
-        agent.emergency_stop = True
-        agent.save()
+        set_emergency_stop(on=True, agent=agent, reason="looping")
         assert claim_refusal(approved) == errors.EMERGENCY_STOP
 
     def test_nothing_auto_approves_while_it_is_on(self, submit, settings):

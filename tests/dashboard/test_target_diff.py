@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from approvals.notifications.models import RuleNotification
+from approvals.models import RuleNotification
 from approvals.snapshots import register_target_resolver, unregister_target_resolver
 
 pytestmark = pytest.mark.django_db

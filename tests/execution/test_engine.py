@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core import checks
 from django.utils import timezone
 from freezegun import freeze_time
 
@@ -20,10 +21,10 @@ from approvals.execution.executors import (
     Executor,
     PermanentExecutionError,
     RetryableExecutionError,
-    executor_name_for,
     register,
 )
 from approvals.execution import runner
+from approvals.services.execution import executor_name_for
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent
@@ -96,10 +97,11 @@ class TestWhichRequestsRunOnTheServer:
         assert executor_name_for("demo_restart") == "noop"
         assert executor_name_for("read_file") == ""
 
-    def test_a_misspelt_executor_is_an_error_not_a_silent_hand_over_to_the_agent(self, settings):
+    def test_a_misspelt_executor_stops_the_server_from_starting(self, settings):
         settings.EXECUTORS = {"demo_*": "nopo"}
-        with pytest.raises(KeyError):
-            executor_name_for("demo_restart")
+        errors = checks.run_checks()
+        assert [(e.id, e.msg) for e in errors if e.id == "approvals.E001"] == [
+            ("approvals.E001", "settings.EXECUTORS names the executor 'nopo', which is not registered.")]
 
     def test_approval_records_the_executor_and_publishes_after_commit(
         self, approved, django_capture_on_commit_callbacks, published

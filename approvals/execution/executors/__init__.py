@@ -24,7 +24,7 @@ from .base import (
     PermanentExecutionError,
     RetryableExecutionError,
 )
-from .registry import available, executor_for, executor_name_for, get, register
+from .registry import get, register, unknown_executor_names
 
 __all__ = [
     "ExecutionContext",
@@ -32,9 +32,7 @@ __all__ = [
     "Executor",
     "PermanentExecutionError",
     "RetryableExecutionError",
-    "available",
-    "executor_for",
-    "executor_name_for",
     "get",
     "register",
+    "unknown_executor_names",
 ]

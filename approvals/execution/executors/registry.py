@@ -1,10 +1,6 @@
-"""Executors by name, and which one (if any) runs a given action type."""
+"""Executors by name (which action type each runs is `settings.EXECUTORS`, read by the services)."""
 
 from __future__ import annotations
-
-import fnmatch
-
-from django.conf import settings
 
 from .base import Executor
 
@@ -27,31 +23,11 @@ def get(name: str) -> Executor:
     return _registry[name]
 
 
-def available() -> dict[str, Executor]:
-    """Every registered executor by name (for admin pages and the runbook)."""
+def unknown_executor_names(mapping: dict[str, str]) -> list[str]:
+    """Names in an action type -> executor mapping (``settings.EXECUTORS``) that no
+    executor is registered under: a typo must not silently hand execution to the agent."""
     _load_builtins()
-    return dict(_registry)
-
-
-def executor_name_for(action_type: str) -> str:
-    """The executor name ``settings.EXECUTORS`` gives `action_type`, or "" (the agent executes).
-
-    An exact key wins over patterns; among patterns, the first in the mapping's order.
-    A name with no registered executor raises KeyError: a typo in settings must
-    not silently hand execution to the agent.
-    """
-    mapping: dict[str, str] = getattr(settings, "EXECUTORS", {})
-    name = mapping.get(action_type)
-    if name is None:
-        name = next((value for pattern, value in mapping.items() if fnmatch.fnmatchcase(action_type, pattern)), "")
-    if name:
-        get(name)
-    return name
-
-
-def executor_for(action_type: str) -> Executor | None:
-    name = executor_name_for(action_type)
-    return get(name) if name else None
+    return sorted({name for name in mapping.values() if name and name not in _registry})
 
 
 def _load_builtins() -> None:

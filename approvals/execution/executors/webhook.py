@@ -51,7 +51,7 @@ class WebhookExecutor(Executor):
 
     @property
     def idempotent(self) -> bool:  # type: ignore[override]
-        return bool(getattr(settings, "WEBHOOK_EXECUTOR_IDEMPOTENT", False))
+        return settings.WEBHOOK_EXECUTOR_IDEMPOTENT
 
     def run(self, context: ExecutionContext) -> dict[str, Any]:
         url = context.target.get("url")

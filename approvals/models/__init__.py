@@ -1,0 +1,29 @@
+"""The approvals app's models, split by concern: approval requests with their
+revisions and decisions (`requests`), the risk rules, policy versions and proposals
+(`policy`), guardian's object permissions, the emergency stop's switches and the
+per-rule notification settings. Import them from here.
+"""
+
+from .emergency import EmergencyStop
+from .notifications import DeadlineExtension, DeliveryAttempt, Notification, RuleNotification
+from .object_permissions import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
+from .policy import PolicyProposal, PolicyVersion, RiskRule
+from .requests import DECIDED_BY_POLICY, ApprovalRequest, ApprovalRequestQuerySet, Decision, ParamsRevision
+
+__all__ = [
+    "DECIDED_BY_POLICY",
+    "ApprovalRequest",
+    "ApprovalRequestGroupObjectPermission",
+    "ApprovalRequestQuerySet",
+    "ApprovalRequestUserObjectPermission",
+    "Decision",
+    "DeadlineExtension",
+    "DeliveryAttempt",
+    "EmergencyStop",
+    "Notification",
+    "ParamsRevision",
+    "PolicyProposal",
+    "PolicyVersion",
+    "RiskRule",
+    "RuleNotification",
+]
