@@ -6,6 +6,7 @@
 // cards that are missing or out of date are fetched as server-rendered fragments.
 
 import { CODES } from "./codes.js";
+import { updateEmergency } from "./emergency.js";
 import { getHTML, getJSON, postForm } from "./http.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
@@ -25,7 +26,6 @@ const cardUrl = (id) => cardsEl.dataset.cardUrl.replace("__id__", id) + qs;
 const countEl = document.getElementById("queue-count");
 const emptyEl = document.getElementById("empty-state");
 const statusEl = document.getElementById("live-status");
-const bannerEl = document.getElementById("emergency-banner");
 const flashStack = document.getElementById("flash-stack");
 const baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
 
@@ -182,25 +182,6 @@ function handle(message) {
     default:
       break;
   }
-}
-
-// --- Emergency banner ------------------------------------------------------------
-const stoppedAgents = new Set(bannerEl && bannerEl.dataset.agents ? bannerEl.dataset.agents.split(",") : []);
-let globalStop = Boolean(bannerEl && bannerEl.dataset.global);
-function updateEmergency(message) {
-  if (!bannerEl) return;
-  if (message.scope === "agent" && message.agent) {
-    if (message.on) stoppedAgents.add(message.agent); else stoppedAgents.delete(message.agent);
-  } else {
-    globalStop = Boolean(message.on);
-  }
-  const detail = bannerEl.querySelector(".emergency-detail");
-  if (globalStop) {
-    detail.textContent = "is on for every agent: nothing auto-approves, is approved, claimed or executed until it is lifted. Requests still queue, and may be rejected.";
-  } else if (stoppedAgents.size) {
-    detail.textContent = "is on for " + Array.from(stoppedAgents).join(", ") + ": nothing of theirs auto-approves, is approved, claimed or executed.";
-  }
-  bannerEl.hidden = !globalStop && stoppedAgents.size === 0;
 }
 
 // --- Countdowns ------------------------------------------------------------------
