@@ -161,7 +161,8 @@ def test_a_hostile_plan_renders_inert(logged_in_page, people, agent_token, daphn
     assert alice.dialogs == []
     assert plan.locator("script, img, iframe, svg, [onerror], [onload], [style]").count() == 0
     assert alice.locator("a[href^='javascript' i]").count() == 0
-    assert alice.locator("script:not([src])").count() == 0  # no inline script anywhere on the page
+    # No inline script anywhere on the page; JSON data blocks (the error codes) are never run.
+    assert alice.locator("script:not([src]):not([type='application/json'])").count() == 0
     card(alice, submitted["id"]).screenshot(path=str(artifacts_dir / "card-hostile-plan.png"))
 
 
