@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 
+from approvals.people import Person
+
 from .models import Agent, AgentToken, CallbackAttempt, CallbackDelivery
 from .services import revoke_token
 
@@ -28,7 +30,7 @@ class AgentTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request, queryset) -> None:
         for token in queryset:
-            revoke_token(token, acting_user=request.user)
+            revoke_token(token, actor=Person.from_request(request))
         messages.success(request, f"Revoked {queryset.count()} token(s).")
 
 

@@ -20,6 +20,7 @@ from audit.chain import Actor, audited_atomic, record
 from controlplane.http.codes import AGENT_INACTIVE, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REVOKED
 
 from .models import ALL_SCOPES, Agent, AgentToken
+from approvals.people import user_of
 
 __all__ = [
     "InvalidToken",
@@ -61,8 +62,9 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def create_agent(name: str, *, owner: Any = None, acting_user: Any = None) -> tuple[Agent, bool]:
+def create_agent(name: str, *, owner: Any = None, actor: Actor | None = None) -> tuple[Agent, bool]:
     """Get or create the agent called `name`; (agent, created). Creation is audited."""
+    acting_user = user_of(actor)
     with audited_atomic():
         agent, created = Agent.objects.get_or_create(name=name, defaults={"owner": owner})
         if created:
@@ -81,9 +83,10 @@ def issue_token(
     scopes: list[str] | tuple[str, ...] = ALL_SCOPES,
     expires_in: timedelta | None = None,
     label: str = "",
-    acting_user: Any = None,
+    actor: Actor | None = None,
 ) -> IssuedToken:
     """Create a token for `agent` and return its secret (the only time it exists in clear)."""
+    acting_user = user_of(actor)
     unknown = sorted(set(scopes) - set(ALL_SCOPES))
     if unknown:
         raise ValueError(f"unknown scopes: {', '.join(unknown)} (known: {', '.join(ALL_SCOPES)})")
@@ -112,8 +115,9 @@ def issue_token(
     return IssuedToken(token=token, secret=f"{TOKEN_PREFIX}_{prefix}_{secret_part}")
 
 
-def revoke_token(token: AgentToken, *, acting_user: Any = None) -> AgentToken:
+def revoke_token(token: AgentToken, *, actor: Actor | None = None) -> AgentToken:
     """Revoke `token` from now on (idempotent: revoking twice records once)."""
+    acting_user = user_of(actor)
     with audited_atomic():
         token = AgentToken.objects.select_for_update().select_related("agent").get(pk=token.pk)
         if token.revoked_at is None:

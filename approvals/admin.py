@@ -13,6 +13,7 @@ from django.shortcuts import redirect
 
 from . import policy
 from .models import ApprovalRequest, Decision, EmergencyStop, PolicyProposal, PolicyVersion, RiskRule
+from .people import Person
 from .policy.rules.conditions import RuleValidationError
 from .web.rules_http import outcome_message
 
@@ -96,14 +97,14 @@ class RiskRuleAdmin(admin.ModelAdmin):
         return policy.is_risk_admin(request.user) and super().has_delete_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        outcome = policy.save_rule(_rule_data(form.cleaned_data), acting_user=request.user,
+        outcome = policy.save_rule(_rule_data(form.cleaned_data), actor=Person.from_request(request),
                                    note=form.cleaned_data["change_note"])
         request.policy_outcome = outcome
         if isinstance(outcome, PolicyVersion):
             obj.pk = RiskRule.objects.get(name=obj.name).pk
 
     def delete_model(self, request, obj):
-        outcome = policy.delete_rule(obj.name, acting_user=request.user, note=f"Deleted in admin by {request.user}")
+        outcome = policy.delete_rule(obj.name, actor=Person.from_request(request), note=f"Deleted in admin by {request.user}")
         request.policy_outcome = outcome
         if isinstance(outcome, PolicyVersion):
             super().log_deletions(request, [obj])
@@ -201,7 +202,7 @@ class EmergencyStopAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         from .emergency import set_emergency_stop
 
-        set_emergency_stop(on=form.cleaned_data["on"], agent=obj.agent, acting_user=request.user,
+        set_emergency_stop(on=form.cleaned_data["on"], agent=obj.agent, actor=Person.from_request(request),
                            reason=form.cleaned_data.get("reason", ""))
         saved = EmergencyStop.objects.get(scope=EmergencyStop.scope_for(obj.agent))
         obj.pk = saved.pk

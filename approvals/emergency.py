@@ -30,6 +30,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.chain import Actor
+
 __all__ = [
     "EMERGENCY_GROUP",
     "MESSAGE_TYPE",
@@ -109,20 +111,20 @@ def _state(switch) -> StopState:
     )
 
 
-def set_emergency_stop(*, on: bool, agent=None, acting_user=None, actor=None, reason: str = "") -> bool:
+def set_emergency_stop(*, on: bool, agent=None, actor: Actor | None = None, reason: str = "") -> bool:
     """Switch the global stop (``agent=None``) or `agent`'s stop on or off.
 
-    Pass `acting_user` (an admin) or an audit `actor` (a command run without a
-    user is the system). Returns False, auditing nothing, when the switch was
-    already in that position. On commit, reviewers get ``emergency.changed``.
-    Lifting a stop lets the sweeper run the approved requests that waited.
+    `actor`: the admin (a `Person`) or, for a command run without one, the system
+    (the default). Returns False, auditing nothing, when the switch was already in
+    that position. On commit, reviewers get ``emergency.changed``. Lifting a stop
+    lets the sweeper run the approved requests that waited.
     """
-    from audit.chain import Actor, audited_atomic, digest, record
+    from audit.chain import audited_atomic, digest, record
 
     from .models import EmergencyStop
+    from .people import user_of
 
-    if actor is None:
-        actor = Actor.for_user(acting_user) if acting_user is not None else Actor.system()
+    actor = actor or Actor.system()
     scope = EmergencyStop.scope_for(agent)
     with audited_atomic():
         switch, _ = EmergencyStop.objects.select_for_update().get_or_create(scope=scope, defaults={"agent": agent})
@@ -131,7 +133,7 @@ def set_emergency_stop(*, on: bool, agent=None, acting_user=None, actor=None, re
         switch.on = on
         switch.reason = reason
         switch.changed_at = timezone.now()
-        switch.changed_by = acting_user
+        switch.changed_by = user_of(actor)
         switch.changed_by_label = actor.label
         switch.save()
         record(

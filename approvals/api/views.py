@@ -125,9 +125,9 @@ class PersonView(generics.GenericAPIView):
     permission_classes = [IsPerson]
     throttle_classes: list = []
 
-    def reviewer(self, data: dict, *, covers=None) -> services.Reviewer:
+    def reviewer(self, data: dict, *, covers=None) -> services.Person:
         proof = data.get("step_up")
-        return services.Reviewer.from_request(
+        return services.Person.from_request(
             self.request, step_up=services.StepUpProof.password(proof["password"], covers=covers) if proof else None
         )
 
@@ -214,7 +214,7 @@ class BatchDecisionView(PersonView):
         return Response({"digest": services.decision_digest(covered), "results": results})
 
 
-def _decide(pk, actor: services.Reviewer, data: dict) -> ApprovalRequest:
+def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
     if data["decision"] == "reject":
         return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
     if data.get("edits"):

@@ -34,6 +34,7 @@ from .. import broadcast, services
 from ..masking import MASK, masked
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, Notification, RuleNotification
+from ..people import user_of
 
 __all__ = [
     "MASK",
@@ -96,13 +97,14 @@ def settings_for(rule_name: str) -> RuleNotification:
         or RuleNotification(rule_name=rule_name)
 
 
-def save_settings(rule_name: str, *, acting_user, **values: Any) -> RuleNotification:
+def save_settings(rule_name: str, *, actor: Actor | None, **values: Any) -> RuleNotification:
     """Create or update a rule's notification settings, audited before and after.
 
     `values`: any of SETTINGS_FIELDS (escalation_group a Group or None). Raises
     ValueError naming the field for a negative number or a webhook URL the
     outbound allow-list refuses.
     """
+    acting_user = user_of(actor)
     unknown = sorted(set(values) - set(SETTINGS_FIELDS))
     if unknown:
         raise ValueError(f"{unknown[0]}: not a notification setting")

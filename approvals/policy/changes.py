@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import connection
 
-from audit.chain import audited_atomic, record
+from audit.chain import Actor, audited_atomic, record
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
@@ -23,7 +23,7 @@ from .rules.seed import SEED_DESTRUCTIVE_VERBS
 from .rules.stricter import first_change_needing_approval
 from .checks import (
     PolicyError,
-    actor,
+    audit_actor,
     groups_for,
     policy_diff,
     require_risk_admin,
@@ -33,6 +33,7 @@ from .checks import (
     validate_destructive_verbs,
 )
 from .current import compile_policy
+from ..people import user_of
 
 __all__ = [
     "Outcome",
@@ -89,7 +90,7 @@ def _normalized(rule: dict[str, Any]) -> dict[str, Any]:
 # --- The one entry point --------------------------------------------------------------------------
 
 
-def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, acting_user, note: str,
+def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, actor: Actor | None, note: str,
                    restored_from: int | None = None) -> Outcome:
     """Make `rules` (the complete rule set) and `destructive_verbs` the policy, now or
     once a second risk-admin approves.
@@ -100,6 +101,7 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
     RuleValidationError (``note``, ``rules[i].<field>``, ``destructive_verbs[i]``,
     ``approver_group``...) for anything invalid. All or nothing.
     """
+    acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
     note = required_note(note)
@@ -125,18 +127,19 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
         return _propose(after, verbs, newest, **change, acting_user=acting_user, waits_because=waits_because)
 
 
-def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, acting_user, note: str) -> Outcome:
+def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, actor: Actor | None, note: str) -> Outcome:
     """`propose_change` of ``edit(rules, verbs)`` applied to the newest version, read
     under the policy lock so that a change committed meanwhile is never silently undone.
 
     `edit` gets copies; it raises RuleValidationError to refuse.
     """
+    acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
     with audited_atomic():
         rules, verbs = rules_and_verbs(lock_newest_version())
         new_rules, new_verbs = edit(rules, verbs)
-        return propose_change(new_rules, new_verbs, acting_user=acting_user, note=note)
+        return propose_change(new_rules, new_verbs, actor=actor, note=note)
 
 
 def apply_rules(after: Rules, verbs: list[str], groups: dict[str, Group], newest: PolicyVersion | None, *,
@@ -158,7 +161,7 @@ def apply_rules(after: Rules, verbs: list[str], groups: dict[str, Group], newest
         approved_by=approved_by, approved_by_label=user_label(approved_by) if approved_by else "",
         note=note, rules=after, destructive_verbs=verbs, diff=diff,
     )
-    record("policy.changed", actor=actor(approved_by or created_by), metadata={
+    record("policy.changed", actor=audit_actor(approved_by or created_by), metadata={
         "version": version.number, "note": note, "diff": diff, "applied": how, "created_by": user_label(created_by),
         **({"approved_by": user_label(approved_by), "proposal": proposal.pk} if proposal is not None else {}),
         **({"restored_from": restored_from} if restored_from is not None else {}),
@@ -198,7 +201,7 @@ def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, di
         rules=after, destructive_verbs=verbs, diff=diff, restored_from=restored_from,
         dry_run=proposal_summary(after, verbs),
     )
-    record("policy.proposed", actor=actor(acting_user), metadata={
+    record("policy.proposed", actor=audit_actor(acting_user), metadata={
         "proposal": proposal.pk, "base_version": newest.number if newest else None, "note": note, "diff": diff,
         "waits_because": waits_because,
         **({"restored_from": restored_from} if restored_from is not None else {}),
@@ -209,16 +212,18 @@ def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, di
 # --- What the editor, history and admin call --------------------------------------------------------
 
 
-def save_rule(data: dict[str, Any], *, acting_user, note: str) -> Outcome:
+def save_rule(data: dict[str, Any], *, actor: Actor | None, note: str) -> Outcome:
     """Create or update the rule named `data["name"]`; refuses a broken rule whole.
 
     Raises RuleValidationError (naming the offending field) and changes nothing.
     """
-    return save_rules([data], acting_user=acting_user, note=note)
+    acting_user = user_of(actor)
+    return save_rules([data], actor=actor, note=note)
 
 
-def save_rules(rules: list[dict[str, Any]], *, acting_user, note: str) -> Outcome:
+def save_rules(rules: list[dict[str, Any]], *, actor: Actor | None, note: str) -> Outcome:
     """Create or update several rules (by name) as one change; all or nothing."""
+    acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
     # Validate what the caller sent first, so errors name the caller's own fields.
@@ -229,32 +234,34 @@ def save_rules(rules: list[dict[str, Any]], *, acting_user, note: str) -> Outcom
     def edit(current: Rules, verbs: list[str]) -> tuple[Rules, list[str]]:
         return [rule for rule in current if rule["name"] not in replacing] + list(replacing.values()), verbs
 
-    return edit_policy(edit, acting_user=acting_user, note=note)
+    return edit_policy(edit, actor=actor, note=note)
 
 
-def delete_rule(name: str, *, acting_user, note: str) -> Outcome:
+def delete_rule(name: str, *, actor: Actor | None, note: str) -> Outcome:
     """Remove the rule named `name` (RuleValidationError("name") if there is none)."""
+    acting_user = user_of(actor)
 
     def edit(current: Rules, verbs: list[str]) -> tuple[Rules, list[str]]:
         if not any(rule["name"] == name for rule in current):
             raise RuleValidationError("name", f"no rule named {name!r}")
         return [rule for rule in current if rule["name"] != name], verbs
 
-    return edit_policy(edit, acting_user=acting_user, note=note)
+    return edit_policy(edit, actor=actor, note=note)
 
 
-def set_destructive_verbs(verbs: Sequence[str], *, acting_user, note: str) -> Outcome:
+def set_destructive_verbs(verbs: Sequence[str], *, actor: Actor | None, note: str) -> Outcome:
     """Replace the destructive verb list (errors name ``destructive_verbs[i]``).
 
     Adding verbs applies at once; removing one waits for a second risk-admin.
     """
+    acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
     words = validate_destructive_verbs(verbs)
-    return edit_policy(lambda current, _: (current, words), acting_user=acting_user, note=note)
+    return edit_policy(lambda current, _: (current, words), actor=actor, note=note)
 
 
-def restore_version(number: int, *, acting_user, note: str) -> Outcome:
+def restore_version(number: int, *, actor: Actor | None, note: str) -> Outcome:
     """Roll the rules and verbs back to policy version `number`, as a NEW change.
 
     Like any change it applies at once only when that is stricter than the newest
@@ -262,12 +269,13 @@ def restore_version(number: int, *, acting_user, note: str) -> Outcome:
     Raises RuleValidationError: no such version, a group it names no longer exists,
     or no note. Changes nothing on error.
     """
+    acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
     target = PolicyVersion.objects.filter(number=number).first()
     if target is None:
         raise RuleValidationError("version", f"no policy version {number}")
-    return propose_change(target.rules, target.destructive_verbs, acting_user=acting_user, note=note,
+    return propose_change(target.rules, target.destructive_verbs, actor=actor, note=note,
                           restored_from=number)
 
 
@@ -281,4 +289,4 @@ def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVers
         if lock_newest_version() is not None:
             return None
         # The system's first policy: propose_change applies it at once.
-        return propose_change(SEED_RULES, SEED_DESTRUCTIVE_VERBS, acting_user=None, note=note)
+        return propose_change(SEED_RULES, SEED_DESTRUCTIVE_VERBS, actor=None, note=note)

@@ -72,7 +72,7 @@ def user_label(user: Any) -> str:
     return user.get_username() if user is not None else "system"
 
 
-def actor(user: Any) -> Actor:
+def audit_actor(user: Any) -> Actor:
     return Actor.for_user(user) if user is not None else Actor.system()
 
 

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from audit.chain import audited_atomic, record
 
+from audit.chain import Actor
+
 from ..models import PolicyProposal, PolicyVersion
 from .rules.engine import RuleSpec
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
@@ -18,13 +20,14 @@ from .checks import (
     PROPOSAL_NOT_PENDING,
     PROPOSAL_STALE,
     PolicyError,
-    actor,
+    audit_actor,
     groups_for,
     policy_diff,
     require_risk_admin,
     required_note,
     user_label,
 )
+from ..people import user_of
 
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 
@@ -39,7 +42,7 @@ def pending_proposals():
                 "base_version__number"))
 
 
-def approve_proposal(proposal_id: int, *, acting_user, note: str = "") -> PolicyVersion:
+def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -> PolicyVersion:
     """Apply pending proposal `proposal_id` as a new version that names its author
     (`created_by`) and `acting_user` (`approved_by`).
 
@@ -50,6 +53,7 @@ def approve_proposal(proposal_id: int, *, acting_user, note: str = "") -> Policy
     nothing is applied. May raise RuleValidationError if a group it names was
     deleted meanwhile.
     """
+    acting_user = user_of(actor)
     require_risk_admin(acting_user)
     refusal: PolicyError | None = None
     with audited_atomic():
@@ -80,12 +84,13 @@ def approve_proposal(proposal_id: int, *, acting_user, note: str = "") -> Policy
     return version
 
 
-def reject_proposal(proposal_id: int, *, acting_user, note: str) -> PolicyProposal:
+def reject_proposal(proposal_id: int, *, actor: Actor | None, note: str) -> PolicyProposal:
     """Another risk-admin rejects pending proposal `proposal_id` (a note saying why is
     required); its author withdraws it (note optional). Nothing is applied.
 
     Refuses with PolicyError `not_permitted`, `not_found` or `proposal_not_pending`.
     """
+    acting_user = user_of(actor)
     require_risk_admin(acting_user)
     with audited_atomic():
         proposal = _locked_pending(proposal_id)
@@ -115,7 +120,7 @@ def _close(proposal: PolicyProposal, status: str, acting_user, note: str) -> Non
     proposal.save(update_fields=["status", "decided_at", "decided_by", "decided_by_label", "decision_note",
                                  "applied_version"])
     verb = "policy.proposal_approved" if status == Status.APPLIED else "policy.proposal_rejected"
-    record(verb, actor=actor(acting_user), metadata={
+    record(verb, actor=audit_actor(acting_user), metadata={
         "proposal": proposal.pk, "outcome": str(status), "proposed_by": proposal.proposed_by_label,
         "note": proposal.decision_note,
         **({"version": proposal.applied_version.number} if proposal.applied_version_id else {}),

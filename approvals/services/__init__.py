@@ -4,8 +4,8 @@ Views, API views, consumers, tasks and commands call these and nothing else chan
 a request's state. The package, by area:
 
 - `core`: fetch-and-lock (`changing`), the transition table's one mover
-  (`transition`), refusals that keep what they wrote (`PersistedRefusal`), and
-  `Reviewer`, the person acting with what they proved for this call;
+  (`transition`), refusals that keep what they wrote (`PersistedRefusal`), and the
+  domain signal sent on commit (`request_changed`);
 - `guards` and `step_up`: every check a decision meets, under the row lock;
 - `submission`: an agent's submission, classified into its first state;
 - `decisions`: approve, reject, approve with edits, batches, withdrawal;
@@ -14,8 +14,9 @@ a request's state. The package, by area:
 - `escalation`: quorum reachability, escalation, regrouping after an edit.
 """
 
+from ..people import Person
 from .classification import classification_input
-from .core import SYSTEM, PersistedRefusal, Reviewer
+from .core import SYSTEM, PersistedRefusal, RequestChange, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
 from .decisions import BatchItem, approve, approve_with_edits, cancel, decide_batch, is_proposal, reject
 from .escalation import escalate_request
@@ -41,7 +42,8 @@ __all__ = [
     "BatchItem",
     "ExecutionGrant",
     "PersistedRefusal",
-    "Reviewer",
+    "RequestChange",
+    "Person",
     "StepUpProof",
     "Submission",
     "approve",
@@ -65,6 +67,7 @@ __all__ = [
     "reclaim_execution",
     "reject",
     "release_enqueue",
+    "request_changed",
     "revalidate",
     "revalidation_refusal",
     "server_executor",

@@ -32,7 +32,6 @@ __all__ = [
     "SYSTEM",
     "PersistedRefusal",
     "RequestChange",
-    "Reviewer",
     "changing",
     "lock",
     "not_found",
@@ -179,37 +178,3 @@ def refuse_state(request: ApprovalRequest, expected: str) -> DomainError:
         f"The request is {request.state.replace('_', ' ')}, not {expected.replace('_', ' ')}.",
         state=request.state,
     )
-
-
-class Reviewer:
-    """A person acting on requests through any channel, with what they proved for this call.
-
-    `step_up`: the proof of presence made for this decision (or batch), if any; the
-    decision services check it under the row lock when the deciding level needs
-    one. `session_key`: the session the call came through, which repeated failed
-    step-ups end.
-    """
-
-    __slots__ = ("user", "step_up", "session_key")
-
-    def __init__(self, user: Any, *, step_up: Any = None, session_key: str = "") -> None:
-        self.user = user
-        self.step_up = step_up
-        self.session_key = session_key or ""
-
-    @classmethod
-    def from_request(cls, request: Any, *, step_up: Any = None) -> Reviewer:
-        """The signed-in person behind an HTTP request (form, fetch or JSON API)."""
-        session = getattr(request, "session", None)
-        return cls(request.user, step_up=step_up, session_key=getattr(session, "session_key", "") or "")
-
-    @property
-    def actor(self) -> Actor:
-        return Actor.for_user(self.user)
-
-    @property
-    def label(self) -> str:
-        return self.user.get_username()
-
-    def __repr__(self) -> str:
-        return f"Reviewer({self.label!r}, step_up={self.step_up!r})"

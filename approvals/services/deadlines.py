@@ -11,7 +11,8 @@ from audit.chain import digest, record
 from .. import broadcast, errors
 from ..errors import DomainError
 from ..models import ApprovalRequest, DeadlineExtension, RuleNotification
-from .core import Reviewer, changing
+from ..people import Person
+from .core import changing
 from .guards import expire_if_due, require_may_decide, require_pending
 
 __all__ = ["expire", "expire_overdue", "extend_decision_deadline"]
@@ -32,7 +33,7 @@ def expire_overdue(*, now=None, limit: int = 500) -> int:
     return sum(expire(pk) for pk in overdue)
 
 
-def extend_decision_deadline(request_id, *, actor: Reviewer, seconds: int, reason: str = "") -> ApprovalRequest:
+def extend_decision_deadline(request_id, *, actor: Person, seconds: int, reason: str = "") -> ApprovalRequest:
     """Push a pending request's `decide_by` back by `seconds`, once per request,
     within its rule's `max_extension_seconds` (approvals.models.RuleNotification).
 
@@ -63,7 +64,7 @@ def extend_decision_deadline(request_id, *, actor: Reviewer, seconds: int, reaso
             previous_decide_by=previous, new_decide_by=request.decide_by, reason=reason,
         )
         record(
-            "request.deadline_extended", actor=actor.actor, request=request,
+            "request.deadline_extended", actor=actor, request=request,
             metadata={"from": previous.isoformat(), "to": request.decide_by.isoformat(), "seconds": seconds,
                       "reason": digest(reason)},
         )

@@ -26,7 +26,8 @@ from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..permissions import excluded_from_approving, is_eligible_member
 from ..states import RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
-from .core import Reviewer, changing, refuse_state, transition
+from ..people import Person
+from .core import changing, refuse_state, transition
 from .escalation import regroup
 from .execution import server_executor
 from .guards import (
@@ -48,7 +49,7 @@ REJECT = Decision.Verdict.REJECT
 # --- Approve and reject -------------------------------------------------------------
 
 
-def approve(request_id, *, actor: Reviewer, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+def approve(request_id, *, actor: Person, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
     """Record `actor`'s approval of the current revision; approve once the quorum stands.
 
     `revision`: the revision the reviewer looked at; if the request moved on since,
@@ -68,7 +69,7 @@ def approve(request_id, *, actor: Reviewer, feedback: str = "", revision: int | 
     return request
 
 
-def reject(request_id, *, actor: Reviewer, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+def reject(request_id, *, actor: Person, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
     """Any reviewer who may decide ends the request; `feedback` reaches the agent verbatim.
 
     A rejection needs no step-up and is open to the agent's owner and the person it
@@ -80,7 +81,7 @@ def reject(request_id, *, actor: Reviewer, feedback: str = "", revision: int | N
         require_may_decide(request, actor)
         _record_vote(request, actor, REJECT, feedback)
         transition(
-            request, State.REJECTED, actor=actor.actor,
+            request, State.REJECTED, actor=actor,
             metadata={"revision": request.current_revision, "feedback": digest(feedback)},
             decided_at=timezone.now(), decided_by_label=actor.label,
             resolution_code="rejected", feedback=feedback,
@@ -97,7 +98,7 @@ def _require_revision(request: ApprovalRequest, revision: int | None) -> None:
         )
 
 
-def _record_vote(request: ApprovalRequest, actor: Reviewer, verdict: str, feedback: str, *,
+def _record_vote(request: ApprovalRequest, actor: Person, verdict: str, feedback: str, *,
                  step_up_method: str = "") -> None:
     if Decision.objects.filter(request=request, revision=request.current_revision, reviewer=actor.user).exists():
         raise DomainError(errors.ALREADY_VOTED, "You already decided this revision.")
@@ -107,14 +108,14 @@ def _record_vote(request: ApprovalRequest, actor: Reviewer, verdict: str, feedba
     )
     record(
         "decision.recorded",
-        actor=actor.actor,
+        actor=actor,
         request=request,
         metadata={"revision": request.current_revision, "verdict": verdict, "feedback": digest(feedback),
                   **({"step_up": step_up_method} if step_up_method else {})},
     )
 
 
-def _approve_if_quorum(request: ApprovalRequest, actor: Reviewer) -> None:
+def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
     counted = approvals_counted(request)
     if counted < request.required_approvals:
         broadcast.publish_on_commit(
@@ -124,7 +125,7 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Reviewer) -> None:
     now = timezone.now()
     window = request.classification.get("execution_window_seconds", settings.DEFAULT_EXECUTION_WINDOW_SECONDS)
     transition(
-        request, State.APPROVED, actor=actor.actor,
+        request, State.APPROVED, actor=actor,
         metadata={"revision": request.current_revision, "approvals": counted},
         decided_at=now, decided_by_label=actor.label, resolution_code="approved",
         execute_by=now + timedelta(seconds=window), executor=server_executor(request),
@@ -134,7 +135,7 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Reviewer) -> None:
 # --- Approve with edits ------------------------------------------------------------------
 
 
-def approve_with_edits(request_id, *, actor: Reviewer, edits: dict[str, Any], feedback: str = "") -> ApprovalRequest:
+def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feedback: str = "") -> ApprovalRequest:
     """Make a new revision with `edits` applied to the params the rule marks editable,
     and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
 
@@ -171,7 +172,7 @@ def approve_with_edits(request_id, *, actor: Reviewer, edits: dict[str, Any], fe
             _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
             _approve_if_quorum(request, actor)
         else:
-            record("request.edit_proposed", actor=actor.actor, request=request,
+            record("request.edit_proposed", actor=actor, request=request,
                    metadata={"revision": request.current_revision, "feedback": digest(feedback)})
             broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.edit_proposed")
     return request
@@ -218,7 +219,7 @@ def _routes_elsewhere(request: ApprovalRequest, fresh: Classified) -> bool:
     )
 
 
-def _editor_counts(request: ApprovalRequest, actor: Reviewer, *, deciding: Classified | None,
+def _editor_counts(request: ApprovalRequest, actor: Person, *, deciding: Classified | None,
                    regroups: bool) -> bool:
     """Whether the editor's approval can count for the new revision (step-up aside)."""
     if actor.user.pk in excluded_from_approving(request) or is_stopped(request.agent):
@@ -235,7 +236,7 @@ def _deciding_step_up(request: ApprovalRequest, deciding: Classified | None) -> 
     return deciding.classification.risk_level, deciding.classification.step_up
 
 
-def _write_revision(request: ApprovalRequest, actor: Reviewer, params: dict[str, Any], changed: list[str],
+def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, Any], changed: list[str],
                     previous: dict[str, Any], fresh: Classified, *, deciding: Classified | None, regroups: bool,
                     proposal: bool) -> None:
     request.current_revision += 1
@@ -244,7 +245,7 @@ def _write_revision(request: ApprovalRequest, actor: Reviewer, params: dict[str,
         changed_keys=changed, risk_level=fresh.classification.risk_level,
     )
     if regroups:
-        regroup(request, fresh, actor=actor.actor)
+        regroup(request, fresh, actor=actor)
     elif deciding is not None:
         apply_classification(request, deciding)
         request.save()
@@ -253,7 +254,7 @@ def _write_revision(request: ApprovalRequest, actor: Reviewer, params: dict[str,
         request.save(update_fields=["current_revision", "impact"])
     record(
         "request.revised",
-        actor=actor.actor,
+        actor=actor,
         request=request,
         metadata={
             "revision": request.current_revision,
@@ -281,7 +282,7 @@ class BatchItem:
     error: DomainError | None = None
 
 
-def decide_batch(items: Sequence[tuple[str, int]], *, actor: Reviewer, verdict: str,
+def decide_batch(items: Sequence[tuple[str, int]], *, actor: Person, verdict: str,
                  feedback: str = "") -> list[BatchItem]:
     """Approve or reject several requests at once, each exactly at the revision the
     reviewer saw, each in its own transaction with every guard of a single decision.

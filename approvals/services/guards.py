@@ -14,7 +14,8 @@ from ..errors import DomainError
 from ..models import ApprovalRequest, Decision
 from ..permissions import can_decide, eligible_approvers, excluded_from_approving
 from ..states import State
-from .core import SYSTEM, PersistedRefusal, Reviewer, refuse_state, transition
+from ..people import Person
+from .core import SYSTEM, PersistedRefusal, refuse_state, transition
 from .step_up import needs_step_up
 
 __all__ = [
@@ -52,13 +53,13 @@ def require_pending(request: ApprovalRequest) -> None:
         raise refuse_state(request, State.PENDING_APPROVAL)
 
 
-def require_may_decide(request: ApprovalRequest, reviewer: Reviewer) -> None:
+def require_may_decide(request: ApprovalRequest, reviewer: Person) -> None:
     """The reviewer holds decide on the request now (through its current group or an escalation)."""
     if not can_decide(reviewer.user, request):
         raise DomainError(errors.NOT_PERMITTED, "You may not decide this request.")
 
 
-def require_may_approve(request: ApprovalRequest, reviewer: Reviewer) -> None:
+def require_may_approve(request: ApprovalRequest, reviewer: Person) -> None:
     """Separation of duties, and no approvals while an emergency stop holds the agent."""
     if reviewer.user.pk in excluded_from_approving(request):
         raise DomainError(

@@ -29,7 +29,8 @@ from audit.chain import record
 
 from .. import errors
 from ..errors import DomainError
-from .core import PersistedRefusal, Reviewer
+from ..people import Person
+from .core import PersistedRefusal
 
 __all__ = [
     "PASSWORD",
@@ -104,7 +105,7 @@ def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
     return rule_asks or risk_level in settings.STEP_UP_RISK_LEVELS
 
 
-def require_step_up(request: Any, reviewer: Reviewer, *, decision: Decision, risk_level: str,
+def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_level: str,
                     rule_asks: bool) -> str:
     """Check the proof for one decision on a locked request; returns the method used
     ('' when the level needs none).
@@ -151,10 +152,10 @@ def _count_failure(user: Any) -> int:
         return 1
 
 
-def _refuse_wrong_proof(request: Any, reviewer: Reviewer, proof: StepUpProof) -> None:
+def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> None:
     failures = _count_failure(reviewer.user)
     limit = settings.STEP_UP_FAILURE_LIMIT
-    record("auth.step_up_failed", actor=reviewer.actor, request=request,
+    record("auth.step_up_failed", actor=reviewer, request=request,
            metadata={"method": proof.method, "failures": failures, "limit": limit})
     if failures < limit:
         left = limit - failures
@@ -165,7 +166,7 @@ def _refuse_wrong_proof(request: Any, reviewer: Reviewer, proof: StepUpProof) ->
         )
     cache.delete(_failures_key(reviewer.user))
     ended = _end_session(reviewer.session_key)
-    record("auth.session_ended", actor=reviewer.actor, request=request,
+    record("auth.session_ended", actor=reviewer, request=request,
            metadata={"reason": "step_up_failures", "failures": failures, "session_ended": ended})
     raise PersistedRefusal(
         errors.SESSION_ENDED,

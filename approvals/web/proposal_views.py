@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from .. import policy
 from ..models import PolicyProposal
+from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import RuleValidationError
 from .rules_http import (
@@ -64,7 +65,7 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
 @require_POST
 def restore(request: HttpRequest, number: int) -> HttpResponse:
     try:
-        outcome = policy_history.rollback(number, acting_user=request.user, note=note_from(request))
+        outcome = policy_history.rollback(number, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
         return redirect("rules:version", number=number)
@@ -99,7 +100,7 @@ def _refused(request: HttpRequest, exc: PolicyError | RuleValidationError, pk: i
 def approve(request: HttpRequest, pk: int) -> HttpResponse:
     """A second risk-admin applies the proposal (`note` optional)."""
     try:
-        applied = policy.approve_proposal(pk, acting_user=request.user, note=note_from(request))
+        applied = policy.approve_proposal(pk, actor=Person.from_request(request), note=note_from(request))
     except (PolicyError, RuleValidationError) as exc:
         return _refused(request, exc, pk)
     message = f"Approved: applied as version {applied.number}."
@@ -114,7 +115,7 @@ def approve(request: HttpRequest, pk: int) -> HttpResponse:
 def reject(request: HttpRequest, pk: int) -> HttpResponse:
     """Another risk-admin rejects (a `note` saying why is required); the author withdraws."""
     try:
-        closed = policy.reject_proposal(pk, acting_user=request.user, note=note_from(request))
+        closed = policy.reject_proposal(pk, actor=Person.from_request(request), note=note_from(request))
     except (PolicyError, RuleValidationError) as exc:
         return _refused(request, exc, pk)
     message = f"Proposal {closed.pk} {closed.get_status_display().lower()}: nothing was applied."

@@ -27,6 +27,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from .. import policy, services
 from ..errors import DomainError
 from ..models import PolicyVersion, RiskRule
+from ..people import Person
 from ..notifications import dispatch as notifications
 from ..policy import PolicyError
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
@@ -74,7 +75,7 @@ def rule_list(request: HttpRequest) -> HttpResponse:
 def reorder(request: HttpRequest) -> HttpResponse:
     names = [name for name in request.POST.get("order", "").split(",") if name]
     try:
-        outcome = editing.reorder(names, acting_user=request.user, note=note_from(request))
+        outcome = editing.reorder(names, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
         return redirect("rules:list")
@@ -87,7 +88,7 @@ def reorder(request: HttpRequest) -> HttpResponse:
 def toggle(request: HttpRequest, name: str) -> HttpResponse:
     enabled = request.POST.get("enabled") == "1"
     try:
-        outcome = editing.set_enabled(name, enabled, acting_user=request.user, note=note_from(request))
+        outcome = editing.set_enabled(name, enabled, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
         return redirect("rules:list")
@@ -99,7 +100,7 @@ def toggle(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def delete(request: HttpRequest, name: str) -> HttpResponse:
     try:
-        outcome = policy.delete_rule(name, acting_user=request.user, note=note_from(request))
+        outcome = policy.delete_rule(name, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
         return redirect("rules:edit", name=name) if RiskRule.objects.filter(name=name).exists() else redirect(
@@ -114,7 +115,7 @@ def destructive_verbs(request: HttpRequest) -> HttpResponse:
     """`verbs` (one per line; blank lines ignored) and `note`: the policy's new verb list."""
     verbs = [line.strip() for line in request.POST.get("verbs", "").splitlines() if line.strip()]
     try:
-        outcome = policy.set_destructive_verbs(verbs, acting_user=request.user, note=note_from(request))
+        outcome = policy.set_destructive_verbs(verbs, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
         return redirect("rules:list")
@@ -192,7 +193,7 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
         error = None
     if error is None:
         try:
-            outcome = policy.save_rule(data, acting_user=request.user, note=note)
+            outcome = policy.save_rule(data, actor=Person.from_request(request), note=note)
         except (RuleValidationError, PolicyError) as exc:
             error = exc
         else:
@@ -223,7 +224,7 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         if group_name and group is None:
             raise ValueError(f"escalation_group: no group named {group_name!r}")
         notifications.save_settings(
-            name, acting_user=request.user,
+            name, actor=Person.from_request(request),
             notify_on_arrival=request.POST.get("notify_on_arrival") == "1",
             remind_before_seconds=seconds("remind_before_seconds"),
             escalate_after_seconds=seconds("escalate_after_seconds"),
@@ -331,7 +332,7 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     try:
         if not raw.isdigit():
             raise DomainError("extension_not_allowed", "Say by how many seconds to extend.")
-        updated = services.extend_decision_deadline(pk, actor=services.Reviewer.from_request(request), seconds=int(raw),
+        updated = services.extend_decision_deadline(pk, actor=services.Person.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))
     except DomainError as exc:
         if wants_json:

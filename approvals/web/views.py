@@ -149,12 +149,12 @@ def _decidable(request: HttpRequest, pk):
     return found
 
 
-def _reviewer(request: HttpRequest) -> services.Reviewer:
+def _reviewer(request: HttpRequest) -> services.Person:
     """The signed-in reviewer, with the step-up password they typed, if any (the
     service decides whether the deciding level needs it, after any re-classification)."""
     password = request.POST.get("password", "")
     proof = services.StepUpProof.password(password) if password else None
-    return services.Reviewer.from_request(request, step_up=proof)
+    return services.Person.from_request(request, step_up=proof)
 
 
 def _revision(request: HttpRequest) -> int | None:

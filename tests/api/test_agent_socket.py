@@ -31,8 +31,8 @@ def test_the_socket_pushes_the_agents_own_decisions(agent, rival_agent, token, p
     async def scenario() -> list[dict]:
         socket, connected, _ = await _connect("/ws/agent/", [(b"authorization", f"Bearer {token}".encode())])
         assert connected
-        await sync_to_async(services.reject)(theirs.pk, actor=services.Reviewer(people["alice"]), feedback="theirs")
-        await sync_to_async(services.reject)(mine.pk, actor=services.Reviewer(people["alice"]), feedback="mine")
+        await sync_to_async(services.reject)(theirs.pk, actor=services.Person(people["alice"]), feedback="theirs")
+        await sync_to_async(services.reject)(mine.pk, actor=services.Person(people["alice"]), feedback="mine")
         received = [await socket.receive_json_from(timeout=5)]
         assert await socket.receive_nothing(timeout=0.3)
         await socket.send_json_to({"type": "ping"})

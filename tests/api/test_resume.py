@@ -40,7 +40,7 @@ def test_an_undecided_request_has_no_resume_data(api):
 
 def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
     request_id = _plan(api)
-    services.approve(request_id, actor=services.Reviewer(people["alice"]))
+    services.approve(request_id, actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
     assert body["state"] == "approved"
     assert body["tool_result"] == "Plan approved. Proceed with implementation following the approved plan."
@@ -51,7 +51,7 @@ def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
 
 def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
     request_id = _plan(api)
-    services.reject(request_id, actor=services.Reviewer(people["alice"]), feedback="Add error handling steps")
+    services.reject(request_id, actor=services.Person(people["alice"]), feedback="Add error handling steps")
     body = _resume(api, request_id)
     assert body["resume_data"]["action"] == "rejected"
     assert body["resume_data"]["feedback"] == "Add error handling steps"
@@ -61,7 +61,7 @@ def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
 
 def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people):
     request_id = _plan(api)
-    services.reject(request_id, actor=services.Reviewer(people["alice"]))
+    services.reject(request_id, actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "path": "plans/auth.md",
                                    "title": "Refactor the auth module", "plan": PLAN_MD}
@@ -71,8 +71,8 @@ def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people)
 def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, people, two_person_rule):
     request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}},
                           format="json").json()["id"]
-    services.approve_with_edits(request_id, actor=services.Reviewer(people["alice"]), edits={"amount": 500})
-    services.approve(request_id, actor=services.Reviewer(people["bob"]))
+    services.approve_with_edits(request_id, actor=services.Person(people["alice"]), edits={"amount": 500})
+    services.approve(request_id, actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "approved", "params": {"amount": 500, "to": "acme"}}
     assert '"amount": 500' in body["tool_result"] and "exactly" in body["tool_result"]
@@ -80,7 +80,7 @@ def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, peopl
 
 def test_a_rejected_action_says_not_to_retry_unchanged(api, people):
     request_id = _email(api)
-    services.reject(request_id, actor=services.Reviewer(people["alice"]), feedback="Wrong recipient")
+    services.reject(request_id, actor=services.Person(people["alice"]), feedback="Wrong recipient")
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
     assert "Wrong recipient" in body["tool_result"] and "Do not retry the same call unchanged" in body["tool_result"]
@@ -121,7 +121,7 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api):
                                                         headers={"Authorization": f"Bearer {token}"}))
         await asyncio.sleep(0.3)
         assert not waiting.done()
-        await sync_to_async(services.reject)(request_id, actor=services.Reviewer(people["alice"]), feedback="not today")
+        await sync_to_async(services.reject)(request_id, actor=services.Person(people["alice"]), feedback="not today")
         response = await waiting
         return response.json(), time.monotonic() - started
 

@@ -11,6 +11,7 @@ from approvals.models import ApprovalRequest
 from approvals.states import Kind
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, csrf_post
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +60,7 @@ def test_reviewers_see_masked_params_masked(agent, people, reviewer_client, admi
     from approvals import policy
 
     policy.save_rule({"name": "mask_body", "priority": 1, "action_type": "send_email", "risk_level": "medium",
-                      "masked_params": ["body"], "conditions": []}, acting_user=admin_user, note="mask")
+                      "masked_params": ["body"], "conditions": []}, actor=Person(admin_user), note="mask")
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
     seen = reviewer_client("alice").get(f"/api/v1/requests/{request_id}/").json()
     assert seen["params"]["body"] != EMAIL["params"]["body"]

@@ -14,6 +14,7 @@ from agents.models import Agent, AgentToken
 from agents.services import issue_token, revoke_token
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, bearer
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -77,8 +78,8 @@ def test_a_wrong_secret_with_a_real_prefix_is_refused(token, anonymous):
 
 def test_a_revoked_token_gets_401_and_revocation_is_audited(agent, people):
     issued = issue_token(agent)
-    revoke_token(issued.token, acting_user=people["alice"])
-    revoke_token(issued.token, acting_user=people["alice"])  # idempotent
+    revoke_token(issued.token, actor=Person(people["alice"]))
+    revoke_token(issued.token, actor=Person(people["alice"]))  # idempotent
     response = bearer(issued.secret).get("/api/v1/requests/")
     assert response.status_code == 401
     assert response.json() == {"code": "token_revoked", "message": "The bearer token was revoked."}

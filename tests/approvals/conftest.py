@@ -15,6 +15,7 @@ from agents.models import Agent
 from approvals import policy, services
 from approvals.permissions import REVIEWERS, RISK_ADMINS
 from approvals.states import Kind
+from approvals.people import Person
 
 TWO_PERSON_TRANSFER = {
     "name": "transfer_two_person",
@@ -67,7 +68,7 @@ def admin_user(db):
 
 @pytest.fixture
 def two_person_rule(admin_user):
-    return policy.save_rule(TWO_PERSON_TRANSFER, acting_user=admin_user, note="Two-person rule for transfers")
+    return policy.save_rule(TWO_PERSON_TRANSFER, actor=Person(admin_user), note="Two-person rule for transfers")
 
 
 @pytest.fixture

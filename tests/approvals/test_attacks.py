@@ -29,6 +29,7 @@ from approvals.states import State
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
+from approvals.people import Person
 
 WIRE_LARGE = {
     "name": "wire_large", "priority": 1, "action_type": "wire", "risk_level": "critical",
@@ -55,7 +56,7 @@ def treasury(people, django_user_model) -> dict:
 
 @pytest.fixture
 def wire_policy(admin_user, treasury):
-    policy.save_rules([WIRE_LARGE, WIRE], acting_user=admin_user, note="wires: large ones are treasury's")
+    policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
 
 
 @pytest.fixture
@@ -175,13 +176,13 @@ class TestStepUpOnEveryPath:
     def test_the_service_itself_refuses_without_the_proof(self, wire, treasury):
         request = wire(5_000_000)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve(request.pk, actor=services.Reviewer(treasury["tess"]))
+            services.approve(request.pk, actor=services.Person(treasury["tess"]))
         assert refused.value.code == errors.STEP_UP_REQUIRED
 
     def test_a_proof_is_valid_for_the_one_decision_it_came_with(self, wire, treasury):
         first, second = wire(5_000_000), wire(6_000_000)
         proof = services.StepUpProof.password("tess-pw-123!")
-        tess = services.Reviewer(treasury["tess"], step_up=proof)
+        tess = services.Person(treasury["tess"], step_up=proof)
         services.approve(first.pk, actor=tess)
         with pytest.raises(errors.DomainError) as reused:
             services.approve(second.pk, actor=tess)
@@ -224,9 +225,9 @@ class TestEditsCannotEscalatePastTheGroup:
     def test_two_reviewers_outside_treasury_cannot_approve_a_transfer_they_inflated(
         self, submit, admin_user, treasury, people, agent
     ):
-        policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], acting_user=admin_user, note="two eyes")
+        policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], actor=Person(admin_user), note="two eyes")
         request = submit("wire", params={"amount": 500, "to": "acct-supplier"}, target={"ledger": "main"})
-        alice, bob = services.Reviewer(people["alice"]), services.Reviewer(people["bob"])
+        alice, bob = services.Person(people["alice"]), services.Person(people["bob"])
         services.approve_with_edits(request.pk, actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
         with pytest.raises(errors.DomainError) as refused:
             services.approve(request.pk, actor=bob)
@@ -238,14 +239,14 @@ class TestEditsCannotEscalatePastTheGroup:
         # The group that owns the decision can still make it, with its quorum and step-up.
         for name in ("tess", "trent"):
             proof = services.StepUpProof.password(f"{name}-pw-123!")
-            services.approve(request.pk, actor=services.Reviewer(treasury[name], step_up=proof))
+            services.approve(request.pk, actor=services.Person(treasury[name], step_up=proof))
         grant = services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
         assert grant.params["to"] == "attacker-acct"  # what treasury approved, knowingly
         assert votes(request) == [("tess", 2), ("trent", 2)]
 
     def test_an_edit_that_lowers_the_risk_keeps_the_stricter_classification(self, wire, treasury):
         request = wire(5_000_000)
-        tess = services.Reviewer(treasury["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
+        tess = services.Person(treasury["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
         services.approve_with_edits(request.pk, actor=tess, edits={"amount": 10})
         request.refresh_from_db()
         assert (request.risk_level, request.required_approvals, request.approver_group.name) == ("critical", 2, "treasury")
@@ -255,7 +256,7 @@ class TestEditsCannotEscalatePastTheGroup:
     def test_the_target_is_never_editable(self, wire, people):
         request = wire(500)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve_with_edits(request.pk, actor=services.Reviewer(people["alice"]),
+            services.approve_with_edits(request.pk, actor=services.Person(people["alice"]),
                                         edits={"ledger": "other"})
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
 
@@ -287,8 +288,8 @@ class TestStepUpIsNoOracle:
         for request in (first, second):
             for _ in range(2):
                 with pytest.raises(errors.DomainError):
-                    services.approve(request.pk, actor=services.Reviewer(tess, step_up=services.StepUpProof.password("no")))
-            services.approve(request.pk, actor=services.Reviewer(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
+                    services.approve(request.pk, actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
+            services.approve(request.pk, actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
         assert not AuditEvent.objects.filter(verb="auth.session_ended").exists()
 
 
@@ -326,7 +327,7 @@ AGENT_FIELD_ATTACKS = {
 
 @pytest.fixture
 def agent_field_policy(admin_user):
-    policy.save_rules(AGENT_FIELD_RULES, acting_user=admin_user, note="deletes and wires")
+    policy.save_rules(AGENT_FIELD_RULES, actor=Person(admin_user), note="deletes and wires")
 
 
 @pytest.fixture

@@ -44,7 +44,7 @@ def test_one_proof_approves_a_batch_of_critical_requests(wire, tess_client):
 def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
     inside, outside = wire(2_000_000), wire(3_000_000)
     proof = services.StepUpProof.password("tess-pw-123!", covers=[(str(inside.pk), 1, "approve")])
-    tess = services.Reviewer(treasury["tess"], step_up=proof)
+    tess = services.Person(treasury["tess"], step_up=proof)
     services.approve(inside.pk, actor=tess)
     with pytest.raises(errors.DomainError) as refused:
         services.approve(outside.pk, actor=tess)
@@ -54,7 +54,7 @@ def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
 
 def test_a_request_that_moved_on_is_refused_and_the_others_are_decided(wire, treasury, tess_client):
     moved, still = wire(2_000_000), wire(3_000_000)
-    trent = services.Reviewer(treasury["trent"], step_up=services.StepUpProof.password("trent-pw-123!"))
+    trent = services.Person(treasury["trent"], step_up=services.StepUpProof.password("trent-pw-123!"))
     services.approve_with_edits(moved.pk, actor=trent, edits={"amount": 2_100_000})
     results = batch(tess_client, [moved, still], password="tess-pw-123!").json()["results"]
     assert results[0]["code"] == errors.REVISION_CHANGED

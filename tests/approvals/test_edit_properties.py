@@ -21,6 +21,7 @@ from approvals.permissions import excluded_from_approving
 from approvals.policy.rules.levels import level_rank
 from approvals.services.step_up import needs_step_up
 from approvals.states import Kind, State
+from approvals.people import Person
 
 GROUPS = ("reviewers", "finance", "treasury")
 RULES = [
@@ -56,7 +57,7 @@ def cast(admin_user, people):
     """p0..p4 and owen, who owns the agent (so separation of duties has someone to refuse)."""
     for name in GROUPS[1:]:
         Group.objects.get_or_create(name=name)
-    policy.save_rules(RULES, acting_user=admin_user, note="payments by size")
+    policy.save_rules(RULES, actor=Person(admin_user), note="payments by size")
     User = get_user_model()
     cast = {name: User.objects.create_user(name, password=f"{name}-pw") for name in PEOPLE if name != "owen"}
     people["owen"].set_password("owen-pw")
@@ -66,7 +67,7 @@ def cast(admin_user, people):
 
 def _act(request_id, user, kind: str, amount: int, proves: bool) -> None:
     proof = services.StepUpProof.password(f"{user.username}-pw") if proves else None
-    reviewer = services.Reviewer(user, step_up=proof)
+    reviewer = services.Person(user, step_up=proof)
     try:
         if kind == "approve":
             services.approve(request_id, actor=reviewer)

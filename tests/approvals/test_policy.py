@@ -9,6 +9,7 @@ from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
 from approvals.policy.rules.conditions import RuleValidationError
 from audit.models import AuditEvent
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def test_after_migrate_the_standard_groups_and_the_seed_policy_exist():
 
 def test_a_rule_change_records_who_when_why_and_the_diff(admin_user):
     before = PolicyVersion.objects.latest()
-    policy.save_rule(GIFT_CARDS, acting_user=admin_user, note="Gift cards are a fraud vector")
+    policy.save_rule(GIFT_CARDS, actor=Person(admin_user), note="Gift cards are a fraud vector")
     after = PolicyVersion.objects.latest()
     assert after.number == before.number + 1
     assert (after.created_by, after.note) == (admin_user, "Gift cards are a fraud vector")
@@ -38,7 +39,7 @@ def test_a_rule_change_records_who_when_why_and_the_diff(admin_user):
     event = AuditEvent.objects.filter(verb="policy.changed").latest("seq")
     assert event.actor_label == "ada" and event.metadata["version"] == after.number
 
-    policy.save_rule({**GIFT_CARDS, "risk_level": "critical"}, acting_user=admin_user, note="Worse than we thought")
+    policy.save_rule({**GIFT_CARDS, "risk_level": "critical"}, actor=Person(admin_user), note="Worse than we thought")
     assert PolicyVersion.objects.latest().diff["changed"] == {"gift_cards_high": {"risk_level": ["high", "critical"]}}
 
 
@@ -56,14 +57,14 @@ def test_a_broken_rule_is_refused_whole_and_nothing_changes(admin_user, broken, 
     rules, versions = RiskRule.objects.count(), PolicyVersion.objects.count()
     with pytest.raises(RuleValidationError) as refused:
         policy.save_rules([{**GIFT_CARDS, "name": "fine_rule"}, {**GIFT_CARDS, **broken}],
-                          acting_user=admin_user, note="two rules, one broken")
+                          actor=Person(admin_user), note="two rules, one broken")
     assert refused.value.field == field
     assert (RiskRule.objects.count(), PolicyVersion.objects.count()) == (rules, versions)
 
 
 def test_a_change_without_a_note_is_refused(admin_user):
     with pytest.raises(RuleValidationError) as refused:
-        policy.save_rule(GIFT_CARDS, acting_user=admin_user, note="  ")
+        policy.save_rule(GIFT_CARDS, actor=Person(admin_user), note="  ")
     assert refused.value.field == "note"
     assert not RiskRule.objects.filter(name="gift_cards_high").exists()
 
@@ -72,7 +73,7 @@ def test_the_policy_compiles_once_per_version(admin_user, django_assert_num_quer
     first = policy.current_policy()
     with django_assert_num_queries(1):
         assert policy.current_policy() is first
-    policy.save_rule(GIFT_CARDS, acting_user=admin_user, note="new version")
+    policy.save_rule(GIFT_CARDS, actor=Person(admin_user), note="new version")
     fresh = policy.current_policy()
     assert fresh is not first and fresh.compiled.version == first.compiled.version + 1
 

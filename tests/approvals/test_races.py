@@ -75,7 +75,7 @@ def test_racing_approvals_have_exactly_one_winner(crowd):
     users, agent = crowd
     request = pending_email(agent)
 
-    outcomes = race(lambda i: services.approve(request.pk, actor=services.Reviewer(users[i])).state)
+    outcomes = race(lambda i: services.approve(request.pk, actor=services.Person(users[i])).state)
 
     assert Counter(outcomes) == {State.APPROVED: 1, "already_decided": RACERS - 1}
     request.refresh_from_db()
@@ -88,7 +88,7 @@ def test_racing_approvals_have_exactly_one_winner(crowd):
 def test_racing_claims_have_exactly_one_winner(crowd):
     users, agent = crowd
     request = pending_email(agent)
-    services.approve(request.pk, actor=services.Reviewer(users[0]))
+    services.approve(request.pk, actor=services.Person(users[0]))
 
     outcomes = race(lambda i: services.claim_execution(request.pk, actor=services.SYSTEM).idempotency_key)
 

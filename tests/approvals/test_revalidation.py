@@ -13,6 +13,7 @@ from approvals.errors import DomainError
 from approvals.snapshots import register_target_resolver, stable_hash, unregister_target_resolver
 from approvals.states import State
 from audit.models import AuditEvent
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def approved(submit, people):
     """An email alice approved (medium, one approval)."""
     request = submit()
-    services.approve(request.pk, actor=services.Reviewer(people["alice"]))
+    services.approve(request.pk, actor=services.Person(people["alice"]))
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request
@@ -57,7 +58,7 @@ def test_the_target_changed_according_to_its_resolver(submit, people):
 
     try:
         request = submit("update_document", params={"content": "v2"}, target={"id": "doc-7"})
-        services.approve(request.pk, actor=services.Reviewer(people["alice"]))
+        services.approve(request.pk, actor=services.Person(people["alice"]))
         document["text"] = "someone else edited it"
         assert claim_refusal(request) == errors.TARGET_CHANGED
         assert request.state == State.FAILED
@@ -84,7 +85,7 @@ def test_the_policy_became_stricter(approved, admin_user):
     policy.save_rule(
         {"name": "send_email_default", "priority": 30, "action_type": "send_email", "risk_level": "high",
          "editable_params": ["subject", "body", "to", "cc", "bcc"], "masked_params": ["body"]},
-        acting_user=admin_user, note="all mail is high risk now",
+        actor=Person(admin_user), note="all mail is high risk now",
     )
     assert claim_refusal(approved) == errors.POLICY_CHANGED
     assert approved.state == State.FAILED
@@ -93,7 +94,7 @@ def test_the_policy_became_stricter(approved, admin_user):
 def test_a_looser_policy_does_not_block(approved, admin_user):
     policy.save_rule(
         {"name": "send_email_default", "priority": 30, "action_type": "send_email", "risk_level": "low"},
-        acting_user=admin_user, note="mail is fine",
+        actor=Person(admin_user), note="mail is fine",
     )
     services.claim_execution(approved.pk, actor=services.SYSTEM)
 

@@ -34,6 +34,7 @@ from approvals.states import ALWAYS_TERMINAL, TRANSITIONS, Kind, State
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from audit.vocabulary import TRANSITION_VERBS
+from approvals.people import Person
 
 ACTION_TYPES = ["send_email", "transfer_funds", "read_file", "delete_database", "update_document", "rotate_keys"]
 EDITS = {
@@ -103,9 +104,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         self.transitions[key] = 1  # draft -> its first state
         assert request.state in (State.PENDING_APPROVAL, State.APPROVED, State.REJECTED)
 
-    def _reviewer(self, who: str, proves: bool) -> services.Reviewer:
+    def _reviewer(self, who: str, proves: bool) -> services.Person:
         proof = services.StepUpProof.password(who) if proves else None
-        return services.Reviewer(self.people[who], step_up=proof)
+        return services.Person(self.people[who], step_up=proof)
 
     @precondition(lambda self: self.requests)
     @rule(data=st.data(), who=st.sampled_from([*DECIDERS, *EXCLUDED_NAMES, OUTSIDER]), proves=st.booleans())
@@ -143,7 +144,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.reject(key, actor=services.Reviewer(self.people[who]), feedback="not like this")
+            services.reject(key, actor=services.Person(self.people[who]), feedback="not like this")
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=False)
         else:
@@ -263,7 +264,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
 @pytest.mark.django_db
 def test_approval_lifecycle_under_random_use(two_person_rule, admin_user):
     Group.objects.create(name="treasury")
-    policy.save_rule(TRANSFER_LARGE, acting_user=admin_user, note="large transfers are treasury's")
+    policy.save_rule(TRANSFER_LARGE, actor=Person(admin_user), note="large transfers are treasury's")
     run_state_machine_as_test(
         ApprovalLifecycle,
         settings=settings(

@@ -16,6 +16,7 @@ from approvals.states import Kind, State
 from controlplane.http.codes import as_script_data
 from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from tests.live import ROOT, child_environment
+from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -84,7 +85,7 @@ def test_a_code_the_server_does_not_register_throws(logged_in_page, people):
 
 def test_a_wrong_step_up_password_is_refused_and_the_field_asks_again(logged_in_page, people, agent, admin_user):
     policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, acting_user=admin_user, note="every transfer is critical")
+                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
     transfer = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 900, "currency": "EUR"},
         target={"account": "ACME-OPS-001"}), agent=agent)

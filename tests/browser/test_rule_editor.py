@@ -22,6 +22,7 @@ from approvals.permissions import RISK_ADMINS
 from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 from approvals.states import Kind
 from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
+from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -47,7 +48,7 @@ def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_ne
     # This team does not count "send" as destructive (by default the verb keeps every low
     # rule off send_email); set up before the story, as an applied policy version.
     policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"],
-                                 acting_user=admin_user, note="our outbound mail has its own rules")
+                                 actor=Person(admin_user), note="our outbound mail has its own rules")
     for _ in range(3):  # history the dry-run replays: three small emails, medium today
         services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email", params=FEW,
                                             target={"mailbox": "outbox"}), agent=agent)

@@ -22,6 +22,7 @@ from agents.resume import PLAN_APPROVED_TEXT
 from approvals import policy, services
 from approvals.models import ApprovalRequest
 from tests.live import ROOT
+from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -45,11 +46,11 @@ def plan_file(tmp_path):
 
 @pytest.fixture
 def transfer_rule(admin_user):
-    return policy.save_rule(EDITABLE_TRANSFER, acting_user=admin_user, note="one-person transfers")
+    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")
 
 
 def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda request: services.approve(request.pk, actor=services.Reviewer(people["alice"])))
+    reviewer_decides(lambda request: services.approve(request.pk, actor=services.Person(people["alice"])))
     resume = cp.submit_plan(plan_file, timeout=15)
     assert resume.approved and resume.state == "approved"
     assert resume.tool_result == PLAN_APPROVED_TEXT
@@ -57,7 +58,7 @@ def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_fil
 
 
 def test_the_submit_plan_tool_returns_the_rejection_for_the_model(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Reviewer(people["alice"]), feedback="Add error handling steps"))
+    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Person(people["alice"]), feedback="Add error handling steps"))
     text = submit_plan(plan_file, client=cp, timeout=15)
     assert "Add error handling steps" in text and "submit_plan" in text
 
@@ -76,7 +77,7 @@ def test_require_approval_runs_the_function_with_the_edited_params(cp, people, t
         calls.append((amount, to))
         return f"sent {amount} to {to}"
 
-    reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=services.Reviewer(people["alice"]), edits={"amount": 500}))
+    reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=services.Person(people["alice"]), edits={"amount": 500}))
     assert transfer(900) == "sent 500 to acme"
     assert calls == [(500, "acme")]
     request = ApprovalRequest.objects.get()
@@ -90,7 +91,7 @@ def test_require_approval_raises_with_the_feedback_and_never_runs(cp, people, re
     def update_document(doc: str, text: str) -> None:
         calls.append(doc)
 
-    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Reviewer(people["bob"]), feedback="Not that document"))
+    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Person(people["bob"]), feedback="Not that document"))
     with pytest.raises(ApprovalRejected) as raised:
         update_document("handbook", "new text")
     assert raised.value.feedback == "Not that document" and raised.value.state == "rejected"
@@ -131,7 +132,7 @@ def test_async_client_and_decorator(daphne_server, token, people, reviewer_decid
             async def update_document(doc: str) -> str:
                 return f"updated {doc}"
 
-            reviewer_decides(lambda r: services.approve(r.pk, actor=services.Reviewer(people["alice"])))
+            reviewer_decides(lambda r: services.approve(r.pk, actor=services.Person(people["alice"])))
             return await update_document("handbook"), await acp.find(action_type="update_document")
 
     result, found = asyncio.run(scenario())
@@ -148,7 +149,7 @@ def test_a_dropped_connection_mid_wait_is_retried_and_finds_the_same_request(pro
         connections_before = proxy.accepted
         proxy.drop_all()  # the agent's long-poll dies mid-wait
         time.sleep(0.5)
-        services.approve(submitted["id"], actor=services.Reviewer(people["alice"]))
+        services.approve(submitted["id"], actor=services.Person(people["alice"]))
         waiter.join(timeout=25)
     assert outcome["resume"].request_id == submitted["id"] and outcome["resume"].approved
     assert proxy.accepted > connections_before  # it reconnected

@@ -16,6 +16,7 @@ from django.test import Client
 from approvals import policy, services
 from approvals.emergency import set_emergency_stop
 from controlplane.routing import websocket_application
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,7 +65,7 @@ def test_a_socket_from_a_foreign_origin_is_refused_even_with_a_session(people):
 def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, submit, two_person_rule, admin_user):
     finance = Group.objects.create(name="finance")
     policy.save_rule({"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
-                      "approver_group": "finance"}, acting_user=admin_user, note="finance approves wires")
+                      "approver_group": "finance"}, actor=Person(admin_user), note="finance approves wires")
     cookie = session_cookie(people["bob"])
 
     async def scenario():
@@ -77,11 +78,11 @@ def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, 
             assert created == {"event": "card.created", "request_id": str(transfer.pk),
                                "state": "pending_approval", "data": {"verb": "request.queued"}}
 
-            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Reviewer(people["alice"]))
+            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["alice"]))
             updated = await communicator.receive_json_from(timeout=TIMEOUT)
             assert updated["event"] == "card.updated" and updated["data"] == {"approvals": 1, "required": 2}
 
-            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Reviewer(people["carol"]))
+            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["carol"]))
             removed = await communicator.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "approved"
 
@@ -156,7 +157,7 @@ def test_the_emergency_stop_reaches_every_reviewer(people, admin_user):
         connected, _ = await communicator.connect()
         assert connected
         try:
-            await database_sync_to_async(set_emergency_stop)(on=True, acting_user=admin_user, reason="drill")
+            await database_sync_to_async(set_emergency_stop)(on=True, actor=Person(admin_user), reason="drill")
             message = await communicator.receive_json_from(timeout=TIMEOUT)
             assert message == {"event": "emergency.changed", "scope": "global", "on": True, "agent": None,
                                "reason": "drill"}

@@ -10,6 +10,7 @@ from approvals.models import ApprovalRequest
 from approvals.states import State
 
 from .conftest import PASSWORDS
+from approvals.people import Person
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -23,7 +24,7 @@ def csrf_token(client) -> str:
 def critical_rule(admin_user):
     return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
                              "risk_level": "critical", "editable_params": ["amount"]},
-                            acting_user=admin_user, note="payroll is critical")
+                            actor=Person(admin_user), note="payroll is critical")
 
 
 def test_every_decision_form_refuses_a_post_without_the_csrf_token(browser_client, people, submit):
@@ -49,7 +50,7 @@ def test_approving_from_the_page_answers_json_for_the_page_script(client, people
 
 def test_the_loser_of_a_race_reads_who_won_not_an_error_page(client, people, submit):
     request = submit("send_email")
-    services.approve(request.pk, actor=services.Reviewer(people["alice"]))
+    services.approve(request.pk, actor=services.Person(people["alice"]))
     client.force_login(people["bob"])
     response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
     assert response.status_code == 409

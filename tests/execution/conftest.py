@@ -75,6 +75,6 @@ def approved(submit, alice):
 
     def _approved(action_type: str, params: dict | None = None, target: dict | None = None):
         request = submit(action_type, params, target)
-        return services.approve(request.pk, actor=services.Reviewer(alice))
+        return services.approve(request.pk, actor=services.Person(alice))
 
     return _approved

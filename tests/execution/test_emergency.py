@@ -14,6 +14,7 @@ from approvals.execution import runner
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent
+from approvals.people import Person
 
 
 @pytest.fixture(autouse=True)
@@ -35,25 +36,25 @@ def admin(db, django_user_model):
 
 class TestWhileItIsOn:
     def test_a_low_risk_submission_waits_for_review(self, submit, admin):
-        set_emergency_stop(on=True, acting_user=admin, reason="bad deploy")
+        set_emergency_stop(on=True, actor=Person(admin), reason="bad deploy")
         request = submit("read_file", {"path": "README"})
         assert (request.state, request.risk_level) == (State.PENDING_APPROVAL, "low")
 
     def test_an_approved_request_is_not_executed_and_waits_for_the_sweep(self, approved, admin, published):
         request = approved("demo_restart", {"service": "search"})
-        set_emergency_stop(on=True, acting_user=admin)
+        set_emergency_stop(on=True, actor=Person(admin))
         assert runner.execute(str(request.pk)) == f"refused:{errors.EMERGENCY_STOP}"
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
         assert runner.enqueue_pending() == 0
 
-        set_emergency_stop(on=False, acting_user=admin)
+        set_emergency_stop(on=False, actor=Person(admin))
         assert runner.enqueue_pending() == 1
         assert published == [str(request.pk)]
         assert runner.execute(str(request.pk)) == "succeeded"
 
     def test_a_claim_is_refused_with_emergency_stop(self, submit, agent, admin):
         request = submit("read_file", {"path": "README"})
-        set_emergency_stop(on=True, acting_user=admin)
+        set_emergency_stop(on=True, actor=Person(admin))
         with pytest.raises(DomainError) as refused:
             services.claim_execution(request.pk, actor=runner.WORKER, agent=agent)
         assert refused.value.code == errors.EMERGENCY_STOP
@@ -64,7 +65,7 @@ class TestWhileItIsOn:
         grant = services.claim_execution(request.pk, actor=runner.WORKER)
         services.defer_execution(request.pk, token=grant.token, actor=runner.WORKER, error="busy", code="busy",
                                  retry_at=grant.lease_until.replace(year=2000))
-        set_emergency_stop(on=True, acting_user=admin)
+        set_emergency_stop(on=True, actor=Person(admin))
         assert runner.resolve_executions() == {"retried": 0, "lost": 0}
         with pytest.raises(DomainError) as refused:
             services.reclaim_execution(request.pk, actor=runner.WORKER, idempotent=True)
@@ -77,7 +78,7 @@ class TestScopes:
         from agents.models import Agent
 
         other = Agent.objects.create(name="other-bot")
-        set_emergency_stop(on=True, agent=agent, acting_user=admin)
+        set_emergency_stop(on=True, agent=agent, actor=Person(admin))
         assert is_stopped(agent) and not is_stopped(other)
         state = current_stop_state()
         assert state["global"] is None
@@ -85,7 +86,7 @@ class TestScopes:
 
     def test_the_settings_flag_is_a_floor_no_switch_can_lift(self, agent, admin, settings):
         settings.EMERGENCY_STOP = True
-        set_emergency_stop(on=False, acting_user=admin)
+        set_emergency_stop(on=False, actor=Person(admin))
         assert is_stopped(agent)
         assert current_stop_state()["global"].from_settings
 
@@ -96,9 +97,9 @@ class TestScopes:
 
 class TestFlipping:
     def test_each_flip_is_audited_once(self, admin):
-        assert set_emergency_stop(on=True, acting_user=admin, reason="bad deploy")
-        assert not set_emergency_stop(on=True, acting_user=admin)  # already on: nothing to record
-        assert set_emergency_stop(on=False, acting_user=admin)
+        assert set_emergency_stop(on=True, actor=Person(admin), reason="bad deploy")
+        assert not set_emergency_stop(on=True, actor=Person(admin))  # already on: nothing to record
+        assert set_emergency_stop(on=False, actor=Person(admin))
         events = list(AuditEvent.objects.filter(verb="emergency_stop.changed").order_by("seq"))
         assert [(e.metadata["on"], e.metadata["scope"], e.actor_label) for e in events] == [
             (True, "global", "ada"), (False, "global", "ada")]
@@ -108,7 +109,7 @@ class TestFlipping:
         layer = get_channel_layer()
         channel = async_to_sync(layer.new_channel)()
         async_to_sync(layer.group_add)(EMERGENCY_GROUP, channel)
-        set_emergency_stop(on=True, acting_user=admin, reason="bad deploy")
+        set_emergency_stop(on=True, actor=Person(admin), reason="bad deploy")
         message = async_to_sync(layer.receive)(channel)
         assert message["type"] == "emergency.changed"
         assert (message["scope"], message["on"], message["reason"], message["changed_by"]) == (

@@ -11,6 +11,7 @@ from approvals import policy
 from approvals.models import ApprovalRequest, RiskRule
 from approvals.states import State
 from audit.models import AuditEvent
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +21,7 @@ RULE = {"name": "docs_medium", "priority": 50, "action_type": "update_document",
 
 def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
     pending = submit("send_email")
-    policy.save_rule(RULE, acting_user=risk_admin, note="a rule to aim at")
+    policy.save_rule(RULE, actor=Person(risk_admin), note="a rule to aim at")
     client = Client(enforce_csrf_checks=True)
     client.force_login(risk_admin)
     events_before = AuditEvent.objects.count()

@@ -52,6 +52,7 @@ from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from tests.api.conftest import bearer
+from approvals.people import Person
 
 CHECKS = [sc.not_a_server_error, sc.status_code_conformance, sc.content_type_conformance,
           sc.response_schema_conformance, sc.response_headers_conformance]
@@ -255,7 +256,7 @@ ANY_ACTION_IS_LOW = {"name": "stateful_any_action_low", "priority": 10_000, "act
 def cast(people, admin_user):
     """Owners of the scenarios' agents (owen for A, rita for B), reviewers alice and bob, and a
     policy under which generated actions auto-approve."""
-    policy.save_rule(ANY_ACTION_IS_LOW, acting_user=admin_user, note="stateful run: generated actions auto-approve")
+    policy.save_rule(ANY_ACTION_IS_LOW, actor=Person(admin_user), note="stateful run: generated actions auto-approve")
     return {"owners": {"A": people["owen"], "B": people["rita"]}, "reviewers": [people["alice"], people["bob"]]}
 
 
@@ -305,9 +306,9 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
             for reviewer in reviewers:  # a second approval when the rule wants two
                 try:
                     if decision == "approve":
-                        services.approve(pk, actor=services.Reviewer(reviewer), feedback=feedback)
+                        services.approve(pk, actor=services.Person(reviewer), feedback=feedback)
                     else:
-                        services.reject(pk, actor=services.Reviewer(reviewer), feedback=feedback)
+                        services.reject(pk, actor=services.Person(reviewer), feedback=feedback)
                 except DomainError:
                     break  # decided already (quorum met, rejected) or not this reviewer's to decide
 

@@ -21,6 +21,7 @@ from approvals.errors import DomainError
 from approvals.models import PolicyVersion
 from approvals.permissions import AUDITORS
 from approvals.states import Kind
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +81,7 @@ def hostile_requests(people, risk_admin):
     """A pending action, a pending plan and a rejected action, all full of payloads."""
     evil_agent = Agent.objects.create(name=f"bot {SHORT_PAYLOAD}", owner=people["owen"])
     policy.save_rule({"name": "all_need_review", "priority": 1, "action_type": "*", "risk_level": "high",
-                      "conditions": []}, acting_user=risk_admin, note=PAYLOAD)
+                      "conditions": []}, actor=Person(risk_admin), note=PAYLOAD)
     with pytest.raises(DomainError) as refused:  # markup never gets into an action type at all
         services.submit(services.Submission(kind=Kind.ACTION, action_type=f"send_{SHORT_PAYLOAD}"), agent=evil_agent)
     assert refused.value.code == errors.INVALID_ACTION_TYPE
@@ -93,7 +94,7 @@ def hostile_requests(people, risk_admin):
     rejected = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
         agent=evil_agent)
-    services.reject(rejected.pk, actor=services.Reviewer(people["bob"]), feedback=PAYLOAD)
+    services.reject(rejected.pk, actor=services.Person(people["bob"]), feedback=PAYLOAD)
     return {"action": action, "plan": plan, "rejected": rejected}
 
 

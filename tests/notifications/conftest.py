@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from approvals.notifications import dispatch
+from approvals.people import Person
 from tests.approvals.conftest import (  # noqa: F401  (fixtures)
     admin_user,
     agent,
@@ -118,6 +119,6 @@ def email_rule_settings(admin_user):
     """Notification settings on the seeded send_email_default rule (body is masked)."""
 
     def _configure(**values):
-        return dispatch.save_settings("send_email_default", acting_user=admin_user, **values)
+        return dispatch.save_settings("send_email_default", actor=Person(admin_user), **values)
 
     return _configure

@@ -105,7 +105,7 @@ def test_undecided_requests_escalate_to_the_second_group(
     assert message["Subject"].startswith("[control plane] Escalated to you")
     assert "hunter2" not in message.as_string()
     with freeze_time("2026-03-02 09:32:00"):
-        services.approve(request.pk, actor=services.Reviewer(erin))  # the second line can decide
+        services.approve(request.pk, actor=services.Person(erin))  # the second line can decide
     assert ApprovalRequest.objects.get(pk=request.pk).state == "approved"
 
 
@@ -113,7 +113,7 @@ def test_decided_requests_are_neither_reminded_nor_escalated(email_rule_settings
     email_rule_settings(remind_before_seconds=3000, escalate_after_seconds=60, escalation_group=oncall)
     with freeze_time(T0):
         request = submit("send_email", SECRET_MAIL)
-        services.reject(request.pk, actor=services.Reviewer(people["alice"]), feedback="no")
+        services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
     with freeze_time("2026-03-02 09:30:00"):
         assert tasks.send_due_reminders() == 0
         assert tasks.escalate_overdue() == 0
@@ -129,18 +129,18 @@ def test_a_reviewer_extends_the_deadline_once_within_the_rules_limit(email_rule_
         original = request.decide_by
 
         with pytest.raises(DomainError) as refused:
-            services.extend_decision_deadline(request.pk, actor=services.Reviewer(people["alice"]), seconds=7201)
+            services.extend_decision_deadline(request.pk, actor=services.Person(people["alice"]), seconds=7201)
         assert refused.value.code == "extension_not_allowed"
         with pytest.raises(DomainError) as refused:
-            services.extend_decision_deadline(request.pk, actor=services.Reviewer(people["mallory"]), seconds=60)
+            services.extend_decision_deadline(request.pk, actor=services.Person(people["mallory"]), seconds=60)
         assert refused.value.code == "not_permitted"
 
-        extended = services.extend_decision_deadline(request.pk, actor=services.Reviewer(people["alice"]), seconds=3600,
+        extended = services.extend_decision_deadline(request.pk, actor=services.Person(people["alice"]), seconds=3600,
                                                      reason="Waiting for finance")
         assert extended.decide_by == original + timedelta(hours=1)
 
         with pytest.raises(DomainError) as refused:
-            services.extend_decision_deadline(request.pk, actor=services.Reviewer(people["bob"]), seconds=60)
+            services.extend_decision_deadline(request.pk, actor=services.Person(people["bob"]), seconds=60)
         assert refused.value.code == "already_extended"
 
     event = AuditEvent.objects.get(verb="request.deadline_extended")
@@ -153,7 +153,7 @@ def test_a_reviewer_extends_the_deadline_once_within_the_rules_limit(email_rule_
 def test_no_extension_where_the_rule_allows_none(submit, people):
     request = submit("send_email", SECRET_MAIL)
     with pytest.raises(DomainError) as refused:
-        services.extend_decision_deadline(request.pk, actor=services.Reviewer(people["alice"]), seconds=60)
+        services.extend_decision_deadline(request.pk, actor=services.Person(people["alice"]), seconds=60)
     assert refused.value.code == "extension_not_allowed"
     assert ApprovalRequest.objects.get(pk=request.pk).decide_by == request.decide_by
 

@@ -23,6 +23,7 @@ from approvals import policy
 from approvals.models import ApprovalRequest, ParamsRevision
 from approvals.permissions import RISK_ADMINS
 from approvals.states import Kind, State
+from approvals.people import Person
 from tests.approvals.conftest import (  # noqa: F401  (fixtures)
     admin_user,
     agent,
@@ -95,7 +96,7 @@ def wire_rule(risk_admin, treasury):
     from approvals import policy
 
     with override_settings(POLICY_FOUR_EYES=False):
-        return policy.save_rule(WIRE_TRANSFER, acting_user=risk_admin, note="Wires go to treasury")
+        return policy.save_rule(WIRE_TRANSFER, actor=Person(risk_admin), note="Wires go to treasury")
 
 
 @pytest.fixture
@@ -104,7 +105,7 @@ def email_is_not_destructive(risk_admin):
     (by default the verb keeps every low rule off send_email)."""
     from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 
-    policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"], acting_user=risk_admin,
+    policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"], actor=Person(risk_admin),
                                  note="our outbound mail is reviewed by its own rules")
 
 

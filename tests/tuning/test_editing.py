@@ -10,6 +10,7 @@ from approvals.models import PolicyVersion, RiskRule
 from approvals.policy.rules.conditions import OPERATORS, RuleValidationError
 from approvals.policy.tuning import editing
 from approvals.masking import MASK
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +65,7 @@ def test_reordering_is_one_save_and_one_version(risk_admin):
     new_order = [names[-1], *names[:-1]]
     before = PolicyVersion.objects.count()
 
-    version = editing.reorder(new_order, acting_user=risk_admin, note="Reads first")
+    version = editing.reorder(new_order, actor=Person(risk_admin), note="Reads first")
 
     assert PolicyVersion.objects.count() == before + 1
     assert list(RiskRule.objects.order_by("priority", "name").values_list("name", flat=True)) == new_order
@@ -76,16 +77,16 @@ def test_reordering_must_list_every_rule_once(risk_admin):
     names = list(RiskRule.objects.values_list("name", flat=True))
     for bad in (names[:-1], [*names, names[0]], [*names[:-1], "ghost"]):
         with pytest.raises(RuleValidationError):
-            editing.reorder(bad, acting_user=risk_admin, note="x")
+            editing.reorder(bad, actor=Person(risk_admin), note="x")
 
 
 def test_disabling_a_rule_is_a_version_and_changes_classification(risk_admin):
-    editing.set_enabled("read_low", False, acting_user=risk_admin, note="Reads need a look this week")
+    editing.set_enabled("read_low", False, actor=Person(risk_admin), note="Reads need a look this week")
     assert RiskRule.objects.get(name="read_low").enabled is False
     result = editing.try_rule(None, {"action_type": "read_file", "params": {}})
     assert result.classification["risk_level"] == "medium"
     with pytest.raises(RuleValidationError):
-        editing.set_enabled("read_low", False, acting_user=risk_admin, note="again")
+        editing.set_enabled("read_low", False, actor=Person(risk_admin), note="again")
 
 
 def test_try_rule_explains_which_conditions_held_and_masks_masked_params():

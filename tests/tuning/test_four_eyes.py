@@ -21,6 +21,7 @@ from audit.chain import verify_chain
 from audit.models import AuditEvent
 
 from .conftest import WIRE_TRANSFER
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +48,7 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
     ada.groups.add(ada_desk)
     versions_before = PolicyVersion.objects.count()
 
-    outcome = policy.save_rule({**WIRE_TRANSFER, "approver_group": "ada-desk"}, acting_user=ada,
+    outcome = policy.save_rule({**WIRE_TRANSFER, "approver_group": "ada-desk"}, actor=Person(ada),
                                note="Route wires to my desk")
 
     # The change waits, and says why.
@@ -62,7 +63,7 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
 
     # ada cannot approve it herself, however she asks.
     with pytest.raises(PolicyError) as refused:
-        policy.approve_proposal(outcome.pk, acting_user=ada)
+        policy.approve_proposal(outcome.pk, actor=Person(ada))
     assert refused.value.code == "four_eyes_same_person"
     assert PolicyProposal.objects.get(pk=outcome.pk).status == PolicyProposal.Status.PENDING
 
@@ -71,7 +72,7 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
     assert waiting.classification["approver_group"] == "treasury"
 
     # ben approves: it applies, and the version names both.
-    version = policy.approve_proposal(outcome.pk, acting_user=ben, note="Checked with ada's manager")
+    version = policy.approve_proposal(outcome.pk, actor=Person(ben), note="Checked with ada's manager")
     assert (version.created_by, version.approved_by) == (ada, ben)
     assert (version.created_by_label, version.approved_by_label) == ("ada", "ben")
     assert version.note == "Route wires to my desk"
@@ -104,7 +105,7 @@ STRICTER_EDITS = {
 
 @pytest.mark.parametrize("edit", STRICTER_EDITS.values(), ids=STRICTER_EDITS.keys())
 def test_a_stricter_rule_edit_applies_at_once(risk_admin, wire_rule, four_eyes, edit):
-    outcome = policy.save_rule({**WIRE_TRANSFER, **edit}, acting_user=risk_admin, note="Tighten wires")
+    outcome = policy.save_rule({**WIRE_TRANSFER, **edit}, actor=Person(risk_admin), note="Tighten wires")
     assert isinstance(outcome, PolicyVersion) and outcome.approved_by is None
     assert policy.current_policy().version_id == outcome.pk
     stored = policy.rule_to_spec(RiskRule.objects.get(name="wire_transfer")).to_dict()
@@ -115,9 +116,9 @@ def test_a_stricter_rule_edit_applies_at_once(risk_admin, wire_rule, four_eyes, 
 
 def test_adding_a_prohibited_rule_or_a_verb_applies_at_once(risk_admin, four_eyes):
     shred = {"name": "shred_prohibited", "priority": 1, "action_type": "shred_*", "risk_level": "prohibited"}
-    assert isinstance(policy.save_rule(shred, acting_user=risk_admin, note="Never shred"), PolicyVersion)
+    assert isinstance(policy.save_rule(shred, actor=Person(risk_admin), note="Never shred"), PolicyVersion)
     verbs = [*policy.current_policy().destructive_verbs, "Shred"]
-    version = policy.set_destructive_verbs(verbs, acting_user=risk_admin, note="Shredding destroys")
+    version = policy.set_destructive_verbs(verbs, actor=Person(risk_admin), note="Shredding destroys")
     assert isinstance(version, PolicyVersion)
     assert version.destructive_verbs[-1] == "shred"  # case-folded
     assert version.diff["destructive_verbs"] == {"added": ["shred"], "removed": []}
@@ -126,26 +127,26 @@ def test_adding_a_prohibited_rule_or_a_verb_applies_at_once(risk_admin, four_eye
 
 WAITING_CHANGES = {
     "a new low rule above all": lambda ada: policy.save_rule(
-        {"name": "all_low", "priority": 0, "action_type": "*", "risk_level": "low"}, acting_user=ada, note="x"),
+        {"name": "all_low", "priority": 0, "action_type": "*", "risk_level": "low"}, actor=Person(ada), note="x"),
     "a new medium rule": lambda ada: policy.save_rule(
-        {"name": "wire_medium", "priority": 1, "action_type": "wire_*", "risk_level": "medium"}, acting_user=ada,
+        {"name": "wire_medium", "priority": 1, "action_type": "wire_*", "risk_level": "medium"}, actor=Person(ada),
         note="x"),
     "reordering": lambda ada: editing.reorder(
-        list(reversed([r["name"] for r in policy.current_policy().compiled.to_dicts()])), acting_user=ada, note="x"),
-    "disabling a rule": lambda ada: editing.set_enabled("wire_transfer", False, acting_user=ada, note="x"),
-    "deleting a rule": lambda ada: policy.delete_rule("wire_transfer", acting_user=ada, note="x"),
+        list(reversed([r["name"] for r in policy.current_policy().compiled.to_dicts()])), actor=Person(ada), note="x"),
+    "disabling a rule": lambda ada: editing.set_enabled("wire_transfer", False, actor=Person(ada), note="x"),
+    "deleting a rule": lambda ada: policy.delete_rule("wire_transfer", actor=Person(ada), note="x"),
     "editing the pattern": lambda ada: policy.save_rule({**WIRE_TRANSFER, "action_type": "wire_*"},
-                                                        acting_user=ada, note="x"),
+                                                        actor=Person(ada), note="x"),
     "editing a condition": lambda ada: policy.save_rule(
-        {**WIRE_TRANSFER, "conditions": [{"path": "params.amount", "op": "gt", "value": 10**6}]}, acting_user=ada,
+        {**WIRE_TRANSFER, "conditions": [{"path": "params.amount", "op": "gt", "value": 10**6}]}, actor=Person(ada),
         note="x"),
     "trusting declared.*": lambda ada: policy.save_rule({**WIRE_TRANSFER, "trusts_declared": True},
-                                                        acting_user=ada, note="x"),
-    "lowering the level": lambda ada: policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, acting_user=ada,
+                                                        actor=Person(ada), note="x"),
+    "lowering the level": lambda ada: policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, actor=Person(ada),
                                                        note="x"),
     "removing a destructive verb": lambda ada: policy.set_destructive_verbs(
-        [v for v in policy.current_policy().destructive_verbs if v != "transfer"], acting_user=ada, note="x"),
-    "rolling back to the seed policy": lambda ada: policy.restore_version(1, acting_user=ada, note="x"),
+        [v for v in policy.current_policy().destructive_verbs if v != "transfer"], actor=Person(ada), note="x"),
+    "rolling back to the seed policy": lambda ada: policy.restore_version(1, actor=Person(ada), note="x"),
 }
 
 
@@ -161,15 +162,15 @@ def test_any_other_change_waits_and_changes_nothing(risk_admin, wire_rule, four_
 
 
 def test_a_rollback_proposal_remembers_what_it_restores(risk_admin, ben, wire_rule, four_eyes):
-    proposal = policy.restore_version(1, acting_user=risk_admin, note="Back to the seed policy")
+    proposal = policy.restore_version(1, actor=Person(risk_admin), note="Back to the seed policy")
     assert proposal.restored_from == 1
-    version = policy.approve_proposal(proposal.pk, acting_user=ben)
+    version = policy.approve_proposal(proposal.pk, actor=Person(ben))
     assert version.rules == PolicyVersion.objects.get(number=1).rules
     assert events("policy.changed")[-1].metadata["restored_from"] == 1
 
 
 def test_with_four_eyes_off_everything_applies_at_once_and_says_so(risk_admin, wire_rule):
-    outcome = policy.save_rule({**WIRE_TRANSFER, "risk_level": "low"}, acting_user=risk_admin, note="Demo")
+    outcome = policy.save_rule({**WIRE_TRANSFER, "risk_level": "low"}, actor=Person(risk_admin), note="Demo")
     assert isinstance(outcome, PolicyVersion)
     assert events("policy.changed")[-1].metadata["applied"] == "four_eyes_off"
 
@@ -179,13 +180,13 @@ def test_with_four_eyes_off_everything_applies_at_once_and_says_so(risk_admin, w
 
 def test_a_proposal_made_against_an_older_version_is_stale_and_applies_nothing(risk_admin, ben, wire_rule,
                                                                               four_eyes):
-    proposal = policy.save_rule({**WIRE_TRANSFER, "approver_group": "reviewers"}, acting_user=risk_admin,
+    proposal = policy.save_rule({**WIRE_TRANSFER, "approver_group": "reviewers"}, actor=Person(risk_admin),
                                 note="Reviewers can do wires")
-    newer = policy.save_rule({**WIRE_TRANSFER, "required_approvals": 2}, acting_user=ben, note="Two for wires")
+    newer = policy.save_rule({**WIRE_TRANSFER, "required_approvals": 2}, actor=Person(ben), note="Two for wires")
     assert isinstance(newer, PolicyVersion)
 
     with pytest.raises(PolicyError) as refused:
-        policy.approve_proposal(proposal.pk, acting_user=ben)
+        policy.approve_proposal(proposal.pk, actor=Person(ben))
 
     assert refused.value.code == "proposal_stale"
     assert PolicyProposal.objects.get(pk=proposal.pk).status == PolicyProposal.Status.STALE  # persisted
@@ -193,25 +194,25 @@ def test_a_proposal_made_against_an_older_version_is_stale_and_applies_nothing(r
     assert RiskRule.objects.get(name="wire_transfer").approver_group.name == "treasury"
     assert events("policy.proposal_rejected")[-1].metadata["outcome"] == "stale"
     with pytest.raises(PolicyError) as again:
-        policy.approve_proposal(proposal.pk, acting_user=ben)
+        policy.approve_proposal(proposal.pk, actor=Person(ben))
     assert again.value.code == "proposal_not_pending"
 
 
 def test_another_risk_admin_rejects_with_a_reason_and_the_author_withdraws(risk_admin, ben, wire_rule, four_eyes):
-    first = policy.delete_rule("wire_transfer", acting_user=risk_admin, note="Wires are rare")
+    first = policy.delete_rule("wire_transfer", actor=Person(risk_admin), note="Wires are rare")
     with pytest.raises(RuleValidationError) as no_reason:
-        policy.reject_proposal(first.pk, acting_user=ben, note=" ")
+        policy.reject_proposal(first.pk, actor=Person(ben), note=" ")
     assert no_reason.value.field == "note"
 
-    rejected = policy.reject_proposal(first.pk, acting_user=ben, note="They are not rare")
+    rejected = policy.reject_proposal(first.pk, actor=Person(ben), note="They are not rare")
     assert (rejected.status, rejected.decided_by_label, rejected.decision_note) == (
         "rejected", "ben", "They are not rare")
     with pytest.raises(PolicyError) as late:
-        policy.approve_proposal(first.pk, acting_user=ben)
+        policy.approve_proposal(first.pk, actor=Person(ben))
     assert late.value.code == "proposal_not_pending"
 
-    second = editing.set_enabled("wire_transfer", False, acting_user=risk_admin, note="Pause wires")
-    withdrawn = policy.reject_proposal(second.pk, acting_user=risk_admin, note="")
+    second = editing.set_enabled("wire_transfer", False, actor=Person(risk_admin), note="Pause wires")
+    withdrawn = policy.reject_proposal(second.pk, actor=Person(risk_admin), note="")
     assert withdrawn.status == "withdrawn"
     assert [e.metadata["outcome"] for e in events("policy.proposal_rejected")] == ["rejected", "withdrawn"]
     assert RiskRule.objects.get(name="wire_transfer").enabled
@@ -220,16 +221,16 @@ def test_another_risk_admin_rejects_with_a_reason_and_the_author_withdraws(risk_
 
 def test_only_risk_admins_change_or_decide_policy(risk_admin, people, wire_rule, four_eyes):
     alice = people["alice"]  # a reviewer
-    proposal = policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, acting_user=risk_admin, note="x")
+    proposal = policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, actor=Person(risk_admin), note="x")
     for attempt in (
-        lambda: policy.save_rule(WIRE_TRANSFER, acting_user=alice, note="x"),
-        lambda: policy.propose_change([], [], acting_user=alice, note="x"),
-        lambda: policy.set_destructive_verbs([], acting_user=alice, note="x"),
-        lambda: policy.approve_proposal(proposal.pk, acting_user=alice),
-        lambda: policy.reject_proposal(proposal.pk, acting_user=alice, note="x"),
-        lambda: editing.reorder(["wire_transfer"], acting_user=alice, note="x"),
+        lambda: policy.save_rule(WIRE_TRANSFER, actor=Person(alice), note="x"),
+        lambda: policy.propose_change([], [], actor=Person(alice), note="x"),
+        lambda: policy.set_destructive_verbs([], actor=Person(alice), note="x"),
+        lambda: policy.approve_proposal(proposal.pk, actor=Person(alice)),
+        lambda: policy.reject_proposal(proposal.pk, actor=Person(alice), note="x"),
+        lambda: editing.reorder(["wire_transfer"], actor=Person(alice), note="x"),
         # The system may only seed an empty policy: no side door without a person.
-        lambda: policy.propose_change([], [], acting_user=None, note="x"),
+        lambda: policy.propose_change([], [], actor=None, note="x"),
     ):
         with pytest.raises(PolicyError) as refused:
             attempt()
@@ -250,7 +251,7 @@ def test_only_risk_admins_change_or_decide_policy(risk_admin, people, wire_rule,
 def test_the_verb_list_is_validated_and_refused_whole(risk_admin, verbs, field, fragment):
     before = policy.current_policy().destructive_verbs
     with pytest.raises(RuleValidationError) as refused:
-        policy.set_destructive_verbs(verbs, acting_user=risk_admin, note="x")
+        policy.set_destructive_verbs(verbs, actor=Person(risk_admin), note="x")
     assert refused.value.field == field and fragment in refused.value.message
     assert policy.current_policy().destructive_verbs == before
 
@@ -267,7 +268,7 @@ def test_two_racing_approvals_apply_once(risk_admin, ben, people, wire_rule, fou
     the proposal row lock and the policy lock let exactly one through."""
     carol = people["carol"]
     carol.groups.add(Group.objects.get(name="risk-admins"))
-    proposal = policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, acting_user=risk_admin, note="x")
+    proposal = policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, actor=Person(risk_admin), note="x")
     versions = PolicyVersion.objects.count()
     results: list[str] = []
     start = threading.Barrier(3)
@@ -275,7 +276,7 @@ def test_two_racing_approvals_apply_once(risk_admin, ben, people, wire_rule, fou
     def approve(user) -> None:
         try:
             start.wait()
-            policy.approve_proposal(proposal.pk, acting_user=user)
+            policy.approve_proposal(proposal.pk, actor=Person(user))
             results.append("applied")
         except PolicyError as exc:
             results.append(exc.code)

@@ -19,6 +19,7 @@ from approvals import policy
 from approvals.models import PolicyProposal, PolicyVersion, RiskRule
 
 from .conftest import WIRE_TRANSFER
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +66,7 @@ def test_the_proposal_page_shows_rules_and_conditions_side_by_side_in_words(risk
     proposal = policy.save_rule(
         {**TO_REVIEWERS, "conditions": [{"path": "params.amount", "op": "gte", "value": 5000},
                                         {"path": "params.to", "op": "exists", "value": True}]},
-        acting_user=risk_admin, note="Only big wires, to reviewers")
+        actor=Person(risk_admin), note="Only big wires, to reviewers")
 
     body = signed_in(ben).get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
 
@@ -80,7 +81,7 @@ def test_the_proposal_page_shows_rules_and_conditions_side_by_side_in_words(risk
 
 
 def test_ben_approves_on_the_page_and_history_names_both(risk_admin, ben, wire_rule, four_eyes):
-    proposal = policy.save_rule(TO_REVIEWERS, acting_user=risk_admin, note="Reviewers can do wires")
+    proposal = policy.save_rule(TO_REVIEWERS, actor=Person(risk_admin), note="Reviewers can do wires")
     client = signed_in(ben)
 
     response = client.post(reverse("rules:proposal-approve", args=[proposal.pk]), {"note": "ok"}, follow=True)
@@ -97,7 +98,7 @@ def test_the_list_shows_pending_proposals_first_in_bounded_queries(risk_admin, b
                                                                    django_assert_max_num_queries):
     for level in ("medium", "low", "critical"):
         policy.save_rule({**WIRE_TRANSFER, "risk_level": level, "approver_group": "reviewers"},
-                         acting_user=risk_admin, note=f"wires {level}")
+                         actor=Person(risk_admin), note=f"wires {level}")
     client = signed_in(ben)
     with django_assert_max_num_queries(12):
         body = client.get(reverse("rules:list")).content.decode()
@@ -107,7 +108,7 @@ def test_the_list_shows_pending_proposals_first_in_bounded_queries(risk_admin, b
 
 
 def test_json_refusals_carry_a_code_and_never_a_500(risk_admin, ben, people, wire_rule, four_eyes):
-    proposal = policy.save_rule(TO_REVIEWERS, acting_user=risk_admin, note="x")
+    proposal = policy.save_rule(TO_REVIEWERS, actor=Person(risk_admin), note="x")
     approve = reverse("rules:proposal-approve", args=[proposal.pk])
     reject = reverse("rules:proposal-reject", args=[proposal.pk])
 
@@ -126,8 +127,8 @@ def test_json_refusals_carry_a_code_and_never_a_500(risk_admin, ben, people, wir
 
 
 def test_a_stale_proposal_is_refused_on_the_page(risk_admin, ben, wire_rule, four_eyes):
-    proposal = policy.save_rule(TO_REVIEWERS, acting_user=risk_admin, note="x")
-    policy.save_rule({**WIRE_TRANSFER, "required_approvals": 2}, acting_user=ben, note="Two for wires")
+    proposal = policy.save_rule(TO_REVIEWERS, actor=Person(risk_admin), note="x")
+    policy.save_rule({**WIRE_TRANSFER, "required_approvals": 2}, actor=Person(ben), note="Two for wires")
     client = signed_in(ben)
     assert "approving would apply nothing" in client.get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
     response = client.post(reverse("rules:proposal-approve", args=[proposal.pk]), HTTP_ACCEPT="application/json")
@@ -168,7 +169,7 @@ def test_the_editor_has_a_step_up_box_and_the_dry_run_says_whether_saving_waits(
 
 
 def test_forged_posts_without_a_csrf_token_are_refused(risk_admin, ben, wire_rule, four_eyes):
-    proposal = policy.save_rule(TO_REVIEWERS, acting_user=risk_admin, note="x")
+    proposal = policy.save_rule(TO_REVIEWERS, actor=Person(risk_admin), note="x")
     client = Client(enforce_csrf_checks=True)
     client.force_login(ben)
     for url, data in {

@@ -15,6 +15,7 @@ from approvals.notifications import dispatch
 from approvals.states import State
 from approvals.masking import MASK
 from audit.models import AuditEvent
+from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 
@@ -173,7 +174,7 @@ def test_notification_settings_form(admin_client):
 
 
 def test_a_reviewer_extends_a_deadline_through_the_endpoint(client, people, submit, risk_admin):
-    dispatch.save_settings("send_email_default", acting_user=risk_admin, max_extension_seconds=1800)
+    dispatch.save_settings("send_email_default", actor=Person(risk_admin), max_extension_seconds=1800)
     request = submit("send_email", FEW)
     client.force_login(people["alice"])
     url = reverse("rules:extend-deadline", args=[request.pk])

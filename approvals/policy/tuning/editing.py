@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from audit.chain import Actor
+
 from ...masking import MASK
 from ...models import ApprovalRequest
 from .. import Outcome, current_policy, edit_policy
@@ -19,6 +21,7 @@ from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact
 from ..rules.names import ActionTypeError, parse_action_type
 from .dry_run import compile_proposal, propose_rule, recent_requests
+from ...people import user_of
 
 __all__ = [
     "PRIORITY_STEP",
@@ -47,7 +50,7 @@ def validate_rule(data: Any) -> dict[str, Any]:
     return {"ok": True, "rule": spec.to_dict()}
 
 
-def reorder(names: Sequence[str], *, acting_user, note: str) -> Outcome:
+def reorder(names: Sequence[str], *, actor: Actor | None, note: str) -> Outcome:
     """Give the rules the order of `names` (every rule, each once), renumbered 10, 20,
     30...: one change through `approvals.policy` (reordering waits for a second
     risk-admin when four eyes is on).
@@ -55,6 +58,7 @@ def reorder(names: Sequence[str], *, acting_user, note: str) -> Outcome:
     Raises RuleValidationError("order", ...) when `names` is not a permutation of the
     rule names, or is already their order.
     """
+    acting_user = user_of(actor)
 
     def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
         by_name = {rule["name"]: rule for rule in rules}
@@ -67,13 +71,14 @@ def reorder(names: Sequence[str], *, acting_user, note: str) -> Outcome:
                      for position, name in enumerate(names, start=1)]
         return reordered, verbs
 
-    return edit_policy(edit, acting_user=acting_user, note=note)
+    return edit_policy(edit, actor=actor, note=note)
 
 
-def set_enabled(name: str, enabled: bool, *, acting_user, note: str) -> Outcome:
+def set_enabled(name: str, enabled: bool, *, actor: Actor | None, note: str) -> Outcome:
     """Enable or disable one rule: one change through `approvals.policy` (it waits
     for a second risk-admin when four eyes is on). RuleValidationError for no such
     rule, or one already in that state."""
+    acting_user = user_of(actor)
 
     def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
         rule = next((r for r in rules if r["name"] == name), None)
@@ -83,7 +88,7 @@ def set_enabled(name: str, enabled: bool, *, acting_user, note: str) -> Outcome:
             raise RuleValidationError("enabled", f"rule {name!r} is already {'enabled' if enabled else 'disabled'}")
         return [{**r, "enabled": enabled} if r["name"] == name else r for r in rules], verbs
 
-    return edit_policy(edit, acting_user=acting_user, note=note)
+    return edit_policy(edit, actor=actor, note=note)
 
 
 # --- Test this rule ---------------------------------------------------------------------

@@ -12,8 +12,11 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from audit.chain import Actor
+
 from ...models import PolicyVersion
 from .. import Outcome, policy_diff, restore_version, rules_and_verbs
+from ...people import user_of
 
 __all__ = ["VersionDetail", "VersionRow", "diff_lines", "rollback", "version_detail", "versions"]
 
@@ -89,6 +92,7 @@ def version_detail(number: int) -> VersionDetail | None:
     )
 
 
-def rollback(number: int, *, acting_user, note: str) -> Outcome:
+def rollback(number: int, *, actor: Actor | None, note: str) -> Outcome:
     """Restore version `number` as a new version (see `approvals.policy.restore_version`)."""
-    return restore_version(number, acting_user=acting_user, note=note)
+    acting_user = user_of(actor)
+    return restore_version(number, actor=actor, note=note)

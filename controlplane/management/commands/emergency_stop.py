@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents.models import Agent
 from approvals.emergency import current_stop_state, set_emergency_stop
+from approvals.people import Person
 
 
 class Command(BaseCommand):
@@ -39,7 +40,7 @@ class Command(BaseCommand):
                 user = get_user_model().objects.filter(username=username).first()
                 if user is None:
                     raise CommandError(f"No user named {username!r}.")
-            changed = set_emergency_stop(on=not off, agent=target, acting_user=user, reason=reason)
+            changed = set_emergency_stop(on=not off, agent=target, actor=Person(user) if user else None, reason=reason)
             scope = f"agent {agent}" if agent else "global"
             verb = ("lifted" if off else "ON") if changed else ("already off" if off else "already on")
             self.stdout.write(f"Emergency stop ({scope}): {verb}.")
