@@ -8,6 +8,8 @@ from django.db import models
 
 
 class State(models.TextChoices):
+    """A request's state; `colour` is how every page shows it."""
+
     DRAFT = "draft", "Draft"
     PENDING_APPROVAL = "pending_approval", "Pending approval"
     APPROVED = "approved", "Approved"
@@ -18,13 +20,37 @@ class State(models.TextChoices):
     FAILED = "failed", "Failed"
     CANCELLED = "cancelled", "Cancelled"
 
+    @property
+    def colour(self) -> str:
+        return {
+            "draft": "grey", "pending_approval": "amber", "approved": "green", "rejected": "red",
+            "expired": "grey", "executing": "blue", "succeeded": "green", "failed": "red", "cancelled": "grey",
+        }[self.value]
+
 
 class RiskLevel(models.TextChoices):
+    """Risk levels in order, least to most restrictive (`rank`), with the colour every page
+    shows them in. The order is the rules engine's `policy.rules.levels.LEVELS` (a test
+    holds them equal; the engine imports no Django)."""
+
     LOW = "low", "Low"
     MEDIUM = "medium", "Medium"
     HIGH = "high", "High"
     CRITICAL = "critical", "Critical"
     PROHIBITED = "prohibited", "Prohibited"
+
+    @property
+    def colour(self) -> str:
+        return {"low": "green", "medium": "amber", "high": "orange", "critical": "red", "prohibited": "black"}[self.value]
+
+    @property
+    def rank(self) -> int:
+        return list(RiskLevel).index(self)
+
+    @classmethod
+    def most_severe_first(cls) -> list[RiskLevel]:
+        """The levels a person can decide, most severe first (queue order, sidebar)."""
+        return [level for level in reversed(cls) if level != cls.PROHIBITED]
 
 
 class Kind(models.TextChoices):
@@ -32,25 +58,9 @@ class Kind(models.TextChoices):
     PLAN = "plan", "Plan"
 
 
-STATE_COLOURS: dict[str, str] = {
-    State.DRAFT: "grey",
-    State.PENDING_APPROVAL: "amber",
-    State.APPROVED: "green",
-    State.REJECTED: "red",
-    State.EXPIRED: "grey",
-    State.EXECUTING: "blue",
-    State.SUCCEEDED: "green",
-    State.FAILED: "red",
-    State.CANCELLED: "grey",
-}
-
-RISK_COLOURS: dict[str, str] = {
-    RiskLevel.LOW: "green",
-    RiskLevel.MEDIUM: "amber",
-    RiskLevel.HIGH: "orange",
-    RiskLevel.CRITICAL: "red",
-    RiskLevel.PROHIBITED: "black",
-}
+# Colour by value, for templates and code holding plain strings.
+STATE_COLOURS: dict[str, str] = {state.value: state.colour for state in State}
+RISK_COLOURS: dict[str, str] = {level.value: level.colour for level in RiskLevel}
 
 # (from, to) -> the audit verb that records that transition. Nothing else is legal.
 TRANSITIONS: dict[tuple[str, str], str] = {

@@ -13,7 +13,6 @@ from audit.chain import Actor
 from controlplane.http.codes import register
 
 from ..errors import NOT_FOUND, NOT_PERMITTED, DomainError
-from ..permissions import RISK_ADMINS
 from .rules.conditions import RuleValidationError
 from .rules.engine import RuleSpec
 
@@ -56,10 +55,13 @@ PROPOSAL_NOT_PENDING = register("proposal_not_pending", 409, "The proposal was a
 PROPOSAL_NOT_FOUND = NOT_FOUND
 
 
+CHANGE_POLICY = "approvals.change_riskrule"  # granted to the risk-admins group (approvals/apps.py)
+
+
 def is_risk_admin(user: Any) -> bool:
-    """Whether `user` may change the policy: active, and in `risk-admins` or a superuser."""
-    return bool(user is not None and user.is_authenticated and user.is_active and (
-        user.is_superuser or user.groups.filter(name=RISK_ADMINS).exists()))
+    """Whether `user` may change the policy: active, and holding the permission the
+    risk-admins group is granted (superusers hold every permission)."""
+    return bool(user is not None and user.is_authenticated and user.is_active and user.has_perm(CHANGE_POLICY))
 
 
 def require_risk_admin(user: Any) -> None:

@@ -7,7 +7,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from controlplane.http.codes import register
+
 from .rules_http import json_error, risk_admin_required
+
+INVALID_PERIOD = register("invalid_period", 400, "The metrics period (from/to) is not a valid range of days.")
 from ..policy.tuning import charts, metrics
 
 
@@ -70,7 +74,7 @@ def metrics_csv(request: HttpRequest, table: str) -> HttpResponse:
     try:
         period = metrics.Period.from_query(request.GET)
     except ValueError as exc:
-        return json_error("invalid_period", str(exc))
+        return json_error(INVALID_PERIOD, str(exc))
     response = HttpResponse(metrics.table_csv(table, period), content_type="text/csv; charset=utf-8")
     filename = f"decision-metrics-{table}-{period.first_day.isoformat()}-{period.last_day.isoformat()}.csv"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

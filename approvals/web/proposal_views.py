@@ -3,7 +3,7 @@ second risk-admin approves or rejects a waiting change and its author withdraws 
 
 Thin: every decision is `approvals.policy.approve_proposal` / `reject_proposal`,
 which check the risk-admin, the second person and the base version under the lock.
-Decisions answer JSON (``{"ok": false, "code", "message"}`` with the refusal's
+Decisions answer JSON (the one error shape ``{"code", "message", "details"?}`` with the refusal's
 status) when the client asks for it, else a redirect with a flash message.
 """
 
@@ -23,6 +23,7 @@ from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import RuleValidationError
 from .rules_http import (
+    INVALID_RULE,
     flash_outcome,
     flash_refusal,
     json_error,
@@ -89,8 +90,8 @@ def proposal(request: HttpRequest, pk: int) -> HttpResponse:
 def _refused(request: HttpRequest, exc: PolicyError | RuleValidationError, pk: int) -> HttpResponse:
     if wants_json(request):
         if isinstance(exc, RuleValidationError):
-            return json_error("invalid_rule", exc.message, status=422, field=exc.field)
-        return json_error(exc.code, exc.message, status=exc.http_status)
+            return json_error(INVALID_RULE, exc.message, field=exc.field)
+        return JsonResponse(exc.as_dict(), status=exc.http_status)
     flash_refusal(request, exc)
     return redirect("rules:proposal", pk=pk)
 

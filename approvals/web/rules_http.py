@@ -1,8 +1,8 @@
 """HTTP helpers the rule-tuning views share: who may enter (risk-admins), JSON bodies
 and JSON errors, and saying what a policy change did (applied, or waiting).
 
-JSON endpoints answer ``{"ok": true, ...}`` or ``{"ok": false, "code", "message",
-"field"?}`` with a 4xx status, never a 500 for bad input.
+JSON endpoints answer ``{"ok": true, ...}``, or the one error shape ``{"code", "message",
+"details"?: {"field"}}`` with the code's registered 4xx status, never a 500 for bad input.
 """
 
 from __future__ import annotations
@@ -18,8 +18,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
+from controlplane.http.codes import MALFORMED_BODY, REQUEST_TOO_LARGE, register
+from controlplane.http.errors import CodedError, json_error
+
+from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion
-from ..policy import PolicyError, is_risk_admin
+from ..policy import is_risk_admin
 from ..policy.rules.conditions import RuleValidationError
 from ..policy.tuning.proposals import waits_because
 
@@ -30,6 +34,7 @@ __all__ = [
     "json_body",
     "json_endpoint",
     "json_error",
+    "INVALID_RULE",
     "note_from",
     "outcome_message",
     "redirect_after",
@@ -40,8 +45,10 @@ __all__ = [
 MAX_JSON_BODY = 1_000_000
 
 
-def json_error(code: str, message: str, *, status: int = 400, **extra: Any) -> JsonResponse:
-    return JsonResponse({"ok": False, "code": code, "message": message, **extra}, status=status)
+INVALID_RULE = register("invalid_rule", 422, "A rule (or the rule set) is invalid; `details.field` names where.")
+INVALID_PROPOSAL = register("invalid_proposal", 400, "Send a rule, a whole rule set or a rule name to delete.")
+INVALID_LIMIT = register("invalid_limit", 400, "The dry-run sample size is out of range.")
+INVALID_SAMPLE = register("invalid_sample", 400, "The sample to test a rule on is missing or malformed.")
 
 
 def wants_json(request: HttpRequest) -> bool:
@@ -57,28 +64,29 @@ def risk_admin_required(view: Callable) -> Callable:
     def wrapper(request: HttpRequest, *args, **kwargs):
         if not is_risk_admin(request.user):
             if wants_json(request):
-                return json_error("not_permitted", "Only risk admins may tune rules.", status=403)
+                return json_error(NOT_PERMITTED, "Only risk admins may tune rules.")
             return render(request, "rules/forbidden.html", status=403)
         return view(request, *args, **kwargs)
 
     return wrapper
 
 
-class BadInput(Exception):
+class BadInput(CodedError):
+    """Input a JSON endpoint cannot use; `field` names where, when one field is to blame."""
+
     def __init__(self, code: str, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.code, self.message, self.field = code, message, field
+        super().__init__(code, message, **({"field": field} if field else {}))
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
     if len(request.body) > MAX_JSON_BODY:
-        raise BadInput("too_large", "The request body is too large.")
+        raise BadInput(REQUEST_TOO_LARGE, "The request body is too large.")
     try:
         data = json.loads(request.body or b"{}")
     except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
-        raise BadInput("invalid_json", "The request body is not valid JSON.") from None
+        raise BadInput(MALFORMED_BODY, "The request body is not valid JSON.") from None
     if not isinstance(data, dict):
-        raise BadInput("invalid_json", "The request body must be a JSON object.")
+        raise BadInput(MALFORMED_BODY, "The request body must be a JSON object.")
     return data
 
 
@@ -89,12 +97,10 @@ def json_endpoint(view: Callable) -> Callable:
     def wrapper(request: HttpRequest, *args, **kwargs):
         try:
             return view(request, *args, **kwargs)
-        except BadInput as exc:
-            return json_error(exc.code, exc.message, **({"field": exc.field} if exc.field else {}))
         except RuleValidationError as exc:
-            return json_error("invalid_rule", exc.message, status=422, field=exc.field)
-        except PolicyError as exc:
-            return json_error(exc.code, exc.message, status=exc.http_status)
+            return json_error(INVALID_RULE, exc.message, field=exc.field)
+        except CodedError as exc:  # bad input and the policy's refusals
+            return JsonResponse(exc.as_dict(), status=exc.http_status)
 
     return wrapper
 
@@ -127,7 +133,7 @@ def redirect_after(outcome: PolicyVersion | PolicyProposal) -> HttpResponse:
     return redirect("rules:list")
 
 
-def flash_refusal(request: HttpRequest, exc: RuleValidationError | PolicyError) -> None:
+def flash_refusal(request: HttpRequest, exc: RuleValidationError | CodedError) -> None:
     if isinstance(exc, RuleValidationError):
         messages.error(request, f"Nothing was saved: {exc.field}: {exc.message}")
     else:

@@ -24,17 +24,25 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from .. import policy, services
+from controlplane.http.codes import NOT_FOUND
+
+from .. import errors, policy, services
 from ..errors import DomainError
 from ..models import PolicyVersion, RiskRule
-from ..people import Person
 from ..notifications import dispatch as notifications
+from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
 from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
 from ..policy.rules.stricter import first_change_needing_approval
+from ..policy.tuning import dry_run as dry_runs
+from ..policy.tuning import editing
 from .rules_http import (
+    INVALID_LIMIT,
+    INVALID_PROPOSAL,
+    INVALID_RULE,
+    INVALID_SAMPLE,
     BadInput,
     flash_outcome,
     flash_refusal,
@@ -45,15 +53,12 @@ from .rules_http import (
     redirect_after,
     risk_admin_required,
 )
-from ..policy.tuning import editing
-from ..policy.tuning import dry_run as dry_runs
 
 # Paths the condition builder suggests (impact.* is computed on the server).
 SUGGESTED_PATHS = (
     "impact.recipient_count", "impact.amount", "impact.target_count", "impact.reversible", "impact.sensitive",
     "impact.sensitive_kinds", "params.to", "params.subject", "params.amount", "target.mailbox",
 )
-_error = json_error  # the name the deadline extension below uses
 
 
 # --- The rule list, reordering, enable/disable, delete -------------------------------------------
@@ -249,21 +254,21 @@ def validate(request: HttpRequest) -> JsonResponse:
     """``{"rule": {...}}`` → ``{"ok": true, "rule"}`` or 422 ``{"ok": false, "field", "message"}``."""
     result = editing.validate_rule(json_body(request).get("rule"))
     if not result["ok"]:
-        return _error("invalid_rule", result["message"], status=422, field=result["field"])
+        return json_error(INVALID_RULE, result["message"], field=result["field"])
     return JsonResponse(result)
 
 
 def _proposal(data: dict[str, Any]) -> list[dict[str, Any]]:
     if "rules" in data:
         if not isinstance(data["rules"], list):
-            raise BadInput("invalid_proposal", "'rules' must be a list of rules.", "rules")
+            raise BadInput(INVALID_PROPOSAL, "'rules' must be a list of rules.", "rules")
         return data["rules"]
     if data.get("delete"):
         return dry_runs.propose_deletion(str(data["delete"]))
     if isinstance(data.get("rule"), dict):
         replaces = data.get("replaces")
         return dry_runs.propose_rule(data["rule"], replaces=replaces if isinstance(replaces, str) else None)
-    raise BadInput("invalid_proposal", "Send a rule, a whole rule set (rules) or a rule name to delete.")
+    raise BadInput(INVALID_PROPOSAL, "Send a rule, a whole rule set (rules) or a rule name to delete.")
 
 
 @risk_admin_required
@@ -276,7 +281,7 @@ def dry_run(request: HttpRequest) -> JsonResponse:
     data = json_body(request)
     limit = data.get("limit", dry_runs.DEFAULT_SAMPLE)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= dry_runs.MAX_SAMPLE:
-        raise BadInput("invalid_limit", f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
+        raise BadInput(INVALID_LIMIT, f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
     proposed = _proposal(data)
     report = dry_runs.dry_run(proposed, limit=limit)
     current = policy.current_policy()
@@ -301,13 +306,13 @@ def try_sample(request: HttpRequest) -> JsonResponse:
         except (ValueError, ValidationError):  # a malformed id is just "not found"
             found = None
         if found is None:
-            raise BadInput("not_found", "No such request.", "request_id")
+            raise BadInput(NOT_FOUND, "No such request.", "request_id")
         sample, shown = found
     if sample is None:
-        raise BadInput("invalid_sample", "Send a sample (JSON) or pick a recent request.", "sample")
+        raise BadInput(INVALID_SAMPLE, "Send a sample (JSON) or pick a recent request.", "sample")
     rule = data.get("rule")
     if rule is not None and not isinstance(rule, dict):
-        raise BadInput("invalid_rule", "'rule' must be an object.", "rule")
+        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
     replaces = data.get("replaces") if isinstance(data.get("replaces"), str) else None
     result = editing.try_rule(rule, sample, replaces=replaces)
     # A picked request's params are classified as stored but shown masked.
@@ -331,12 +336,12 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     raw = request.POST.get("seconds", "")
     try:
         if not raw.isdigit():
-            raise DomainError("extension_not_allowed", "Say by how many seconds to extend.")
+            raise DomainError(errors.EXTENSION_NOT_ALLOWED, "Say by how many seconds to extend.")
         updated = services.extend_decision_deadline(pk, actor=services.Person.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))
     except DomainError as exc:
         if wants_json:
-            return _error(exc.code, exc.message, status=exc.http_status)
+            return JsonResponse(exc.as_dict(), status=exc.http_status)
         messages.error(request, exc.message)
         return redirect("approvals:queue")
     message = f"Deadline extended to {updated.decide_by:%Y-%m-%d %H:%M} UTC."

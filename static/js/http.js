@@ -21,9 +21,6 @@ function csrfToken(form) {
 function errorShape(status, parsed) {
   const body = parsed && typeof parsed === "object" ? parsed : {};
   const details = body.details && typeof body.details === "object" ? { ...body.details } : {};
-  // The rule editor's endpoints still name the bad field at the top level; the one
-  // error shape carries it in `details.field`. Read both until they agree.
-  if (typeof body.field === "string" && details.field === undefined) details.field = body.field;
   return {
     code: typeof body.code === "string" ? body.code : null,
     message: typeof body.message === "string" && body.message ? body.message : "Unexpected response (" + status + ").",

@@ -85,3 +85,11 @@ def test_spellings_of_delete_database_are_prohibited(policy: CompiledPolicy, act
 )
 def test_read_only_rules_never_auto_approve_a_destructive_verb(policy: CompiledPolicy, action_type: str) -> None:
     assert classify(policy, action_type) == ("medium", None)
+
+
+def test_the_engines_level_order_is_the_models():
+    from approvals.policy.rules.levels import LEVELS
+    from approvals.states import RiskLevel
+
+    assert tuple(RiskLevel.values) == LEVELS
+    assert [level.rank for level in RiskLevel] == list(range(len(LEVELS)))

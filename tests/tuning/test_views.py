@@ -59,11 +59,11 @@ def test_validate_names_the_field_and_says_what_is_wrong(admin_client):
         **LOW_EMAIL, "conditions": [{"path": "impact.recipient_count", "op": "gt", "value": "many"}]}})
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_rule"
-    assert response.json()["field"] == "conditions[0].value"
+    assert response.json()["details"]["field"] == "conditions[0].value"
     assert "needs a number" in response.json()["message"]
     assert _post_json(admin_client, "rules:validate", {"rule": LOW_EMAIL}).json()["ok"] is True
     bad = admin_client.post(reverse("rules:validate"), data=b"{nope", content_type="application/json")
-    assert bad.status_code == 400 and bad.json()["code"] == "invalid_json"
+    assert bad.status_code == 400 and bad.json()["code"] == "malformed_body"  # the API's code for the same thing
 
 
 def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_destructive):
@@ -76,7 +76,7 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_de
     refused = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL, "limit": 0})
     assert refused.status_code == 400 and refused.json()["code"] == "invalid_limit"
     refused = _post_json(admin_client, "rules:dry-run", {"rule": {**LOW_EMAIL, "risk_level": "meh"}})
-    assert refused.status_code == 422 and refused.json()["field"] == "risk_level"
+    assert refused.status_code == 422 and refused.json()["details"]["field"] == "risk_level"
 
 
 def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_is_not_destructive):
@@ -86,7 +86,7 @@ def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_i
     assert result["conditions"][0]["held"] is True
     assert result["sample"]["params"]["body"] == MASK  # masked for the admin too
     missing = _post_json(admin_client, "rules:test", {"request_id": "not-a-uuid"})
-    assert missing.status_code == 400 and missing.json()["code"] == "not_found"
+    assert missing.status_code == 404 and missing.json()["code"] == "not_found"
 
 
 def test_saving_needs_a_note_and_makes_one_version(admin_client):
