@@ -32,19 +32,19 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from .canonical import GENESIS_HASH, chain_hash
+from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .manifest import (
     CHECKPOINT_TYPE,
     CSV_COLUMNS,
     MANIFEST_TYPE,
     ExportDigests,
     csv_cells,
-    jsonl_hashed_text,
     key_id,
     signature_problem,
 )
@@ -52,7 +52,6 @@ from .manifest import (
 __all__ = ["Verdict", "load_checkpoint", "main", "verify_export"]
 
 KEY_ENVIRONMENT_VARIABLE = "AUDIT_EXPORT_SIGNING_KEY"
-_TRAILER_SCAN_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -63,113 +62,6 @@ class Verdict:
     message: str
     bad_seq: int | None = None
     rows: int = 0
-
-
-class _Rejected(Exception):
-    def __init__(self, reason: str, seq: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.seq = seq
-
-
-# --- Reading the file ------------------------------------------------------------------------
-
-
-def _detect_format(path: Path) -> str:
-    if path.suffix.lower() == ".csv":
-        return "csv"
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        return "jsonl"
-    with path.open("rb") as handle:
-        start = handle.read(1)
-    return "jsonl" if start == b"{" else "csv"
-
-
-def _read_trailer(path: Path) -> dict[str, Any] | None:
-    """The JSONL manifest trailer (the last non-empty line), read from the end of the file."""
-    with path.open("rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - _TRAILER_SCAN_BYTES))
-        tail = handle.read()
-    lines = [line for line in tail.split(b"\n") if line.strip()]
-    if not lines:
-        return None
-    try:
-        last = json.loads(lines[-1].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if isinstance(last, dict) and set(last) == {"manifest"} and isinstance(last["manifest"], dict):
-        return last["manifest"]
-    return None
-
-
-def _jsonl_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
-    """Yield row dicts; the manifest trailer ends the rows. Raises _Rejected on a malformed line."""
-    seen_trailer = False
-    for line_number, line in enumerate(handle, start=1):
-        if not line.strip():
-            continue
-        if not line.endswith("\n") or line.endswith("\r\n") or "\r" in line:
-            raise _Rejected(f"line {line_number} does not end in a single newline, as the exporter writes it")
-        if seen_trailer:
-            raise _Rejected(f"line {line_number}: data after the manifest trailer")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _Rejected(f"line {line_number} is not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise _Rejected(f"line {line_number} is not a JSON object")
-        if set(obj) == {"manifest"}:
-            # The trailer is verified by its signature over the parsed manifest; holding its
-            # bytes to the one form the exporter writes makes every byte of the file count.
-            if line != json.dumps(obj, sort_keys=True, ensure_ascii=False) + "\n":
-                raise _Rejected(f"line {line_number}: the manifest trailer is not in the exporter's exact form")
-            seen_trailer = True
-            continue
-        missing = {"seq", "prev_hash", "hash", "event"} - set(obj)
-        if missing:
-            raise _Rejected(f"line {line_number} lacks {', '.join(sorted(missing))}", _int_or_none(obj.get("seq")))
-        if "canonical" not in obj:  # the current layout: the hashed text is the `event` bytes themselves
-            hashed = jsonl_hashed_text(line, obj)
-            if hashed is None:
-                raise _Rejected(
-                    f"line {line_number} is not byte for byte as exported (was it re-serialized?): "
-                    "the hashed text cannot be recovered from it",
-                    _int_or_none(obj.get("seq")),
-                )
-            obj["canonical"] = hashed
-        yield {"line": line_number, **obj}
-
-
-def _csv_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
-    reader = csv.reader(handle)
-    header = next(reader, None)
-    if header is None or tuple(header) != CSV_COLUMNS:
-        raise _Rejected(f"the CSV header is not {','.join(CSV_COLUMNS)}")
-    for cells in reader:
-        line_number = reader.line_num
-        if len(cells) != len(CSV_COLUMNS):
-            raise _Rejected(f"CSV record ending on line {line_number} has {len(cells)} cells, not {len(CSV_COLUMNS)}")
-        row = dict(zip(CSV_COLUMNS, cells))
-        yield {
-            "line": line_number,
-            "seq": _int_or_none(row["seq"]) if row["seq"].isdigit() else row["seq"],
-            "prev_hash": row["prev_hash"],
-            "hash": row["hash"],
-            "canonical": row["canonical"],
-            "cells": cells,
-        }
-
-
-def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
 
 
 # --- Checking one row on its own ----------------------------------------------------------------
@@ -221,11 +113,11 @@ def _row_problem(row: Mapping[str, Any], fmt: str) -> str | None:
 
 def _check_manifest_shape(manifest: Mapping[str, Any]) -> None:
     if manifest.get("type") != MANIFEST_TYPE:
-        raise _Rejected(f"the manifest's type is {manifest.get('type')!r}, not {MANIFEST_TYPE!r}")
+        raise Rejected(f"the manifest's type is {manifest.get('type')!r}, not {MANIFEST_TYPE!r}")
     for name, kind in (("filters", dict), ("row_count", int), ("seq_digest", str), ("hash_digest", str),
                        ("chain_head", dict)):
         if not isinstance(manifest.get(name), kind):
-            raise _Rejected(f"the manifest's {name} is missing or malformed")
+            raise Rejected(f"the manifest's {name} is missing or malformed")
 
 
 def verify_export(
@@ -244,8 +136,8 @@ def verify_export(
     """
     path = Path(path)
     try:
-        return _verify(path, manifest, key, checkpoint, fmt or _detect_format(path))
-    except _Rejected as rejected:
+        return _verify(path, manifest, key, checkpoint, fmt or detect_format(path))
+    except Rejected as rejected:
         where = f" at seq {rejected.seq}" if rejected.seq is not None else ""
         return Verdict(ok=False, message=f"FAILED{where}: {rejected.reason}", bad_seq=rejected.seq)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
@@ -260,16 +152,16 @@ def _verify(
     fmt: str,
 ) -> Verdict:
     if manifest is None and fmt == "jsonl":
-        manifest = _read_trailer(path)
+        manifest = read_trailer(path)
     if manifest is None:
         hint = "the JSONL manifest trailer is missing" if fmt == "jsonl" else "pass the sidecar with --manifest"
-        raise _Rejected(f"no manifest: {hint}")
+        raise Rejected(f"no manifest: {hint}")
     _check_manifest_shape(manifest)
     notes: list[str] = []
     if key is not None:
         problem = signature_problem(manifest, key)
         if problem:
-            raise _Rejected(f"manifest signature invalid: {problem}")
+            raise Rejected(f"manifest signature invalid: {problem}")
         notes.append(f"manifest signature valid (key {key_id(key)})")
     else:
         notes.append("signatures NOT checked (no key given)")
@@ -281,17 +173,17 @@ def _verify(
     received = digests.as_manifest_fields()
     for name in ("row_count", "first_seq", "last_seq", "seq_digest", "hash_digest"):
         if received[name] != manifest.get(name):
-            raise _Rejected(
+            raise Rejected(
                 f"the rows received do not match the manifest: {name} is {received[name]!r}, "
                 f"the manifest says {manifest.get(name)!r}"
             )
     if unfiltered and (digests.last_seq or 0, last_hash) != (head.get("seq"), head.get("hash")):
-        raise _Rejected(
+        raise Rejected(
             f"the export ends at seq {digests.last_seq or 0}, not at the chain head seq {head.get('seq')} "
             "the manifest names"
         )
     if digests.last_seq is not None and isinstance(head.get("seq"), int) and digests.last_seq > head["seq"]:
-        raise _Rejected(f"rows beyond the chain head seq {head['seq']} the manifest names", digests.last_seq)
+        raise Rejected(f"rows beyond the chain head seq {head['seq']} the manifest names", digests.last_seq)
     if checkpoint is not None:
         notes.append(_compare_checkpoint(checkpoint, checkpoint_hash, head))
     scope = (
@@ -315,7 +207,7 @@ def _walk(
         csv.field_size_limit(2**31 - 1)
     # No newline translation: every line must end exactly as the exporter wrote it.
     with path.open("r", encoding="utf-8", newline="") as handle:
-        rows = _csv_rows(handle) if fmt == "csv" else _jsonl_rows(handle)
+        rows = csv_rows(handle) if fmt == "csv" else jsonl_rows(handle)
         try:
             for row in rows:
                 seq = row["seq"]
@@ -323,22 +215,22 @@ def _walk(
                     # The chain first: a missing or moved row is named by the seq that should be here.
                     if seq != expected_seq:
                         bad = seq if isinstance(seq, int) and seq < expected_seq else expected_seq
-                        raise _Rejected(f"seq gap or reorder: expected seq {expected_seq}, found {seq}", bad)
+                        raise Rejected(f"seq gap or reorder: expected seq {expected_seq}, found {seq}", bad)
                     if row["prev_hash"] != expected_prev:
-                        raise _Rejected(
+                        raise Rejected(
                             f"prev_hash {row['prev_hash']} does not match the previous row's hash {expected_prev}",
                             seq,
                         )
                 problem = _row_problem(row, fmt)
                 if problem:
-                    raise _Rejected(problem, seq if isinstance(seq, int) else _after(previous_seq))
+                    raise Rejected(problem, seq if isinstance(seq, int) else _after(previous_seq))
                 if previous_seq is not None and seq <= previous_seq:
-                    raise _Rejected(f"seq {seq} follows seq {previous_seq}: rows out of order", seq)
+                    raise Rejected(f"seq {seq} follows seq {previous_seq}: rows out of order", seq)
                 digests.add(seq, row["hash"])
                 if seq == checkpoint_seq:
                     checkpoint_hash = row["hash"]
                 previous_seq, expected_seq, expected_prev = seq, seq + 1, row["hash"]
-        except _Rejected as rejected:
+        except Rejected as rejected:
             if rejected.seq is None:
                 rejected.seq = expected_seq if unfiltered else None
                 if not unfiltered and previous_seq is not None:
@@ -364,15 +256,15 @@ def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: str | bytes |
     if checkpoint is None:
         return None
     if checkpoint.get("type") != CHECKPOINT_TYPE:
-        raise _Rejected(f"the checkpoint's type is {checkpoint.get('type')!r}, not {CHECKPOINT_TYPE!r}")
+        raise Rejected(f"the checkpoint's type is {checkpoint.get('type')!r}, not {CHECKPOINT_TYPE!r}")
     seq = checkpoint.get("seq")
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(checkpoint.get("hash"), str):
-        raise _Rejected("the checkpoint's seq or hash is missing or malformed")
+        raise Rejected("the checkpoint's seq or hash is missing or malformed")
     if key is None:
-        raise _Rejected("a checkpoint is only evidence with its signature: pass --key or --key-file")
+        raise Rejected("a checkpoint is only evidence with its signature: pass --key or --key-file")
     problem = signature_problem(checkpoint, key)
     if problem:
-        raise _Rejected(f"checkpoint signature invalid: {problem}")
+        raise Rejected(f"checkpoint signature invalid: {problem}")
     return seq
 
 
@@ -384,10 +276,10 @@ def _compare_checkpoint(
         row_hash = head.get("hash")
     if row_hash is None:
         if isinstance(head.get("seq"), int) and seq > head["seq"]:
-            raise _Rejected(f"checkpoint seq {seq} is newer than this export's chain head seq {head['seq']}")
-        raise _Rejected(f"checkpoint seq {seq} is not in this export; verify an unfiltered export against it")
+            raise Rejected(f"checkpoint seq {seq} is newer than this export's chain head seq {head['seq']}")
+        raise Rejected(f"checkpoint seq {seq} is not in this export; verify an unfiltered export against it")
     if row_hash != expected:
-        raise _Rejected(
+        raise Rejected(
             f"the export's hash at seq {seq} is {row_hash}, the signed checkpoint of {checkpoint.get('time')} "
             f"says {expected}: the chain was rewritten",
             seq,
