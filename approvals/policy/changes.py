@@ -217,7 +217,6 @@ def save_rule(data: dict[str, Any], *, actor: Actor | None, note: str) -> Outcom
 
     Raises RuleValidationError (naming the offending field) and changes nothing.
     """
-    acting_user = user_of(actor)
     return save_rules([data], actor=actor, note=note)
 
 
@@ -239,7 +238,6 @@ def save_rules(rules: list[dict[str, Any]], *, actor: Actor | None, note: str) -
 
 def delete_rule(name: str, *, actor: Actor | None, note: str) -> Outcome:
     """Remove the rule named `name` (RuleValidationError("name") if there is none)."""
-    acting_user = user_of(actor)
 
     def edit(current: Rules, verbs: list[str]) -> tuple[Rules, list[str]]:
         if not any(rule["name"] == name for rule in current):

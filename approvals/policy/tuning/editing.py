@@ -21,7 +21,6 @@ from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact
 from ..rules.names import ActionTypeError, parse_action_type
 from .dry_run import compile_proposal, propose_rule, recent_requests
-from ...people import user_of
 
 __all__ = [
     "PRIORITY_STEP",
@@ -58,7 +57,6 @@ def reorder(names: Sequence[str], *, actor: Actor | None, note: str) -> Outcome:
     Raises RuleValidationError("order", ...) when `names` is not a permutation of the
     rule names, or is already their order.
     """
-    acting_user = user_of(actor)
 
     def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
         by_name = {rule["name"]: rule for rule in rules}
@@ -78,7 +76,6 @@ def set_enabled(name: str, enabled: bool, *, actor: Actor | None, note: str) -> 
     """Enable or disable one rule: one change through `approvals.policy` (it waits
     for a second risk-admin when four eyes is on). RuleValidationError for no such
     rule, or one already in that state."""
-    acting_user = user_of(actor)
 
     def edit(rules: list[dict[str, Any]], verbs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
         rule = next((r for r in rules if r["name"] == name), None)

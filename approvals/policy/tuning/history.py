@@ -16,7 +16,6 @@ from audit.chain import Actor
 
 from ...models import PolicyVersion
 from .. import Outcome, policy_diff, restore_version, rules_and_verbs
-from ...people import user_of
 
 __all__ = ["VersionDetail", "VersionRow", "diff_lines", "rollback", "version_detail", "versions"]
 
@@ -94,5 +93,4 @@ def version_detail(number: int) -> VersionDetail | None:
 
 def rollback(number: int, *, actor: Actor | None, note: str) -> Outcome:
     """Restore version `number` as a new version (see `approvals.policy.restore_version`)."""
-    acting_user = user_of(actor)
     return restore_version(number, actor=actor, note=note)
