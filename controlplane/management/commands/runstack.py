@@ -92,8 +92,9 @@ class Command(BaseCommand):
             Child("beat", [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING",
                            "-s", str(schedule)], relayed_env),
         ]
-        if not no_demo_agent:
-            children.append(Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env))
+        # The demo agent starts once the web server answers /readyz: its first pushes
+        # must reach a daphne that is listening, or reviewers' screens miss them.
+        demo_agent = None if no_demo_agent else Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env)
 
         stopping = False
 
@@ -118,6 +119,9 @@ class Command(BaseCommand):
                     break
                 if not announced and _ready(url):
                     announced = True
+                    if demo_agent is not None:
+                        demo_agent.start()
+                        children.append(demo_agent)
                     self.stdout.write(self.style.SUCCESS(
                         f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
                         + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n"
