@@ -16,7 +16,6 @@ from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -21,7 +21,6 @@ from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion
 from approvals.permissions import RISK_ADMINS
 from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 from approvals.states import Kind
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -10,15 +10,8 @@ from collections.abc import Callable
 import pytest
 from django.db import connection
 
-from agents.services import issue_token
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401
-
-
-@pytest.fixture
-def token(agent) -> str:
-    return issue_token(agent).secret
 
 
 @pytest.fixture
