@@ -12,6 +12,9 @@ import pytest
 
 pytest_plugins = ["tests.fixtures.services", "tests.fixtures.cast"]
 
+# Helpers that assert on the tests' behalf report like the tests' own asserts.
+pytest.register_assert_rewrite("tests.sockets")
+
 
 @pytest.fixture(autouse=True)
 def policy_changes_apply_at_once(settings):
