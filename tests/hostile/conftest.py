@@ -8,6 +8,9 @@ from django.contrib.auth.models import Group
 
 from approvals.permissions import RISK_ADMINS
 
+# The stateful run's ledger asserts on the test's behalf; its failures read like the test's own.
+pytest.register_assert_rewrite("tests.hostile.stateful")
+
 
 @pytest.fixture(autouse=True)
 def _api_settings(settings):
