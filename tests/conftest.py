@@ -1,44 +1,19 @@
-"""Shared fixtures: named people, a seeded policy, and real-service gates.
+"""The suite-wide conftest: registers the fixture plugin and sets what every test shares.
 
-Tests that need PostgreSQL or Redis skip with a printed reason when the service is
-missing; with REQUIRE_SERVICES=1 (as .ci/run sets) the same situation fails.
+Fixtures every folder uses live in `tests/fixtures/` (see its docstring): the real
+services and the daphne server (`services`), and the named people and agent the
+tests tell stories about (`cast`). A folder's conftest adds only what its own
+stories need.
 """
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from django.db import connection
 
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+pytest_plugins = ["tests.fixtures.services", "tests.fixtures.cast"]
 
-
-def missing_service(reason: str) -> None:
-    """Skip (bare machine) or fail (CI) because a real service is not available."""
-    if REQUIRE_SERVICES:
-        pytest.fail(f"REQUIRE_SERVICES=1 but {reason}", pytrace=False)
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def require_postgres():
-    if connection.vendor != "postgresql":
-        missing_service(f"needs PostgreSQL (set DATABASE_URL); this run uses {connection.vendor}")
-
-
-@pytest.fixture
-def require_redis():
-    from django.conf import settings
-
-    if not settings.REDIS_URL:
-        missing_service("needs Redis (set REDIS_URL)")
-    import redis
-
-    try:
-        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2).ping()
-    except redis.RedisError as exc:
-        missing_service(f"Redis at {settings.REDIS_URL} is not reachable: {exc}")
+# Helpers that assert on the tests' behalf report like the tests' own asserts.
+pytest.register_assert_rewrite("tests.sockets")
 
 
 @pytest.fixture(autouse=True)
@@ -55,17 +30,3 @@ def policy_changes_apply_at_once(settings):
 def fast_password_hashing(settings):
     """Real hashing costs ~0.5 s a user; tests create dozens."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
-@pytest.fixture(scope="session")
-def daphne_server(django_db_setup, django_db_blocker):
-    """One real daphne process on the test database for the whole session.
-
-    Tests that use it need committed data: mark them `django_db(transaction=True)`.
-    """
-    from tests.live import DaphneServer
-
-    with django_db_blocker.unblock():
-        server = DaphneServer()
-    yield server
-    server.stop()

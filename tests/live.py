@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.db import connection
@@ -96,3 +97,30 @@ class DaphneServer:
     def stop(self) -> None:
         stop_process(self.process)
         self._log.close()
+
+
+def long_polls_held(request_ids: Iterable[str]) -> set[str]:
+    """Those of `request_ids` that a server, in any process, holds a long-poll on.
+
+    A waiting poll joins its request's channel group before it reads the request, so
+    once a request is in this set a decision on it reaches the poll whichever comes
+    first: this is what a test waits for instead of sleeping "until the agent waits".
+    channels_redis keeps each group as the sorted set `<prefix>:group:<name>` of its
+    channels; reading those needs the Redis channel layer (REDIS_URL), as every
+    multi-process test has.
+    """
+    import redis
+    from channels.layers import get_channel_layer
+    from django.conf import settings
+
+    from approvals.broadcast import request_group
+
+    layer = get_channel_layer()
+    if not settings.REDIS_URL or not hasattr(layer, "prefix"):
+        raise RuntimeError("long_polls_held reads the Redis channel layer; set REDIS_URL")
+    ids = [str(request_id) for request_id in request_ids]
+    with redis.Redis.from_url(settings.REDIS_URL) as client, client.pipeline(transaction=False) as pipeline:
+        for request_id in ids:
+            pipeline.zcard(f"{layer.prefix}:group:{request_group(request_id)}")
+        members = pipeline.execute()
+    return {request_id for request_id, count in zip(ids, members) if count}

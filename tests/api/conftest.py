@@ -1,4 +1,5 @@
-"""Agents with tokens and API clients for them, on top of the approval story's people.
+"""Agents with tokens and API clients for them, on top of the suite's cast
+(tests/fixtures/cast.py).
 
 mail-bot (owned by owen) and its rival ops-bot each hold a token; reviewers
 alice, bob and carol sign in with sessions.
@@ -11,14 +12,6 @@ from rest_framework.test import APIClient
 
 from agents.models import Agent
 from agents.services import issue_token
-from tests.approvals.conftest import (  # noqa: F401  (fixtures shared with the approval tests)
-    TWO_PERSON_TRANSFER,
-    admin_user,
-    agent,
-    people,
-    reviewers_group,
-    two_person_rule,
-)
 
 
 @pytest.fixture(autouse=True)
@@ -27,11 +20,6 @@ def _api_settings(settings):
     settings.OUTBOUND_URL_ALLOWLIST = ["127.0.0.1", "hooks.example.com"]
     settings.OUTBOUND_ALLOW_PRIVATE = True  # tests call back to loopback servers
     settings.CALLBACK_PUSH_TASK = False  # tests call deliver_due_callbacks() themselves
-
-
-@pytest.fixture
-def token(agent) -> str:
-    return issue_token(agent).secret
 
 
 @pytest.fixture

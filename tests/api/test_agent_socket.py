@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
-from channels.testing import WebsocketCommunicator
 
 from agents.services import issue_token
 from approvals import services
 from approvals.states import Kind
 from controlplane.asgi import application
+from tests.sockets import open_socket, refused_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,25 +19,19 @@ def _submit(agent):
                                                params={"text": "v2"}), agent=agent)
 
 
-async def _connect(path: str, headers=None) -> tuple[WebsocketCommunicator, bool, int | None]:
-    communicator = WebsocketCommunicator(application, path, headers=headers or [])
-    connected, code = await communicator.connect()
-    return communicator, connected, code
-
-
 def test_the_socket_pushes_the_agents_own_decisions(agent, rival_agent, token, people):
     mine, theirs = _submit(agent), _submit(rival_agent)
 
     async def scenario() -> list[dict]:
-        socket, connected, _ = await _connect("/ws/agent/", [(b"authorization", f"Bearer {token}".encode())])
-        assert connected
-        await sync_to_async(services.reject)(theirs.pk, actor=services.Person(people["alice"]), feedback="theirs")
-        await sync_to_async(services.reject)(mine.pk, actor=services.Person(people["alice"]), feedback="mine")
-        received = [await socket.receive_json_from(timeout=5)]
-        assert await socket.receive_nothing(timeout=0.3)
-        await socket.send_json_to({"type": "ping"})
-        received.append(await socket.receive_json_from(timeout=5))
-        await socket.disconnect()
+        async with open_socket(application, "/ws/agent/",
+                               headers=[(b"authorization", f"Bearer {token}".encode())]) as socket:
+            await sync_to_async(services.reject)(theirs.pk, actor=services.Person(people["alice"]), feedback="theirs")
+            await sync_to_async(services.reject)(mine.pk, actor=services.Person(people["alice"]), feedback="mine")
+            # Pushes arrive in order: had the rival's decision leaked, it would come first.
+            received = [await socket.receive_json_from(timeout=5)]
+            # And nothing else is queued for this agent: the next thing it hears answers its ping.
+            await socket.send_json_to({"type": "ping"})
+            received.append(await socket.receive_json_from(timeout=5))
         return received
 
     change, pong = async_to_sync(scenario)()
@@ -47,30 +41,19 @@ def test_the_socket_pushes_the_agents_own_decisions(agent, rival_agent, token, p
 
 
 def test_a_token_query_parameter_works_too(agent, token):
-    async def scenario() -> bool:
-        socket, connected, _ = await _connect(f"/ws/agent/?token={token}")
-        await socket.disconnect()
-        return connected
+    async def scenario() -> None:
+        async with open_socket(application, f"/ws/agent/?token={token}") as socket:
+            await socket.send_json_to({"type": "ping"})
+            assert await socket.receive_json_from(timeout=5) == {"event": "pong"}
 
-    assert async_to_sync(scenario)()
+    async_to_sync(scenario)()
 
 
 @pytest.mark.parametrize("path", ["/ws/agent/", "/ws/agent/?token=cp_x_y"])
 def test_no_or_a_bad_token_is_refused(db, path):
-    async def scenario():
-        socket, connected, code = await _connect(path)
-        await socket.disconnect()
-        return connected, code
-
-    assert async_to_sync(scenario)() == (False, 4001)
+    assert async_to_sync(refused_socket)(application, path) == 4001
 
 
 def test_a_token_without_read_scope_is_refused(agent):
     secret = issue_token(agent, scopes=["submit"]).secret
-
-    async def scenario():
-        socket, connected, code = await _connect(f"/ws/agent/?token={secret}")
-        await socket.disconnect()
-        return connected, code
-
-    assert async_to_sync(scenario)() == (False, 4003)
+    assert async_to_sync(refused_socket)(application, f"/ws/agent/?token={secret}") == 4003

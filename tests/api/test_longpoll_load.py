@@ -21,6 +21,8 @@ from agents.models import Agent
 from agents.services import issue_token
 from approvals import services
 from approvals.states import Kind
+from tests.execution.harness import wait_for
+from tests.live import long_polls_held
 
 CLIENTS = int(os.environ.get("LONGPOLL_CLIENTS", "200"))
 # The loop's shared executor (cpu + 4 threads) and daphne's own; never one per poll.
@@ -77,17 +79,24 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
                 for secret, pk in pollers
             ]
             # Arrival is a burst (each request briefly has a thread for Django's
-            # middleware); once every poll is waiting, those threads are gone again.
-            started = time.monotonic()
+            # middleware): wait until the server holds every poll, then until those
+            # threads are gone again. The deadline only bounds a hung run.
+            deadline = time.monotonic() + 20 + CLIENTS / 20
             samples["peak_threads_while_arriving"] = 0
-            while time.monotonic() < started + 20 + CLIENTS / 20:
-                await asyncio.sleep(0.25)
+
+            def every_poll_held() -> bool:
+                threads = _threads(daphne_server.process.pid)
+                samples["peak_threads_while_arriving"] = max(samples["peak_threads_while_arriving"], threads)
+                return len(long_polls_held(pk for _, pk in pollers)) == CLIENTS
+
+            def arrival_threads_gone() -> bool:
                 samples["threads"] = _threads(daphne_server.process.pid)
-                samples["peak_threads_while_arriving"] = max(samples["peak_threads_while_arriving"], samples["threads"])
-                if time.monotonic() > started + 3 and samples["threads"] < idle_threads + THREAD_ALLOWANCE:
-                    break
-            await asyncio.sleep(1)
-            samples["threads"] = _threads(daphne_server.process.pid)
+                return samples["threads"] < idle_threads + THREAD_ALLOWANCE
+
+            for condition, what in ((every_poll_held, f"the server to hold all {CLIENTS} polls"),
+                                    (arrival_threads_gone, "the arrival threads to exit")):
+                await asyncio.to_thread(wait_for, condition, timeout=max(deadline - time.monotonic(), 0.1),
+                                        interval=0.25, what=what)
             samples["db_connections"] = await asyncio.to_thread(_database_connections)
             early = [p.result() for p in polls if p.done()]
             assert not early, [(r.status_code, r.text) for r in early[:3]]

@@ -1,31 +1,30 @@
-"""People and agents the approval tests tell stories about.
+"""The approval tests' own setup; the cast (alice, bob, carol, owen, rita, mallory,
+ada, mail-bot) comes from the suite's fixture plugin (tests/fixtures/cast.py).
 
-alice, bob and carol review; owen owns the agent and rita is who it acts for, and
-both are reviewers too, so separation of duties has something to refuse.
+The wire story shared by the attack and batch-decision tests: a `wire` transfer is
+medium (the reviewers decide, editable amount and account) unless the amount is
+over a million, when it is critical and only the treasury group decides, two of
+them. tess and trent are treasury; vera is in both.
 """
 
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from django.contrib.auth.models import Group
+from django.core.cache import cache
 
-from agents.models import Agent
-from approvals import policy, services
-from approvals.permissions import REVIEWERS, RISK_ADMINS
-from approvals.states import Kind
+from approvals import policy
+from approvals.models import ApprovalRequest
 from approvals.people import Person
+from approvals.permissions import REVIEWERS
 
-TWO_PERSON_TRANSFER = {
-    "name": "transfer_two_person",
-    "priority": 5,
-    "action_type": "transfer_funds",
-    "risk_level": "high",
-    "required_approvals": 2,
-    "editable_params": ["amount", "memo"],
-    "conditions": [],
+WIRE_LARGE = {
+    "name": "wire_large", "priority": 1, "action_type": "wire", "risk_level": "critical",
+    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "to"],
+    "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}],
 }
+WIRE = {"name": "wire", "priority": 2, "action_type": "wire", "risk_level": "medium", "required_approvals": 1,
+        "approver_group": "reviewers", "editable_params": ["amount", "to", "memo"]}
 
 
 @pytest.fixture(autouse=True)
@@ -37,54 +36,28 @@ def fresh_counters():
 
 
 @pytest.fixture
-def reviewers_group(db) -> Group:
-    return Group.objects.get(name=REVIEWERS)
-
-
-@pytest.fixture
-def people(db, reviewers_group) -> dict:
-    User = get_user_model()
+def treasury(people, django_user_model) -> dict:
+    """tess, trent and vera, in treasury; vera reviews too."""
+    group = Group.objects.create(name="treasury")
     cast = {}
-    for name in ("alice", "bob", "carol", "owen", "rita"):
-        user = User.objects.create_user(name, password=f"{name}-pw-123!")
-        user.groups.add(reviewers_group)
+    for name in ("tess", "trent", "vera"):
+        user = django_user_model.objects.create_user(name, password=f"{name}-pw-123!")
+        user.groups.add(group)
         cast[name] = user
-    cast["mallory"] = User.objects.create_user("mallory", password="mallory-pw-123!")  # not a reviewer
+    cast["vera"].groups.add(Group.objects.get(name=REVIEWERS))
     return cast
 
 
 @pytest.fixture
-def agent(people) -> Agent:
-    return Agent.objects.create(name="mail-bot", owner=people["owen"])
+def wire_policy(admin_user, treasury):
+    policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
 
 
 @pytest.fixture
-def admin_user(db):
-    """ada, a risk-admin: the policy service refuses rule changes from anyone else."""
-    ada = get_user_model().objects.create_user("ada", password="ada-pw-123!", is_staff=True)
-    ada.groups.add(Group.objects.get(name=RISK_ADMINS))
-    return ada
+def wire(submit, wire_policy):
+    """`wire(amount, to=...)`: mail-bot asks to wire `amount` from the main ledger."""
 
+    def _wire(amount: int, to: str = "acct-supplier") -> ApprovalRequest:
+        return submit("wire", params={"amount": amount, "to": to, "memo": "invoice 42"}, target={"ledger": "main"})
 
-@pytest.fixture
-def two_person_rule(admin_user):
-    return policy.save_rule(TWO_PERSON_TRANSFER, actor=Person(admin_user), note="Two-person rule for transfers")
-
-
-@pytest.fixture
-def submit(agent, people):
-    """Submit an action as the agent; keyword arguments override the Submission."""
-
-    def _submit(action_type: str = "send_email", params: dict | None = None, **overrides):
-        submitting_agent = overrides.pop("agent", agent)
-        fields = {
-            "kind": Kind.ACTION,
-            "action_type": action_type,
-            "params": params if params is not None else {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"},
-            "target": {"mailbox": "outbox"},
-            "requested_for": people["rita"],
-            **overrides,
-        }
-        return services.submit(services.Submission(**fields), agent=submitting_agent)
-
-    return _submit
+    return _wire

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -31,40 +30,9 @@ from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
 from approvals.people import Person
 
-WIRE_LARGE = {
-    "name": "wire_large", "priority": 1, "action_type": "wire", "risk_level": "critical",
-    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "to"],
-    "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}],
-}
-WIRE = {"name": "wire", "priority": 2, "action_type": "wire", "risk_level": "medium", "required_approvals": 1,
-        "approver_group": "reviewers", "editable_params": ["amount", "to", "memo"]}
+from .conftest import WIRE, WIRE_LARGE
 
 PATHS = ("form", "keyboard", "api")
-
-
-@pytest.fixture
-def treasury(people, django_user_model) -> dict:
-    group = Group.objects.create(name="treasury")
-    cast = {}
-    for name in ("tess", "trent", "vera"):
-        user = django_user_model.objects.create_user(name, password=f"{name}-pw-123!")
-        user.groups.add(group)
-        cast[name] = user
-    cast["vera"].groups.add(Group.objects.get(name="reviewers"))
-    return cast
-
-
-@pytest.fixture
-def wire_policy(admin_user, treasury):
-    policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
-
-
-@pytest.fixture
-def wire(submit, wire_policy):
-    def _wire(amount: int, to: str = "acct-supplier") -> ApprovalRequest:
-        return submit("wire", params={"amount": amount, "to": to, "memo": "invoice 42"}, target={"ledger": "main"})
-
-    return _wire
 
 
 @pytest.fixture

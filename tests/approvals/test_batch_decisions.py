@@ -12,7 +12,6 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
-from tests.approvals.test_attacks import treasury, wire, wire_policy  # noqa: F401  (fixtures)
 
 
 @pytest.fixture

@@ -1,4 +1,9 @@
-"""Re-validation right before execution: each refusal, and claiming exactly once."""
+"""Re-validation right before execution: each refusal, and claiming exactly once.
+
+Every test states what the agent and the auditors rely on: the state the request
+is left in, the refusal's code, the audit event that records it, and, when a claim
+wins, the grant's exact approved params and idempotency key.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +15,16 @@ from freezegun import freeze_time
 from approvals import errors, policy, services
 from approvals.emergency import set_emergency_stop
 from approvals.errors import DomainError
+from approvals.models import ApprovalRequest
 from approvals.snapshots import register_target_resolver, stable_hash, unregister_target_resolver
 from approvals.states import State
 from audit.models import AuditEvent
 from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
+
+# What `submit()` asks for, and so what alice approved.
+APPROVED_EMAIL = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 
 
 @pytest.fixture
@@ -35,18 +44,42 @@ def claim_refusal(request, **kwargs) -> str:
     return refused.value.code
 
 
+def last_event(request: ApprovalRequest) -> AuditEvent:
+    return AuditEvent.objects.filter(request_id=request.pk).order_by("-seq").first()
+
+
+def assert_claimed(request: ApprovalRequest, grant: services.ExecutionGrant) -> None:
+    """The claim won: the request executes, the grant carries exactly what was approved
+    under the key derived from the approved revision, and the claim is audited."""
+    request.refresh_from_db()
+    assert request.state == State.EXECUTING
+    assert grant.params == APPROVED_EMAIL
+    assert grant.idempotency_key == f"cp-{request.pk}-r1"
+    event = last_event(request)
+    assert event.verb == "request.execution_claimed"
+    assert event.metadata["attempt"] == 1 and event.metadata["idempotency_key"] == grant.idempotency_key
+
+
+def assert_refused_for_good(request: ApprovalRequest, code: str, *, state: str = State.FAILED) -> None:
+    """A final refusal: the request leaves `approved` for good, with the code, audited."""
+    assert request.state == state
+    assert request.resolution_code == code
+    event = last_event(request)
+    expected_verb = "request.expired" if state == State.EXPIRED else "request.revalidation_failed"
+    assert event.verb == expected_verb
+    assert event.metadata["code"] == code and event.metadata["from"] == State.APPROVED
+
+
 def test_a_clean_approval_is_claimed_with_the_exact_params_and_a_derived_key(approved):
     grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
-    approved.refresh_from_db()
-    assert approved.state == State.EXECUTING
+    assert_claimed(approved, grant)
     assert grant.params == approved.current_params()
-    assert grant.idempotency_key == f"cp-{approved.pk}-r1"
 
 
 def test_the_execution_window_passed(approved):
     with freeze_time(approved.execute_by + timedelta(seconds=1)):
         assert claim_refusal(approved) == errors.APPROVAL_EXPIRED
-    assert approved.state == State.EXPIRED
+    assert_refused_for_good(approved, errors.APPROVAL_EXPIRED, state=State.EXPIRED)
 
 
 def test_the_target_changed_according_to_its_resolver(submit, people):
@@ -61,24 +94,25 @@ def test_the_target_changed_according_to_its_resolver(submit, people):
         services.approve(request.pk, actor=services.Person(people["alice"]))
         document["text"] = "someone else edited it"
         assert claim_refusal(request) == errors.TARGET_CHANGED
-        assert request.state == State.FAILED
-        assert request.resolution_code == errors.TARGET_CHANGED
+        assert_refused_for_good(request, errors.TARGET_CHANGED)
     finally:
         unregister_target_resolver(resolve)
 
 
 def test_the_target_hash_the_agent_sends_differs(approved):
     assert claim_refusal(approved, target_hash=stable_hash({"mailbox": "someone-elses"})) == errors.TARGET_CHANGED
+    assert_refused_for_good(approved, errors.TARGET_CHANGED)
 
 
 def test_the_same_target_hash_passes(approved):
-    services.claim_execution(approved.pk, actor=services.SYSTEM, target_hash=stable_hash({"mailbox": "outbox"}))
+    grant = services.claim_execution(approved.pk, actor=services.SYSTEM, target_hash=stable_hash({"mailbox": "outbox"}))
+    assert_claimed(approved, grant)
 
 
 def test_an_approver_lost_the_permission(approved, people, reviewers_group):
     people["alice"].groups.remove(reviewers_group)
     assert claim_refusal(approved) == errors.APPROVER_PERMISSION_REVOKED
-    assert approved.state == State.FAILED
+    assert_refused_for_good(approved, errors.APPROVER_PERMISSION_REVOKED)
 
 
 def test_the_policy_became_stricter(approved, admin_user):
@@ -88,7 +122,7 @@ def test_the_policy_became_stricter(approved, admin_user):
         actor=Person(admin_user), note="all mail is high risk now",
     )
     assert claim_refusal(approved) == errors.POLICY_CHANGED
-    assert approved.state == State.FAILED
+    assert_refused_for_good(approved, errors.POLICY_CHANGED)
 
 
 def test_a_looser_policy_does_not_block(approved, admin_user):
@@ -96,20 +130,26 @@ def test_a_looser_policy_does_not_block(approved, admin_user):
         {"name": "send_email_default", "priority": 30, "action_type": "send_email", "risk_level": "low"},
         actor=Person(admin_user), note="mail is fine",
     )
-    services.claim_execution(approved.pk, actor=services.SYSTEM)
+    grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
+    assert_claimed(approved, grant)
 
 
 class TestEmergencyStop:
     def test_it_refuses_without_failing_and_runs_once_lifted(self, approved, settings):
         settings.EMERGENCY_STOP = True
         assert claim_refusal(approved) == errors.EMERGENCY_STOP
+        # Nothing changed: the request waits, approved, with the approval as its last event.
         assert approved.state == State.APPROVED
+        assert last_event(approved).verb == "request.approved"
         settings.EMERGENCY_STOP = False
-        services.claim_execution(approved.pk, actor=services.SYSTEM)
+        grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
+        assert_claimed(approved, grant)
 
     def test_the_agents_own_stop(self, approved, agent):
         set_emergency_stop(on=True, agent=agent, reason="looping")
         assert claim_refusal(approved) == errors.EMERGENCY_STOP
+        assert approved.state == State.APPROVED
+        assert last_event(approved).verb == "request.approved"
 
     def test_nothing_auto_approves_while_it_is_on(self, submit, settings):
         settings.EMERGENCY_STOP = True
@@ -119,20 +159,33 @@ class TestEmergencyStop:
 
 class TestClaimAndComplete:
     def test_a_second_claim_is_refused(self, approved):
-        services.claim_execution(approved.pk, actor=services.SYSTEM)
-        assert claim_refusal(approved) == "already_claimed"
+        grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
+        assert claim_refusal(approved) == errors.ALREADY_CLAIMED
+        # The first claim stands, and only it was audited.
+        assert_claimed(approved, grant)
+        assert AuditEvent.objects.filter(request_id=approved.pk, verb="request.execution_claimed").count() == 1
 
     def test_complete_needs_the_grant(self, approved):
         grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
         with pytest.raises(DomainError) as forged:
             services.complete_execution(approved.pk, token="forged", succeeded=True, actor=services.SYSTEM)
         assert forged.value.code == errors.INVALID_GRANT
+        approved.refresh_from_db()
+        assert approved.state == State.EXECUTING
+
         services.complete_execution(approved.pk, token=grant.token, succeeded=True, actor=services.SYSTEM,
                                     result={"message_id": "m-1"})
         approved.refresh_from_db()
         assert (approved.state, approved.result) == (State.SUCCEEDED, {"message_id": "m-1"})
-        with pytest.raises(DomainError):
+        assert last_event(approved).verb == "request.succeeded"
+
+        # The grant is spent: reporting again changes nothing.
+        with pytest.raises(DomainError) as reported_twice:
             services.complete_execution(approved.pk, token=grant.token, succeeded=False, actor=services.SYSTEM)
+        assert reported_twice.value.code == errors.ILLEGAL_TRANSITION
+        approved.refresh_from_db()
+        assert (approved.state, approved.result) == (State.SUCCEEDED, {"message_id": "m-1"})
+        assert last_event(approved).verb == "request.succeeded"
 
     def test_a_lost_lease_fails_with_outcome_unknown(self, approved):
         grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
@@ -141,11 +194,13 @@ class TestClaimAndComplete:
             assert services.fail_lost_execution(approved.pk) is True
         approved.refresh_from_db()
         assert (approved.state, approved.resolution_code) == (State.FAILED, errors.OUTCOME_UNKNOWN)
+        event = last_event(approved)
+        assert event.verb == "request.failed" and event.metadata["code"] == errors.OUTCOME_UNKNOWN
 
     def test_every_refusal_is_audited_with_its_code(self, approved, people, reviewers_group):
         people["alice"].groups.remove(reviewers_group)
-        claim_refusal(approved)
-        event = AuditEvent.objects.filter(request_id=approved.pk).order_by("-seq").first()
+        assert claim_refusal(approved) == errors.APPROVER_PERMISSION_REVOKED
+        event = last_event(approved)
         assert event.verb == "request.revalidation_failed"
         assert event.metadata["code"] == errors.APPROVER_PERMISSION_REVOKED
 
@@ -157,3 +212,4 @@ def test_an_agent_cannot_claim_what_the_server_executes(approved, agent):
     assert refused.value.code == errors.EXECUTED_BY_SERVER
     approved.refresh_from_db()
     assert approved.state == State.APPROVED
+    assert last_event(approved).verb == "request.approved"

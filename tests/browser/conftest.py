@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import missing_service
+from tests.fixtures.services import missing_service
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -14,7 +14,6 @@ from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
 from controlplane.http.codes import as_script_data
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from tests.live import ROOT, child_environment
 from approvals.people import Person
 

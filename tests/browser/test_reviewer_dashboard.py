@@ -16,7 +16,6 @@ from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -34,6 +33,18 @@ def api(server_url: str, token: str, method: str, path: str, body: dict | None =
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         return json.load(response)
+
+
+def settle(page) -> None:
+    """Wait until every image on the page has loaded or failed (what fires onload and
+    onerror) and the tasks queued before now (a clicked link's navigation) have run.
+
+    A dialog any of them opened blocks the page until the test's handler dismisses
+    it (and records it in `page.dialogs`), so it is recorded by the time this returns.
+    """
+    page.evaluate("""() => Promise.all([...document.images].map((image) => image.complete ? null
+        : new Promise((done) => { image.addEventListener("load", done); image.addEventListener("error", done); })))
+        .then(() => new Promise((done) => setTimeout(done)))""")
 
 
 @pytest.fixture
@@ -157,7 +168,7 @@ def test_a_hostile_plan_renders_inert(logged_in_page, people, agent_token, daphn
     plan.wait_for()
     assert plan.locator("strong").inner_text() == "real"
     alice.locator(f"#card-{submitted['id']}").click()
-    alice.wait_for_timeout(500)  # let any handler that slipped through fire
+    settle(alice)  # any handler that slipped through has had its chance to fire
 
     assert alice.dialogs == []
     assert plan.locator("script, img, iframe, svg, [onerror], [onload], [style]").count() == 0

@@ -21,7 +21,6 @@ from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion
 from approvals.permissions import RISK_ADMINS
 from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 from approvals.states import Kind
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -66,7 +65,8 @@ def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_ne
     row.locator(".c-path").fill("impact.recipient_count")
     row.locator(".c-op").select_option("lte")
     row.locator(".c-value").fill("few")
-    page.wait_for_selector("#validation.invalid")
+    # Wait for the verdict on what was typed last: an earlier keystroke's (an empty path) may show first.
+    page.locator("#validation.invalid", has_text="conditions[0].value").wait_for()
     assert "conditions[0].value" in page.inner_text("#validation")
     assert "needs a number" in page.inner_text("#validation")
 

@@ -1,42 +1,87 @@
-"""The client meets a real daphne server; reviewers decide from another thread."""
+"""The client meets a real daphne server; reviewers decide from another thread once
+the agent waits (its long-poll has left the client), never after a fixed pause."""
 
 from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Callable
 
+import httpx
 import pytest
 from django.db import connection
 
-from agents.services import issue_token
 from approvals.models import ApprovalRequest
-from approvals.states import State
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401
+
+# Only bounds how long a broken test hangs; no assertion depends on how long anything takes.
+HANG_GUARD_SECONDS = 20
+
+
+class LongPolls:
+    """The agent's long-polls, noted as its client sends them: a reviewer waits on these."""
+
+    def __init__(self) -> None:
+        self._request_ids: list[str] = []
+        self._taken = 0
+        self._changed = threading.Condition()
+
+    def note(self, request: httpx.Request) -> None:
+        """Called by the client's transport for every request it sends."""
+        path = request.url.path  # /api/v1/requests/<id>/resume/
+        if path.endswith("/resume/") and float(request.url.params.get("wait", "0")) > 0:
+            with self._changed:
+                self._request_ids.append(path.rstrip("/").split("/")[-2])
+                self._changed.notify_all()
+
+    def next(self, *, timeout: float = HANG_GUARD_SECONDS) -> str:
+        """The request the agent's next long-poll waits on (blocks until the agent sends it)."""
+        with self._changed:
+            arrived = self._changed.wait_for(lambda: len(self._request_ids) > self._taken, timeout)
+            assert arrived, f"the agent sent no long-poll within {timeout} s"
+            self._taken += 1
+            return self._request_ids[self._taken - 1]
+
+
+class NotingTransport(httpx.HTTPTransport):
+    """The client's usual transport, telling `long_polls` about each request it sends."""
+
+    def __init__(self, long_polls: LongPolls) -> None:
+        super().__init__()
+        self.long_polls = long_polls
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.long_polls.note(request)
+        return super().handle_request(request)
+
+
+class AsyncNotingTransport(httpx.AsyncHTTPTransport):
+    """`NotingTransport` for AsyncControlPlane."""
+
+    def __init__(self, long_polls: LongPolls) -> None:
+        super().__init__()
+        self.long_polls = long_polls
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.long_polls.note(request)
+        return await super().handle_async_request(request)
 
 
 @pytest.fixture
-def token(agent) -> str:
-    return issue_token(agent).secret
+def long_polls() -> LongPolls:
+    return LongPolls()
 
 
 @pytest.fixture
-def reviewer_decides():
-    """Start a thread that waits for the agent's next pending request and decides it with `decide(request)`."""
+def reviewer_decides(long_polls):
+    """`reviewer_decides(decide)`: a thread that waits until the agent long-polls on a request,
+    then decides it with `decide(request)`. The agent's client must send through
+    `NotingTransport(long_polls)` (the `cp` fixture's does)."""
     threads: list[threading.Thread] = []
 
-    def start(decide: Callable[[ApprovalRequest], object], *, after: float = 0.3) -> None:
+    def start(decide: Callable[[ApprovalRequest], object]) -> None:
         def run() -> None:
             try:
-                deadline = time.monotonic() + 20
-                while time.monotonic() < deadline:
-                    pending = ApprovalRequest.objects.filter(state=State.PENDING_APPROVAL).order_by("created_at").first()
-                    if pending is not None:
-                        time.sleep(after)  # let the agent reach its wait
-                        decide(pending)
-                        return
-                    time.sleep(0.05)
+                decide(ApprovalRequest.objects.get(pk=long_polls.next()))
             finally:
                 connection.close()
 
@@ -46,11 +91,15 @@ def reviewer_decides():
 
     yield start
     for thread in threads:
-        thread.join(timeout=25)
+        thread.join(timeout=HANG_GUARD_SECONDS + 5)
 
 
 class DroppingProxy:
-    """A TCP proxy to the server that can cut every open connection, or swallow one response."""
+    """A TCP proxy to the server that can cut every open connection, or swallow one response.
+
+    `wait_for_requests(b"/resume/", count=n)` blocks until the n-th request whose first
+    line holds that fragment has been passed on to the server.
+    """
 
     def __init__(self, upstream_port: int) -> None:
         self.upstream_port = upstream_port
@@ -63,7 +112,9 @@ class DroppingProxy:
         self.connections: list[socket.socket] = []
         self.swallow_responses = 0
         self.accepted = 0
+        self.forwarded: list[bytes] = []  # first lines of the requests passed on to the server
         self._lock = threading.Lock()
+        self._forwarded_changed = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -90,6 +141,8 @@ class DroppingProxy:
                     if swallow:  # the server did the work; the client never hears of it
                         break
                 sink.sendall(data)
+                if not is_response:
+                    self._note_forwarded(data)
         except OSError:
             pass
         finally:
@@ -99,6 +152,21 @@ class DroppingProxy:
                 except OSError:
                     pass
                 sock.close()
+
+    def _note_forwarded(self, data: bytes) -> None:
+        first_line = data.split(b"\r\n", 1)[0]
+        if first_line.endswith((b" HTTP/1.1", b" HTTP/1.0")):  # the start of a request, not a body
+            with self._forwarded_changed:
+                self.forwarded.append(first_line)
+                self._forwarded_changed.notify_all()
+
+    def wait_for_requests(self, fragment: bytes, *, count: int = 1, timeout: float = HANG_GUARD_SECONDS) -> None:
+        def arrived() -> bool:
+            return sum(fragment in line for line in self.forwarded) >= count
+
+        with self._forwarded_changed:
+            assert self._forwarded_changed.wait_for(arrived, timeout), (
+                f"fewer than {count} requests with {fragment!r} reached the server: {self.forwarded}")
 
     def drop_all(self) -> None:
         with self._lock:

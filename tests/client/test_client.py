@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -24,6 +23,8 @@ from approvals.models import ApprovalRequest
 from tests.live import ROOT
 from approvals.people import Person
 
+from .conftest import HANG_GUARD_SECONDS, AsyncNotingTransport, NotingTransport
+
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PLAN = "# Add dark mode\n\n1. Add a theme toggle.\n2. Persist the choice.\n"
@@ -32,8 +33,10 @@ EDITABLE_TRANSFER = {"name": "transfer_one_person", "priority": 5, "action_type"
 
 
 @pytest.fixture
-def cp(daphne_server, token):
-    with ControlPlane(daphne_server.url, token, poll_wait=5, retry_backoff=0.05) as client:
+def cp(daphne_server, token, long_polls):
+    """mail-bot's client; a reviewer thread (`reviewer_decides`) sees its long-polls leave."""
+    with ControlPlane(daphne_server.url, token, poll_wait=5, retry_backoff=0.05,
+                      transport=NotingTransport(long_polls)) as client:
         yield client
 
 
@@ -125,9 +128,10 @@ def test_server_refusals_surface_their_code(cp, daphne_server):
     assert refused.value.code == "invalid_token"
 
 
-def test_async_client_and_decorator(daphne_server, token, people, reviewer_decides):
+def test_async_client_and_decorator(daphne_server, token, people, long_polls, reviewer_decides):
     async def scenario() -> tuple:
-        async with AsyncControlPlane(daphne_server.url, token, poll_wait=5) as acp:
+        async with AsyncControlPlane(daphne_server.url, token, poll_wait=5,
+                                     transport=AsyncNotingTransport(long_polls)) as acp:
             @acp.require_approval("update_document", claim=False)
             async def update_document(doc: str) -> str:
                 return f"updated {doc}"
@@ -145,12 +149,12 @@ def test_a_dropped_connection_mid_wait_is_retried_and_finds_the_same_request(pro
         outcome: dict = {}
         waiter = threading.Thread(target=lambda: outcome.update(resume=cp.wait(submitted["id"], timeout=20)))
         waiter.start()
-        time.sleep(1.0)
+        proxy.wait_for_requests(b"/resume/")  # the agent's long-poll has reached the server
         connections_before = proxy.accepted
         proxy.drop_all()  # the agent's long-poll dies mid-wait
-        time.sleep(0.5)
+        proxy.wait_for_requests(b"/resume/", count=2)  # and the client polls again
         services.approve(submitted["id"], actor=services.Person(people["alice"]))
-        waiter.join(timeout=25)
+        waiter.join(timeout=HANG_GUARD_SECONDS + 5)
     assert outcome["resume"].request_id == submitted["id"] and outcome["resume"].approved
     assert proxy.accepted > connections_before  # it reconnected
     assert ApprovalRequest.objects.count() == 1

@@ -7,7 +7,6 @@ The reviewer decides through the reviewer API (session + CSRF) over HTTP.
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import TypedDict
 
@@ -23,6 +22,7 @@ from agents.client import ControlPlane
 from agents.resume import PLAN_APPROVED_TEXT
 from approvals.models import ApprovalRequest
 from approvals.states import State
+from tests.execution.harness import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -84,17 +84,16 @@ def decide_through_the_api(daphne_url: str, user, decisions: list[dict]) -> thre
         try:
             with reviewer_session(daphne_url, user) as http:
                 seen: set[str] = set()
+
+                def newly_pending() -> list[dict]:
+                    return [r for r in http.get("/api/v1/requests/", params={"state": State.PENDING_APPROVAL})
+                            .json()["results"] if r["id"] not in seen]
+
                 for decision in decisions:
-                    deadline = time.monotonic() + 20
-                    while time.monotonic() < deadline:
-                        pending = [r for r in http.get("/api/v1/requests/", params={"state": State.PENDING_APPROVAL})
-                                   .json()["results"] if r["id"] not in seen]
-                        if pending:
-                            seen.add(pending[0]["id"])
-                            response = http.post(f"/api/v1/requests/{pending[0]['id']}/decisions/", json=decision)
-                            assert response.status_code == 200, response.text
-                            break
-                        time.sleep(0.1)
+                    pending = wait_for(newly_pending, what="the agent's next plan to be pending")
+                    seen.add(pending[0]["id"])
+                    response = http.post(f"/api/v1/requests/{pending[0]['id']}/decisions/", json=decision)
+                    assert response.status_code == 200, response.text
         finally:
             connection.close()
 

@@ -1,5 +1,5 @@
-"""The dashboard tests reuse the approval tests' cast (alice, bob, carol review;
-owen owns mail-bot; rita is who it acts for; mallory is nobody)."""
+"""The dashboard tests use the suite's cast (tests/fixtures/cast.py: alice, bob,
+carol review; owen owns mail-bot; rita is who it acts for; mallory is nobody)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,6 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-from tests.approvals.conftest import (  # noqa: F401  (fixtures)
-    admin_user,
-    agent,
-    people,
-    reviewers_group,
-    submit,
-    two_person_rule,
-)
 
 PASSWORDS = {name: f"{name}-pw-123!" for name in ("alice", "bob", "carol", "owen", "rita", "mallory")}
 

@@ -8,7 +8,6 @@ from collections.abc import Awaitable, Callable
 import pytest
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.test import Client
@@ -17,6 +16,7 @@ from approvals import policy, services
 from approvals.emergency import set_emergency_stop
 from controlplane.routing import websocket_application
 from approvals.people import Person
+from tests.sockets import open_socket, refused_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,11 +29,17 @@ def session_cookie(user) -> str:
     return f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
 
-def socket(*, cookie: str = "", origin: str = "http://testserver") -> WebsocketCommunicator:
-    headers = [(b"origin", origin.encode())]
+def headers(*, cookie: str = "", origin: str = "http://testserver") -> list[tuple[bytes, bytes]]:
+    """What a browser sends with its socket: its Origin, and its session cookie if signed in."""
+    sent = [(b"origin", origin.encode())]
     if cookie:
-        headers.append((b"cookie", cookie.encode()))
-    return WebsocketCommunicator(websocket_application, "/ws/reviewer/", headers=headers)
+        sent.append((b"cookie", cookie.encode()))
+    return sent
+
+
+def reviewer_socket(*, cookie: str):
+    """`async with reviewer_socket(cookie=...) as socket`: a reviewer's accepted socket."""
+    return open_socket(websocket_application, "/ws/reviewer/", headers=headers(cookie=cookie))
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:
@@ -42,10 +48,7 @@ def run(scenario: Callable[[], Awaitable[None]]) -> None:
 
 def test_an_anonymous_socket_is_refused(people):
     async def scenario():
-        communicator = socket()
-        connected, _ = await communicator.connect()
-        assert not connected
-        await communicator.disconnect()
+        await refused_socket(websocket_application, "/ws/reviewer/", headers=headers())
 
     run(scenario)
 
@@ -54,10 +57,8 @@ def test_a_socket_from_a_foreign_origin_is_refused_even_with_a_session(people):
     cookie = session_cookie(people["alice"])
 
     async def scenario():
-        communicator = socket(cookie=cookie, origin="https://evil.example")
-        connected, _ = await communicator.connect()
-        assert not connected
-        await communicator.disconnect()
+        await refused_socket(websocket_application, "/ws/reviewer/",
+                             headers=headers(cookie=cookie, origin="https://evil.example"))
 
     run(scenario)
 
@@ -69,28 +70,27 @@ def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, 
     cookie = session_cookie(people["bob"])
 
     async def scenario():
-        communicator = socket(cookie=cookie)
-        connected, _ = await communicator.connect()
-        assert connected
-        try:
+        async with reviewer_socket(cookie=cookie) as socket:
             transfer = await database_sync_to_async(submit)("transfer_funds", params={"amount": 5})
-            created = await communicator.receive_json_from(timeout=TIMEOUT)
+            created = await socket.receive_json_from(timeout=TIMEOUT)
             assert created == {"event": "card.created", "request_id": str(transfer.pk),
                                "state": "pending_approval", "data": {"verb": "request.queued"}}
 
             await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["alice"]))
-            updated = await communicator.receive_json_from(timeout=TIMEOUT)
+            updated = await socket.receive_json_from(timeout=TIMEOUT)
             assert updated["event"] == "card.updated" and updated["data"] == {"approvals": 1, "required": 2}
 
             await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["carol"]))
-            removed = await communicator.receive_json_from(timeout=TIMEOUT)
+            removed = await socket.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "approved"
 
-            # A wire goes to finance, which bob is not in: nothing reaches him.
+            # A wire goes to finance, which bob is not in: nothing reaches him. Pushes
+            # arrive in commit order, so the next thing he hears is the transfer
+            # submitted after the wire, never the wire.
             await database_sync_to_async(submit)("wire_money", params={"amount": 5})
-            assert await communicator.receive_nothing(timeout=0.5)
-        finally:
-            await communicator.disconnect()
+            after_the_wire = await database_sync_to_async(submit)("transfer_funds", params={"amount": 6})
+            heard = await socket.receive_json_from(timeout=TIMEOUT)
+            assert heard["event"] == "card.created" and heard["request_id"] == str(after_the_wire.pk)
         assert finance.pk  # the group existed throughout
 
     run(scenario)
@@ -100,15 +100,10 @@ def test_leaving_the_group_closes_the_socket(people, reviewers_group):
     cookie = session_cookie(people["alice"])
 
     async def scenario():
-        communicator = socket(cookie=cookie)
-        connected, _ = await communicator.connect()
-        assert connected
-        try:
+        async with reviewer_socket(cookie=cookie) as socket:
             await database_sync_to_async(people["alice"].groups.remove)(reviewers_group)
-            closed = await communicator.receive_output(timeout=TIMEOUT)
+            closed = await socket.receive_output(timeout=TIMEOUT)
             assert closed == {"type": "websocket.close", "code": 4001}
-        finally:
-            await communicator.disconnect()
 
     run(scenario)
 
@@ -117,15 +112,10 @@ def test_removing_members_from_the_group_side_closes_their_sockets(people, revie
     cookie = session_cookie(people["bob"])
 
     async def scenario():
-        communicator = socket(cookie=cookie)
-        connected, _ = await communicator.connect()
-        assert connected
-        try:
+        async with reviewer_socket(cookie=cookie) as socket:
             await database_sync_to_async(reviewers_group.user_set.clear)()
-            closed = await communicator.receive_output(timeout=TIMEOUT)
+            closed = await socket.receive_output(timeout=TIMEOUT)
             assert closed["type"] == "websocket.close"
-        finally:
-            await communicator.disconnect()
 
     run(scenario)
 
@@ -136,15 +126,10 @@ def test_logging_out_closes_the_socket(people):
     cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
 
     async def scenario():
-        communicator = socket(cookie=cookie)
-        connected, _ = await communicator.connect()
-        assert connected
-        try:
+        async with reviewer_socket(cookie=cookie) as socket:
             await database_sync_to_async(client.post)("/logout/")
-            closed = await communicator.receive_output(timeout=TIMEOUT)
+            closed = await socket.receive_output(timeout=TIMEOUT)
             assert closed["type"] == "websocket.close"
-        finally:
-            await communicator.disconnect()
 
     run(scenario)
 
@@ -153,15 +138,10 @@ def test_the_emergency_stop_reaches_every_reviewer(people, admin_user):
     cookie = session_cookie(people["alice"])
 
     async def scenario():
-        communicator = socket(cookie=cookie)
-        connected, _ = await communicator.connect()
-        assert connected
-        try:
+        async with reviewer_socket(cookie=cookie) as socket:
             await database_sync_to_async(set_emergency_stop)(on=True, actor=Person(admin_user), reason="drill")
-            message = await communicator.receive_json_from(timeout=TIMEOUT)
+            message = await socket.receive_json_from(timeout=TIMEOUT)
             assert message == {"event": "emergency.changed", "scope": "global", "on": True, "agent": None,
                                "reason": "drill"}
-        finally:
-            await communicator.disconnect()
 
     run(scenario)

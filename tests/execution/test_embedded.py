@@ -23,6 +23,7 @@ import pytest
 import websockets
 from celery import Celery
 from django.conf import settings as django_settings
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -65,7 +66,6 @@ def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_ag
     token = issue_token(agent).secret
     executed = approved("demo_restart_service", {"service": "search"})
     waiting = submit("update_document", {"content": "v2"}, {"document": "guide.md"})
-    ApprovalRequest.objects.filter(pk=waiting.pk).update(decide_by=timezone.now() + timedelta(seconds=2))
     cookie = session_cookie(alice)
     long_poll: dict = {}
 
@@ -75,18 +75,30 @@ def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_ag
         with urllib.request.urlopen(call, timeout=30) as response:
             long_poll.update(json.load(response))
 
+    def deadline_passes() -> None:
+        """Move the decision deadline into the past (the worker's sweeper reads it from the row)
+        instead of waiting for the clock to reach it."""
+        try:
+            ApprovalRequest.objects.filter(pk=waiting.pk).update(decide_by=timezone.now() - timedelta(seconds=1))
+        finally:
+            connection.close()
+
     async def reviewer_watches() -> list[dict]:
         events: list[dict] = []
         async with websockets.connect(f"{server.ws_url}/ws/reviewer/", origin=server.url,
                                       additional_headers={"Cookie": cookie}) as socket:
+
+            async def until_pushed(pk, state: str) -> None:
+                while not any(e.get("request_id") == str(pk) and e.get("state") == state for e in events):
+                    events.append(json.loads(await asyncio.wait_for(socket.recv(), timeout=20)))
+
             poller = threading.Thread(target=agent_waits)
             poller.start()
             producer.send_task("approvals.execute_request", args=[str(executed.pk)])
-            await asyncio.sleep(2.2)
+            await until_pushed(executed.pk, State.SUCCEEDED)
+            await asyncio.to_thread(deadline_passes)
             producer.send_task("approvals.expire_overdue")  # what beat sends
-            seen = lambda pk, state: any(e.get("request_id") == str(pk) and e.get("state") == state for e in events)
-            while not (seen(executed.pk, State.SUCCEEDED) and seen(waiting.pk, State.EXPIRED)):
-                events.append(json.loads(await asyncio.wait_for(socket.recv(), timeout=20)))
+            await until_pushed(waiting.pk, State.EXPIRED)
             await asyncio.to_thread(poller.join, 25)
         return events
 

@@ -1,20 +1,15 @@
-"""The approval stories' cast, plus a risk admin (ada is staff; here she also runs
-the rule editor) and agents with tokens for the hostile-input tests."""
+"""The suite's cast (tests/fixtures/cast.py) and mail-bot's token, plus a risk admin
+(alice, who here also runs the rule editor) for the hostile-input tests."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Group
 
-from agents.services import issue_token
 from approvals.permissions import RISK_ADMINS
-from tests.approvals.conftest import (  # noqa: F401  (fixtures)
-    admin_user,
-    agent,
-    people,
-    reviewers_group,
-    submit,
-)
+
+# The stateful run's ledger asserts on the test's behalf; its failures read like the test's own.
+pytest.register_assert_rewrite("tests.hostile.stateful")
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +25,3 @@ def risk_admin(people):
     return people["alice"]
 
 
-@pytest.fixture
-def token(agent) -> str:
-    return issue_token(agent).secret

@@ -18,14 +18,6 @@ from django.contrib.auth.models import Group
 
 from approvals.notifications import dispatch
 from approvals.people import Person
-from tests.approvals.conftest import (  # noqa: F401  (fixtures)
-    admin_user,
-    agent,
-    people,
-    reviewers_group,
-    submit,
-    two_person_rule,
-)
 
 
 class _Inbox:

@@ -13,18 +13,11 @@ from django.conf import settings
 from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
 from django.test import Client
 
-from agents.services import issue_token
-from tests.approvals.conftest import admin_user, agent, people, reviewers_group  # noqa: F401  (fixtures)
 
 
 @pytest.fixture
 def services_up(require_postgres, require_redis):
     """PostgreSQL and Redis are both reachable (skip with a reason, or fail in CI)."""
-
-
-@pytest.fixture
-def token(agent) -> str:
-    return issue_token(agent).secret
 
 
 def session_cookies(user) -> dict[str, str]:

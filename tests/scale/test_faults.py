@@ -13,7 +13,6 @@ import json
 import shutil
 import subprocess
 import threading
-import time
 
 import httpx
 import pytest
@@ -24,7 +23,7 @@ from agents.client import ControlPlane
 from approvals import services
 from approvals.models import ApprovalRequest
 from tests.execution.harness import wait_for
-from tests.live import DaphneServer, child_environment, free_port
+from tests.live import DaphneServer, child_environment, free_port, long_polls_held
 
 from .conftest import cookie_header, session_cookies
 
@@ -136,7 +135,7 @@ def test_the_client_retries_through_a_daphne_restart_and_gets_its_decision(servi
             submitted = cp.submit_action("update_document", {"doc": "handbook"}, {"text": "v2"})
             waiter = threading.Thread(target=lambda: outcome.update(resume=cp.wait(submitted["id"], timeout=40)))
             waiter.start()
-            time.sleep(1.0)  # the agent is inside its long-poll
+            wait_for(lambda: long_polls_held([submitted["id"]]), what="the server to hold the agent's long-poll")
             server.stop()  # the poll's connection dies with the process
             services.approve(submitted["id"], actor=services.Person(people["alice"]))  # decided while the server is down
             with django_db_blocker.unblock():

@@ -20,7 +20,7 @@ from approvals.models import ApprovalRequest
 from approvals.states import State
 from approvals.execution.tasks import execute_request
 from tests.execution.harness import Receiver, Worker, wait_for
-from tests.live import DaphneServer, child_environment
+from tests.live import DaphneServer, child_environment, long_polls_held
 
 from .conftest import cookie_header, csrf_headers, session_cookies
 
@@ -71,10 +71,10 @@ def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, re
 
             card = json.loads(await asyncio.wait_for(reviewer_socket.recv(), timeout=10))
 
-            # The agent waits on B; give its long-poll time to join the request's group.
+            # The agent waits on B: B holds its long-poll (in the request's group) before A decides.
             waiting = asyncio.create_task(
                 http.get(f"{server_b.url}/api/v1/requests/{request_id}/resume/?wait=20", headers=agent_headers))
-            await asyncio.sleep(0.5)
+            await asyncio.to_thread(wait_for, lambda: long_polls_held([request_id]), what="B to hold the long-poll")
             assert not waiting.done()
             decided = await http.post(f"{server_a.url}/api/v1/requests/{request_id}/decisions/",
                                       headers=csrf_headers(cookies), json={"decision": "approve"})

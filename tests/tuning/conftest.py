@@ -1,4 +1,4 @@
-"""Tuning tests reuse the approval tests' cast; ada is the risk admin here, and ben
+"""Tuning tests use the suite's cast (tests/fixtures/cast.py); ada is the risk admin here, and ben
 the second risk-admin four eyes on policy needs. carol approves for treasury.
 
 `make_requests` stores requests in bulk (rows as classification left them) for the
@@ -24,14 +24,6 @@ from approvals.models import ApprovalRequest, ParamsRevision
 from approvals.permissions import RISK_ADMINS
 from approvals.states import Kind, State
 from approvals.people import Person
-from tests.approvals.conftest import (  # noqa: F401  (fixtures)
-    admin_user,
-    agent,
-    people,
-    reviewers_group,
-    submit,
-    two_person_rule,
-)
 
 
 class _Rollback(Exception):
