@@ -11,6 +11,8 @@ class ControlplaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the unsafe-secrets check)
+
         for folder in local_folders():
             folder.mkdir(parents=True, exist_ok=True)
 

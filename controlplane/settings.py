@@ -29,12 +29,14 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# Development and tests get a fixed, loudly named key; production sets SECRET_KEY.
+# Secrets come from the environment. The defaults are development values: outside
+# DEBUG every process refuses to start on them (controlplane/keys.py), and each has
+# its own so none falls back to another. `make run` generates local ones.
 SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
-# Digests in audit metadata are keyed so short values cannot be reversed by hashing guesses.
-AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", SECRET_KEY)
+# Digests in audit metadata are keyed so short values cannot be recovered by hashing guesses.
+AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "insecure-development-audit-digest-key")
 # Signs audit export manifests and chain-head checkpoints (HMAC-SHA256). Auditors hold
-# a copy to verify exports offline, so it must differ from SECRET_KEY and AUDIT_HMAC_KEY.
+# a copy to verify exports offline.
 AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
@@ -223,7 +225,7 @@ EXECUTION_SWEEP_SECONDS = float(os.environ.get("EXECUTION_SWEEP_SECONDS", "10"))
 # one published this long ago and still approved is published again (a lost message).
 EXECUTION_ENQUEUE_GRACE_SECONDS = float(os.environ.get("EXECUTION_ENQUEUE_GRACE_SECONDS", "15"))
 EXECUTION_REPUBLISH_SECONDS = float(os.environ.get("EXECUTION_REPUBLISH_SECONDS", "120"))
-EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", SECRET_KEY)
+EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", "insecure-development-executor-webhook-secret")
 EXECUTOR_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("EXECUTOR_WEBHOOK_TIMEOUT_SECONDS", "10"))
 # Only when the receivers dedupe on Idempotency-Key: then a lost webhook execution is re-sent.
 WEBHOOK_EXECUTOR_IDEMPOTENT = env_bool("WEBHOOK_EXECUTOR_IDEMPOTENT", False)
