@@ -73,6 +73,8 @@ MIDDLEWARE = [
     # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
     "controlplane.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Idle timeout and absolute lifetime of a signed-in session (controlplane/accounts/sessions.py).
+    "controlplane.accounts.sessions.SessionLifetimeMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -309,6 +311,17 @@ if REDIS_URL:
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
+# Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For is
+# believed; the client address for sign-in throttling is read through them only.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
+SESSION_IDLE_TIMEOUT_SECONDS = int(os.environ.get("SESSION_IDLE_TIMEOUT_SECONDS", str(30 * 60)))
+SESSION_MAX_AGE_SECONDS = int(os.environ.get("SESSION_MAX_AGE_SECONDS", str(12 * 60 * 60)))
+SESSION_COOKIE_AGE = SESSION_MAX_AGE_SECONDS
+# Outside DEBUG cookies travel over HTTPS only (browsers treat http://localhost as
+# secure, so `make run` still signs in) and browsers are told to stay on HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = 0 if DEBUG else int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 60 * 60)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
 REST_FRAMEWORK = {
     # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
