@@ -69,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Oversized bodies under /api/ become a JSON 413 before anything reads them.
     "controlplane.http.errors.APIBodyLimitMiddleware",
+    # NUL and lone surrogates in any query-string or form field: a 400 naming the field.
+    "controlplane.http.inputs.InputEdgeMiddleware",
     # Static files straight from the app's static dirs (WHITENOISE_USE_FINDERS below).
     # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
     "controlplane.middleware.WhiteNoiseMiddleware",

@@ -43,7 +43,7 @@ __all__ = [
     "deliver",
     "deliver_due",
     "escalate_overdue",
-    "on_change",
+    "on_request_changed",
     "queue_arrival",
     "save_settings",
     "send_due_reminders",
