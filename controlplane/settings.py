@@ -35,8 +35,14 @@ DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
 # Digests in audit metadata are keyed so short values cannot be recovered by hashing guesses.
 AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "insecure-development-audit-digest-key")
-# Signs audit export manifests and chain-head checkpoints (HMAC-SHA256). Auditors hold
-# a copy to verify exports offline.
+# The Ed25519 key that signs every audit event and checkpoint is derived from this
+# secret (audit/signing.py); during a rotation the previous one signs the hand-over.
+AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "insecure-development-audit-event-signing-key")
+AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
+# Public keys audit_verify trusts besides the server's own (one `ed25519:...` per line),
+# deployed outside the database; `manage.py audit_public_key` prints them.
+AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
+# Signs audit export manifests (HMAC-SHA256). Auditors hold a copy to verify exports offline.
 AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
