@@ -15,8 +15,8 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
@@ -121,8 +121,10 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
 
 
 def _back(request: HttpRequest) -> str:
+    """Where the form came from: a path on this site, else the queue."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A path only: `redirect()` would read "0" or "queue" as a URL name (and fail).
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return reverse("approvals:queue")
 
@@ -132,7 +134,7 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
         body = {"ok": True, "message": message, **extra} if ok else {"message": message, **extra}
         return JsonResponse(body, status=status)
     (messages.success if ok else messages.warning)(request, message)
-    return redirect(_back(request))
+    return HttpResponseRedirect(_back(request))
 
 
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:

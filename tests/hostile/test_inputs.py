@@ -140,3 +140,12 @@ def _storable(value, depth=0) -> bool:
 @given(json_values)
 def test_first_problem_finds_exactly_the_unstorable_values(value):
     assert (first_problem(value) is None) == _storable(value)
+
+
+@pytest.mark.parametrize("next_url", ["0", "queue", "//evil.example/x", "https://evil.example/", "javascript:x"])
+def test_a_decision_form_never_redirects_off_site_or_to_a_url_name(client, people, submit, next_url):
+    """Found by test_pages_fuzz: `next=0` reached `redirect()`, which read it as a URL name (500)."""
+    pending = submit("send_email")
+    client.force_login(people["alice"])
+    response = client.post(f"/requests/{pending.pk}/reject/", {"feedback": "no", "next": next_url})
+    assert response.status_code == 302 and response["Location"] == "/"
