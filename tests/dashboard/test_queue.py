@@ -87,6 +87,7 @@ def test_a_request_past_its_deadline_leaves_the_queue_before_the_sweeper_runs(cl
     submit("send_email")
     client.force_login(people["alice"])
     with freeze_time(timezone.now() + timedelta(hours=2)):
+        client.force_login(people["alice"])  # past the session's idle timeout
         assert card_ids(client.get(QUEUE)) == []
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
 
@@ -246,6 +247,7 @@ def test_filter_choices_come_from_the_most_urgent_requests(client, people, submi
     deadlines = sorted(ApprovalRequest.objects.values_list("decide_by", flat=True))
     with freeze_time(deadlines[0] - timedelta(minutes=1)):  # all three within EXPIRING_SOON, none past
         assert deadlines[-1] - deadlines[0] < dashboard.EXPIRING_SOON
+        client.force_login(people["carol"])  # past the session's idle timeout
         assert client.get(QUEUE).context["counts"]["expiring"] == "2+"
     response = client.get(QUEUE, {"action_type": "transfer_funds"})
     assert len(response.context["cards"]) == 1  # filtering by a type outside the choices still works
