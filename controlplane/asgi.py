@@ -7,9 +7,12 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 
+from approvals.push import serving_pushes  # noqa: E402
 from controlplane.routing import websocket_application  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application})
+# serving_pushes: sync views and consumers hand their after-commit pushes to this
+# server's event loop instead of waiting for them (approvals/push.py).
+application = serving_pushes(ProtocolTypeRouter({"http": django_asgi_app, "websocket": websocket_application}))
 
 
 def _leave_request_bodies_to_django() -> None:
