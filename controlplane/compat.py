@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from asgiref.sync import AsyncToSync, SyncToAsync
 
-__all__ = ["has_parked_sync_caller", "release_request_thread"]
+__all__ = ["has_parked_sync_caller", "leave_request_bodies_to_django", "release_request_thread"]
 
 
 # --- asgiref 3.13.0: the long-poll's threads ----------------------------------------------
@@ -49,3 +49,38 @@ def has_parked_sync_caller() -> bool:
     whether there is one. Measured need: as `release_request_thread`.
     """
     return getattr(AsyncToSync.executors, "current", None) is not None
+
+
+# --- daphne 4.2.3 on Twisted 26.10.0: request bodies -------------------------------------
+#
+# Twisted parses every multipart/urlencoded POST into `request.args`, which daphne
+# never reads, and answers a body its parser rejects (an empty multipart message,
+# a non-ASCII field name) with a bare, non-JSON 400 that never reaches Django
+# (twisted#9739, daphne#447). Twisted's public `parsePOSTFormSubmission=False` turns
+# that off, but daphne builds its requests itself: its `HTTPFactory.buildProtocol`
+# looks the module global `WebRequest` up per connection, so that global is replaced.
+# Measured need: tests/hostile/test_stateful.py (a malformed multipart body gets the
+# API's JSON 422 under daphne, not Twisted's bare 400).
+
+
+def leave_request_bodies_to_django() -> None:
+    """Under daphne, stop Twisted parsing form bodies before the app sees them."""
+    import inspect
+
+    try:
+        from daphne import http_protocol
+        from twisted.web import http
+    except ImportError:  # served by something else
+        return
+    if getattr(http_protocol.WebRequest, "leaves_bodies_to_django", False):
+        return
+    if "parsePOSTFormSubmission" not in inspect.signature(http.Request.__init__).parameters:
+        return  # an older Twisted: it keeps parsing, as before
+
+    class RawBodyRequest(http_protocol.WebRequest):
+        leaves_bodies_to_django = True
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
+
+    http_protocol.WebRequest = RawBodyRequest

@@ -77,3 +77,17 @@ class TestHasParkedSyncCaller:
             return await sync_to_async(_current_thread, thread_sensitive=compat.has_parked_sync_caller())()
 
         assert async_to_sync(view)() is caller
+
+
+class TestDaphneLeavesBodiesToDjango:
+    def test_daphne_builds_its_requests_from_the_replaced_class(self):
+        from daphne.http_protocol import HTTPFactory
+        from twisted.web import http
+
+        import controlplane.asgi  # noqa: F401  (applies it, as daphne's import of the application does)
+
+        protocol = HTTPFactory(server=None).buildProtocol(None)
+        request_class = protocol.requestFactory
+
+        assert getattr(request_class, "leaves_bodies_to_django", False)
+        assert issubclass(request_class, http.Request)
