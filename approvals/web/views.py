@@ -9,7 +9,6 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -21,6 +20,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+
+from controlplane.http.errors import CodedError
+from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
 from ..errors import DomainError
@@ -210,9 +212,12 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
             value: Any = raw
         else:
             try:
-                value = json.loads(raw)
-            except json.JSONDecodeError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.", fields=[key]) from None
+                value = parse_json_text(raw, field=key)
+            except ValueError:
+                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
+                                  fields=[key]) from None
+            except CodedError as refused:
+                raise DomainError(errors.INVALID_EDIT, refused.message, fields=[key]) from None
         if key not in current or value != current[key]:
             edits[key] = value
     return edits
