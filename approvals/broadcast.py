@@ -8,22 +8,20 @@ clients resync from REST on (re)connect.
 A sync view under daphne does not wait for its push: `push.run` queues it on
 the server's event loop. Everywhere else (Celery, commands, the embedded
 relay's senders, sync tests, code under `async_to_sync`) the push is sent
-before `_deliver` returns.
+before the subscriber returns.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from channels.layers import get_channel_layer
 
+from . import push
 from .services.core import RequestChange
 from .states import State
-
-from . import push
 
 logger = logging.getLogger(__name__)
 

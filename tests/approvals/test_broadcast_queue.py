@@ -1,6 +1,6 @@
 """The after-commit push from a sync thread under a running ASGI loop (a sync
 view under daphne) is handed to that loop's ordered queue instead of waited
-for; everywhere else it is sent before `_deliver` returns, as before.
+for; everywhere else it is sent before the push call returns, as before.
 
 Sync views are run the way Django's ASGI handler runs them: `sync_to_async`
 from a coroutine on a loop that asyncio (not `async_to_sync`) runs, inside
