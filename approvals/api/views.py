@@ -133,7 +133,7 @@ class PersonView(generics.GenericAPIView):
 
     def end_session_if(self, error_code: str | None) -> None:
         if error_code == errors.SESSION_ENDED:
-            logout(self.request._request)  # the service ended the session; the answer clears the cookie
+            logout(self.request)  # the service ended the session; the answer clears the cookie
 
 
 DECISION_ERRORS = (
