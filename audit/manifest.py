@@ -161,8 +161,8 @@ class ExportDigests:
         digests, one hash update per chunk."""
         if not rows:
             return
-        self._seqs.update("".join([f"{row[0]}\n" for row in rows]).encode("ascii"))
-        self._hashes.update("".join([f"{row[2]}\n" for row in rows]).encode("ascii"))
+        self._seqs.update(("\n".join([str(row[0]) for row in rows]) + "\n").encode("ascii"))
+        self._hashes.update(("\n".join([row[2] for row in rows]) + "\n").encode("ascii"))
         self.row_count += len(rows)
         if self.first_seq is None:
             self.first_seq = rows[0][0]
