@@ -20,7 +20,6 @@ finished (see docs/audit.md).
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -45,11 +44,13 @@ from .models import AuditEvent
 __all__ = [
     "EXPORT_CHUNK_BYTES",
     "FORMATS",
+    "Chunk",
     "ExportPlan",
     "begin_export",
     "exported_manifest",
     "finish_export",
     "iter_export",
+    "next_chunk",
     "stream_export",
 ]
 
@@ -57,13 +58,14 @@ __all__ = [
 # not rows: rows run from ~300 bytes to tens of KB, and it is memory that must stay
 # flat). Big enough that the per-query and per-thread-hop costs are small beside the
 # rows (tests/perf/bench_audit_export: 1,000-row chunks of ~480-byte rows spent a
-# fifth more CPU than ~4,000-row ones), small enough that the two chunks in flight
-# stay a few MB.
+# tenth more CPU in the server than ~2,000-row ones), small enough that a chunk and
+# its copies (text, bytes, the server's send buffer) stay a few MB.
 EXPORT_CHUNK_BYTES = 1 << 20
 _FIRST_CHUNK_ROWS = 1000
 _MAX_CHUNK_ROWS = 20_000
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 _ROW_FIELDS = ("seq", "prev_hash", "hash", "canonical")
+Row = tuple[int, str, str, str]
 
 
 @dataclass
@@ -107,7 +109,7 @@ def _chunk_queryset(plan: ExportPlan, after_seq: int, limit: int) -> QuerySet[Au
     return queryset.order_by("seq").values_list(*_ROW_FIELDS)[:limit]
 
 
-def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[tuple[int, str, str, str]]:
+def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
     """The next `limit` matching rows after `after_seq`, as (seq, prev_hash, hash, canonical).
 
     The ORM builds the query (filters included) but a plain cursor reads it: these
@@ -120,13 +122,8 @@ def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[tuple[int,
         return cursor.fetchall()
 
 
-def next_limit(rows: list[tuple[int, str, str, str]], chunk_rows: int | None) -> int:
-    """How many rows to ask for after `rows`: `chunk_rows` when the caller fixed it,
-    else as many as fill EXPORT_CHUNK_BYTES at the size of the rows just fetched."""
-    if chunk_rows:
-        return chunk_rows
-    if not rows:
-        return _FIRST_CHUNK_ROWS
+def _limit_to_fill(rows: list[Row]) -> int:
+    """How many more rows of the size of `rows` make about EXPORT_CHUNK_BYTES of canonical text."""
     per_row = sum([len(row[3]) for row in rows]) // len(rows) + 1
     return max(1, min(_MAX_CHUNK_ROWS, EXPORT_CHUNK_BYTES // per_row))
 
@@ -138,7 +135,7 @@ def header(plan: ExportPlan) -> str:
     return _csv_text([list(CSV_COLUMNS)])
 
 
-def render_rows(plan: ExportPlan, rows: list[tuple[int, str, str, str]]) -> str:
+def render_rows(plan: ExportPlan, rows: list[Row]) -> str:
     """Render one chunk of rows in Python and add them to the plan's digests.
 
     CSV cells come from the canonical document (the text that was hashed), not
@@ -197,33 +194,49 @@ def trailer(plan: ExportPlan) -> str:
     return json.dumps({"manifest": plan.manifest}, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-async def stream_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> AsyncIterator[str]:
-    """Yield the export as text chunks, holding at most two chunks of rows in memory.
+@dataclass(frozen=True)
+class Chunk:
+    """One rendered chunk: its text, how many rows it holds, the last seq, and how
+    many rows to ask for next."""
 
-    A pipeline of three steps, so PostgreSQL, the rendering and the socket work at
-    the same time (measured in docs/perf-audit-export.md): while chunk N is
-    rendered and then written out by the event loop, the query for chunk N+1 is
-    already running in Django's database thread (sync_to_async, one short query
-    per chunk; no connection or transaction is held between chunks). Rendering
-    touches no database, so it runs in the default executor, not in the
-    database thread that is busy fetching. `chunk_rows` fixes the rows per chunk
-    (tests cut small chunks with it); by default chunks hold ~EXPORT_CHUNK_BYTES.
+    text: str
+    rows: int
+    last_seq: int
+    next_limit: int
+
+
+def next_chunk(plan: ExportPlan, after_seq: int, limit: int, *, sized: bool = True) -> Chunk:
+    """Fetch and render up to `limit` rows after `after_seq`; no rows means the export is done.
+
+    `sized` picks the next limit so that a chunk holds ~EXPORT_CHUNK_BYTES; without
+    it every chunk asks for `limit` rows (tests cut small chunks that way). One call
+    per chunk, so the view crosses into Django's database thread once per chunk, not
+    once for the query and once for the rendering.
     """
-    fetch = sync_to_async(fetch_chunk)
-    render = sync_to_async(render_rows, thread_sensitive=False)
+    rows = fetch_chunk(plan, after_seq, limit)
+    if not rows:
+        return Chunk("", 0, after_seq, limit)
+    next_limit = _limit_to_fill(rows) if sized else limit
+    return Chunk(render_rows(plan, rows), len(rows), rows[-1][0], next_limit)
+
+
+async def stream_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> AsyncIterator[str]:
+    """Yield the export as text chunks, holding one chunk of rows in memory at a time.
+
+    Database work runs in Django's sync thread via sync_to_async, one short query
+    per chunk; no connection or transaction is held between chunks. The chunk just
+    yielded is written to the socket by the event loop while the next one is
+    fetched and rendered in that thread. `chunk_rows` fixes the rows per chunk;
+    by default a chunk holds ~EXPORT_CHUNK_BYTES.
+    """
+    fetch = sync_to_async(next_chunk)
     text = header(plan)
     if text:
         yield text
-    rows = await fetch(plan, 0, next_limit([], chunk_rows))
-    pending: asyncio.Future[list[tuple[int, str, str, str]]] | None = None
-    try:
-        while rows:
-            pending = asyncio.ensure_future(fetch(plan, rows[-1][0], next_limit(rows, chunk_rows)))
-            yield await render(plan, rows)
-            rows, pending = await pending, None
-    finally:
-        if pending is not None:  # the client left mid-export: let the query in flight finish, unread
-            await asyncio.gather(pending, return_exceptions=True)
+    chunk = await fetch(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
+    while chunk.rows:
+        yield chunk.text
+        chunk = await fetch(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
     await sync_to_async(finish_export)(plan)
     text = trailer(plan)
     if text:
@@ -238,10 +251,10 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> Iterator[
     text = header(plan)
     if text:
         yield text, 0
-    rows = fetch_chunk(plan, 0, next_limit([], chunk_rows))
-    while rows:
-        yield render_rows(plan, rows), len(rows)
-        rows = fetch_chunk(plan, rows[-1][0], next_limit(rows, chunk_rows))
+    chunk = next_chunk(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
+    while chunk.rows:
+        yield chunk.text, chunk.rows
+        chunk = next_chunk(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
     finish_export(plan)
     text = trailer(plan)
     if text:
