@@ -54,13 +54,12 @@ __all__ = [
     "stream_export",
 ]
 
-# A keyset query asks for about this much canonical text (a chunk is sized by bytes,
-# not rows: rows run from ~300 bytes to tens of KB, and it is memory that must stay
-# flat). Big enough that the per-query and per-thread-hop costs are small beside the
-# rows (tests/perf/bench_audit_export: 1,000-row chunks of ~480-byte rows spent a
-# tenth more CPU in the server than ~2,000-row ones), small enough that a chunk and
-# its copies (text, bytes, the server's send buffer) stay a few MB.
-EXPORT_CHUNK_BYTES = 1 << 20
+# A keyset query asks for about this much canonical text (~1,000 rows of the usual
+# ~480 bytes). A chunk is sized by bytes, not rows: rows run from ~300 bytes to tens
+# of KB, and it is memory that must stay flat. Bigger chunks bought nothing
+# measurable (tests/perf/bench_audit_export: 2,200-row chunks rendered no faster
+# per row and raised the server's peak RSS by ~12 MiB, docs/perf-audit-export.md).
+EXPORT_CHUNK_BYTES = 1 << 19
 _FIRST_CHUNK_ROWS = 1000
 _MAX_CHUNK_ROWS = 20_000
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
@@ -81,6 +80,7 @@ class ExportPlan:
     started_at: datetime
     digests: ExportDigests = field(default_factory=ExportDigests)
     manifest: dict[str, Any] | None = None
+    matching_sql: tuple[str, tuple[Any, ...]] | None = field(default=None, repr=False)
 
     @property
     def filename(self) -> str:
@@ -103,22 +103,30 @@ def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan
     )
 
 
-def _chunk_queryset(plan: ExportPlan, after_seq: int, limit: int) -> QuerySet[AuditEvent]:
-    """The next `limit` matching rows after `after_seq` (keyset: an index range scan on seq)."""
-    queryset = plan.filters.apply(AuditEvent.objects.filter(seq__gt=after_seq, seq__lte=plan.head_seq))
-    return queryset.order_by("seq").values_list(*_ROW_FIELDS)[:limit]
+def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent]:
+    """Every row the export holds: the filters, up to the head read at the start."""
+    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).order_by().values_list(*_ROW_FIELDS)
 
 
 def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
     """The next `limit` matching rows after `after_seq`, as (seq, prev_hash, hash, canonical).
 
-    The ORM builds the query (filters included) but a plain cursor reads it: these
-    columns need none of the ORM's per-row work (row iterators, converters), which
-    was about a third of the export's time.
+    The ORM compiles the filtered query once per export and each chunk wraps it
+    in its keyset bounds (`seq > last ORDER BY seq LIMIT n`, an index range scan
+    on seq): compiling it again for every chunk cost ~0.4 ms a chunk, a seventh
+    of the server's CPU for an export (tests/perf/bench_audit_export,
+    docs/perf-audit-export.md). A plain cursor reads the rows: these columns need
+    none of the ORM's per-row work (row iterators, converters), which was about a
+    third of the export's time.
     """
-    sql, params = _chunk_queryset(plan, after_seq, limit).query.sql_with_params()
+    if plan.matching_sql is None:
+        plan.matching_sql = _matching_rows(plan).query.sql_with_params()
+    sql, params = plan.matching_sql
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(
+            f"SELECT seq, prev_hash, hash, canonical FROM ({sql}) AS matching WHERE seq > %s ORDER BY seq LIMIT %s",
+            (*params, after_seq, limit),
+        )
         return cursor.fetchall()
 
 
