@@ -113,7 +113,7 @@ def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
 
     The ORM compiles the filtered query once per export and each chunk wraps it
     in its keyset bounds (`seq > last ORDER BY seq LIMIT n`, an index range scan
-    on seq): compiling it again for every chunk cost ~0.4 ms a chunk, a seventh
+    on seq): compiling it again for every chunk cost ~0.4 ms a chunk, a tenth
     of the server's CPU for an export (tests/perf/bench_audit_export,
     docs/perf-audit-export.md). A plain cursor reads the rows: these columns need
     none of the ORM's per-row work (row iterators, converters), which was about a
