@@ -279,3 +279,29 @@ def test_a_client_leaving_mid_export_ends_the_stream_without_an_exported_event(s
     assert [json.loads(line)["seq"] for line in first.splitlines()] == [1, 2]
     assert plan.manifest is None
     assert not AuditEvent.objects.filter(verb="audit.exported").exists()
+
+
+def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
+    """The export renders a chunk at a time; its lines and digests must be the one-row
+    functions' (the format docs/audit.md publishes), and the verifier must recover each
+    hashed text from them, whatever the text holds."""
+    from audit.canonical import canonical_bytes, chain_hash
+    from audit.manifest import ExportDigests, jsonl_hashed_text, jsonl_line, jsonl_lines
+
+    documents = [{"seq": 1, "note": 'quote " backslash \\ newline \n'}, {"seq": 5, "note": "ünïcode ✓ \u2028"}, {"seq": 9}]
+    rows, prev = [], "0" * 64
+    for document in documents:
+        canonical = canonical_bytes(document).decode("utf-8")
+        rows.append((document["seq"], prev, chain_hash(prev, canonical.encode()), canonical))
+        prev = rows[-1][2]
+    text = jsonl_lines(rows)
+    assert text == "".join(jsonl_line(*row) for row in rows)
+    lines = [line + "\n" for line in text.split("\n")[:-1]]  # not splitlines(): U+2028 is no line end here
+    for line, (_, _, _, canonical) in zip(lines, rows, strict=True):
+        assert jsonl_hashed_text(line, json.loads(line)) == canonical
+    chunked, one_by_one = ExportDigests(), ExportDigests()
+    chunked.add_many(rows[:2])
+    chunked.add_many(rows[2:])
+    for seq, _, row_hash, _ in rows:
+        one_by_one.add(seq, row_hash)
+    assert chunked.as_manifest_fields() == one_by_one.as_manifest_fields()
