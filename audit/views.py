@@ -23,6 +23,7 @@ from django.views.decorators.http import require_safe
 from .canonical import chain_hash
 from .chain import Actor
 from .checkpoint import latest_checkpoint
+from .signing import signer
 from .export import FORMATS, begin_export, exported_manifest, stream_export
 from .filters import RISK_LEVELS, AuditFilters, FilterError
 from .models import ActorKind, AuditEvent, ChainVerification
@@ -117,7 +118,7 @@ def _chain_status() -> dict[str, Any]:
     """The status panel: the last verification run (and the last good one if that failed), the last checkpoint."""
     runs = list(ChainVerification.objects.order_by("-finished_at", "-pk")[:1])
     last = runs[0] if runs else None
-    return {"last": last, "checkpoint": latest_checkpoint()}
+    return {"last": last, "checkpoint": latest_checkpoint(), "signing_key": signer().current}
 
 
 def _recent_exports(limit: int = 5) -> list[dict[str, Any]]:
