@@ -106,7 +106,11 @@ def jsonl_hashed_text(line: str, row: Mapping[str, Any]) -> str | None:
 
 
 def neutralize_cell(value: str) -> str:
-    """Prefix a single quote to a cell a spreadsheet would treat as a formula."""
+    """Prefix a single quote to a cell a spreadsheet would treat as a formula.
+
+    The one CSV cell guard of the project (the metrics CSV uses it too); here because
+    the offline verifier, which must import no Django, needs it as well.
+    """
     if value.startswith(FORMULA_PREFIXES):
         return "'" + value
     return value

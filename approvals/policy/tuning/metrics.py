@@ -34,7 +34,7 @@ from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from controlplane.http.spreadsheet import safe_cell
+from audit.manifest import neutralize_cell
 
 from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from ...states import RiskLevel, State
@@ -361,6 +361,13 @@ def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPo
 # --- CSV -------------------------------------------------------------------------------------------
 
 
+def _cell(value: Any) -> Any:
+    # The project's one CSV cell guard (also the audit export's): names come from agents and admins.
+    if value is None:
+        return ""
+    return neutralize_cell(value) if isinstance(value, str) else value
+
+
 def table_csv(table: str, period: Period) -> str:
     """One table as CSV text: `table` is a DIMENSIONS key, "reviewer" or "daily".
     Raises KeyError for an unknown table."""
@@ -385,5 +392,5 @@ def table_csv(table: str, period: Period) -> str:
     writer = csv.writer(out)
     writer.writerow(header)
     for line in lines:
-        writer.writerow([safe_cell(value) for value in line])
+        writer.writerow([_cell(value) for value in line])
     return out.getvalue()
