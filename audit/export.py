@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from .canonical import format_timestamp
 from .chain import Actor, head, record
-from .filters import AuditFilters
+from .filters import AuditEventFilterSet
 from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_line, sign
 from .models import AuditEvent
 
@@ -66,7 +66,7 @@ class ExportPlan:
 
     export_id: str
     fmt: str
-    filters: AuditFilters
+    filters: AuditEventFilterSet  # validated (from_query)
     actor: Actor
     head_seq: int
     head_hash: str
@@ -79,7 +79,7 @@ class ExportPlan:
         return f"audit-export-{self.started_at:%Y%m%dT%H%M%SZ}-{self.export_id[:8]}.{self.fmt}"
 
 
-def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan:
+def begin_export(filters: AuditEventFilterSet, fmt: str, *, actor: Actor) -> ExportPlan:
     """Plan an export of the rows matching `filters` up to the current chain head."""
     if fmt not in FORMATS:
         raise ValueError(f"export format must be one of {', '.join(FORMATS)}")
@@ -97,7 +97,7 @@ def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan
 
 def _chunk_queryset(plan: ExportPlan, after_seq: int, limit: int) -> QuerySet[AuditEvent]:
     """The next `limit` matching rows after `after_seq` (keyset: an index range scan on seq)."""
-    queryset = plan.filters.apply(AuditEvent.objects.filter(seq__gt=after_seq, seq__lte=plan.head_seq))
+    queryset = plan.filters.filter_queryset(AuditEvent.objects.filter(seq__gt=after_seq, seq__lte=plan.head_seq))
     return queryset.order_by("seq").values_list(*_ROW_FIELDS)[:limit]
 
 
@@ -235,7 +235,7 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Ite
 
 def count_rows(plan: ExportPlan) -> int:
     """How many rows the export will hold (one COUNT; for progress bars only)."""
-    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
+    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
 
 
 def exported_manifest(export_id: str) -> dict[str, Any] | None:
