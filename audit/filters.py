@@ -61,7 +61,8 @@ class MomentField(forms.CharField):
         except ValueError:
             moment = None
         if moment is None:
-            raise forms.ValidationError(f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z.")
+            raise forms.ValidationError(
+                f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z.")
         return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 

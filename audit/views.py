@@ -62,7 +62,8 @@ def _auditor_page(view):  # type: ignore[no-untyped-def]
 def _error(status: int, code: str, message: str, **details: Any) -> JsonResponse:
     """The project's one error shape, `{"code", "message", "details"?}` (controlplane.http's
     `error_body`, which the audit app may not import: it imports no other part of the site)."""
-    return JsonResponse({"code": code, "message": message, **({"details": details} if details else {})}, status=status)
+    body = {"code": code, "message": message, **({"details": details} if details else {})}
+    return JsonResponse(body, status=status)
 
 
 # --- Pages ------------------------------------------------------------------------------
