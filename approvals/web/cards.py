@@ -118,8 +118,10 @@ class Card:
 
     @property
     def risk_colour(self) -> str:
-        level = self.request.risk_level
-        return RiskLevel(level).colour if level in RiskLevel.values else "grey"
+        try:
+            return RiskLevel(self.request.risk_level).colour
+        except ValueError:
+            return "grey"
 
     @property
     def state_colour(self) -> str:

@@ -31,4 +31,7 @@ def risk_colour(level: str) -> str:
     """The colour `RiskLevel` gives a risk level (CSS classes use it); grey for anything else."""
     from approvals.states import RiskLevel
 
-    return RiskLevel(level).colour if level in RiskLevel.values else "grey"
+    try:
+        return RiskLevel(level).colour
+    except ValueError:
+        return "grey"
