@@ -1,9 +1,10 @@
 """The one filter over approval requests, shared by the reviewer pages (queue and
 history) and the list API (`GET /api/v1/requests/`), as NetBox shares its FilterSets.
 
-Values are validated by the FilterSet's form. The API answers an invalid value (an
-unknown state, a NUL that PostgreSQL text cannot hold) with a 422 naming the field;
-the pages, whose forms only offer valid values, show nothing for one (`narrow`).
+Values are validated by the FilterSet's form (a NUL never gets here: the input edge,
+controlplane.http.inputs, refuses it first). The API answers an invalid value (an
+unknown state or risk) with a 422 naming the field; the pages, whose forms only offer
+valid values, show nothing for one (`narrow`).
 """
 
 from __future__ import annotations
