@@ -37,7 +37,7 @@ from django.utils import timezone
 
 from .canonical import format_timestamp
 from .chain import Actor, head, record
-from .filters import AuditFilters
+from .filters import AuditEventFilterSet
 from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
 from .models import AuditEvent
 
@@ -73,7 +73,7 @@ class ExportPlan:
 
     export_id: str
     fmt: str
-    filters: AuditFilters
+    filters: AuditEventFilterSet  # validated (from_query)
     actor: Actor
     head_seq: int
     head_hash: str
@@ -87,7 +87,7 @@ class ExportPlan:
         return f"audit-export-{self.started_at:%Y%m%dT%H%M%SZ}-{self.export_id[:8]}.{self.fmt}"
 
 
-def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan:
+def begin_export(filters: AuditEventFilterSet, fmt: str, *, actor: Actor) -> ExportPlan:
     """Plan an export of the rows matching `filters` up to the current chain head."""
     if fmt not in FORMATS:
         raise ValueError(f"export format must be one of {', '.join(FORMATS)}")
@@ -105,7 +105,9 @@ def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan
 
 def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent]:
     """Every row the export holds: the filters, up to the head read at the start."""
-    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).order_by().values_list(*_ROW_FIELDS)
+    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).order_by().values_list(
+        *_ROW_FIELDS
+    )
 
 
 def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
@@ -271,7 +273,7 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> Iterator[
 
 def count_rows(plan: ExportPlan) -> int:
     """How many rows the export will hold (one COUNT; for progress bars only)."""
-    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
+    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
 
 
 def exported_manifest(export_id: str) -> dict[str, Any] | None:

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_filters",  # FilterSets shared by the pages and the API (approvals/filters.py, audit/filters.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "guardian",

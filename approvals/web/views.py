@@ -1,7 +1,8 @@
 """The reviewer's pages: the live queue, card fragments, decisions and history.
 
-Views are thin: they parse input, read through `approvals.web.dashboard` (which uses
-`permissions.decidable_by`) and change state only through `approvals.services`.
+Views are thin: they parse input (filters: `approvals.filters`), read through
+`approvals.web.dashboard` (which uses `permissions.decidable_by`) and `cards`, and
+change state only through `approvals.services`.
 Decision endpoints answer a plain form POST with a redirect and a message, and a
 `fetch` from the page (Accept: application/json) with JSON: `{"ok": true,
 "message": ...}` or `{"code": ..., "message": ...}` with the DomainError's status.
@@ -26,17 +27,18 @@ from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
 from ..errors import DomainError
+from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by
 from ..states import RiskLevel, State
-from . import dashboard
+from . import cards, dashboard
 
 
 def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("Accept", "")
 
 
-def _filters(request: HttpRequest) -> dashboard.QueueFilters:
-    return dashboard.QueueFilters.from_query(request.GET)
+def _filters(request: HttpRequest) -> ApprovalRequestFilterSet:
+    return ApprovalRequestFilterSet(request.GET)
 
 
 def _back_to_queue(request: HttpRequest) -> str:
@@ -54,12 +56,12 @@ def queue(request: HttpRequest) -> HttpResponse:
     """The queue of pending requests the reviewer may decide, most urgent first."""
     filters = _filters(request)
     matching = dashboard.queue(request.user, filters)
-    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
     counts = dashboard.queue_counts(request.user)
     return render(request, "approvals/queue.html", {
-        "cards": cards,
+        "cards": shown,
         "counts": counts,
-        "filters": filters,
+        "filters": filters.in_use(),
         "shown_limit": dashboard.QUEUE_LIMIT,
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
@@ -77,7 +79,7 @@ def history(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     return render(request, "approvals/history.html", {
         "page": page,
-        "filters": filters,
+        "filters": filters.in_use(),
         "counts": dashboard.queue_counts(request.user),
         "risk_levels": [level for level in RiskLevel.values],
         "query": query.urlencode(),
@@ -92,10 +94,10 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
     The count is exact up to dashboard.COUNT_CAP, then the string "1,000+"."""
     filters = _filters(request)
     matching = dashboard.queue(request.user, filters)
-    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
     return JsonResponse({
         "count": dashboard.capped_count(matching),
-        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in cards],
+        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in shown],
     })
 
 
@@ -108,12 +110,12 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     removes the card. Never reveals whether a request it may not see exists.
     """
     match = dashboard.queue(request.user, _filters(request)).filter(pk=pk)
-    cards = dashboard.build_cards(match, viewer=request.user)
-    if not cards:
+    found = cards.build_cards(match, viewer=request.user)
+    if not found:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": cards[0], "next_url": _back_to_queue(request)})
-    response["X-Card-Version"] = cards[0].version
-    response["X-Card-Sort"] = cards[0].sort_key
+    response = render(request, "approvals/_card.html", {"card": found[0], "next_url": _back_to_queue(request)})
+    response["X-Card-Version"] = found[0].version
+    response["X-Card-Sort"] = found[0].sort_key
     return response
 
 

@@ -83,13 +83,14 @@ def test_every_filter_selects_exactly_its_events(story, auditor, query, expected
     "query,field",
     [("since=yesterday", "since"), ("verb=request.nonsense", "verb"), ("agent=seven", "agent"),
      ("request=not-a-uuid", "request"), ("risk=spicy", "risk"),
-     ("since=2026-03-02&until=2026-03-01", "until"), ("actor_kind=robot", "actor_kind")],
+     ("since=2026-03-02&until=2026-03-01", "until"), ("actor_kind=robot", "actor_kind"),
+     ("agent=-7", "agent")],
 )
 def test_a_bad_filter_is_a_json_400_naming_the_field(story, auditor, query, field):
     response, body = download(auditor, f"/audit/export.csv?{query}")
     assert response.status_code == 400
     error = json.loads(body)
-    assert (error["code"], error["field"]) == ("invalid_filter", field)
+    assert (error["code"], error["details"]) == ("invalid_filter", {"field": field})
     assert error["message"]
 
 
@@ -159,9 +160,9 @@ def test_an_export_stops_at_the_head_it_started_from(story, auditor):
     from asgiref.sync import async_to_sync
 
     from audit.export import begin_export, stream_export
-    from audit.filters import AuditFilters
+    from audit.filters import AuditEventFilterSet
 
-    plan = begin_export(AuditFilters(), "jsonl", actor=Actor.for_user(auditor))
+    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
     record("policy.changed", actor=Actor.system(), metadata={"late": True})
 
     async def collect() -> str:
@@ -219,11 +220,19 @@ def test_audit_export_command_writes_a_verifiable_file_with_a_progress_bar(story
 
 
 def test_filters_are_written_into_the_manifest_as_stable_text():
-    from audit.filters import AuditFilters
+    from audit.filters import AuditEventFilterSet
 
-    filters = AuditFilters.from_query({"since": "2026-03-02T12:00:00+02:00", "agent": "7", "verb": ""})
+    filters = AuditEventFilterSet.from_query({"since": "2026-03-02T12:00:00+02:00", "agent": "7", "verb": ""})
     assert filters.as_text() == {"since": "2026-03-02T10:00:00.000000Z", "agent": "7"}
-    assert filters.since == datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+    assert filters.form.cleaned_data["since"] == datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+
+
+def test_the_risk_filter_offers_the_approvals_risk_levels():
+    """The audit app repeats them (it imports no other app); this keeps the copy honest."""
+    from approvals.states import RiskLevel
+    from audit.filters import RISK_LEVELS
+
+    assert list(RISK_LEVELS) == list(RiskLevel.values)
 
 
 # --- Streaming --------------------------------------------------------------------------------
@@ -246,10 +255,10 @@ def test_the_streamed_export_equals_the_command_export_row_for_row(story, fmt):
     """The view (async, chunks of 2) and the command (sync, chunks of 3) cut the rows
     differently; the rows, their order and the digests must come out the same."""
     from audit.export import begin_export, iter_export
-    from audit.filters import AuditFilters
+    from audit.filters import AuditEventFilterSet
 
-    streamed = begin_export(AuditFilters(), fmt, actor=Actor.system("test"))
-    written = begin_export(AuditFilters(), fmt, actor=Actor.system("test"))  # same head: seq 7
+    streamed = begin_export(AuditEventFilterSet.from_query({}), fmt, actor=Actor.system("test"))
+    written = begin_export(AuditEventFilterSet.from_query({}), fmt, actor=Actor.system("test"))  # same head: seq 7
     streamed_text = _stream(streamed, chunk_rows=2)
     written_text = "".join(text for text, _ in iter_export(written, chunk_rows=3))
     if fmt == "jsonl":  # the trailers differ (export ids); the rows must not
@@ -265,9 +274,9 @@ def test_a_client_leaving_mid_export_ends_the_stream_without_an_exported_event(s
     from asgiref.sync import async_to_sync
 
     from audit.export import begin_export, stream_export
-    from audit.filters import AuditFilters
+    from audit.filters import AuditEventFilterSet
 
-    plan = begin_export(AuditFilters(), "jsonl", actor=Actor.for_user(auditor))
+    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
 
     async def first_chunk_then_leave() -> str:
         stream = stream_export(plan, chunk_rows=2)

@@ -83,6 +83,17 @@ def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, su
     assert "(3) Queue" in response.content.decode()
 
 
+@pytest.mark.parametrize("query", [{"risk": "spicy"}, {"state": "pending"}, {"kind": "poem", "agent": "mail-bot"}])
+def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client, people, submit, query):
+    submit("send_email")
+    rejected = submit("send_email")
+    services.reject(rejected.pk, actor=services.Person(people["bob"]))
+    client.force_login(people["alice"])
+    assert card_ids(client.get(QUEUE, query)) == []
+    assert client.get(SYNC, query).json() == {"count": 0, "cards": []}
+    assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []
+
+
 def test_a_request_past_its_deadline_leaves_the_queue_before_the_sweeper_runs(client, people, submit):
     submit("send_email")
     client.force_login(people["alice"])
