@@ -238,7 +238,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "controlplane@localhos
 # --- Notifications (approvals/notifications) ---------------------------------------
 # Links in emails and webhook payloads point here.
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
-# Receivers verify X-ControlPlane-Signature (HMAC-SHA256 of "timestamp.body") with this.
+# Receivers verify X-Controlplane-Signature (HMAC-SHA256 of "timestamp.body") with this.
 NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
 NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))
 NOTIFICATION_SWEEP_SECONDS = int(os.environ.get("NOTIFICATION_SWEEP_SECONDS", "60"))
@@ -334,9 +334,11 @@ API_MAX_WAIT_SECONDS = int(os.environ.get("API_MAX_WAIT_SECONDS", "60"))
 # (requests, window seconds) per agent token; an atomic counter in the cache.
 AGENT_TOKEN_RATE_LIMIT = (int(os.environ.get("AGENT_TOKEN_RATE_LIMIT", "600")), 60)
 # Outbound URLs (callbacks, webhook executor, notifications): URL prefixes or host
-# patterns (controlplane/outbound.py); private/loopback/link-local refused unless allowed.
+# patterns (controlplane/http/outbound.py); private/loopback/link-local refused unless
+# allowed, all of them or only the networks (CIDR) listed in OUTBOUND_ALLOWED_NETWORKS.
 OUTBOUND_URL_ALLOWLIST = env_list("OUTBOUND_URL_ALLOWLIST", "")
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
 # Agent callbacks (agents/callbacks.py): attempts and backoff before giving up.
 CALLBACK_MAX_ATTEMPTS = int(os.environ.get("CALLBACK_MAX_ATTEMPTS", "8"))
 CALLBACK_RETRY_BASE_SECONDS = float(os.environ.get("CALLBACK_RETRY_BASE_SECONDS", "5"))
