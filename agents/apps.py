@@ -12,3 +12,6 @@ class AgentsConfig(AppConfig):
         from .callbacks import on_request_change
 
         broadcast.subscribe(on_request_change)
+
+        # Sockets close when their token is revoked or their agent deactivated (signal receivers).
+        from . import consumers  # noqa: F401

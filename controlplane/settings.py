@@ -184,6 +184,9 @@ else:
 # Where non-web processes send channel-layer messages in the embedded default
 # (`manage.py runstack` sets it; otherwise read from VAR_DIR/channel-relay.url).
 CHANNEL_RELAY_URL = os.environ.get("CHANNEL_RELAY_URL", "")
+# Every open socket re-checks its principal (token, user) this often and closes when
+# it was revoked or deactivated: the close message sent at once can be dropped.
+SOCKET_RECHECK_SECONDS = float(os.environ.get("SOCKET_RECHECK_SECONDS", "30"))
 
 # Celery: Redis when REDIS_URL is set, else kombu's filesystem transport (no server;
 # shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
