@@ -41,6 +41,7 @@ import ipaddress
 import random
 import re
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -326,8 +327,8 @@ class PinnedTransport(httpx.HTTPTransport):
 
 
 def _post_once(target: Target, address: str, body: bytes, headers: Mapping[str, str], timeout: float,
-               max_answer_bytes: int) -> Answer:
-    transport = PinnedTransport(target.host, address)
+               max_answer_bytes: int, verify: ssl.SSLContext | bool) -> Answer:
+    transport = PinnedTransport(target.host, address, verify=verify)
     # trust_env off: a proxy from the environment would resolve the name itself.
     with httpx.Client(transport=transport, follow_redirects=False, trust_env=False, timeout=timeout) as client:
         with client.stream("POST", target.url, content=body, headers=dict(headers)) as response:
@@ -341,13 +342,14 @@ def _post_once(target: Target, address: str, body: bytes, headers: Mapping[str, 
 
 def signed_post(url: str, body: bytes, *, secret: str | bytes, timeout: float,
                 headers: Mapping[str, str] | None = None, resolver: Resolver | None = None,
-                max_answer_bytes: int = 64 * 1024, **policy) -> Answer:
+                max_answer_bytes: int = 64 * 1024, verify: ssl.SSLContext | bool = True, **policy) -> Answer:
     """POST `body` (JSON) to `url`, signed with `secret`, to an address checked once.
 
     Raises OutboundURLRefused (the policy refuses it; nothing sent) or OutboundFailed
     (`sent` False when no checked address accepted a connection). Any answer,
     2xx or not, is returned: what a status means is the caller's business.
-    `policy`: allowlist / allow_private / allowed_networks, as `check_url`.
+    `policy`: allowlist / allow_private / allowed_networks, as `check_url`; `verify`:
+    the TLS context trusting the receivers' CA (default: the public CAs).
     """
     target = check_url(url, resolver=resolver, **policy)
     timestamp = int(time.time())
@@ -361,7 +363,7 @@ def signed_post(url: str, body: bytes, *, secret: str | bytes, timeout: float,
     unreachable: list[str] = []
     for address in target.addresses:
         try:
-            return _post_once(target, address, body, sent_headers, timeout, max_answer_bytes)
+            return _post_once(target, address, body, sent_headers, timeout, max_answer_bytes, verify)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             unreachable.append(f"{address}: {type(exc).__name__}: {exc}")  # nothing sent: try the next one
         except httpx.HTTPError as exc:

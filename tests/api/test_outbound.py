@@ -7,6 +7,8 @@ to a real HTTP server on a loopback address.
 
 from __future__ import annotations
 
+import datetime as dt
+import ssl
 import threading
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,10 +24,12 @@ from tests.live import free_port
 
 
 class Listener:
-    """An HTTP server on `address` recording each POST; answers `status`."""
+    """An HTTP server on `address` recording each POST; answers `status`; with `tls`
+    (an SSLContext) it speaks HTTPS and records the SNI name each client sent."""
 
-    def __init__(self, address: str, port: int = 0, status: int = 200) -> None:
+    def __init__(self, address: str, port: int = 0, status: int = 200, tls: ssl.SSLContext | None = None) -> None:
         self.posts: list[dict] = []
+        self.server_names: list[str | None] = []
         listener = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -45,6 +49,9 @@ class Listener:
         self.server = ThreadingHTTPServer((address, port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
+        if tls is not None:
+            tls.sni_callback = lambda sock, name, context: listener.server_names.append(name)
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
@@ -56,8 +63,8 @@ class Listener:
 def listeners():
     made: list[Listener] = []
 
-    def make(address: str, port: int = 0, status: int = 200) -> Listener:
-        made.append(Listener(address, port, status))
+    def make(address: str, port: int = 0, status: int = 200, tls: ssl.SSLContext | None = None) -> Listener:
+        made.append(Listener(address, port, status, tls))
         return made[-1]
 
     yield make
@@ -179,6 +186,52 @@ def test_a_resolver_answering_loopback_first_is_refused_before_connecting(listen
         signed_post(f"http://hooks.test:{loopback.port}/hook", b"{}", secret="s", timeout=5, resolver=resolver,
                     allowlist=["hooks.test"], allow_private=False, allowed_networks=["127.0.0.2/32"])
     assert loopback.posts == []
+
+
+def _certificate_for(name: str, directory) -> tuple[str, str]:
+    """A self-signed certificate naming only `name`: (certificate path, key path)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_path), str(key_path)
+
+
+def test_tls_to_the_pinned_address_verifies_and_names_the_original_host(listeners, tmp_path):
+    cert, key = _certificate_for("hooks.test", tmp_path)
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(cert, key)
+    receiver = listeners("127.0.0.1", tls=server_tls)
+    trusting = ssl.create_default_context(cafile=cert)
+    policy = {"allowlist": ["hooks.test"], "allow_private": True, "verify": trusting}
+
+    answer = signed_post(f"https://hooks.test:{receiver.port}/hook", b"{}", secret="s", timeout=5,
+                         resolver=Resolver(["127.0.0.1"]), **policy)
+    assert answer.status_code == 200
+    assert receiver.server_names == ["hooks.test"]
+    assert receiver.posts[0]["headers"]["Host"] == f"hooks.test:{receiver.port}"
+
+    # A name the certificate does not carry fails verification, though the address is the same.
+    with pytest.raises(OutboundFailed):
+        signed_post(f"https://other.test:{receiver.port}/hook", b"{}", secret="s", timeout=5,
+                    resolver=Resolver(["127.0.0.1"]), **{**policy, "allowlist": ["other.test"]})
+    assert len(receiver.posts) == 1
 
 
 # --- The signed POST ----------------------------------------------------------------------------
