@@ -43,6 +43,8 @@ AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "au
 AUDIT_REDACTED_FIELDS: dict[str, list[str]] = json.loads(os.environ.get("AUDIT_REDACTED_FIELDS") or "{}")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# Origins besides the server's own (scheme, host and port) for CSRF and `ws/reviewer/`.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",
