@@ -26,7 +26,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from approvals.broadcast import Change
+from approvals.services import RequestChange
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from controlplane.http.outbound import OutboundFailed, OutboundURLRefused, backoff, signed_post
@@ -38,7 +38,7 @@ __all__ = [
     "CALLBACK_STATES",
     "deliver_due_callbacks",
     "enqueue_callback",
-    "on_request_change",
+    "on_request_changed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -72,11 +72,11 @@ def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
 DELIVER_TASK = "agents.deliver_due_callbacks"  # agents.tasks.deliver_due_callbacks_task
 
 
-def on_request_change(change: Change) -> None:
-    """Broadcast listener (runs after commit): queue the callback and nudge the worker."""
-    if change.state not in CALLBACK_STATES:
+def on_request_changed(sender, *, change: RequestChange, **kwargs) -> None:
+    """`request_changed` subscriber (runs after commit): queue the callback and nudge the worker."""
+    if not change.is_transition or change.to_state not in CALLBACK_STATES:
         return
-    if enqueue_callback(change.request_id, change.state) is None:
+    if enqueue_callback(change.request_id, change.to_state) is None:
         return
     if settings.CALLBACK_PUSH_TASK:
         try:
@@ -87,7 +87,7 @@ def on_request_change(change: Change) -> None:
 
 
 def _enqueue_missing(limit: int) -> int:
-    """Deliveries a crash between commit and the listener never created."""
+    """Deliveries a crash between commit and the subscriber never created."""
     missing = (
         ApprovalRequest.objects.filter(state__in=CALLBACK_STATES, callback__isnull=False)
         .exclude(Exists(CallbackDelivery.objects.filter(request_id=OuterRef("pk"), state=OuterRef("state"))))

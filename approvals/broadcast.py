@@ -1,9 +1,9 @@
 """Live push of request changes to reviewers' cards and waiting agents.
 
-Only `publish_on_commit` is for services: a rolled-back change must never reach
-a screen. After commit, each change goes to the channel layer groups below and
-to any in-process listeners (tests register one). Channel messages are
-at-most-once hints: clients resync from REST on (re)connect.
+A subscriber of the domain signal `request_changed` (sent after commit, so a
+rolled-back change never reaches a screen): each change becomes one card event
+sent to the channel layer groups below. Channel messages are at-most-once hints:
+clients resync from REST on (re)connect.
 
 A sync view under daphne does not wait for its push: the message goes to an
 ordered, bounded queue drained on the server's event loop (`_LoopPusher`).
@@ -25,7 +25,9 @@ from typing import Any
 
 from asgiref.sync import AsyncToSync, SyncToAsync, async_to_sync
 from channels.layers import get_channel_layer
-from django.db import transaction
+
+from .services.core import RequestChange
+from .states import State
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,8 @@ def request_group(request_id: str) -> str:
 
 @dataclass(frozen=True)
 class Change:
+    """One card event, as the reviewer and agent sockets receive it."""
+
     event: str
     request_id: str
     state: str
@@ -62,9 +66,6 @@ class Change:
     data: dict[str, Any] = field(default_factory=dict)
     # Every group that may see the card: the approver group and any escalation group.
     viewer_group_ids: tuple[int, ...] = ()
-    # The classifying rule, for in-process listeners (notifications look up its
-    # settings without reading the request); not sent to the channel layer.
-    rule_name: str = ""
     # The change created the request: no one can wait on its id yet (the id is in
     # the response still being written), so its request group is not sent to.
     new_request: bool = False
@@ -80,57 +81,47 @@ class Change:
         return groups
 
 
-Listener = Callable[[Change], None]
-_listeners: list[Listener] = []
+def card_event(change: RequestChange) -> str:
+    """Whether a change puts a card on reviewers' screens, takes it off, or updates it."""
+    if change.is_transition and change.to_state == State.PENDING_APPROVAL:
+        return CARD_CREATED
+    if change.is_transition and change.from_state == State.PENDING_APPROVAL:
+        return CARD_REMOVED
+    if change.verb == "request.escalated":
+        return CARD_CREATED  # the escalation group has never seen this card: for its members it is new
+    return CARD_UPDATED
 
 
-def subscribe(listener: Listener) -> None:
-    if listener not in _listeners:
-        _listeners.append(listener)
-
-
-def unsubscribe(listener: Listener) -> None:
-    if listener in _listeners:
-        _listeners.remove(listener)
-
-
-def publish_on_commit(
-    event: str, request, *, new_request: bool = False, former_group_ids: tuple[int, ...] = (), **data: Any
-) -> None:
-    """Push `event` about `request` after commit. `former_group_ids`: groups that just
-    lost decide on it (a regrouping edit), whose screens must drop the card."""
-    viewers = _viewer_group_ids(request) if request.escalated else ()
-    change = Change(
-        event=event,
-        request_id=str(request.pk),
-        state=request.state,
-        approver_group_id=request.approver_group_id,
-        agent_id=request.agent_id,
-        data=data,
+def push_for(change: RequestChange) -> Change:
+    """The card event for a committed domain change, addressed to everyone who sees the card."""
+    details = dict(change.details)
+    former_group_ids = tuple(details.pop("former_group_ids", ()))  # groups that just lost the card
+    viewers = _viewer_group_ids(change.request_id) if change.escalated else ()
+    return Change(
+        event=card_event(change),
+        request_id=change.request_id,
+        state=change.to_state,
+        approver_group_id=change.approver_group_id,
+        agent_id=change.agent_id,
+        data={"verb": change.verb, **details},
         viewer_group_ids=tuple(sorted({*viewers, *former_group_ids})),
-        rule_name=request.rule_name,
-        new_request=new_request,
+        new_request=change.from_state == State.DRAFT,
     )
-    transaction.on_commit(lambda: _deliver(change))
 
 
-def _viewer_group_ids(request) -> tuple[int, ...]:
+def on_request_changed(sender, *, change: RequestChange, **kwargs: Any) -> None:
+    """`request_changed` subscriber: push the card event."""
+    _send_to_channel_layer(push_for(change))
+
+
+def _viewer_group_ids(request_id: str) -> tuple[int, ...]:
     from .models import ApprovalRequestGroupObjectPermission
 
     return tuple(
-        ApprovalRequestGroupObjectPermission.objects.filter(content_object=request)
+        ApprovalRequestGroupObjectPermission.objects.filter(content_object_id=request_id)
         .values_list("group_id", flat=True)
         .distinct()
     )
-
-
-def _deliver(change: Change) -> None:
-    _send_to_channel_layer(change)
-    for listener in list(_listeners):
-        try:
-            listener(change)
-        except Exception:  # a broken listener must not lose the others' updates
-            logger.exception("broadcast listener %r failed", listener)
 
 
 def _send_to_channel_layer(change: Change) -> None:
@@ -138,8 +129,7 @@ def _send_to_channel_layer(change: Change) -> None:
     if layer is None:
         return
     message = {"type": MESSAGE_TYPE, **asdict(change)}
-    for local_only in ("rule_name", "new_request"):
-        del message[local_only]
+    del message["new_request"]  # routing only
 
     async def send_all() -> None:
         for group in change.channel_groups():

@@ -1,9 +1,13 @@
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
+
+from controlplane import keys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 django_asgi_app = get_asgi_application()
+keys.refuse_unsafe(settings)  # before a single request is served
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 

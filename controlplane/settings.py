@@ -29,12 +29,20 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# Development and tests get a fixed, loudly named key; production sets SECRET_KEY.
+# Secrets come from the environment. The defaults are development values: outside
+# DEBUG every process refuses to start on them (controlplane/keys.py), and each has
+# its own so none falls back to another. `make run` generates local ones.
 SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
-# Digests in audit metadata are keyed so short values cannot be reversed by hashing guesses.
-AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", SECRET_KEY)
-# Signs audit export manifests and chain-head checkpoints (HMAC-SHA256). Auditors hold
-# a copy to verify exports offline, so it must differ from SECRET_KEY and AUDIT_HMAC_KEY.
+# Digests in audit metadata are keyed so short values cannot be recovered by hashing guesses.
+AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "insecure-development-audit-digest-key")
+# The Ed25519 key that signs every audit event and checkpoint is derived from this
+# secret (audit/signing.py); during a rotation the previous one signs the hand-over.
+AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "insecure-development-audit-event-signing-key")
+AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
+# Public keys audit_verify trusts besides the server's own (one `ed25519:...` per line),
+# deployed outside the database; `manage.py audit_public_key` prints them.
+AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
+# Signs audit export manifests (HMAC-SHA256). Auditors hold a copy to verify exports offline.
 AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
@@ -69,10 +77,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Oversized bodies under /api/ become a JSON 413 before anything reads them.
     "controlplane.http.errors.APIBodyLimitMiddleware",
+    # NUL and lone surrogates in any query-string or form field: a 400 naming the field.
+    "controlplane.http.inputs.InputEdgeMiddleware",
     # Static files straight from the app's static dirs (WHITENOISE_USE_FINDERS below).
     # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
     "controlplane.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Idle timeout and absolute lifetime of a signed-in session (controlplane/accounts/sessions.py).
+    "controlplane.accounts.sessions.SessionLifetimeMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -228,7 +240,7 @@ EXECUTION_SWEEP_SECONDS = float(os.environ.get("EXECUTION_SWEEP_SECONDS", "10"))
 # one published this long ago and still approved is published again (a lost message).
 EXECUTION_ENQUEUE_GRACE_SECONDS = float(os.environ.get("EXECUTION_ENQUEUE_GRACE_SECONDS", "15"))
 EXECUTION_REPUBLISH_SECONDS = float(os.environ.get("EXECUTION_REPUBLISH_SECONDS", "120"))
-EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", SECRET_KEY)
+EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", "insecure-development-executor-webhook-secret")
 EXECUTOR_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("EXECUTOR_WEBHOOK_TIMEOUT_SECONDS", "10"))
 # Only when the receivers dedupe on Idempotency-Key: then a lost webhook execution is re-sent.
 WEBHOOK_EXECUTOR_IDEMPOTENT = env_bool("WEBHOOK_EXECUTOR_IDEMPOTENT", False)
@@ -312,6 +324,17 @@ if REDIS_URL:
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
+# Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For is
+# believed; the client address for sign-in throttling is read through them only.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
+SESSION_IDLE_TIMEOUT_SECONDS = int(os.environ.get("SESSION_IDLE_TIMEOUT_SECONDS", str(30 * 60)))
+SESSION_MAX_AGE_SECONDS = int(os.environ.get("SESSION_MAX_AGE_SECONDS", str(12 * 60 * 60)))
+SESSION_COOKIE_AGE = SESSION_MAX_AGE_SECONDS
+# Outside DEBUG cookies travel over HTTPS only (browsers treat http://localhost as
+# secure, so `make run` still signs in) and browsers are told to stay on HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = 0 if DEBUG else int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 60 * 60)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
 REST_FRAMEWORK = {
     # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.

@@ -25,7 +25,8 @@ from audit.chain import Actor, audited_atomic, record
 from controlplane.http import outbound
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
-from .. import broadcast, services
+from .. import services
+from ..services.core import RequestChange
 from ..masking import MASK, masked
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, Notification, RuleNotification
@@ -38,7 +39,7 @@ __all__ = [
     "deliver",
     "deliver_due",
     "escalate_overdue",
-    "on_change",
+    "on_request_changed",
     "queue_arrival",
     "save_settings",
     "send_due_reminders",
@@ -203,8 +204,8 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     approver group if the rule asks, and the rule's webhook), and publish their
     delivery after commit. Returns the new outbox ids (empty when nothing is due).
 
-    `rule_name`: the request's rule name when the caller knows it (the broadcast
-    listener does), saving the lookup of it.
+    `rule_name`: the request's rule name when the caller knows it (the
+    `request_changed` subscriber does), saving the lookup of it.
     """
     now = now or timezone.now()
     # Notifications are opt-in per rule and most rules have none: one cheap query
@@ -226,10 +227,10 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     return ids
 
 
-def on_change(change: broadcast.Change) -> None:
-    """Broadcast listener: a new card queues its arrival notifications (after commit,
-    never sending anything in the request that created it)."""
-    if change.event != broadcast.CARD_CREATED:
+def on_request_changed(sender, *, change: RequestChange, **kwargs) -> None:
+    """`request_changed` subscriber: a request that starts waiting for people queues its
+    arrival notifications (after commit, never sending anything in the request that created it)."""
+    if not (change.is_transition and change.to_state == State.PENDING_APPROVAL):
         return
     try:
         queue_arrival(change.request_id, rule_name=change.rule_name)

@@ -9,18 +9,20 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
+
+from controlplane.http.errors import CodedError
+from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
 from ..errors import DomainError
@@ -119,8 +121,10 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
 
 
 def _back(request: HttpRequest) -> str:
+    """Where the form came from: a path on this site, else the queue."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A path only: `redirect()` would read "0" or "queue" as a URL name (and fail).
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return reverse("approvals:queue")
 
@@ -130,7 +134,7 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
         body = {"ok": True, "message": message, **extra} if ok else {"message": message, **extra}
         return JsonResponse(body, status=status)
     (messages.success if ok else messages.warning)(request, message)
-    return redirect(_back(request))
+    return HttpResponseRedirect(_back(request))
 
 
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
@@ -210,9 +214,12 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
             value: Any = raw
         else:
             try:
-                value = json.loads(raw)
-            except json.JSONDecodeError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.", fields=[key]) from None
+                value = parse_json_text(raw, field=key)
+            except ValueError:
+                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
+                                  fields=[key]) from None
+            except CodedError as refused:
+                raise DomainError(errors.INVALID_EDIT, refused.message, fields=[key]) from None
         if key not in current or value != current[key]:
             edits[key] = value
     return edits
