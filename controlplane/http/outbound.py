@@ -173,14 +173,10 @@ _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
 
-def _refuse(code: str, message: str) -> OutboundURLRefused:
-    return OutboundURLRefused(code, message)
-
-
 def normalize_path(path: str) -> str:
     """`path` without dot segments (RFC 3986 5.2.4); never above the root."""
     if _AMBIGUOUS_ESCAPES.search(path):
-        raise _refuse(URL_INVALID, "Percent-encoded dots, slashes and backslashes are refused in URL paths.")
+        raise OutboundURLRefused(URL_INVALID, "Percent-encoded dots, slashes and backslashes are refused in URL paths.")
     segments = (path or "/").split("/")
     kept: list[str] = []
     for segment in segments:
@@ -196,20 +192,20 @@ def normalize_path(path: str) -> str:
 
 def _parse(url: str) -> Target:
     if not isinstance(url, str) or not url.isascii() or "\\" in url or any(c <= " " or c == "\x7f" for c in url):
-        raise _refuse(URL_INVALID, "The URL must be ASCII without spaces, control characters or backslashes.")
+        raise OutboundURLRefused(URL_INVALID, "The URL must be ASCII without spaces, control characters or backslashes.")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise _refuse(URL_INVALID, "The URL is not valid.") from None
+        raise OutboundURLRefused(URL_INVALID, "The URL is not valid.") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or not parts.hostname:
-        raise _refuse(URL_INVALID, "Only http and https URLs with a host can be called.")
+        raise OutboundURLRefused(URL_INVALID, "Only http and https URLs with a host can be called.")
     if "@" in parts.netloc:
-        raise _refuse(URL_INVALID, "URLs with credentials in them are refused.")
+        raise OutboundURLRefused(URL_INVALID, "URLs with credentials in them are refused.")
     host = parts.hostname.lower()
     if _ip(host) is None and not _HOST_NAME.match(host):
-        raise _refuse(URL_INVALID, f"{host!r} is not a host name.")
+        raise OutboundURLRefused(URL_INVALID, f"{host!r} is not a host name.")
     return Target(scheme, host, port or DEFAULT_PORTS[scheme], normalize_path(parts.path), parts.query)
 
 
@@ -280,7 +276,7 @@ def check_url(url: str, *, resolve: bool = True, resolver: Resolver | None = Non
         allowed_networks = settings.OUTBOUND_ALLOWED_NETWORKS
     target = _parse(url)
     if not any(_entry_matches(entry.strip(), target) for entry in allowlist if entry.strip()):
-        raise _refuse(URL_NOT_ALLOWED, f"{target.url} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST).")
+        raise OutboundURLRefused(URL_NOT_ALLOWED, f"{target.url} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST).")
     literal = _ip(target.host)
     if literal is not None:
         addresses = [str(literal)]
@@ -290,13 +286,13 @@ def check_url(url: str, *, resolve: bool = True, resolver: Resolver | None = Non
         try:
             addresses = list((resolver or system_resolver)(target.host, target.port))
         except (OSError, UnicodeError) as exc:
-            raise _refuse(URL_UNRESOLVABLE, f"The host {target.host!r} does not resolve: {exc}.") from None
+            raise OutboundURLRefused(URL_UNRESOLVABLE, f"The host {target.host!r} does not resolve: {exc}.") from None
         if not addresses:
-            raise _refuse(URL_UNRESOLVABLE, f"The host {target.host!r} does not resolve.")
+            raise OutboundURLRefused(URL_UNRESOLVABLE, f"The host {target.host!r} does not resolve.")
     for address in addresses:
         reason = address_refusal(address, allow_private=allow_private, allowed_networks=allowed_networks)
         if reason:
-            raise _refuse(URL_PRIVATE, f"{target.host} resolves to {address}, {reason}; those are refused.")
+            raise OutboundURLRefused(URL_PRIVATE, f"{target.host} resolves to {address}, {reason}; those are refused.")
     return Target(target.scheme, target.host, target.port, target.path, target.query, tuple(addresses))
 
 
