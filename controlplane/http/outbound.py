@@ -35,6 +35,7 @@ Receivers refuse stale timestamps and compare in constant time
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -322,9 +323,15 @@ class PinnedTransport(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
+@functools.cache
+def _public_cas() -> ssl.SSLContext:
+    # Built once: loading the CA bundle for every POST costs more than the POST itself.
+    return httpx.create_ssl_context()
+
+
 def _post_once(target: Target, address: str, body: bytes, headers: Mapping[str, str], timeout: float,
                max_answer_bytes: int, verify: ssl.SSLContext | bool) -> Answer:
-    transport = PinnedTransport(target.host, address, verify=verify)
+    transport = PinnedTransport(target.host, address, verify=_public_cas() if verify is True else verify)
     # trust_env off: a proxy from the environment would resolve the name itself.
     with httpx.Client(transport=transport, follow_redirects=False, trust_env=False, timeout=timeout) as client:
         with client.stream("POST", target.url, content=body, headers=dict(headers)) as response:
