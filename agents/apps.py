@@ -12,3 +12,6 @@ class AgentsConfig(AppConfig):
         from .callbacks import on_request_changed
 
         request_changed.connect(on_request_changed, dispatch_uid="queue-agent-callbacks")
+
+        # Sockets close when their token is revoked or their agent deactivated (signal receivers).
+        from . import consumers  # noqa: F401

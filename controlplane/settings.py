@@ -51,6 +51,8 @@ AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "au
 AUDIT_REDACTED_FIELDS: dict[str, list[str]] = json.loads(os.environ.get("AUDIT_REDACTED_FIELDS") or "{}")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# Origins besides the server's own (scheme, host and port) for CSRF and `ws/reviewer/`.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",
@@ -197,6 +199,9 @@ else:
 # Where non-web processes send channel-layer messages in the embedded default
 # (`manage.py runstack` sets it; otherwise read from VAR_DIR/channel-relay.url).
 CHANNEL_RELAY_URL = os.environ.get("CHANNEL_RELAY_URL", "")
+# Every open socket re-checks its principal (token, user) this often and closes when
+# it was revoked or deactivated: the close message sent at once can be dropped.
+SOCKET_RECHECK_SECONDS = float(os.environ.get("SOCKET_RECHECK_SECONDS", "30"))
 
 # Celery: Redis when REDIS_URL is set, else kombu's filesystem transport (no server;
 # shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
@@ -251,7 +256,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "controlplane@localhos
 # --- Notifications (approvals/notifications) ---------------------------------------
 # Links in emails and webhook payloads point here.
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
-# Receivers verify X-ControlPlane-Signature (HMAC-SHA256 of "timestamp.body") with this.
+# Receivers verify X-Controlplane-Signature (HMAC-SHA256 of "timestamp.body") with this.
 NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
 NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))
 NOTIFICATION_SWEEP_SECONDS = int(os.environ.get("NOTIFICATION_SWEEP_SECONDS", "60"))
@@ -358,9 +363,11 @@ API_MAX_WAIT_SECONDS = int(os.environ.get("API_MAX_WAIT_SECONDS", "60"))
 # (requests, window seconds) per agent token; an atomic counter in the cache.
 AGENT_TOKEN_RATE_LIMIT = (int(os.environ.get("AGENT_TOKEN_RATE_LIMIT", "600")), 60)
 # Outbound URLs (callbacks, webhook executor, notifications): URL prefixes or host
-# patterns (controlplane/outbound.py); private/loopback/link-local refused unless allowed.
+# patterns (controlplane/http/outbound.py); private/loopback/link-local refused unless
+# allowed, all of them or only the networks (CIDR) listed in OUTBOUND_ALLOWED_NETWORKS.
 OUTBOUND_URL_ALLOWLIST = env_list("OUTBOUND_URL_ALLOWLIST", "")
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
 # Agent callbacks (agents/callbacks.py): attempts and backoff before giving up.
 CALLBACK_MAX_ATTEMPTS = int(os.environ.get("CALLBACK_MAX_ATTEMPTS", "8"))
 CALLBACK_RETRY_BASE_SECONDS = float(os.environ.get("CALLBACK_RETRY_BASE_SECONDS", "5"))
