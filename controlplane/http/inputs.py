@@ -90,12 +90,17 @@ def parse_json_text(text: str | bytes, *, field: str = "") -> Any:
     Raises ValueError (malformed) like `json.loads`, or `CodedError(invalid_input)`.
     """
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise CodedError(INVALID_INPUT, f"{field or '(body)'} is nested deeper than {MAX_JSON_DEPTH} levels.",
                          field=field or "(body)") from None
     refuse_problems(value, field=field)
     return value
+
+
+def _refuse_constant(name: str) -> None:
+    # NaN and Infinity are not JSON (RFC 8259) and no JSON column can store them.
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _fields(request: HttpRequest) -> Iterator[tuple[str, str, str]]:
