@@ -130,7 +130,9 @@ def _eligible_approver_ids(request: ApprovalRequest) -> tuple[str, list]:
         f" WHERE d.{column(direct, 'content_object')} = %s AND d.{column(direct, 'permission')} = %s))"
     )
     decide = _permission_id(DECIDE)
-    params: list = [True, request.pk, decide, request.pk, decide]
+    # As the database stores it (SQLite keeps a UUID as 32 hex digits, PostgreSQL as uuid).
+    request_id = ApprovalRequest._meta.pk.get_db_prep_value(request.pk, connection)
+    params: list = [True, request_id, decide, request_id, decide]
     excluded = sorted(excluded_from_approving(request))
     if excluded:
         sql += f" AND u.{user_pk} NOT IN ({', '.join(['%s'] * len(excluded))})"

@@ -3,9 +3,9 @@
 A checkpoint is a small JSON file in settings.AUDIT_CHECKPOINT_DIR:
 
     {"type": "cp-audit-checkpoint/1", "seq": 1234, "hash": "...",
-     "time": "2026-01-31T09:00:00.000000Z", "signature": {"alg": "HMAC-SHA256", ...}}
+     "time": "2026-01-31T09:00:00.000000Z", "signature": {"alg": "Ed25519", ...}}
 
-signed with settings.AUDIT_EXPORT_SIGNING_KEY (see audit.manifest.sign). Someone
+signed with the server's audit key (audit.signing; see audit.manifest.sign). Someone
 who can rewrite the database (a superuser) can rebuild a consistent chain, but
 cannot change files already copied elsewhere nor sign new ones without the key:
 the checkpoint pins what seq N's hash was at that time. Ship the directory to
@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from .canonical import format_timestamp
 from .manifest import CHECKPOINT_TYPE, sign, signature_problem
+from .signing import signer, trusted_public_keys
 
 __all__ = ["checkpoint_dir", "latest_checkpoint", "read_checkpoints", "write_checkpoint"]
 
@@ -48,7 +49,7 @@ def write_checkpoint(seq: int, row_hash: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     document = sign(
         {"type": CHECKPOINT_TYPE, "seq": seq, "hash": row_hash, "time": format_timestamp(timezone.now())},
-        settings.AUDIT_EXPORT_SIGNING_KEY,
+        signer().current,
     )
     path = directory / f"{_PREFIX}{seq:012d}.json"
     temporary = path.with_suffix(".tmp")
@@ -58,7 +59,7 @@ def write_checkpoint(seq: int, row_hash: str) -> Path:
 
 
 def read_checkpoints(limit: int | None = None) -> list[dict[str, Any]]:
-    """Checkpoints whose signature holds under the current key, newest (highest seq) first.
+    """Checkpoints whose signature holds under a trusted key, newest (highest seq) first.
 
     Files that are unreadable or badly signed are returned too, with a `problem`
     member, so the verifier can report them instead of silently skipping them.
@@ -66,6 +67,7 @@ def read_checkpoints(limit: int | None = None) -> list[dict[str, Any]]:
     directory = checkpoint_dir()
     if not directory.is_dir():
         return []
+    trusted = trusted_public_keys()
     paths = sorted(directory.glob(f"{_PREFIX}*.json"), reverse=True)
     if limit is not None:
         paths = paths[:limit]
@@ -79,7 +81,7 @@ def read_checkpoints(limit: int | None = None) -> list[dict[str, Any]]:
         if not isinstance(document, dict):
             checkpoints.append({"file": path.name, "problem": "not a JSON object"})
             continue
-        problem = signature_problem(document, settings.AUDIT_EXPORT_SIGNING_KEY)
+        problem = signature_problem(document, trusted)
         if document.get("type") != CHECKPOINT_TYPE or not isinstance(document.get("seq"), int):
             problem = problem or "not a checkpoint document"
         checkpoints.append({**document, "file": path.name, **({"problem": problem} if problem else {})})

@@ -4,7 +4,7 @@ An export is planned (`begin_export`: filters, format, who, and the chain head
 at that moment), streamed in keyset chunks (`seq > last ORDER BY seq LIMIT n`,
 never OFFSET, never the whole result in memory), and finished (`finish_export`:
 the manifest is built from digests accumulated while streaming, signed with
-settings.AUDIT_EXPORT_SIGNING_KEY, and recorded as an `audit.exported` event
+the server's Ed25519 audit key (audit.signing), and recorded as an `audit.exported` event
 whose metadata holds the whole signed manifest).
 
 Rows past the head read at the start are not exported, so an export is a
@@ -30,7 +30,6 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -40,6 +39,7 @@ from .chain import Actor, head, record
 from .filters import AuditEventFilterSet
 from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
 from .models import AuditEvent
+from .signing import signer
 
 __all__ = [
     "EXPORT_CHUNK_BYTES",
@@ -179,7 +179,7 @@ def finish_export(plan: ExportPlan) -> dict[str, Any]:
             "exported_at": format_timestamp(plan.started_at),
             "exported_by": {"kind": str(plan.actor.kind), "id": plan.actor.id, "label": plan.actor.label},
         },
-        settings.AUDIT_EXPORT_SIGNING_KEY,
+        signer().current,
     )
     record(
         "audit.exported",

@@ -35,13 +35,18 @@ import hmac
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from .canonical import EVENT_COLUMNS, canonical_bytes
+from .ed25519 import SigningKey, key_id_of, verify_bytes
 
 __all__ = [
     "CHECKPOINT_TYPE",
     "CSV_COLUMNS",
     "FORMULA_PREFIXES",
     "MANIFEST_TYPE",
+    "ED25519_ALGORITHM",
+    "VerifyingKey",
     "SIGNATURE_ALGORITHM",
     "ExportDigests",
     "csv_cells",
@@ -57,6 +62,7 @@ __all__ = [
 MANIFEST_TYPE = "cp-audit-export-manifest/1"
 CHECKPOINT_TYPE = "cp-audit-checkpoint/1"
 SIGNATURE_ALGORITHM = "HMAC-SHA256"
+ED25519_ALGORITHM = "Ed25519"
 
 CSV_COLUMNS = EVENT_COLUMNS
 
@@ -198,31 +204,60 @@ def _signed_bytes(document: Mapping[str, Any]) -> bytes:
     return canonical_bytes({name: value for name, value in document.items() if name != "signature"})
 
 
-def sign(document: Mapping[str, Any], key: str | bytes) -> dict[str, Any]:
+# What verifies a signature: an HMAC secret (older exports and checkpoints), or the
+# Ed25519 public keys the auditor pinned (everything signed since).
+VerifyingKey = str | bytes | Sequence[Ed25519PublicKey]
+
+
+def sign(document: Mapping[str, Any], key: str | bytes | SigningKey) -> dict[str, Any]:
     """Return `document` with a `signature` member over everything else in it.
 
-    The document must be canonicalizable (no floats); the signature is
-    HMAC-SHA256 over its canonical bytes without `signature`.
+    The document must be canonicalizable (no floats); the signature is over its
+    canonical bytes without `signature`: Ed25519 with the server's `SigningKey`
+    (what the server signs with), or HMAC-SHA256 with a secret (kept for tests of
+    older files).
     """
     signed = {name: value for name, value in document.items() if name != "signature"}
+    if isinstance(key, SigningKey):
+        value = key.sign_bytes(_signed_bytes(signed))
+        signed["signature"] = {"alg": ED25519_ALGORITHM, "key_id": key.key_id, "value": value}
+        return signed
     value = hmac.new(_key_bytes(key), _signed_bytes(signed), hashlib.sha256).hexdigest()
     signed["signature"] = {"alg": SIGNATURE_ALGORITHM, "key_id": key_id(key), "value": value}
     return signed
 
 
-def signature_problem(document: Mapping[str, Any], key: str | bytes) -> str | None:
-    """Return why `document`'s signature does not hold under `key`, or None when it does."""
+def signature_problem(document: Mapping[str, Any], key: VerifyingKey) -> str | None:
+    """Return why `document`'s signature does not hold under `key`, or None when it does.
+
+    `key`: the Ed25519 public keys trusted (for Ed25519 signatures), or the HMAC secret.
+    """
     signature = document.get("signature")
     if not isinstance(signature, Mapping):
         return "it carries no signature"
-    if signature.get("alg") != SIGNATURE_ALGORITHM:
-        return f"unsupported signature algorithm {signature.get('alg')!r}"
-    if signature.get("key_id") != key_id(key):
-        return f"it was signed with key {signature.get('key_id')!r}, not the key given ({key_id(key)})"
+    alg = signature.get("alg")
     try:
-        expected = hmac.new(_key_bytes(key), _signed_bytes(document), hashlib.sha256).hexdigest()
+        signed_bytes = _signed_bytes(document)
     except (TypeError, ValueError) as exc:
         return f"it cannot be canonicalized: {exc}"
+    if alg == ED25519_ALGORITHM:
+        if isinstance(key, (str, bytes)):
+            return "it is signed with Ed25519: verify it with the server's public key (--public-key)"
+        trusted = {key_id_of(public): public for public in key}
+        public = trusted.get(str(signature.get("key_id", "")))
+        if public is None:
+            return (f"it was signed with key {signature.get('key_id')!r}, which is not among the public keys "
+                    f"given ({', '.join(sorted(trusted)) or 'none'})")
+        if not verify_bytes(public, signed_bytes, str(signature.get("value", ""))):
+            return "the signature does not match its contents (altered, or signed with another key)"
+        return None
+    if alg != SIGNATURE_ALGORITHM:
+        return f"unsupported signature algorithm {alg!r}"
+    if not isinstance(key, (str, bytes)):
+        return "it is signed with an HMAC key (an older file): verify it with that key (--key-file)"
+    if signature.get("key_id") != key_id(key):
+        return f"it was signed with key {signature.get('key_id')!r}, not the key given ({key_id(key)})"
+    expected = hmac.new(_key_bytes(key), signed_bytes, hashlib.sha256).hexdigest()
     if not hmac.compare_digest(str(signature.get("value", "")), expected):
         return "the signature does not match its contents (altered, or signed with another key)"
     return None

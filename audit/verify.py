@@ -4,9 +4,13 @@ Runs with plain Python and imports nothing from Django or the rest of the
 project (only audit.canonical and audit.manifest, which are stdlib-only), so an
 auditor can check an export without trusting the server that produced it.
 
-    python -m audit.verify export.jsonl --key-file signing.key
-    python -m audit.verify export.csv --manifest export.csv.manifest.json --key-file signing.key
-    python -m audit.verify export.jsonl --key-file signing.key --checkpoint checkpoint-000123.json
+    python -m audit.verify export.jsonl --public-key ed25519:...
+    python -m audit.verify export.csv --manifest export.csv.manifest.json --public-key-file server.pub
+    python -m audit.verify export.jsonl --public-key ed25519:... --checkpoint checkpoint-000123.json
+
+The public key is the server's audit signing key (`manage.py audit_public_key`),
+pinned by the auditor from a server they trust; give several after a key rotation.
+Files signed before Ed25519 (HMAC-SHA256) verify with that secret: --key-file.
 
 What it checks:
   * every row: its hash recomputes as sha256(prev_hash || canonical), its
@@ -17,7 +21,7 @@ What it checks:
     previous row's hash, ending at the chain head the manifest names;
   * any export: the manifest (row count, first/last seq, digest of the seq list,
     digest of the row hashes) against the rows received, and the manifest's
-    HMAC-SHA256 signature with the key the auditor holds;
+    Ed25519 signature under a public key the auditor pinned;
   * with --checkpoint: the checkpoint's signature, and that the export agrees
     with the chain head recorded outside the database at that seq.
 
@@ -39,13 +43,14 @@ from typing import Any
 
 from .canonical import GENESIS_HASH, chain_hash
 from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
+from .ed25519 import parse_public_key
 from .manifest import (
     CHECKPOINT_TYPE,
     CSV_COLUMNS,
     MANIFEST_TYPE,
     ExportDigests,
+    VerifyingKey,
     csv_cells,
-    key_id,
     signature_problem,
 )
 
@@ -124,14 +129,15 @@ def verify_export(
     path: str | os.PathLike[str],
     *,
     manifest: Mapping[str, Any] | None = None,
-    key: str | bytes | None = None,
+    key: VerifyingKey | None = None,
     checkpoint: Mapping[str, Any] | None = None,
     fmt: str | None = None,
 ) -> Verdict:
     """Verify one export file; see the module docstring for what is checked.
 
     `manifest` is the CSV sidecar (a JSONL export carries its own trailer, which a
-    given manifest overrides). Without `key` the signatures are not checked and
+    given manifest overrides). `key`: the Ed25519 public keys the auditor pinned
+    (or, for older files, the HMAC secret). Without it the signatures are not checked and
     the verdict says so. Reads the file once, row by row, in constant memory.
     """
     path = Path(path)
@@ -147,7 +153,7 @@ def verify_export(
 def _verify(
     path: Path,
     manifest: Mapping[str, Any] | None,
-    key: str | bytes | None,
+    key: VerifyingKey | None,
     checkpoint: Mapping[str, Any] | None,
     fmt: str,
 ) -> Verdict:
@@ -162,7 +168,7 @@ def _verify(
         problem = signature_problem(manifest, key)
         if problem:
             raise Rejected(f"manifest signature invalid: {problem}")
-        notes.append(f"manifest signature valid (key {key_id(key)})")
+        notes.append(f"manifest signature valid (key {manifest['signature'].get('key_id')})")
     else:
         notes.append("signatures NOT checked (no key given)")
     checkpoint_seq = _checked_checkpoint(checkpoint, key)
@@ -252,7 +258,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
         return json.load(handle)
 
 
-def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: str | bytes | None) -> int | None:
+def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: VerifyingKey | None) -> int | None:
     if checkpoint is None:
         return None
     if checkpoint.get("type") != CHECKPOINT_TYPE:
@@ -261,7 +267,7 @@ def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: str | bytes |
     if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(checkpoint.get("hash"), str):
         raise Rejected("the checkpoint's seq or hash is missing or malformed")
     if key is None:
-        raise Rejected("a checkpoint is only evidence with its signature: pass --key or --key-file")
+        raise Rejected("a checkpoint is only evidence with its signature: pass --public-key")
     problem = signature_problem(checkpoint, key)
     if problem:
         raise Rejected(f"checkpoint signature invalid: {problem}")
@@ -290,7 +296,13 @@ def _compare_checkpoint(
 # --- Command line ------------------------------------------------------------------------------
 
 
-def _key_from(arguments: argparse.Namespace) -> bytes | None:
+def _key_from(arguments: argparse.Namespace) -> VerifyingKey | None:
+    if arguments.public_key or arguments.public_key_file:
+        texts = list(arguments.public_key or [])
+        if arguments.public_key_file:
+            lines = Path(arguments.public_key_file).read_text(encoding="utf-8").splitlines()
+            texts += [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+        return [parse_public_key(text) for text in texts]
     if arguments.key_file:
         return Path(arguments.key_file).read_bytes().rstrip(b"\r\n")
     if arguments.key:
@@ -307,8 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", help="the export file (.jsonl or .csv)")
     parser.add_argument("--manifest", help="the manifest sidecar (required for CSV; overrides a JSONL trailer)")
     keys = parser.add_mutually_exclusive_group()
-    keys.add_argument("--key", help=f"the signing key (or set {KEY_ENVIRONMENT_VARIABLE})")
-    keys.add_argument("--key-file", help="a file holding the signing key")
+    keys.add_argument("--public-key", action="append",
+                      help="the server's audit public key, ed25519:... (repeat after a key rotation)")
+    keys.add_argument("--public-key-file", help="a file of public keys, one per line (# comments)")
+    keys.add_argument("--key", help=f"older files: the HMAC signing key (or set {KEY_ENVIRONMENT_VARIABLE})")
+    keys.add_argument("--key-file", help="older files: a file holding the HMAC signing key")
     parser.add_argument("--checkpoint", help="a signed chain-head checkpoint file to check the export against")
     parser.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file name or its first byte")
     arguments = parser.parse_args(argv)

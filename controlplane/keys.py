@@ -27,8 +27,7 @@ __all__ = ["REQUIRED_SECRETS", "UnsafeSecrets", "development_value", "ensure_loc
 REQUIRED_SECRETS: Mapping[str, str] = {
     "SECRET_KEY": "sessions, CSRF and the channel relay",
     "AUDIT_HMAC_KEY": "the keyed digests in audit metadata",
-    "AUDIT_SIGNING_KEY": "the Ed25519 signature on every audit event and checkpoint",
-    "AUDIT_EXPORT_SIGNING_KEY": "audit export manifests",
+    "AUDIT_SIGNING_KEY": "the Ed25519 signatures on audit events, checkpoints and export manifests",
     "EXECUTOR_WEBHOOK_SECRET": "signatures on webhook executor calls",
 }
 

@@ -42,8 +42,6 @@ AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
 # Public keys audit_verify trusts besides the server's own (one `ed25519:...` per line),
 # deployed outside the database; `manage.py audit_public_key` prints them.
 AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
-# Signs audit export manifests (HMAC-SHA256). Auditors hold a copy to verify exports offline.
-AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
 # Params that never reach audit metadata, not even as digests, per action type (JSON),

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from audit.chain import Actor
+from audit.ed25519 import SigningKey
 
 
 @pytest.fixture
@@ -62,13 +63,17 @@ def start_from_an_empty_log(request):
 
 # --- Exports, verification and the auditors' pages ----------------------------------------
 
-SIGNING_KEY = "test-audit-signing-key-held-by-the-auditor"
+SIGNING_SECRET = "test-audit-signing-secret-held-by-the-server-0123456789"
+# What the auditor pins: the server's public key, never its secret.
+SIGNING_KEY = [SigningKey.from_secret(SIGNING_SECRET).public]
+SIGNING_KEY_ID = SigningKey.from_secret(SIGNING_SECRET).key_id
 
 
 @pytest.fixture(autouse=True)
 def audit_signing(settings, tmp_path):
-    """A known export signing key (what the auditor holds) and a private checkpoint directory."""
-    settings.AUDIT_EXPORT_SIGNING_KEY = SIGNING_KEY
+    """A known audit signing key (whose public half the auditor pins) and a private checkpoint directory."""
+    settings.AUDIT_SIGNING_KEY = SIGNING_SECRET
+    settings.AUDIT_PREVIOUS_SIGNING_KEY = ""
     settings.AUDIT_CHECKPOINT_DIR = tmp_path / "checkpoints"
     return SIGNING_KEY
 

@@ -22,6 +22,8 @@ from audit.checkpoint import write_checkpoint
 from audit.manifest import jsonl_hashed_text, jsonl_line, sign
 from audit.verify import verify_export
 
+from audit.ed25519 import SigningKey, public_key_text
+
 from .conftest import SIGNING_KEY
 from .exporting import export_to, manifest_path
 
@@ -71,19 +73,19 @@ def test_a_clean_unfiltered_export_verifies(eight_events, tmp_path, fmt):
 def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_path):
     path = tmp_path / "export.jsonl"
     export_to(path)
-    key_file = tmp_path / "key"
-    key_file.write_text(SIGNING_KEY + "\n")
+    key_file = tmp_path / "server.pub"
+    key_file.write_text(public_key_text(SIGNING_KEY[0]) + "  # the server's audit key\n")
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "audit.verify", *args], cwd=PROJECT_ROOT,
                               capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
 
-    good = run(str(path), "--key-file", str(key_file))
+    good = run(str(path), "--public-key-file", str(key_file))
     assert (good.returncode, good.stdout.count("\n")) == (0, 1)
     assert good.stdout.startswith("OK: 8 rows verified")
     lines = lines_of(path)
     path.write_text("".join(lines[:2] + lines[3:]), encoding="utf-8")
-    bad = run(str(path), "--key-file", str(key_file))
+    bad = run(str(path), "--public-key", public_key_text(SIGNING_KEY[0]))
     assert bad.returncode == 1
     assert bad.stdout.startswith("FAILED at seq 3: ")
 
@@ -252,9 +254,12 @@ def test_a_row_removed_from_a_filtered_export_is_rejected_by_the_manifest(eight_
 def test_a_manifest_re_signed_with_another_key_is_rejected(eight_events, tmp_path):
     path = tmp_path / "filtered.csv"
     manifest = export_to(path, "csv", agent="7")
-    forged = sign({**manifest, "row_count": 5}, "the server's other key")
+    forged = sign({**manifest, "row_count": 5}, SigningKey.from_secret("another-server's-key-0123456789abcdefghij"))
     ok, message, _ = verify(path, manifest=forged)
-    assert not ok and "not the key given" in message
+    assert not ok and "not among the public keys given" in message
+    hmac_signed = sign({**manifest, "row_count": 5}, "an HMAC secret, as older files were signed")
+    ok, message, _ = verify(path, manifest=hmac_signed)
+    assert not ok and "HMAC" in message
 
 
 @pytest.mark.django_db

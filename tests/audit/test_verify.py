@@ -120,8 +120,8 @@ def test_progress_is_reported_per_chunk_and_at_the_end(five_events, monkeypatch)
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_command_exits_1_from_the_shell(five_events):
-    env = dict(os.environ, DATABASE_URL=_database_url())
+def test_the_command_exits_1_from_the_shell(five_events, settings):
+    env = dict(os.environ, DATABASE_URL=_database_url(), AUDIT_SIGNING_KEY=settings.AUDIT_SIGNING_KEY)
     ok = subprocess.run(
         [sys.executable, "manage.py", "audit_verify", "--no-record"],
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False,

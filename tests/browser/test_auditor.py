@@ -7,11 +7,11 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from audit.chain import Actor, record
+from audit.signing import signer
 from audit.verify import verify_export
 
 REFUND = SimpleNamespace(pk=uuid.UUID("6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a"), agent_id=None)
@@ -53,7 +53,7 @@ def test_an_auditor_filters_exports_and_verifies_offline(ann, refund_history, lo
         page.click("#export-jsonl")
     filtered = tmp_path / jsonl_download.value.suggested_filename
     jsonl_download.value.save_as(filtered)
-    verdict = verify_export(filtered, key=settings.AUDIT_EXPORT_SIGNING_KEY)
+    verdict = verify_export(filtered, key=[signer().current.public])
     assert verdict.ok, verdict.message
     assert verdict.rows == 1 and '"verb": "decision.recorded"' in verdict.message
 
@@ -62,7 +62,7 @@ def test_an_auditor_filters_exports_and_verifies_offline(ann, refund_history, lo
         page.click("#export-jsonl")
     whole = tmp_path / "whole.jsonl"
     whole_download.value.save_as(whole)
-    verdict = verify_export(whole, key=settings.AUDIT_EXPORT_SIGNING_KEY)
+    verdict = verify_export(whole, key=[signer().current.public])
     assert verdict.ok, verdict.message
     assert "unfiltered chain" in verdict.message
 

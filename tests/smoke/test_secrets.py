@@ -38,9 +38,9 @@ def test_generated_keys_have_no_problems():
      ("changeme-changeme-changeme-changeme-changeme", "placeholder")],
 )
 def test_each_unsafe_secret_is_named(value, said):
-    values = {**good_keys(), "AUDIT_EXPORT_SIGNING_KEY": value}
+    values = {**good_keys(), "AUDIT_SIGNING_KEY": value}
     [problem] = keys.problems(values)
-    assert problem.startswith("AUDIT_EXPORT_SIGNING_KEY") and said in problem
+    assert problem.startswith("AUDIT_SIGNING_KEY") and said in problem
 
 
 @given(first=st.sampled_from(list(keys.REQUIRED_SECRETS)), second=st.sampled_from(list(keys.REQUIRED_SECRETS)))
