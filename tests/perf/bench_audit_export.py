@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.perf.settings")
 
 
 REPEATS = 3  # alternating COPY / export rounds per size up to 100k rows (1M: one round)
@@ -113,14 +113,10 @@ def measure(rows: int, cookie: str, *, verify: bool) -> dict:
 
 def verify_export_file(path: Path) -> None:
     """The chain in the database and the downloaded export both verify (smoke only)."""
-    from django.core.management import call_command
-
     from audit.chain import verify_chain
     from audit.signing import signer
     from audit.verify import verify_export
 
-    # The chain was filled through COPY, unsigned, like rows from before signing: seal them first.
-    call_command("audit_seal", stdout=open(os.devnull, "w"))
     in_database = verify_chain()
     if not in_database.ok:
         sys.exit(f"the filled chain does not verify: seq {in_database.bad_seq}: {in_database.reason}")

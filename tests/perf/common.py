@@ -215,8 +215,11 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
     accept the result; only the ORM and the advisory lock per append are skipped,
     which made the fill through record() cost ~600 µs a row (~35 µs here). Run it
     with nothing else appending. Sequential by nature: each hash needs the previous.
+    Rows are signed like the server's (audit.signing): about a third of the fill's time.
     """
     from django.db import connection
+
+    from audit.signing import signer
 
     from audit.canonical import chain_hash, event_document, format_timestamp
     from audit.chain import head
@@ -226,7 +229,8 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
     start = start or datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
     columns = ("seq", "occurred_at", "actor_kind", "actor_id", "actor_label", "verb", "request_id", "agent_id",
-               "metadata", "prev_hash", "hash", "canonical")
+               "metadata", "prev_hash", "hash", "canonical", "key_id", "signature")
+    key = signer().current
     first, prev_hash = head()
     first += 1
     connection.ensure_connection()
@@ -250,5 +254,5 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
                 ))
                 row_hash = chain_hash(prev_hash, canonical.encode())
                 copy.write_row((seq, occurred, kind, actor_id, label, verb, request_id, agent_id,
-                                encode(metadata), prev_hash, row_hash, canonical))
+                                encode(metadata), prev_hash, row_hash, canonical, key.key_id, key.sign(row_hash)))
                 prev_hash = row_hash
