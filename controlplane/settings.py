@@ -56,6 +56,12 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "guardian",
+    # Signing in: allauth's login (with the throttle of controlplane.accounts.signin), its
+    # multi-factor part (TOTP, recovery codes) and its social part (identity providers).
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "allauth.socialaccount",
     "channels",
     "audit",
     "agents",
@@ -74,6 +80,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    # People who must use a second factor and signed in without one are held at enrollment.
+    "controlplane.accounts.mfa_policy.EnrollmentRequiredMiddleware",
     # Remembers the request, so group membership changes name who is signed in.
     "controlplane.accounts.membership.MembershipActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -140,6 +149,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 ANONYMOUS_USER_NAME = None  # guardian: anonymous users never hold object permissions
@@ -162,6 +172,28 @@ LOGIN_FREE_FAILURES = int(os.environ.get("LOGIN_FREE_FAILURES", "5"))
 LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", str(60 * 60)))
 LOGIN_DELAY_BASE_SECONDS = int(os.environ.get("LOGIN_DELAY_BASE_SECONDS", "1"))
 LOGIN_DELAY_MAX_SECONDS = int(os.environ.get("LOGIN_DELAY_MAX_SECONDS", str(15 * 60)))
+
+# --- Identity (django-allauth; docs/deploy.md "Identity") ----------------------------------
+# Local accounts only: an admin creates people, nobody signs up, nobody signs in by email.
+ACCOUNT_ADAPTER = "controlplane.accounts.adapter.AccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_SESSION_REMEMBER = True  # sessions last SESSION_COOKIE_AGE, as before allauth
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
+# The sign-in throttle above is the brake on password guessing (the adapter skips allauth's
+# own, a hard lock that would refuse the right password too); allauth's `login_failed`
+# limit still brakes guessing a second-factor code.
+ACCOUNT_RATE_LIMITS = {"login": None}
+SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
+# Members of these groups must enroll a second factor at their next sign-in. Unset: every
+# group that may decide a request needing step-up (controlplane.accounts.mfa_policy);
+# empty: nobody; otherwise group names, comma-separated.
+MFA_REQUIRED_GROUPS: list[str] | None = (
+    env_list("MFA_REQUIRED_GROUPS") if "MFA_REQUIRED_GROUPS" in os.environ else None
+)
 
 # --- Real-time and tasks ----------------------------------------------------
 

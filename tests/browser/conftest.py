@@ -130,7 +130,7 @@ def logged_in_page(new_context, daphne_server) -> Callable:
 
         page.on("dialog", on_dialog)
         page.goto("/login/")
-        page.fill("#id_username", username)
+        page.fill("#id_login", username)
         page.fill("#id_password", password)
         page.click("form button[type=submit]")
         page.wait_for_url(daphne_server.url + "/")
