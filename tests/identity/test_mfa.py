@@ -175,3 +175,18 @@ def test_by_default_the_groups_that_may_decide_critical_requests_must_enroll(peo
     policy.save_rule({"name": "wipes_step_up", "priority": 6, "action_type": "wipe_*", "risk_level": "high",
                       "step_up": True}, actor=Person(admin_user), note="wipes need step-up")
     assert required_groups() == {treasurers.name, RISK_ADMINS, "reviewers"}
+
+
+def test_guessing_codes_is_braked_after_five_wrong_ones(people, clock, nobody_required, enroll_totp):
+    """Past the password, a code has a million values: allauth's limit stops an online search."""
+    alice = Client()
+    sign_in(alice, "alice")
+    secret = enroll_totp(alice)
+    clock.tick(60)
+
+    guesser = password_step("alice")
+    for guess in ("000001", "000002", "000003", "000004", "000005"):
+        assert guesser.post(AUTHENTICATE, {"code": guess}).status_code == 200
+    response = guesser.post(AUTHENTICATE, {"code": totp_code(secret, time.time())})
+    assert response.status_code == 200 and not signed_in(guesser)
+    assert "Too many failed login attempts" in response.content.decode()
