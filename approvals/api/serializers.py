@@ -91,9 +91,27 @@ class ApprovalRequestSerializer(serializers.Serializer):
 class StepUpSerializer(serializers.Serializer):
     """A proof of presence made for this one decision (DESIGN.md "Guards")."""
 
-    method = serializers.ChoiceField(choices=["password"], help_text="How the reviewer proves presence.")
-    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False,
-                                     help_text="The reviewer's password, checked for this decision only.")
+    method = serializers.ChoiceField(
+        choices=["password", "totp"],
+        help_text="How the reviewer proves presence: `totp` (their authenticator app's current code) once they "
+                  "have enrolled one, else `password`; the other is answered 403 step_up_required naming "
+                  "`details.method`.",
+    )
+    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False, required=False,
+                                     help_text="With `password`: the reviewer's password, checked for this decision only.")
+    code = serializers.RegexField(r"^[0-9]{6}$", write_only=True, required=False,
+                                  help_text="With `totp`: the code the app shows now; each code is accepted once.")
+
+    def validate(self, attrs):
+        secret = "code" if attrs["method"] == "totp" else "password"
+        if not attrs.get(secret):
+            raise serializers.ValidationError({secret: f"The {attrs['method']} step-up needs `{secret}`."},
+                                              code="required")
+        return attrs
+
+    @staticmethod
+    def secret(proof: dict) -> str:
+        return proof["code"] if proof["method"] == "totp" else proof["password"]
 
 
 class DecisionSerializer(serializers.Serializer):

@@ -32,6 +32,7 @@ from .serializers import (
     BatchDecisionsSerializer,
     DecisionResultSerializer,
     DecisionSerializer,
+    StepUpSerializer,
 )
 
 __all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "readable_requests"]
@@ -127,9 +128,9 @@ class PersonView(generics.GenericAPIView):
 
     def reviewer(self, data: dict, *, covers=None) -> services.Person:
         proof = data.get("step_up")
-        return services.Person.from_request(
-            self.request, step_up=services.StepUpProof.password(proof["password"], covers=covers) if proof else None
-        )
+        step_up = (services.StepUpProof(proof["method"], StepUpSerializer.secret(proof), covers=covers)
+                   if proof else None)
+        return services.Person.from_request(self.request, step_up=step_up)
 
     def end_session_if(self, error_code: str | None) -> None:
         if error_code == errors.SESSION_ENDED:

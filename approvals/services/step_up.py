@@ -1,9 +1,10 @@
 """Step-up: a proof of presence made for one decision, checked under the row lock.
 
 Deciding a request whose level needs it (`settings.STEP_UP_RISK_LEVELS`, default
-critical, or a rule with `step_up`) takes a proof given with that decision: the
-reviewer's password today; passkeys, TOTP and provider re-authentication plug in
-as further methods. The decision services call `require_step_up` after any
+critical, or a rule with `step_up`) takes a proof given with that decision: the code
+of the reviewer's authenticator app once they have one (allauth.mfa's TOTP; each code
+is accepted once), else their password (`method_for`). Passkeys and provider
+re-authentication are to plug in as further methods. The decision services call `require_step_up` after any
 re-classification, so an edit that raises the level raises the bar too.
 
 A proof is valid for the decision it came with: a single decision's proof binds
@@ -34,14 +35,19 @@ from .core import PersistedRefusal
 
 __all__ = [
     "PASSWORD",
+    "TOTP",
     "StepUpProof",
     "decision_digest",
+    "method_for",
     "needs_step_up",
     "require_step_up",
 ]
 
 PASSWORD = "password"
-METHODS = (PASSWORD,)
+TOTP = "totp"
+METHODS = (PASSWORD, TOTP)
+_ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app"}
+_NAMES = {PASSWORD: "password", TOTP: "code"}
 
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
@@ -75,6 +81,10 @@ class StepUpProof:
     def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
         return cls(PASSWORD, password, covers=covers)
 
+    @classmethod
+    def totp(cls, code: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
+        return cls(TOTP, code, covers=covers)
+
     @property
     def digest(self) -> str:
         """The digest of the decisions this proof covers ('' until it is bound)."""
@@ -90,7 +100,7 @@ class StepUpProof:
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
             return self._verified_for_user == user.pk
-        if self.method == PASSWORD and self._secret and user.check_password(self._secret):
+        if self._secret and _VERIFY[self.method](user, self._secret):
             # One check per proof: a batch proof is verified once, then binds by digest.
             self._verified_for_user = user.pk
             return True
@@ -98,6 +108,28 @@ class StepUpProof:
 
     def __repr__(self) -> str:
         return f"StepUpProof({self.method!r}, covers={len(self._covers or ())})"
+
+
+def _totp_authenticator(user: Any) -> Any:
+    from allauth.mfa.models import Authenticator
+
+    return Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).first()
+
+
+def _code_is_right(user: Any, code: str) -> bool:
+    """Whether `code` is the current one of `user`'s authenticator app; a code is accepted
+    once (allauth remembers used codes), so one seen over a shoulder cannot decide again."""
+    authenticator = _totp_authenticator(user)
+    return authenticator is not None and authenticator.wrap().validate_code(code)
+
+
+_VERIFY = {PASSWORD: lambda user, secret: user.check_password(secret), TOTP: _code_is_right}
+
+
+def method_for(user: Any) -> str:
+    """The proof `user` gives: their authenticator app's code once they have one (a
+    password alone is then not enough), else their password."""
+    return TOTP if _totp_authenticator(user) is not None else PASSWORD
 
 
 def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
@@ -118,10 +150,11 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
     if not needs_step_up(risk_level, rule_asks=rule_asks):
         return ""
     proof = reviewer.step_up
-    if proof is None:
+    expected = method_for(reviewer.user)
+    if proof is None or proof.method != expected:
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            f"Deciding a {risk_level} request needs your password again.", risk_level=risk_level,
+            f"Deciding a {risk_level} request needs {_ASKS[expected]}.", risk_level=risk_level, method=expected,
         )
     if not proof._bind(decision):
         raise DomainError(
@@ -132,7 +165,7 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
         cache.delete(_failures_key(reviewer.user))
         return proof.method
     if proof._refused:
-        raise DomainError(errors.STEP_UP_FAILED, f"That {proof.method} is not right.")
+        raise DomainError(errors.STEP_UP_FAILED, f"That {_NAMES[proof.method]} is not right.")
     proof._refused = True
     _refuse_wrong_proof(request, reviewer, proof)
     raise AssertionError("unreachable")  # _refuse_wrong_proof always raises
@@ -161,7 +194,7 @@ def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> N
         left = limit - failures
         raise PersistedRefusal(
             errors.STEP_UP_FAILED,
-            f"That {proof.method} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
+            f"That {_NAMES[proof.method]} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
             "and you will be signed out.", tries_left=left,
         )
     cache.delete(_failures_key(reviewer.user))

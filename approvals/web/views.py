@@ -10,6 +10,8 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from django.contrib import messages
@@ -62,6 +64,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
         "next_url": _back_to_queue(request),
+        "step_up_method": _step_up_method(request),
     })
 
 
@@ -109,7 +112,8 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     cards = dashboard.build_cards(match, viewer=request.user)
     if not cards:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": cards[0], "next_url": _back_to_queue(request)})
+    response = render(request, "approvals/_card.html", {"card": cards[0], "next_url": _back_to_queue(request),
+                                                        "step_up_method": _step_up_method(request)})
     response["X-Card-Version"] = cards[0].version
     response["X-Card-Sort"] = cards[0].sort_key
     return response
@@ -150,11 +154,18 @@ def _decidable(request: HttpRequest, pk):
 
 
 def _reviewer(request: HttpRequest) -> services.Person:
-    """The signed-in reviewer, with the step-up password they typed, if any (the
-    service decides whether the deciding level needs it, after any re-classification)."""
-    password = request.POST.get("password", "")
-    proof = services.StepUpProof.password(password) if password else None
+    """The signed-in reviewer, with the step-up they typed (an authenticator code or
+    their password), if any (the service decides whether the deciding level needs it,
+    after any re-classification, and which of the two it takes)."""
+    code, password = request.POST.get("code", ""), request.POST.get("password", "")
+    proof = (services.StepUpProof.totp(code) if code
+             else services.StepUpProof.password(password) if password else None)
     return services.Person.from_request(request, step_up=proof)
+
+
+def _step_up_method(request: HttpRequest) -> Callable[[], str]:
+    """What the cards' step-up field asks of this reviewer, looked up only if a card shows one."""
+    return cache(lambda: services.method_for(request.user))
 
 
 def _revision(request: HttpRequest) -> int | None:

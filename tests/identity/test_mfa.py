@@ -14,7 +14,6 @@ import time
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
-from freezegun import freeze_time
 
 from approvals import policy
 from approvals.people import Person
@@ -23,22 +22,10 @@ from audit.chain import verify_chain
 from audit.models import AuditEvent
 from controlplane.accounts.mfa_policy import required_groups
 
-from .conftest import sign_in, totp_code
+from .conftest import ACTIVATE, sign_in, totp_code
 
-ACTIVATE = "/accounts/2fa/totp/activate/"
 AUTHENTICATE = "/accounts/2fa/authenticate/"
 RECOVERY_CODES = "/accounts/2fa/recovery-codes/"
-
-
-@pytest.fixture
-def clock():
-    with freeze_time("2026-12-01 09:00:00") as frozen:
-        yield frozen
-
-
-@pytest.fixture
-def nobody_required(settings):
-    settings.MFA_REQUIRED_GROUPS = []
 
 
 def events(verb: str) -> list[AuditEvent]:
@@ -47,25 +34,6 @@ def events(verb: str) -> list[AuditEvent]:
 
 def signed_in(client: Client) -> bool:
     return "_auth_user_id" in client.session
-
-
-@pytest.fixture
-def enroll_totp(django_capture_on_commit_callbacks):
-    """`enroll_totp(client)`: enroll an authenticator app on the signed-in client; its secret.
-
-    allauth announces the enrollment once its transaction commits; the test's own
-    transaction never does, so the announcement runs when the request's block ends."""
-
-    def _enroll(client: Client) -> str:
-        page = client.get(ACTIVATE)
-        assert page.status_code == 200
-        secret = page.context["form"].secret
-        with django_capture_on_commit_callbacks(execute=True):
-            response = client.post(ACTIVATE, {"code": totp_code(secret, time.time())})
-        assert response.status_code == 302, response
-        return secret
-
-    return _enroll
 
 
 def recovery_codes(client: Client) -> list[str]:
