@@ -188,6 +188,8 @@ ACCOUNT_RATE_LIMITS = {"login": None}
 SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
 MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
+# Codes this many 30-second steps early or late are accepted too (drifting clocks).
+MFA_TOTP_TOLERANCE = int(os.environ.get("MFA_TOTP_TOLERANCE", "0"))
 # Members of these groups must enroll a second factor at their next sign-in. Unset: every
 # group that may decide a request needing step-up (controlplane.accounts.mfa_policy);
 # empty: nobody; otherwise group names, comma-separated.

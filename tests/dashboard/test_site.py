@@ -20,7 +20,7 @@ LOGIN = reverse("login")
 
 
 def sign_in(client: Client, username: str, password: str, **extra):
-    return client.post(LOGIN, {"username": username, "password": password}, **extra)
+    return client.post(LOGIN, {"login": username, "password": password}, **extra)
 
 
 def test_signing_in_through_the_form_lands_on_the_queue(browser_client, people):
