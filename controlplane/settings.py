@@ -186,7 +186,8 @@ ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
 # limit still brakes guessing a second-factor code.
 ACCOUNT_RATE_LIMITS = {"login": None}
 SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
-MFA_SUPPORTED_TYPES = ["totp", "recovery_codes"]
+# Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
 # Codes this many 30-second steps early or late are accepted too (drifting clocks).
 MFA_TOTP_TOLERANCE = int(os.environ.get("MFA_TOTP_TOLERANCE", "0"))

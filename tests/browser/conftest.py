@@ -86,7 +86,7 @@ def new_context(browser, daphne_server) -> Iterator[Callable]:
     contexts = []
 
     def _new(**options):
-        context = browser.new_context(base_url=daphne_server.url, viewport=VIEWPORT, **options)
+        context = browser.new_context(**{"base_url": daphne_server.url, "viewport": VIEWPORT, **options})
         context.set_default_timeout(10_000)
         contexts.append(context)
         return context
