@@ -128,9 +128,14 @@ class PersonView(generics.GenericAPIView):
 
     def reviewer(self, data: dict, *, covers=None) -> services.Person:
         proof = data.get("step_up")
-        step_up = (services.StepUpProof(proof["method"], StepUpSerializer.secret(proof), covers=covers)
+        step_up = (services.StepUpProof(proof["method"], StepUpSerializer.secret(proof), covers=covers,
+                                        nonce=proof.get("nonce", ""), rp_id=self.rp_id())
                    if proof else None)
         return services.Person.from_request(self.request, step_up=step_up)
+
+    def rp_id(self) -> str:
+        """The WebAuthn relying party: the host name the browser (or script) called."""
+        return self.request.get_host().rsplit(":", 1)[0]
 
     def end_session_if(self, error_code: str | None) -> None:
         if error_code == errors.SESSION_ENDED:

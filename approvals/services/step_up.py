@@ -3,8 +3,9 @@
 Deciding a request whose level needs it (`settings.STEP_UP_RISK_LEVELS`, default
 critical, or a rule with `step_up`) takes a proof given with that decision: the code
 of the reviewer's authenticator app once they have one (allauth.mfa's TOTP; each code
-is accepted once), else their password (`method_for`). Passkeys and provider
-re-authentication are to plug in as further methods. The decision services call `require_step_up` after any
+is accepted once), and their passkey once they have one: an assertion over a challenge
+derived from the decision, valid once (`passkeys`); else their password (`method_for`).
+Provider re-authentication is to plug in as a further method. The decision services call `require_step_up` after any
 re-classification, so an edit that raises the level raises the bar too.
 
 A proof is valid for the decision it came with: a single decision's proof binds
@@ -31,9 +32,11 @@ from audit.chain import record
 from .. import errors
 from ..errors import DomainError
 from ..people import Person
+from . import passkeys
 from .core import PersistedRefusal
 
 __all__ = [
+    "PASSKEY",
     "PASSWORD",
     "TOTP",
     "StepUpProof",
@@ -45,9 +48,11 @@ __all__ = [
 
 PASSWORD = "password"
 TOTP = "totp"
-METHODS = (PASSWORD, TOTP)
-_ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app"}
-_NAMES = {PASSWORD: "password", TOTP: "code"}
+PASSKEY = "passkey"
+METHODS = (PASSWORD, TOTP, PASSKEY)
+_ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app",
+         PASSKEY: "your passkey, for this decision"}
+_NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation"}
 
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
@@ -64,9 +69,11 @@ class StepUpProof:
     """What a reviewer gave to prove presence for a decision. The secret never
     leaves this object: not in its repr, not in audit rows, not in logs."""
 
-    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused")
+    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused", "_nonce", "_rp_id",
+                 "credential_id")
 
-    def __init__(self, method: str, secret: str, *, covers: Iterable[Decision] | None = None) -> None:
+    def __init__(self, method: str, secret: Any, *, covers: Iterable[Decision] | None = None,
+                 nonce: str = "", rp_id: str = "") -> None:
         if method not in METHODS:
             raise ValueError(f"unknown step-up method {method!r}")
         self.method = method
@@ -76,6 +83,9 @@ class StepUpProof:
         )
         self._verified_for_user: Any = None
         self._refused = False  # a wrong proof is counted once, however many decisions it came with
+        self._nonce = nonce  # passkey: the challenge's nonce, and the host the browser signed for
+        self._rp_id = rp_id
+        self.credential_id = ""  # passkey: which one signed, once verified
 
     @classmethod
     def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
@@ -84,6 +94,12 @@ class StepUpProof:
     @classmethod
     def totp(cls, code: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
         return cls(TOTP, code, covers=covers)
+
+    @classmethod
+    def passkey(cls, assertion: Any, *, nonce: str, rp_id: str,
+                covers: Iterable[Decision] | None = None) -> StepUpProof:
+        """A WebAuthn assertion over the challenge `passkeys.issue_challenge` gave for these decisions."""
+        return cls(PASSKEY, assertion, covers=covers, nonce=nonce, rp_id=rp_id)
 
     @property
     def digest(self) -> str:
@@ -100,7 +116,7 @@ class StepUpProof:
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
             return self._verified_for_user == user.pk
-        if self._secret and _VERIFY[self.method](user, self._secret):
+        if self._secret and _VERIFY[self.method](user, self):
             # One check per proof: a batch proof is verified once, then binds by digest.
             self._verified_for_user = user.pk
             return True
@@ -123,12 +139,25 @@ def _code_is_right(user: Any, code: str) -> bool:
     return authenticator is not None and authenticator.wrap().validate_code(code)
 
 
-_VERIFY = {PASSWORD: lambda user, secret: user.check_password(secret), TOTP: _code_is_right}
+def _passkey_signed(user: Any, proof: StepUpProof) -> bool:
+    proof.credential_id = passkeys.verify_assertion(
+        user, nonce=proof._nonce, assertion=proof._secret, digest=proof.digest, rp_id=proof._rp_id
+    )
+    return bool(proof.credential_id)
+
+
+_VERIFY = {
+    PASSWORD: lambda user, proof: user.check_password(proof._secret),
+    TOTP: lambda user, proof: _code_is_right(user, proof._secret),
+    PASSKEY: _passkey_signed,
+}
 
 
 def method_for(user: Any) -> str:
-    """The proof `user` gives: their authenticator app's code once they have one (a
-    password alone is then not enough), else their password."""
+    """The proof `user` gives: their passkey once they have one, else their authenticator
+    app's code once they have one, else their password (the weaker ones are then refused)."""
+    if passkeys.has_passkey(user):
+        return PASSKEY
     return TOTP if _totp_authenticator(user) is not None else PASSWORD
 
 

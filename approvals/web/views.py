@@ -154,13 +154,25 @@ def _decidable(request: HttpRequest, pk):
 
 
 def _reviewer(request: HttpRequest) -> services.Person:
-    """The signed-in reviewer, with the step-up they typed (an authenticator code or
-    their password), if any (the service decides whether the deciding level needs it,
+    """The signed-in reviewer, with the step-up they gave (a passkey assertion, an
+    authenticator code or their password), if any (the service decides whether the deciding level needs it,
     after any re-classification, and which of the two it takes)."""
     code, password = request.POST.get("code", ""), request.POST.get("password", "")
-    proof = (services.StepUpProof.totp(code) if code
-             else services.StepUpProof.password(password) if password else None)
+    assertion = request.POST.get("passkey_assertion", "")
+    if assertion:
+        proof = services.StepUpProof.passkey(_json_or_none(assertion), nonce=request.POST.get("passkey_nonce", ""),
+                                             rp_id=request.get_host().rsplit(":", 1)[0])
+    else:
+        proof = (services.StepUpProof.totp(code) if code
+                 else services.StepUpProof.password(password) if password else None)
     return services.Person.from_request(request, step_up=proof)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # refused as a wrong proof, like any assertion that does not verify
 
 
 def _step_up_method(request: HttpRequest) -> Callable[[], str]:
