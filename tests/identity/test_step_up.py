@@ -87,3 +87,16 @@ def test_a_reviewer_without_an_app_still_confirms_with_the_password(client, peop
     client.force_login(people["bob"])
     assert approve(client, request, code="123456").json()["details"]["method"] == "password"
     assert approve(client, request, password=password_of("bob")).json()["state"] == "approved"
+
+
+def test_a_passkey_challenge_is_only_for_someone_with_a_passkey(people, submit, critical_rule):
+    request = submit("run_payroll", params={"amount": 1})
+    api = APIClient()
+    api.force_login(people["bob"])
+    asked = api.post("/api/v1/step-up/challenges/", {"decision": "approve",
+                                                      "requests": [{"id": str(request.pk), "revision": 1}]},
+                     format="json")
+    assert asked.status_code == 409 and asked.json()["code"] == "no_passkey"
+    unsigned = api.post(f"/api/v1/requests/{request.pk}/decisions/",
+                        {"decision": "approve", "step_up": {"method": "passkey", "assertion": {}}}, format="json")
+    assert unsigned.status_code == 422 and "nonce" in str(unsigned.json()["details"])
