@@ -24,6 +24,11 @@ class ControlplaneConfig(AppConfig):
 
         events.connect()
 
+        # People signing in through an identity provider get the groups its claim names.
+        from .accounts import sso
+
+        sso.connect()
+
         # The admin signs in through the dashboard's login: one throttle, one second factor.
         from allauth.account.decorators import secure_admin_login
         from django.contrib import admin

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE
@@ -62,6 +63,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.mfa",
     "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "channels",
     "audit",
     "agents",
@@ -186,6 +188,32 @@ ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
 # limit still brakes guessing a second-factor code.
 ACCOUNT_RATE_LIMITS = {"login": None}
 SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
+# Single sign-on: OpenID Connect providers as JSON, e.g. OIDC_PROVIDERS='[{"id": "corp",
+# "name": "Corp SSO", "issuer": "https://idp.example", "client_id": "...", "secret": "..."}]'.
+# People signing in through one are created at their first sign-in; at every sign-in their
+# groups become exactly those named in the OIDC_GROUPS_CLAIM claim (controlplane.accounts.sso).
+OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]")
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {
+        "OAUTH_PKCE_ENABLED": True,
+        "APPS": [
+            {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
+             "client_id": provider["client_id"], "secret": provider.get("secret", ""),
+             "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
+            for provider in OIDC_PROVIDERS
+        ],
+    }
+}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account
+SOCIALACCOUNT_STORE_TOKENS = False
 # Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
@@ -328,7 +356,8 @@ CONTENT_SECURITY_POLICY = {
         "connect-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
-        "form-action": ["'self'"],
+        # The sign-in page's provider buttons post here and are redirected to the provider.
+        "form-action": ["'self'", *sorted({_origin(provider["issuer"]) for provider in OIDC_PROVIDERS})],
         "frame-ancestors": ["'none'"],
     }
 }

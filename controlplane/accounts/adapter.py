@@ -90,4 +90,6 @@ class AccountAdapter(DefaultAccountAdapter):
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
     def is_open_for_signup(self, request: HttpRequest, sociallogin: Any) -> bool:
-        return False  # until providers are configured (docs/deploy.md "Identity")
+        """Someone a configured identity provider vouches for gets an account at their
+        first sign-in; what they may do comes from its groups claim (`sso`)."""
+        return True
