@@ -194,6 +194,8 @@ SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
 # groups become exactly those named in the OIDC_GROUPS_CLAIM claim (controlplane.accounts.sso).
 OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]")
 OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+# Off: only identity providers sign people in (the password form is gone, posted passwords refused).
+LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
 SOCIALACCOUNT_PROVIDERS = {
     "openid_connect": {
         "OAUTH_PKCE_ENABLED": True,

@@ -18,6 +18,7 @@ from allauth.account.authentication import get_authentication_records
 from allauth.core import context
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
@@ -50,6 +51,9 @@ class AccountAdapter(DefaultAccountAdapter):
         A right password for an inactive account is refused like a wrong one, and counts:
         otherwise which guess did not count would tell a guesser it was right.
         """
+        if not settings.LOCAL_PASSWORD_LOGIN:
+            raise forms.ValidationError("Passwords are turned off here: sign in with your identity provider.",
+                                        code="password_login_off")
         username = str(credentials.get("username") or "")
         throttle = SignInThrottle.for_attempt(request, username, via="dashboard")
         try:

@@ -64,7 +64,7 @@ def sso_site(django_db_setup, django_db_blocker, tmp_path_factory):
                   "secret": "loopback-secret"}]
     with django_db_blocker.unblock():
         server = DaphneServer(port=port, env=child_environment(OIDC_PROVIDERS=json.dumps(providers),
-                                                               MFA_REQUIRED_GROUPS="", OUTBOUND_ALLOW_PRIVATE="1"))
+                                                               MFA_REQUIRED_GROUPS=""))
     server.url = f"http://localhost:{port}"
     yield server, idp
     server.stop()

@@ -80,3 +80,13 @@ def test_nobody_signs_up(db):
 def test_the_login_page_keeps_its_look(db):
     page = Client().get(LOGIN).content.decode()
     assert 'class="auth-card"' in page and 'id="id_login"' in page and 'id="id_password"' in page
+
+
+def test_local_passwords_can_be_turned_off(people, settings):
+    settings.LOCAL_PASSWORD_LOGIN = False
+    page = Client().get(LOGIN).content.decode()
+    assert 'id="id_password"' not in page
+    alice = Client()
+    response = sign_in(alice, "alice")
+    assert response.status_code == 200 and "_auth_user_id" not in alice.session
+    assert "sign in with your identity provider" in response.content.decode()
