@@ -16,13 +16,16 @@ $(VENV)/.installed: $(BIN)/activate requirements.txt requirements-dev.txt
 
 install: $(VENV)/.installed
 
+# Secrets the environment does not set come from var/local-keys.env, generated once
+# (controlplane/keys.py): outside DEBUG nothing starts on development keys.
+LOCAL_KEYS = eval "$$($(PY) -m controlplane.keys)"
+
 migrate: install
-	$(PY) manage.py migrate --no-input
+	$(LOCAL_KEYS) && $(PY) manage.py migrate --no-input
 
 # daphne + a real Celery worker and beat + the demo agent; one Ctrl-C stops them all.
 run: migrate
-	$(PY) manage.py seed_demo
-	$(PY) manage.py runstack $(RUN_ARGS)
+	$(LOCAL_KEYS) && $(PY) manage.py seed_demo && exec $(PY) manage.py runstack $(RUN_ARGS)
 
 # The architecture contracts first (.importlinter: one-way app dependencies, no cycles), then the suite.
 test: install

@@ -6,9 +6,12 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
-        # After each committed change, queue the agent's callback (agents/callbacks.py).
-        from approvals import broadcast
+        # After each committed transition, queue the agent's callback (agents/callbacks.py).
+        from approvals.services import request_changed
 
-        from .callbacks import on_request_change
+        from .callbacks import on_request_changed
 
-        broadcast.subscribe(on_request_change)
+        request_changed.connect(on_request_changed, dispatch_uid="queue-agent-callbacks")
+
+        # Sockets close when their token is revoked or their agent deactivated (signal receivers).
+        from . import consumers  # noqa: F401

@@ -7,34 +7,29 @@ sends what is due, records every attempt, and reschedules failures with
 exponential backoff until CALLBACK_MAX_ATTEMPTS. Redirects are not followed and
 the URL is checked against the outbound allow-list again before every attempt.
 
-Signature: header `X-Controlplane-Signature: sha256=<hex>` where hex is
-HMAC-SHA256(agent.callback_secret, f"{timestamp}." + body), with the Unix
-timestamp in `X-Controlplane-Timestamp`. Receivers should refuse stale
-timestamps (replays) and compare signatures in constant time; see
-`verify_signature`.
+Sending goes through `controlplane.http.outbound.signed_post` (allow-list, one
+pinned DNS resolution, no redirects), signed with the agent's `callback_secret`:
+`X-Controlplane-Timestamp` and `X-Controlplane-Signature` as documented there
+and in docs/agents.md; receivers check with `outbound.verify_signature`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
-import random
 import time
 from datetime import timedelta
 
-import httpx
 from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from approvals.broadcast import Change
+from approvals.services import RequestChange
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundFailed, OutboundURLRefused, backoff, signed_post
 
 from .models import CallbackAttempt, CallbackDelivery, RequestCallback
 from .resume import resume_payload
@@ -43,9 +38,7 @@ __all__ = [
     "CALLBACK_STATES",
     "deliver_due_callbacks",
     "enqueue_callback",
-    "on_request_change",
-    "sign",
-    "verify_signature",
+    "on_request_changed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -54,25 +47,7 @@ logger = logging.getLogger(__name__)
 CALLBACK_STATES = frozenset(
     {State.APPROVED, State.REJECTED, State.EXPIRED, State.CANCELLED, State.SUCCEEDED, State.FAILED}
 )
-SIGNATURE_HEADER = "X-Controlplane-Signature"
-TIMESTAMP_HEADER = "X-Controlplane-Timestamp"
 DELIVERY_HEADER = "X-Controlplane-Delivery"
-
-
-def sign(secret: str, timestamp: int, body: bytes) -> str:
-    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
-    return f"sha256={mac.hexdigest()}"
-
-
-def verify_signature(secret: str, timestamp: str, body: bytes, signature: str, *, max_age: int = 300) -> bool:
-    """What a receiver does: fresh timestamp and a matching signature (constant-time)."""
-    try:
-        stamp = int(timestamp)
-    except ValueError:
-        return False
-    if abs(time.time() - stamp) > max_age:
-        return False
-    return hmac.compare_digest(sign(secret, stamp, body), signature)
 
 
 def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
@@ -97,11 +72,11 @@ def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
 DELIVER_TASK = "agents.deliver_due_callbacks"  # agents.tasks.deliver_due_callbacks_task
 
 
-def on_request_change(change: Change) -> None:
-    """Broadcast listener (runs after commit): queue the callback and nudge the worker."""
-    if change.state not in CALLBACK_STATES:
+def on_request_changed(sender, *, change: RequestChange, **kwargs) -> None:
+    """`request_changed` subscriber (runs after commit): queue the callback and nudge the worker."""
+    if not change.is_transition or change.to_state not in CALLBACK_STATES:
         return
-    if enqueue_callback(change.request_id, change.state) is None:
+    if enqueue_callback(change.request_id, change.to_state) is None:
         return
     if settings.CALLBACK_PUSH_TASK:
         try:
@@ -112,18 +87,13 @@ def on_request_change(change: Change) -> None:
 
 
 def _enqueue_missing(limit: int) -> int:
-    """Deliveries a crash between commit and the listener never created."""
+    """Deliveries a crash between commit and the subscriber never created."""
     missing = (
         ApprovalRequest.objects.filter(state__in=CALLBACK_STATES, callback__isnull=False)
         .exclude(Exists(CallbackDelivery.objects.filter(request_id=OuterRef("pk"), state=OuterRef("state"))))
         .values_list("pk", "state")[:limit]
     )
     return sum(enqueue_callback(str(rid), state) is not None for rid, state in missing)
-
-
-def _backoff(attempts: int) -> timedelta:
-    base = settings.CALLBACK_RETRY_BASE_SECONDS * (2 ** (attempts - 1))
-    return timedelta(seconds=min(base, settings.CALLBACK_RETRY_MAX_SECONDS) * random.uniform(0.8, 1.2))
 
 
 def _claim_due(now, limit: int) -> list[int]:
@@ -140,28 +110,20 @@ def _claim_due(now, limit: int) -> list[int]:
 
 def _attempt(delivery: CallbackDelivery) -> None:
     body = json.dumps(delivery.payload, sort_keys=True, separators=(",", ":")).encode()
-    timestamp = int(time.time())
     number = delivery.attempts + 1
     status, error = None, ""
     started = time.monotonic()
     try:
-        check_outbound_url(delivery.url)
-        response = httpx.post(
-            delivery.url, content=body, timeout=settings.CALLBACK_TIMEOUT_SECONDS, follow_redirects=False,
-            headers={
-                "Content-Type": "application/json",
-                TIMESTAMP_HEADER: str(timestamp),
-                SIGNATURE_HEADER: sign(delivery.request.agent.callback_secret, timestamp, body),
-                DELIVERY_HEADER: str(delivery.pk),
-            },
-        )
-        status = response.status_code
-        if not response.is_success:
-            error = f"HTTP {status}" + (" (redirects are not followed)" if response.is_redirect else "")
+        answer = signed_post(delivery.url, body, secret=delivery.request.agent.callback_secret,
+                             timeout=settings.CALLBACK_TIMEOUT_SECONDS,
+                             headers={DELIVERY_HEADER: str(delivery.pk)})
+        status = answer.status_code
+        if not answer.is_success:
+            error = f"HTTP {status}" + (" (redirects are not followed)" if answer.is_redirect else "")
     except OutboundURLRefused as exc:
         error = f"{exc.code}: {exc.message}"
-    except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"
+    except OutboundFailed as exc:
+        error = str(exc)
     now = timezone.now()
     CallbackAttempt.objects.create(delivery=delivery, number=number, attempted_at=now, status_code=status,
                                    error=error, duration_ms=int((time.monotonic() - started) * 1000))
@@ -173,7 +135,8 @@ def _attempt(delivery: CallbackDelivery) -> None:
     elif number >= settings.CALLBACK_MAX_ATTEMPTS:
         delivery.gave_up_at, delivery.next_attempt_at = now, None
     else:
-        delivery.next_attempt_at = now + _backoff(number)
+        delivery.next_attempt_at = now + backoff(number, base=settings.CALLBACK_RETRY_BASE_SECONDS,
+                                                 cap=settings.CALLBACK_RETRY_MAX_SECONDS)
     delivery.save(update_fields=["attempts", "last_status", "last_error", "delivered_at", "gave_up_at",
                                  "next_attempt_at"])
 

@@ -24,13 +24,15 @@ __all__ = [
 
 # Mastra's own text for an approved plan, verbatim.
 PLAN_APPROVED_TEXT = "Plan approved. Proceed with implementation following the approved plan."
+# Mastra's own submit_plan texts, byte for byte (DESIGN.md), so a host that hands this
+# tool result to its model gives it the words the agent was tuned on.
 PLAN_REJECTED_WITH_FEEDBACK = (
-    "Plan rejected. Feedback from the reviewer:\n\n{feedback}\n\n"
-    "Revise the plan to address this feedback, then submit the revised plan with submit_plan."
+    "Plan was not approved. The user wants revisions.\n\nUser feedback: {feedback}\n\n"
+    "Please revise the plan based on the feedback and submit again with submit_plan."
 )
 PLAN_REJECTED_WITHOUT_FEEDBACK = (
-    "Plan rejected without feedback. Do not revise or resubmit the plan yet: "
-    "stop and wait for the user's next message."
+    "Plan was not approved. The user will send revision instructions in their next message. "
+    "Stop now and wait for the user to provide feedback before revising the plan."
 )
 ACTION_APPROVED = (
     "Approved. Proceed with this tool call using exactly these approved parameters "

@@ -11,16 +11,16 @@ class ApprovalsConfig(AppConfig):
         # Reviewer sockets close on membership changes and logout (signal receivers).
         from .web import consumers  # noqa: F401
 
-        # New cards queue their notifications (after commit); the tasks register with Celery.
+        # Each side effect of a committed change subscribes to the one domain signal:
+        # the browser push, arrival notifications and publishing server-side executions
+        # here; agent callbacks in the agents app.
         from . import broadcast
-        from .notifications import dispatch, tasks  # noqa: F401
-
-        broadcast.subscribe(dispatch.on_change)
-
-        # Approved requests a server-side executor runs are published to the worker after commit.
         from .execution import checks, runner  # noqa: F401  (checks registers the executor check)
+        from .notifications import dispatch, tasks  # noqa: F401  (tasks register with Celery)
         from .services.core import request_changed
 
+        request_changed.connect(broadcast.on_request_changed, dispatch_uid="push-card-events")
+        request_changed.connect(dispatch.on_request_changed, dispatch_uid="queue-arrival-notifications")
         request_changed.connect(runner.publish_approved, dispatch_uid="publish-approved-executions")
 
         # A server started on a test database (tests/live.py) sees it flushed and

@@ -26,7 +26,7 @@ import hashlib
 import hmac
 import json
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -37,16 +37,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from .canonical import (
-    EVENT_COLUMNS,
-    GENESIS_HASH,
-    VerifyResult,
-    canonical_bytes,
-    chain_hash,
-    event_document,
-    format_timestamp,
-    verify_rows,
-)
+from . import signing
+from .canonical import GENESIS_HASH, VerifyResult, canonical_bytes, chain_hash, event_document, format_timestamp
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 
@@ -62,7 +54,6 @@ __all__ = [
 
 # A fixed signed 64-bit key; it only has to differ from other advisory locks in the project.
 AUDIT_APPEND_LOCK_KEY = int.from_bytes(b"cp-audit", "big")
-VERIFY_CHUNK_SIZE = 2000
 
 
 # --- Actors -------------------------------------------------------------------------------
@@ -221,17 +212,24 @@ def _append(pending: list[_PendingEvent]) -> None:
         return
     # Without the lock (another backend), seq being the primary key and hash being
     # unique still make a racing append fail instead of forking the chain.
-    seq, prev_hash = _locked_head() if connection.vendor == "postgresql" else head()
+    seq, prev_hash, head_key_id = _locked_head() if connection.vendor == "postgresql" else _signed_head()
+    keys = signing.signer()
+    signed: list[tuple[_PendingEvent, signing.SigningKey]] = [(event, keys.current) for event in pending]
+    handing_over = keys.rotation_from(head_key_id)
+    if handing_over is not None:  # the previous key names the current one before it signs anything
+        rotation = _PendingEvent(timezone.now(), Actor.system("audit-signing"), signing.KEY_ROTATED, None, None,
+                                 keys.rotation_metadata())
+        signed.insert(0, (rotation, handing_over))
     rows = []
-    for event in pending:
+    for event, key in signed:
         seq += 1
-        row = _chained_row(seq, prev_hash, event)
+        row = _chained_row(seq, prev_hash, event, key)
         rows.append(row)
         prev_hash = row.hash
     AuditEvent.objects.get_queryset()._append_chained(rows)
 
 
-def _locked_head() -> tuple[int, str]:
+def _locked_head() -> tuple[int, str, str]:
     """Take the append lock and read the head (PostgreSQL), in one round trip.
 
     The two statements go in one message, without parameters (so any psycopg
@@ -243,14 +241,19 @@ def _locked_head() -> tuple[int, str]:
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); "
-            f'SELECT "seq", "hash" FROM {table} ORDER BY "seq" DESC LIMIT 1'
+            f'SELECT "seq", "hash", "key_id" FROM {table} ORDER BY "seq" DESC LIMIT 1'
         )
         cursor.nextset()
         last = cursor.fetchone()
-    return (last[0], last[1]) if last is not None else (0, GENESIS_HASH)
+    return (last[0], last[1], last[2]) if last is not None else (0, GENESIS_HASH, "")
 
 
-def _chained_row(seq: int, prev_hash: str, event: _PendingEvent) -> AuditEvent:
+def _signed_head() -> tuple[int, str, str]:
+    last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash", "key_id").first()
+    return last if last is not None else (0, GENESIS_HASH, "")
+
+
+def _chained_row(seq: int, prev_hash: str, event: _PendingEvent, key: signing.SigningKey) -> AuditEvent:
     document = event_document(
         seq=seq,
         occurred_at=format_timestamp(event.occurred_at),
@@ -263,6 +266,7 @@ def _chained_row(seq: int, prev_hash: str, event: _PendingEvent) -> AuditEvent:
         metadata=event.metadata,
     )
     canonical = canonical_bytes(document)
+    row_hash = chain_hash(prev_hash, canonical)
     return AuditEvent(
         seq=seq,
         occurred_at=event.occurred_at,
@@ -274,8 +278,10 @@ def _chained_row(seq: int, prev_hash: str, event: _PendingEvent) -> AuditEvent:
         agent_id=event.agent_id,
         metadata=event.metadata,
         prev_hash=prev_hash,
-        hash=chain_hash(prev_hash, canonical),
+        hash=row_hash,
         canonical=canonical.decode("utf-8"),
+        key_id=key.key_id,
+        signature=key.sign(row_hash),
     )
 
 
@@ -301,80 +307,5 @@ def head() -> tuple[int, str]:
     return last if last is not None else (0, GENESIS_HASH)
 
 
-_VERIFY_FIELDS = EVENT_COLUMNS
-
-
-def _columns_match_canonical(row: Mapping[str, Any]) -> str | None:
-    """Fail a row whose columns say something other than the canonical text that was hashed."""
-    if not isinstance(row["metadata"], Mapping):
-        return "metadata column is not a JSON object"
-    try:
-        expected = canonical_bytes(
-            event_document(
-                seq=row["seq"],
-                occurred_at=format_timestamp(row["occurred_at"]),
-                actor_kind=row["actor_kind"],
-                actor_id=row["actor_id"],
-                actor_label=row["actor_label"],
-                verb=row["verb"],
-                request_id=None if row["request_id"] is None else str(row["request_id"]),
-                agent_id=row["agent_id"],
-                metadata=row["metadata"],
-            )
-        )
-    except (TypeError, ValueError) as exc:
-        return f"columns cannot be canonicalized: {exc}"
-    if expected.decode("utf-8") != row["canonical"]:
-        return "columns differ from the canonical text that was hashed"
-    return None
-
-
-def verify_chain(
-    since_seq: int = 1, progress: Callable[[int, int], None] | None = None
-) -> VerifyResult:
-    """Walk the chain from `since_seq` to the head in seq order, in constant memory.
-
-    From seq 1 the chain is anchored at the genesis hash; from a later seq, at the
-    stored hash of seq since_seq-1 (trusted, not re-verified). Besides linkage and
-    hashes, each row's columns must match its canonical text. `progress(done,
-    total)` is called after each chunk and at the end.
-    """
-    since_seq = max(since_seq, 1)
-    anchor_hash = GENESIS_HASH
-    if since_seq > 1:
-        anchor = AuditEvent.objects.filter(seq=since_seq - 1).values_list("hash", flat=True).first()
-        if anchor is None:
-            return VerifyResult(
-                ok=False,
-                checked=0,
-                head_seq=since_seq - 1,
-                head_hash="",
-                bad_seq=since_seq - 1,
-                reason=f"seq {since_seq - 1} (the anchor for --since-seq {since_seq}) does not exist",
-            )
-        anchor_hash = anchor
-    total = AuditEvent.objects.filter(seq__gte=since_seq).count()
-    rows = (
-        AuditEvent.objects.filter(seq__gte=since_seq)
-        .order_by("seq")
-        .values(*_VERIFY_FIELDS)
-        .iterator(chunk_size=VERIFY_CHUNK_SIZE)
-    )
-    result = verify_rows(
-        _reporting(rows, total, progress),
-        start_seq=since_seq,
-        anchor_hash=anchor_hash,
-        row_check=_columns_match_canonical,
-    )
-    if progress is not None:
-        progress(result.checked, total)
-    return result
-
-
-def _reporting(
-    rows: Iterator[dict[str, Any]], total: int, progress: Callable[[int, int], None] | None
-) -> Iterator[dict[str, Any]]:
-    for done, row in enumerate(rows):
-        if progress is not None and done and done % VERIFY_CHUNK_SIZE == 0:
-            progress(done, total)
-        yield row
+# Walking and verifying the stored chain lives in audit.walk; re-exported for callers of `chain`.
+from .walk import verify_chain  # noqa: E402  (walk imports nothing from here)

@@ -37,13 +37,14 @@ from django.utils import timezone
 
 from .canonical import format_timestamp
 from .chain import Actor, head, record
-from .filters import AuditFilters
-from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_line, sign
+from .filters import AuditEventFilterSet
+from .manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
 from .models import AuditEvent
 
 __all__ = [
-    "EXPORT_CHUNK_ROWS",
+    "EXPORT_CHUNK_BYTES",
     "FORMATS",
+    "Chunk",
     "ExportPlan",
     "begin_export",
     "exported_manifest",
@@ -53,11 +54,17 @@ __all__ = [
     "stream_export",
 ]
 
-# Rows per keyset query: big enough that the per-query round trip and the per-chunk
-# ASGI send are small beside the rows, small enough that a chunk stays a few MB.
-EXPORT_CHUNK_ROWS = 1000
+# A keyset query asks for about this much canonical text (~1,000 rows of the usual
+# ~480 bytes). A chunk is sized by bytes, not rows: rows run from ~300 bytes to tens
+# of KB, and it is memory that must stay flat. Bigger chunks bought nothing
+# measurable (tests/perf/bench_audit_export: 2,200-row chunks rendered no faster
+# per row and raised the server's peak RSS by ~12 MiB, docs/perf-audit-export.md).
+EXPORT_CHUNK_BYTES = 1 << 19
+_FIRST_CHUNK_ROWS = 1000
+_MAX_CHUNK_ROWS = 20_000
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
 _ROW_FIELDS = ("seq", "prev_hash", "hash", "canonical")
+Row = tuple[int, str, str, str]
 
 
 @dataclass
@@ -66,20 +73,21 @@ class ExportPlan:
 
     export_id: str
     fmt: str
-    filters: AuditFilters
+    filters: AuditEventFilterSet  # validated (from_query)
     actor: Actor
     head_seq: int
     head_hash: str
     started_at: datetime
     digests: ExportDigests = field(default_factory=ExportDigests)
     manifest: dict[str, Any] | None = None
+    matching_sql: tuple[str, tuple[Any, ...]] | None = field(default=None, repr=False)
 
     @property
     def filename(self) -> str:
         return f"audit-export-{self.started_at:%Y%m%dT%H%M%SZ}-{self.export_id[:8]}.{self.fmt}"
 
 
-def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan:
+def begin_export(filters: AuditEventFilterSet, fmt: str, *, actor: Actor) -> ExportPlan:
     """Plan an export of the rows matching `filters` up to the current chain head."""
     if fmt not in FORMATS:
         raise ValueError(f"export format must be one of {', '.join(FORMATS)}")
@@ -95,23 +103,39 @@ def begin_export(filters: AuditFilters, fmt: str, *, actor: Actor) -> ExportPlan
     )
 
 
-def _chunk_queryset(plan: ExportPlan, after_seq: int, limit: int) -> QuerySet[AuditEvent]:
-    """The next `limit` matching rows after `after_seq` (keyset: an index range scan on seq)."""
-    queryset = plan.filters.apply(AuditEvent.objects.filter(seq__gt=after_seq, seq__lte=plan.head_seq))
-    return queryset.order_by("seq").values_list(*_ROW_FIELDS)[:limit]
+def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent]:
+    """Every row the export holds: the filters, up to the head read at the start."""
+    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).order_by().values_list(
+        *_ROW_FIELDS
+    )
 
 
-def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int = EXPORT_CHUNK_ROWS) -> list[tuple[int, str, str, str]]:
+def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
     """The next `limit` matching rows after `after_seq`, as (seq, prev_hash, hash, canonical).
 
-    The ORM builds the query (filters included) but a plain cursor reads it: these
-    columns need none of the ORM's per-row work (row iterators, converters), which
-    was about a third of the export's time.
+    The ORM compiles the filtered query once per export and each chunk wraps it
+    in its keyset bounds (`seq > last ORDER BY seq LIMIT n`, an index range scan
+    on seq): compiling it again for every chunk cost ~0.4 ms a chunk, a tenth
+    of the server's CPU for an export (tests/perf/bench_audit_export,
+    docs/perf-audit-export.md). A plain cursor reads the rows: these columns need
+    none of the ORM's per-row work (row iterators, converters), which was about a
+    third of the export's time.
     """
-    sql, params = _chunk_queryset(plan, after_seq, limit).query.sql_with_params()
+    if plan.matching_sql is None:
+        plan.matching_sql = _matching_rows(plan).query.sql_with_params()
+    sql, params = plan.matching_sql
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(
+            f"SELECT seq, prev_hash, hash, canonical FROM ({sql}) AS matching WHERE seq > %s ORDER BY seq LIMIT %s",
+            (*params, after_seq, limit),
+        )
         return cursor.fetchall()
+
+
+def _limit_to_fill(rows: list[Row]) -> int:
+    """How many more rows of the size of `rows` make about EXPORT_CHUNK_BYTES of canonical text."""
+    per_row = sum([len(row[3]) for row in rows]) // len(rows) + 1
+    return max(1, min(_MAX_CHUNK_ROWS, EXPORT_CHUNK_BYTES // per_row))
 
 
 def header(plan: ExportPlan) -> str:
@@ -121,15 +145,15 @@ def header(plan: ExportPlan) -> str:
     return _csv_text([list(CSV_COLUMNS)])
 
 
-def render_rows(plan: ExportPlan, rows: list[tuple[int, str, str, str]]) -> str:
+def render_rows(plan: ExportPlan, rows: list[Row]) -> str:
     """Render one chunk of rows in Python and add them to the plan's digests.
 
     CSV cells come from the canonical document (the text that was hashed), not
     from the other columns, so the export says exactly what the chain attests.
     """
-    plan.digests.add_many([(seq, row_hash) for seq, _, row_hash, _ in rows])
+    plan.digests.add_many(rows)
     if plan.fmt == "jsonl":
-        return "".join([jsonl_line(seq, prev_hash, row_hash, canonical) for seq, prev_hash, row_hash, canonical in rows])
+        return jsonl_lines(rows)
     return _csv_text([
         csv_cells(json.loads(canonical), prev_hash, row_hash, canonical) for seq, prev_hash, row_hash, canonical in rows
     ])
@@ -180,42 +204,56 @@ def trailer(plan: ExportPlan) -> str:
     return json.dumps({"manifest": plan.manifest}, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def next_chunk(plan: ExportPlan, after_seq: int, limit: int = EXPORT_CHUNK_ROWS) -> tuple[str, int, int]:
-    """Fetch and render the chunk after `after_seq`: (text, rows in it, its last seq).
+@dataclass(frozen=True)
+class Chunk:
+    """One rendered chunk: its text, how many rows it holds, the last seq, and how
+    many rows to ask for next."""
 
-    No rows means the export is done. One call per chunk, so the view crosses into
-    Django's database thread once per chunk, not once for the query and once for
-    the rendering.
+    text: str
+    rows: int
+    last_seq: int
+    next_limit: int
+
+
+def next_chunk(plan: ExportPlan, after_seq: int, limit: int, *, sized: bool = True) -> Chunk:
+    """Fetch and render up to `limit` rows after `after_seq`; no rows means the export is done.
+
+    `sized` picks the next limit so that a chunk holds ~EXPORT_CHUNK_BYTES; without
+    it every chunk asks for `limit` rows (tests cut small chunks that way). One call
+    per chunk, so the view crosses into Django's database thread once per chunk, not
+    once for the query and once for the rendering.
     """
     rows = fetch_chunk(plan, after_seq, limit)
     if not rows:
-        return "", 0, after_seq
-    return render_rows(plan, rows), len(rows), rows[-1][0]
+        return Chunk("", 0, after_seq, limit)
+    next_limit = _limit_to_fill(rows) if sized else limit
+    return Chunk(render_rows(plan, rows), len(rows), rows[-1][0], next_limit)
 
 
-async def stream_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> AsyncIterator[str]:
+async def stream_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> AsyncIterator[str]:
     """Yield the export as text chunks, holding one chunk of rows in memory at a time.
 
     Database work runs in Django's sync thread via sync_to_async, one short query
     per chunk; no connection or transaction is held between chunks. The chunk just
     yielded is written to the socket by the event loop while the next one is
-    fetched and rendered in that thread.
+    fetched and rendered in that thread. `chunk_rows` fixes the rows per chunk;
+    by default a chunk holds ~EXPORT_CHUNK_BYTES.
     """
-    chunk = sync_to_async(next_chunk)
+    fetch = sync_to_async(next_chunk)
     text = header(plan)
     if text:
         yield text
-    text, count, after = await chunk(plan, 0, chunk_rows)
-    while count:
-        yield text
-        text, count, after = await chunk(plan, after, chunk_rows)
+    chunk = await fetch(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
+    while chunk.rows:
+        yield chunk.text
+        chunk = await fetch(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
     await sync_to_async(finish_export)(plan)
     text = trailer(plan)
     if text:
         yield text
 
 
-def iter_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Iterator[tuple[str, int]]:
+def iter_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> Iterator[tuple[str, int]]:
     """The synchronous twin of `stream_export` (for `manage.py audit_export`).
 
     Yields (text, rows in this chunk) so a caller can show progress.
@@ -223,10 +261,10 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Ite
     text = header(plan)
     if text:
         yield text, 0
-    text, count, after = next_chunk(plan, 0, chunk_rows)
-    while count:
-        yield text, count
-        text, count, after = next_chunk(plan, after, chunk_rows)
+    chunk = next_chunk(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
+    while chunk.rows:
+        yield chunk.text, chunk.rows
+        chunk = next_chunk(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
     finish_export(plan)
     text = trailer(plan)
     if text:
@@ -235,7 +273,7 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int = EXPORT_CHUNK_ROWS) -> Ite
 
 def count_rows(plan: ExportPlan) -> int:
     """How many rows the export will hold (one COUNT; for progress bars only)."""
-    return plan.filters.apply(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
+    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
 
 
 def exported_manifest(export_id: str) -> dict[str, Any] | None:

@@ -71,6 +71,10 @@ class AuditEvent(models.Model):
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64, unique=True)
     canonical = models.TextField()
+    # Ed25519 over `hash` by the key `key_id` names (audit/signing.py); empty only on
+    # rows written before signing began, which `audit_seal` covers.
+    key_id = models.CharField(max_length=16, blank=True, default="")
+    signature = models.CharField(max_length=100, blank=True, default="")
 
     objects = AuditEventManager()
 

@@ -23,7 +23,7 @@ from .chain import Actor, audited_atomic, record, verify_chain
 from .checkpoint import read_checkpoints, write_checkpoint
 from .models import AuditEvent, ChainVerification
 
-__all__ = ["CHECKPOINTS_COMPARED", "record_outcome", "run_verification"]
+__all__ = ["CHECKPOINTS_COMPARED", "checkpoint_problem", "record_outcome", "run_verification"]
 
 logger = logging.getLogger("audit.verification")
 
@@ -46,7 +46,7 @@ def run_verification(*, full: bool = False, trigger: str = "scheduled", checkpoi
                     ok=False, checked=0, head_seq=last_good.head_seq - 1, head_hash="", bad_seq=last_good.head_seq,
                     reason=f"seq {last_good.head_seq} no longer has the hash verified on {last_good.finished_at:%Y-%m-%d %H:%M} UTC",
                 )
-    result = problem or _checkpoint_problem() or verify_chain(since_seq=since_seq)
+    result = problem or checkpoint_problem() or verify_chain(since_seq=since_seq)
     checkpoint_file = ""
     if result.ok and checkpoint and result.head_seq > 0:
         checkpoint_file = write_checkpoint(result.head_seq, result.head_hash).name
@@ -56,7 +56,7 @@ def run_verification(*, full: bool = False, trigger: str = "scheduled", checkpoi
     )
 
 
-def _checkpoint_problem() -> VerifyResult | None:
+def checkpoint_problem() -> VerifyResult | None:
     """A failed result when the database disagrees with a signed checkpoint (or a checkpoint is forged)."""
     checkpoints = read_checkpoints(limit=CHECKPOINTS_COMPARED)
     if not checkpoints:

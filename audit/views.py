@@ -23,8 +23,9 @@ from django.views.decorators.http import require_safe
 from .canonical import chain_hash
 from .chain import Actor
 from .checkpoint import latest_checkpoint
+from .signing import signer
 from .export import FORMATS, begin_export, exported_manifest, stream_export
-from .filters import RISK_LEVELS, AuditFilters, FilterError
+from .filters import RISK_LEVELS, AuditEventFilterSet, FilterError
 from .models import ActorKind, AuditEvent, ChainVerification
 from .vocabulary import all_verbs, describe, is_registered
 
@@ -59,8 +60,11 @@ def _auditor_page(view):  # type: ignore[no-untyped-def]
     return require_safe(login_required(permission_required(VIEW_PERMISSION, raise_exception=True)(view)))
 
 
-def _error(status: int, code: str, message: str, **extra: Any) -> JsonResponse:
-    return JsonResponse({"code": code, "message": message, **extra}, status=status)
+def _error(status: int, code: str, message: str, **details: Any) -> JsonResponse:
+    """The project's one error shape, `{"code", "message", "details"?}` (controlplane.http's
+    `error_body`, which the audit app may not import: it imports no other part of the site)."""
+    body = {"code": code, "message": message, **({"details": details} if details else {})}
+    return JsonResponse(body, status=status)
 
 
 # --- Pages ------------------------------------------------------------------------------
@@ -71,10 +75,10 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     """The filterable log, newest first, paged by seq (keyset: `before` / `after`, never OFFSET)."""
     status = 200
     try:
-        filters = AuditFilters.from_query(request.GET)
+        filters = AuditEventFilterSet.from_query(request.GET)
         error = None
     except FilterError as exc:
-        filters, error, status = AuditFilters(), exc, 400
+        filters, error, status = AuditEventFilterSet.from_query({}), exc, 400
     events, older, newer = _page(filters, request.GET.get("before", ""), request.GET.get("after", ""))
     query = filters.as_text()
     context = {
@@ -95,9 +99,10 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     return render(request, "audit/log.html", context, status=status)
 
 
-def _page(filters: AuditFilters, before: str, after: str) -> tuple[list[dict[str, Any]], int | None, int | None]:
+def _page(filters: AuditEventFilterSet, before: str,
+          after: str) -> tuple[list[dict[str, Any]], int | None, int | None]:
     """One page of events, newest first, and the seqs to page older/newer from (None at an end)."""
-    queryset = filters.apply(AuditEvent.objects.all()).values(*_LIST_FIELDS)
+    queryset = filters.filter_queryset(AuditEvent.objects.all()).values(*_LIST_FIELDS)
     if after.isdigit():
         rows = list(queryset.filter(seq__gt=int(after)).order_by("seq")[: PAGE_SIZE + 1])
         has_newer = len(rows) > PAGE_SIZE
@@ -117,7 +122,7 @@ def _chain_status() -> dict[str, Any]:
     """The status panel: the last verification run (and the last good one if that failed), the last checkpoint."""
     runs = list(ChainVerification.objects.order_by("-finished_at", "-pk")[:1])
     last = runs[0] if runs else None
-    return {"last": last, "checkpoint": latest_checkpoint()}
+    return {"last": last, "checkpoint": latest_checkpoint(), "signing_key": signer().current}
 
 
 def _recent_exports(limit: int = 5) -> list[dict[str, Any]]:
@@ -196,7 +201,7 @@ async def export(request: HttpRequest, fmt: str) -> HttpResponse:
     if refusal is not None:
         return refusal
     try:
-        filters = AuditFilters.from_query(request.GET)
+        filters = AuditEventFilterSet.from_query(request.GET)
     except FilterError as exc:
         return _error(400, exc.code, exc.message, field=exc.field)
     user = await request.auser()

@@ -111,6 +111,8 @@ register("emergency_stop.changed", "An emergency stop was switched on or off.")
 register("audit.exported", "Audit events were exported.")
 register("audit.verified", "The audit chain was verified and found intact.")
 register("audit.chain_broken", "Verification found the audit chain broken.")
+register("audit.key_rotated", "The audit signing key changed; signed by the previous key, naming the next.")
+register("audit.sealed", "Rows written before signing began were verified and sealed by one signed event.")
 # Execution engine (server-side executors): retries under one claim and one idempotency key.
 register("request.execution_deferred", "A retryable execution failure; the next attempt is scheduled.")
 register("request.execution_reclaimed", "A worker took a fresh lease for the next attempt of a claimed execution.")

@@ -11,6 +11,9 @@ class ControlplaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the unsafe-secrets check)
+        from .accounts import sessions  # noqa: F401  (stamps each sign-in for the session limits)
+
         for folder in local_folders():
             folder.mkdir(parents=True, exist_ok=True)
 

@@ -9,6 +9,7 @@ unit tests; results are not stored (the database holds every outcome).
 import os
 
 from celery import Celery
+from celery.signals import beat_init, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
 
@@ -17,6 +18,21 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Apps whose tasks live in a subpackage (`approvals.execution.tasks`, `approvals.notifications.tasks`).
 app.autodiscover_tasks(["approvals.execution", "approvals.notifications"])
+
+
+@worker_init.connect
+@beat_init.connect
+def _refuse_unsafe_secrets(**kwargs) -> None:
+    """The worker and beat refuse to start on development secrets outside DEBUG (controlplane/keys.py)."""
+    from django.conf import settings
+
+    from controlplane import keys
+
+    try:
+        keys.refuse_unsafe(settings)
+    except keys.UnsafeSecrets as refusal:
+        # Celery logs and swallows exceptions from signal handlers; SystemExit stops the process.
+        raise SystemExit(str(refusal)) from None
 
 
 @app.on_after_finalize.connect

@@ -7,16 +7,17 @@ so each route carries its own middleware.
 
 from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
-from channels.security.websocket import AllowedHostsOriginValidator
 from django.urls import path
 
 from agents.consumers import AgentConsumer
 from approvals.web.consumers import ReviewerConsumer
 
+from .socket_origin import SameOriginValidator
+
 
 def browser_socket(consumer):
-    """Session-authenticated, same-origin only."""
-    return AllowedHostsOriginValidator(AuthMiddlewareStack(consumer))
+    """Session-authenticated, same-origin only (scheme, host and port: controlplane/socket_origin.py)."""
+    return SameOriginValidator(AuthMiddlewareStack(consumer))
 
 
 # Each app appends its routes: path("ws/reviewer/", browser_socket(ReviewerConsumer.as_asgi())), ...

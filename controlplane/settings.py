@@ -30,12 +30,20 @@ def env_list(name: str, default: str = "") -> list[str]:
 
 
 DEBUG = env_bool("DEBUG", False)
-# Development and tests get a fixed, loudly named key; production sets SECRET_KEY.
+# Secrets come from the environment. The defaults are development values: outside
+# DEBUG every process refuses to start on them (controlplane/keys.py), and each has
+# its own so none falls back to another. `make run` generates local ones.
 SECRET_KEY = os.environ.get("SECRET_KEY", "insecure-development-key-set-SECRET_KEY-in-production")
-# Digests in audit metadata are keyed so short values cannot be reversed by hashing guesses.
-AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", SECRET_KEY)
-# Signs audit export manifests and chain-head checkpoints (HMAC-SHA256). Auditors hold
-# a copy to verify exports offline, so it must differ from SECRET_KEY and AUDIT_HMAC_KEY.
+# Digests in audit metadata are keyed so short values cannot be recovered by hashing guesses.
+AUDIT_HMAC_KEY = os.environ.get("AUDIT_HMAC_KEY", "insecure-development-audit-digest-key")
+# The Ed25519 key that signs every audit event and checkpoint is derived from this
+# secret (audit/signing.py); during a rotation the previous one signs the hand-over.
+AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "insecure-development-audit-event-signing-key")
+AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
+# Public keys audit_verify trusts besides the server's own (one `ed25519:...` per line),
+# deployed outside the database; `manage.py audit_public_key` prints them.
+AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
+# Signs audit export manifests (HMAC-SHA256). Auditors hold a copy to verify exports offline.
 AUDIT_EXPORT_SIGNING_KEY = os.environ.get("AUDIT_EXPORT_SIGNING_KEY", "insecure-development-audit-signing-key")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
@@ -44,6 +52,8 @@ AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "au
 AUDIT_REDACTED_FIELDS: dict[str, list[str]] = json.loads(os.environ.get("AUDIT_REDACTED_FIELDS") or "{}")
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+# Origins besides the server's own (scheme, host and port) for CSRF and `ws/reviewer/`.
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
     "daphne",
@@ -54,6 +64,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_filters",  # FilterSets shared by the pages and the API (approvals/filters.py, audit/filters.py)
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "guardian",
@@ -75,10 +86,14 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Oversized bodies under /api/ become a JSON 413 before anything reads them.
     "controlplane.http.errors.APIBodyLimitMiddleware",
+    # NUL and lone surrogates in any query-string or form field: a 400 naming the field.
+    "controlplane.http.inputs.InputEdgeMiddleware",
     # Static files straight from the app's static dirs (WHITENOISE_USE_FINDERS below).
     # whitenoise, made async-capable so no request pins a thread (controlplane/middleware.py).
     "controlplane.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # Idle timeout and absolute lifetime of a signed-in session (controlplane/accounts/sessions.py).
+    "controlplane.accounts.sessions.SessionLifetimeMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -249,6 +264,9 @@ else:
 # Where non-web processes send channel-layer messages in the embedded default
 # (`manage.py runstack` sets it; otherwise read from VAR_DIR/channel-relay.url).
 CHANNEL_RELAY_URL = os.environ.get("CHANNEL_RELAY_URL", "")
+# Every open socket re-checks its principal (token, user) this often and closes when
+# it was revoked or deactivated: the close message sent at once can be dropped.
+SOCKET_RECHECK_SECONDS = float(os.environ.get("SOCKET_RECHECK_SECONDS", "30"))
 
 # Celery: Redis when REDIS_URL is set, else kombu's filesystem transport (no server;
 # shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
@@ -288,7 +306,7 @@ EXECUTION_SWEEP_SECONDS = float(os.environ.get("EXECUTION_SWEEP_SECONDS", "10"))
 # one published this long ago and still approved is published again (a lost message).
 EXECUTION_ENQUEUE_GRACE_SECONDS = float(os.environ.get("EXECUTION_ENQUEUE_GRACE_SECONDS", "15"))
 EXECUTION_REPUBLISH_SECONDS = float(os.environ.get("EXECUTION_REPUBLISH_SECONDS", "120"))
-EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", SECRET_KEY)
+EXECUTOR_WEBHOOK_SECRET = os.environ.get("EXECUTOR_WEBHOOK_SECRET", "insecure-development-executor-webhook-secret")
 EXECUTOR_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("EXECUTOR_WEBHOOK_TIMEOUT_SECONDS", "10"))
 # Only when the receivers dedupe on Idempotency-Key: then a lost webhook execution is re-sent.
 WEBHOOK_EXECUTOR_IDEMPOTENT = env_bool("WEBHOOK_EXECUTOR_IDEMPOTENT", False)
@@ -303,7 +321,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "controlplane@localhos
 # --- Notifications (approvals/notifications) ---------------------------------------
 # Links in emails and webhook payloads point here.
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
-# Receivers verify X-ControlPlane-Signature (HMAC-SHA256 of "timestamp.body") with this.
+# Receivers verify X-Controlplane-Signature (HMAC-SHA256 of "timestamp.body") with this.
 NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
 NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))
 NOTIFICATION_SWEEP_SECONDS = int(os.environ.get("NOTIFICATION_SWEEP_SECONDS", "60"))
@@ -373,6 +391,17 @@ if REDIS_URL:
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
+# Reverse proxies (addresses or networks, comma-separated) whose X-Forwarded-For is
+# believed; the client address for sign-in throttling is read through them only.
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", "")
+SESSION_IDLE_TIMEOUT_SECONDS = int(os.environ.get("SESSION_IDLE_TIMEOUT_SECONDS", str(30 * 60)))
+SESSION_MAX_AGE_SECONDS = int(os.environ.get("SESSION_MAX_AGE_SECONDS", str(12 * 60 * 60)))
+SESSION_COOKIE_AGE = SESSION_MAX_AGE_SECONDS
+# Outside DEBUG cookies travel over HTTPS only (browsers treat http://localhost as
+# secure, so `make run` still signs in) and browsers are told to stay on HTTPS.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
+SECURE_HSTS_SECONDS = 0 if DEBUG else int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 60 * 60)))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
 REST_FRAMEWORK = {
     # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
@@ -400,9 +429,11 @@ API_MAX_WAIT_SECONDS = int(os.environ.get("API_MAX_WAIT_SECONDS", "60"))
 # (requests, window seconds) per agent token; an atomic counter in the cache.
 AGENT_TOKEN_RATE_LIMIT = (int(os.environ.get("AGENT_TOKEN_RATE_LIMIT", "600")), 60)
 # Outbound URLs (callbacks, webhook executor, notifications): URL prefixes or host
-# patterns (controlplane/outbound.py); private/loopback/link-local refused unless allowed.
+# patterns (controlplane/http/outbound.py); private/loopback/link-local refused unless
+# allowed, all of them or only the networks (CIDR) listed in OUTBOUND_ALLOWED_NETWORKS.
 OUTBOUND_URL_ALLOWLIST = env_list("OUTBOUND_URL_ALLOWLIST", "")
 OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
+OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
 # Agent callbacks (agents/callbacks.py): attempts and backoff before giving up.
 CALLBACK_MAX_ATTEMPTS = int(os.environ.get("CALLBACK_MAX_ATTEMPTS", "8"))
 CALLBACK_RETRY_BASE_SECONDS = float(os.environ.get("CALLBACK_RETRY_BASE_SECONDS", "5"))

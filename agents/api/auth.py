@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, throttling
 
@@ -118,23 +117,21 @@ def consume_rate(token: AgentToken) -> float | None:
 
 
 def _count_in_window(key: str, *, timeout: int) -> int:
-    """Add one to the window counter `key` (created with `timeout` if missing); the new count."""
+    """Add one to the window counter `key` (created with `timeout` if missing); the new count.
+
+    Only the cache's public API: INCR on an existing key, and on the window's first
+    request an ADD (SET NX) whose loser increments instead, so concurrent first
+    requests all count. A Redis pipeline doing both in one round trip measured the
+    same per call as this (about 0.2 ms of CPU either way), so it is not worth
+    reaching into the backend's client for.
+    """
     backend = caches["default"]
-    if isinstance(backend, RedisCache):
-        # One round trip instead of the three that add() + incr() make (SET NX,
-        # EXISTS, INCR): SET NX and INCR in one MULTI/EXEC, so both or neither run.
-        full_key = backend.make_and_validate_key(key)
-        pipeline = backend._cache.get_client(full_key, write=True).pipeline(transaction=True)
-        pipeline.set(full_key, 0, ex=timeout, nx=True)
-        pipeline.incr(full_key)
-        return int(pipeline.execute()[1])
-    # add() sets the key only if missing; the expiry outlives the window a little.
-    backend.add(key, 0, timeout=timeout)
     try:
         return backend.incr(key)
-    except ValueError:  # evicted between add and incr
-        backend.add(key, 1, timeout=timeout)
-        return 1
+    except ValueError:  # the window's first request (or the key was evicted)
+        if backend.add(key, 1, timeout=timeout):
+            return 1
+        return backend.incr(key)
 
 
 class TokenRateThrottle(throttling.BaseThrottle):

@@ -16,7 +16,7 @@ import logging
 import uuid
 from typing import Any
 
-from asgiref.sync import AsyncToSync, SyncToAsync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 from approvals.broadcast import request_group
 from approvals.models import ApprovalRequest
 from approvals.states import State
+from controlplane.compat import has_parked_sync_caller, release_request_thread
 from controlplane.http.codes import (
     INSUFFICIENT_SCOPE,
     INVALID_TOKEN,
@@ -69,23 +70,9 @@ def _in_pool(fn):
                 connection.close()
 
     async def run(*args: Any, **kwargs: Any) -> Any:
-        parent_sync_thread = getattr(AsyncToSync.executors, "current", None) is not None
-        return await sync_to_async(call, thread_sensitive=parent_sync_thread)(*args, **kwargs)
+        return await sync_to_async(call, thread_sensitive=has_parked_sync_caller())(*args, **kwargs)
 
     return run
-
-
-def _release_request_thread() -> None:
-    """Let the idle per-request thread Django's ASGI handler started (for its
-    signals and sync middleware) exit now instead of when the response is sent.
-    Anything thread-sensitive afterwards gets a fresh thread.
-    """
-    context = SyncToAsync.thread_sensitive_context.get(None)
-    if context is None or getattr(context, "_executor", None) is not None:
-        return  # not a per-request executor we may shut down
-    executor = SyncToAsync.context_to_thread_executor.pop(context, None)
-    if executor is not None:
-        executor.shutdown(wait=False)
 
 
 def _authenticate(header: str) -> tuple[AgentPrincipal | None, JsonResponse | None]:
@@ -138,7 +125,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         return response
     # Django's signals and middleware are done with the per-request thread; from
     # here on, sync work runs in the shared pool.
-    _release_request_thread()
+    release_request_thread()
     principal, refusal = await _in_pool(_authenticate)(request.META.get("HTTP_AUTHORIZATION", ""))
     if refusal is not None:
         if refusal.status_code == 401:

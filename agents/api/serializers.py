@@ -11,7 +11,7 @@ from rest_framework import serializers
 from approvals.errors import INVALID_ACTION_TYPE
 from approvals.policy.rules.names import ActionTypeError, parse_action_type
 from approvals.states import State
-from controlplane.http.fields import NUL_REFUSED, BoundedJSONObject, holds_nul, json_size
+from controlplane.http.fields import BoundedJSONObject, json_size
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$", re.MULTILINE)
 
@@ -98,8 +98,6 @@ class CompleteSerializer(serializers.Serializer):
     def validate_result(self, value):
         if value is not None and json_size(value) > settings.API_MAX_PARAMS_BYTES:
             raise serializers.ValidationError("The result is too large.", code="too_large")
-        if holds_nul(value):
-            raise serializers.ValidationError(NUL_REFUSED, code="null_characters_not_allowed")
         return value
 
 

@@ -10,21 +10,23 @@ from __future__ import annotations
 
 from django.contrib.auth import logout
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from controlplane.http.auth import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
-from controlplane.http.codes import NOT_FOUND
+from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
 from controlplane.http.pagination import NewestFirstCursorPagination
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
 from .. import errors, services
 from ..errors import DomainError
+from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
 from ..permissions import viewable_by
-from ..states import Kind, State
+from ..states import State
 from .representation import request_dict, with_current_params
 from .serializers import (
     ApprovalRequestSerializer,
@@ -38,7 +40,6 @@ from .serializers import (
 __all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "readable_requests"]
 
 READ_SCOPE = "read"
-FILTERS = ("state", "kind", "action_type", "run_id", "thread_id", "resource_id", "tool_call_id", "idempotency_key")
 READ_ERRORS = (*TOKEN_ERRORS, errors.NOT_FOUND)
 
 
@@ -70,36 +71,24 @@ class RequestListView(ReaderView, generics.ListAPIView):
     """`GET /api/v1/requests/`: an agent's own requests, or the ones a person may view.
 
     A restarted agent finds its request with `?idempotency_key=` or
-    `?run_id=...&tool_call_id=...`.
+    `?run_id=...&tool_call_id=...`. The filters are the reviewer pages'
+    (`approvals.filters`); an invalid value is a 422 `validation_error` naming it.
     """
 
     pagination_class = NewestFirstCursorPagination
+    filter_backends = [DjangoFilterBackend]
+    filterset_class = ApprovalRequestFilterSet
 
     def get_queryset(self) -> QuerySet[ApprovalRequest]:
-        queryset = readable_requests(self.request.user)
-        params = self.request.query_params
-        for name in FILTERS:
-            value = params.get(name)
-            if value and "\x00" in value:
-                # No stored value holds NUL (PostgreSQL text cannot), and the query would fail with a 500.
-                return queryset.none()
-            if value:
-                queryset = queryset.filter(**{name: value})
-        return queryset
+        return readable_requests(self.request.user)
 
     def list(self, request: Request, *args, **kwargs) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
         return self.get_paginated_response([self.render(found) for found in page])
 
     @extend_schema(
         operation_id="list_requests", summary="List requests (agent: own; person: permitted)",
-        parameters=[
-            OpenApiParameter(name, str, required=False,
-                             enum=[c for c, _ in (State.choices if name == "state" else Kind.choices)]
-                             if name in ("state", "kind") else None)
-            for name in FILTERS
-        ],
-        responses={200: ApprovalRequestSerializer(many=True), **error_responses(*READ_ERRORS)},
+        responses={200: ApprovalRequestSerializer(many=True), **error_responses(*READ_ERRORS, VALIDATION_ERROR)},
         tags=["agents", "reviewers"],
     )
     def get(self, request, *args, **kwargs):
@@ -139,7 +128,7 @@ class PersonView(generics.GenericAPIView):
 
     def end_session_if(self, error_code: str | None) -> None:
         if error_code == errors.SESSION_ENDED:
-            logout(self.request._request)  # the service ended the session; the answer clears the cookie
+            logout(self.request)  # the service ended the session; the answer clears the cookie
 
 
 DECISION_ERRORS = (

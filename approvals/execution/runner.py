@@ -78,7 +78,7 @@ def enqueue(request_id: str) -> bool:
 def publish_approved(sender, change, **kwargs) -> None:
     """`request_changed` subscriber: publish the execution of a request just approved,
     when a server-side executor runs it (the approving transition recorded which)."""
-    if change.to_state == State.APPROVED and ApprovalRequest.objects.filter(
+    if change.is_transition and change.to_state == State.APPROVED and ApprovalRequest.objects.filter(
         pk=change.request_id, has_execution_step=True
     ).exclude(executor="").exists():
         enqueue(change.request_id)

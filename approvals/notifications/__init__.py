@@ -7,8 +7,8 @@
   `approvals.notifications.tasks`): `queue_arrival`, `send_due_reminders`,
   `escalate_overdue`, `deliver_due`, `deliver`.
 - Nothing here sends mail or calls a webhook in a web request: arrivals are
-  queued as outbox rows after the submitting transaction commits (a broadcast
-  listener) and a task delivers them. Payloads never carry masked params' values.
+  queued as outbox rows after the submitting transaction commits (a `request_changed`
+  subscriber) and a task delivers them. Payloads never carry masked params' values.
 
 This package's `models` module is imported by `approvals.models`; keep this file
 free of imports so that stays cycle-free.

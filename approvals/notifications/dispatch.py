@@ -9,32 +9,29 @@ failure the outbox row gets `next_attempt_at` with exponential backoff, and
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import logging
-import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.mail import EmailMessage
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
 from audit.chain import Actor, audited_atomic, record
+from controlplane.http import outbound
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
-from .. import broadcast, services
+from .. import services
+from ..services.core import RequestChange
 from ..masking import MASK, masked
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, Notification, RuleNotification
 from ..people import user_of
+from .channels import DeliveryError, post_webhook, send_email
 
 __all__ = [
     "MASK",
@@ -42,17 +39,13 @@ __all__ = [
     "deliver",
     "deliver_due",
     "escalate_overdue",
-    "on_change",
+    "on_request_changed",
     "queue_arrival",
     "save_settings",
     "send_due_reminders",
-    "sign",
 ]
 
 logger = logging.getLogger(__name__)
-SIGNATURE_HEADER = "X-ControlPlane-Signature"
-TIMESTAMP_HEADER = "X-ControlPlane-Timestamp"
-EVENT_HEADER = "X-ControlPlane-Event"
 BATCH = 200
 # While an attempt is in flight its row is not due, so deliver_due cannot start a
 # second one; if the worker dies mid-attempt the row becomes due again after this.
@@ -64,23 +57,9 @@ def max_attempts() -> int:
 
 
 def backoff(attempt: int) -> timedelta:
-    """Wait after the `attempt`-th failure: 30 s, 60 s, 120 s... capped at an hour."""
-    base = int(settings.NOTIFICATION_RETRY_BASE_SECONDS)
-    return timedelta(seconds=min(base * 2 ** (attempt - 1), 3600))
-
-
-def webhook_secret() -> bytes:
-    """The HMAC key webhook receivers verify with (NOTIFICATION_WEBHOOK_SECRET)."""
-    configured = settings.NOTIFICATION_WEBHOOK_SECRET
-    if configured:
-        return configured.encode()
-    return hmac.new(settings.SECRET_KEY.encode(), b"notification-webhook", hashlib.sha256).hexdigest().encode()
-
-
-def sign(body: bytes, timestamp: str, *, secret: bytes | None = None) -> str:
-    """``sha256=<hex>`` of HMAC-SHA256 over ``timestamp + "." + body``: what a receiver recomputes."""
-    mac = hmac.new(secret or webhook_secret(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
+    """Wait after the `attempt`-th failure: 30 s, 60 s, 120 s... capped at an hour. Without
+    jitter: reminders and escalations are minutes apart anyway, and the schedule stays exact."""
+    return outbound.backoff(attempt, base=int(settings.NOTIFICATION_RETRY_BASE_SECONDS), cap=3600, jitter=0)
 
 
 # --- Settings -------------------------------------------------------------------------------
@@ -174,35 +153,6 @@ def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[st
     }
 
 
-SUBJECTS = {
-    Notification.Event.ARRIVED: "Approval needed",
-    Notification.Event.REMINDER: "Decision due soon",
-    Notification.Event.ESCALATED: "Escalated to you",
-}
-
-
-def _email_text(payload: dict[str, Any]) -> tuple[str, str]:
-    event = payload["event"].removeprefix("request.")
-    subject = f"[control plane] {SUBJECTS[event]}: {payload['action_type']} ({payload['risk_level']})"
-    lines = [
-        f"{SUBJECTS[event]}: {payload['agent']} asks to run {payload['action_type']}.",
-        "",
-        f"Risk: {payload['risk_level']} (rule: {payload['rule'] or 'policy default'})",
-        f"Why: {payload['reason']}",
-        f"Decide by: {payload['decide_by'] or '-'}",
-    ]
-    if payload.get("escalated_to"):
-        lines.append(f"Escalated to: {payload['escalated_to']} ({payload.get('escalation_reason', '')})")
-    lines += ["", "Params:"]
-    for key, value in sorted(payload["params"].items()):
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        lines.append(f"  {key}: {shown}")
-    if payload["masked_params"]:
-        lines.append(f"  (masked: {', '.join(payload['masked_params'])})")
-    lines += ["", f"Review it: {payload['url']}"]
-    return subject, "\n".join(lines)
-
-
 # --- Queueing ---------------------------------------------------------------------------------------
 
 
@@ -254,8 +204,8 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     approver group if the rule asks, and the rule's webhook), and publish their
     delivery after commit. Returns the new outbox ids (empty when nothing is due).
 
-    `rule_name`: the request's rule name when the caller knows it (the broadcast
-    listener does), saving the lookup of it.
+    `rule_name`: the request's rule name when the caller knows it (the
+    `request_changed` subscriber does), saving the lookup of it.
     """
     now = now or timezone.now()
     # Notifications are opt-in per rule and most rules have none: one cheap query
@@ -277,10 +227,10 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     return ids
 
 
-def on_change(change: broadcast.Change) -> None:
-    """Broadcast listener: a new card queues its arrival notifications (after commit,
-    never sending anything in the request that created it)."""
-    if change.event != broadcast.CARD_CREATED:
+def on_request_changed(sender, *, change: RequestChange, **kwargs) -> None:
+    """`request_changed` subscriber: a request that starts waiting for people queues its
+    arrival notifications (after commit, never sending anything in the request that created it)."""
+    if not (change.is_transition and change.to_state == State.PENDING_APPROVAL):
         return
     try:
         queue_arrival(change.request_id, rule_name=change.rule_name)
@@ -354,61 +304,6 @@ def escalate_overdue(*, now: datetime | None = None) -> int:
 # --- Delivery --------------------------------------------------------------------------------------
 
 
-class DeliveryError(Exception):
-    def __init__(self, message: str, *, status_code: int | None = None, permanent: bool = False) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.permanent = permanent
-
-
-def _recipients(group_name: str) -> list[str]:
-    return sorted(
-        get_user_model().objects.filter(groups__name=group_name, is_active=True).exclude(email="")
-        .values_list("email", flat=True).distinct()
-    )
-
-
-def _send_email(notification: Notification) -> int | None:
-    recipients = _recipients(notification.destination)
-    if not recipients:
-        raise DeliveryError(f"nobody in {notification.destination!r} has an email address", permanent=True)
-    subject, body = _email_text(notification.payload)
-    message = EmailMessage(subject=subject, body=body, to=recipients,
-                           headers={"X-ControlPlane-Request": notification.payload["request_id"]})
-    try:
-        message.send(fail_silently=False)
-    except Exception as exc:  # SMTP errors are many classes; all are worth a retry
-        raise DeliveryError(f"email failed: {exc}") from None
-    return None
-
-
-def _post_webhook(notification: Notification) -> int:
-    import httpx
-
-    url = notification.destination
-    try:
-        check_outbound_url(url)  # again right before the call: DNS answers change
-    except OutboundURLRefused as exc:
-        raise DeliveryError(f"{exc.code}: {exc.message}", permanent=True) from None
-    body = json.dumps(notification.payload, sort_keys=True, separators=(",", ":")).encode()
-    timestamp = str(int(time.time()))
-    headers = {
-        "Content-Type": "application/json",
-        TIMESTAMP_HEADER: timestamp,
-        SIGNATURE_HEADER: sign(body, timestamp),
-        EVENT_HEADER: notification.payload["event"],
-        "Idempotency-Key": f"cp-notification-{notification.pk}",
-    }
-    try:
-        response = httpx.post(url, content=body, headers=headers, follow_redirects=False,
-                              timeout=float(settings.NOTIFICATION_WEBHOOK_TIMEOUT))
-    except httpx.HTTPError as exc:
-        raise DeliveryError(f"webhook failed: {exc.__class__.__name__}: {exc}") from None
-    if not 200 <= response.status_code < 300:
-        raise DeliveryError(f"webhook answered {response.status_code}", status_code=response.status_code)
-    return response.status_code
-
-
 def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     """Make one delivery attempt of a pending, due notification; returns its status.
 
@@ -423,7 +318,7 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     if not claimed:
         return "not_due"
     notification = Notification.objects.get(pk=notification_id)
-    send = _send_email if notification.channel == Notification.Channel.EMAIL else _post_webhook
+    send = send_email if notification.channel == Notification.Channel.EMAIL else post_webhook
     try:
         status_code = send(notification)
     except DeliveryError as exc:

@@ -64,7 +64,8 @@ def _latest_version_key() -> tuple | None:
     """(pk, number, created_at) of the newest policy version, or None: the cache key.
 
     Plain SQL: this runs on every submission, and building the ORM query cost
-    more than running it (README "Performance").
+    more than running it (~0.13 ms of CPU against ~0.4 ms for the ORM's
+    `values_list(...).first()`; tests/perf/bench_submit.py, in-process figure).
     """
     meta = PolicyVersion._meta
     quote = connection.ops.quote_name

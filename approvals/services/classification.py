@@ -91,7 +91,10 @@ def apply_classification(request: ApprovalRequest, classified: Classified) -> No
 
 def _rule_and_group_ids(rule_name: str | None, group_name: str | None) -> tuple[int | None, int | None]:
     """The classifying rule's id and the approver group's id, looked up by name in one
-    round trip (both run on every submission). None for a name that has no row."""
+    round trip (both run on every submission). None for a name that has no row.
+
+    Written out because it pays: ~0.12 ms of CPU against ~0.9 ms for the two ORM
+    lookups, on every submission (tests/perf/bench_submit.py, in-process figure)."""
     if not rule_name and not group_name:
         return None, None
     quote = connection.ops.quote_name

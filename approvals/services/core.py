@@ -1,10 +1,11 @@
 """The core every state change goes through: fetch-and-lock, the transition table,
-refusals that must keep what they wrote, and the on-commit push.
+refusals that must keep what they wrote, and the domain signal sent on commit.
 
 A service opens `changing(request_id)`: one `audited_atomic()` transaction with the
 request's row locked for its whole length. Inside, it checks its guards and calls
 `transition` (or writes what it must) and records audit events; everything commits
-together, and the push goes out only after commit. A `DomainError` raised inside
+together, and `request_changed` is sent only after commit: the browser push, agent
+callbacks, notifications and server-side execution each subscribe to it. A `DomainError` raised inside
 rolls everything back. A `PersistedRefusal` is the one exception to that: what was
 written before it (an expiry whose deadline passed, a failed re-validation, an
 audited wrong step-up) commits, and then the refusal reaches the caller.
@@ -15,7 +16,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -23,7 +25,7 @@ from django.dispatch import Signal
 
 from audit.chain import Actor, audited_atomic, record
 
-from .. import broadcast, errors
+from .. import errors
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..states import TRANSITIONS, State
@@ -32,6 +34,7 @@ __all__ = [
     "SYSTEM",
     "PersistedRefusal",
     "RequestChange",
+    "announce",
     "changing",
     "lock",
     "not_found",
@@ -47,19 +50,34 @@ SYSTEM = Actor.system()
 
 @dataclass(frozen=True)
 class RequestChange:
-    """One committed transition: what subscribers of `request_changed` receive."""
+    """One committed change of a request: what subscribers of `request_changed` receive.
+
+    A transition has `from_state != to_state`; other changes (a deadline extended, an
+    approval counted towards the quorum, an escalation) keep the state and say what
+    happened in `verb`. The routing facts (agent, approver group, rule) are taken when
+    the change is made, so a subscriber needs no read to know who it concerns.
+    """
 
     request_id: str
     from_state: str
     to_state: str
     verb: str
     revision: int
+    agent_id: int
+    approver_group_id: int | None
+    rule_name: str
+    escalated: bool
+    # Verb-specific facts, e.g. the approvals counted so far or the groups that lost the card.
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_transition(self) -> bool:
+        return self.from_state != self.to_state
 
 
-# The domain event: sent once per transition, after its transaction commits (never for
-# one that rolled back). Receivers get `change=RequestChange(...)`; each side effect
-# (starting a server-side execution, agent callbacks, notifications, the browser push)
-# subscribes on its own and reads what it needs.
+# The domain event: sent once per change, after its transaction commits (never for
+# one that rolled back), with `change=RequestChange(...)`. Each side effect subscribes
+# on its own and builds its own payload from the change.
 request_changed = Signal()
 
 
@@ -146,14 +164,26 @@ def transition(
     else:
         request.save(update_fields=["state", *fields])
     record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
-    if to == State.PENDING_APPROVAL:
-        event = broadcast.CARD_CREATED
-    elif source == State.PENDING_APPROVAL:
-        event = broadcast.CARD_REMOVED
-    else:
-        event = broadcast.CARD_UPDATED
-    broadcast.publish_on_commit(event, request, new_request=insert, verb=verb)
-    change = RequestChange(str(request.pk), source, to, verb, request.current_revision)
+    announce(request, verb, source=source)
+
+
+def announce(request: ApprovalRequest, verb: str, *, source: str | None = None, **details: Any) -> None:
+    """Send `request_changed` about `request` once the transaction commits.
+
+    `source`: the state before a transition (by default the state did not change).
+    """
+    change = RequestChange(
+        request_id=str(request.pk),
+        from_state=source if source is not None else request.state,
+        to_state=request.state,
+        verb=verb,
+        revision=request.current_revision,
+        agent_id=request.agent_id,
+        approver_group_id=request.approver_group_id,
+        rule_name=request.rule_name,
+        escalated=request.escalated,
+        details=details,
+    )
     transaction.on_commit(lambda: _announce(change))
 
 

@@ -8,11 +8,11 @@ from django.utils import timezone
 
 from audit.chain import digest, record
 
-from .. import broadcast, errors
+from .. import errors
 from ..errors import DomainError
 from ..models import ApprovalRequest, DeadlineExtension, RuleNotification
 from ..people import Person
-from .core import changing
+from .core import announce, changing
 from .guards import expire_if_due, require_may_decide, require_pending
 
 __all__ = ["expire", "expire_overdue", "extend_decision_deadline"]
@@ -68,6 +68,5 @@ def extend_decision_deadline(request_id, *, actor: Person, seconds: int, reason:
             metadata={"from": previous.isoformat(), "to": request.decide_by.isoformat(), "seconds": seconds,
                       "reason": digest(reason)},
         )
-        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.deadline_extended",
-                                    decide_by=request.decide_by.isoformat())
+        announce(request, "request.deadline_extended", decide_by=request.decide_by.isoformat())
     return request

@@ -19,7 +19,7 @@ from django.utils import timezone
 from audit.chain import Actor, digest, record
 from audit.privacy import value_digest
 
-from .. import broadcast, errors
+from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import ApprovalRequest, Decision, ParamsRevision
@@ -27,7 +27,7 @@ from ..permissions import excluded_from_approving, is_eligible_member
 from ..states import RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
 from ..people import Person
-from .core import changing, refuse_state, transition
+from .core import announce, changing, refuse_state, transition
 from .escalation import regroup
 from .execution import server_executor
 from .guards import (
@@ -120,9 +120,7 @@ def _record_vote(request: ApprovalRequest, actor: Person, verdict: str, feedback
 def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
     counted = approvals_counted(request)
     if counted < request.required_approvals:
-        broadcast.publish_on_commit(
-            broadcast.CARD_UPDATED, request, approvals=counted, required=request.required_approvals
-        )
+        announce(request, "decision.recorded", approvals=counted, required=request.required_approvals)
         return
     now = timezone.now()
     window = request.classification.get("execution_window_seconds", settings.DEFAULT_EXECUTION_WINDOW_SECONDS)
@@ -176,7 +174,7 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
         else:
             record("request.edit_proposed", actor=actor, request=request,
                    metadata={"revision": request.current_revision, "feedback": digest(feedback)})
-            broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.edit_proposed")
+            announce(request, "request.edit_proposed")
     return request
 
 

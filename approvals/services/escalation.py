@@ -7,12 +7,11 @@ from django.contrib.auth.models import Group
 
 from audit.chain import Actor, record
 
-from .. import broadcast
 from ..models import ApprovalRequest
 from ..permissions import eligible_approver_count, grant_group, revoke_decide_except
 from ..states import State
 from .classification import Classified, apply_classification
-from .core import SYSTEM, changing
+from .core import SYSTEM, announce, changing
 from .guards import expire_if_due
 
 __all__ = ["check_quorum_reachable", "escalate_request", "regroup"]
@@ -53,8 +52,7 @@ def _escalate(request: ApprovalRequest, group: Group, *, reason: str) -> None:
     request.escalated = True
     request.save(update_fields=["escalated"])
     record("request.escalated", actor=SYSTEM, request=request, metadata={"group": group.name, "reason": reason})
-    # The escalation group has never seen this card: for its members it is new.
-    broadcast.publish_on_commit(broadcast.CARD_CREATED, request, escalated_to=group.name)
+    announce(request, "request.escalated", escalated_to=group.name)
 
 
 def escalate_request(request_id, *, group: Group, reason: str) -> bool:
@@ -67,7 +65,6 @@ def escalate_request(request_id, *, group: Group, reason: str) -> bool:
         if request.state != State.PENDING_APPROVAL or request.escalated:
             return False
         _escalate(request, group, reason=reason)
-        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.escalated", group=group.name)
     return True
 
 
@@ -101,6 +98,5 @@ def regroup(request: ApprovalRequest, classified: Classified, *, actor: Actor) -
             "groups_revoked": former,
         },
     )
-    broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.reclassified",
-                                former_group_ids=tuple(former))
+    announce(request, "request.reclassified", former_group_ids=tuple(former))
     check_quorum_reachable(request)

@@ -24,14 +24,14 @@ from django.utils import timezone
 
 from audit.chain import Actor, digest, record
 
-from .. import broadcast, errors
+from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..snapshots import current_target_hash
 from ..states import State
 from .classification import classify_params, stricter_than_request
-from .core import SYSTEM, PersistedRefusal, changing, refuse_state, transition
+from .core import SYSTEM, PersistedRefusal, announce, changing, refuse_state, transition
 from .guards import approvals_counted
 
 __all__ = [
@@ -127,7 +127,7 @@ def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata:
     request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "attempts"])
     record(verb, actor=actor, request=request,
            metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata})
-    broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb=verb)
+    announce(request, verb)
     return ExecutionGrant(
         request_id=str(request.pk), token=token, idempotency_key=request.execution_key,
         params=request.current_params(), lease_until=request.lease_until,
@@ -243,7 +243,7 @@ def defer_execution(request_id, *, token: str, actor: Actor, error: str, code: s
             metadata={"attempt": request.attempts, "code": code, "error": digest(error),
                       "retry_at": retry_at.isoformat()},
         )
-        broadcast.publish_on_commit(broadcast.CARD_UPDATED, request, verb="request.execution_deferred")
+        announce(request, "request.execution_deferred")
     return request
 
 

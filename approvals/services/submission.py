@@ -15,7 +15,7 @@ from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DECIDED_BY_POLICY, ApprovalRequest, ParamsRevision
-from ..permissions import eligible_approver_count_of_new_request, grant_group
+from ..permissions import eligible_approver_count, grant_group
 from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
 from ..snapshots import snapshot_hash
 from ..states import Kind, RiskLevel, State
@@ -152,7 +152,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
         decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
     )
     _first_revision(request, params, classified)
-    check_quorum_reachable(request, eligible=eligible_approver_count_of_new_request(request))
+    check_quorum_reachable(request, eligible=eligible_approver_count(request))
 
 
 def _first_revision(request: ApprovalRequest, params: dict[str, Any], classified: Classified) -> None:

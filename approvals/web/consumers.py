@@ -7,7 +7,10 @@ each of the user's auth groups (`approvers-<group id>`, where services push
 when a person's group membership changes or they log out, a signal sends
 `user.close` to their per-user group and every socket of theirs closes; the page
 reconnects (and is refused if their session ended) and resyncs from
-`queue/sync.json`, since channel messages are at-most-once hints.
+`queue/sync.json`, since channel messages are at-most-once hints. Deactivating
+a person (`is_active=False`) closes them the same way, and every socket
+re-checks its person every SOCKET_RECHECK_SECONDS (still active, same groups,
+session still theirs: approvals/sockets.py), in case the close message was lost.
 
 Messages to the browser are JSON: `{"event": "card.created"|"card.updated"|
 "card.removed", "request_id", "state", "data"}` and `{"event": "emergency.changed",
@@ -18,20 +21,24 @@ Messages to the browser are JSON: `{"event": "card.created"|"card.updated"|
 from __future__ import annotations
 
 import logging
+from importlib import import_module
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.layers import get_channel_layer
-from django.contrib.auth import get_user_model
+from django.conf import settings
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
-from django.db.models.signals import m2m_changed, pre_delete
+from django.db.models.signals import m2m_changed, post_save, pre_delete
 from django.dispatch import receiver
+from django.utils.crypto import constant_time_compare
 
 from ..broadcast import approvers_group
 from ..emergency import EMERGENCY_GROUP
+from ..sockets import PrincipalRecheck
 
 logger = logging.getLogger(__name__)
 
@@ -47,10 +54,11 @@ def user_group(user_id: int) -> str:
     return f"user-{user_id}"
 
 
-class ReviewerConsumer(AsyncJsonWebsocketConsumer):
+class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
     """Forwards card changes for the reviewer's groups and the emergency banner."""
 
     groups_joined: list[str]
+    revoked_close_code = CLOSE_SESSION_CHANGED
 
     async def connect(self) -> None:
         self.groups_joined = []
@@ -63,13 +71,29 @@ class ReviewerConsumer(AsyncJsonWebsocketConsumer):
         for name in names:
             await self.channel_layer.group_add(name, self.channel_name)
         self.groups_joined = names
+        self.user_id, self.group_ids = user.pk, set(group_ids)
+        session = self.scope.get("session")
+        self.session_key = session.session_key if session is not None else None
         await self.accept()
+        self.start_rechecks()
+
+    def principal_still_valid(self) -> bool:
+        user = get_user_model().objects.filter(pk=self.user_id, is_active=True).first()
+        if user is None or set(user.groups.values_list("pk", flat=True)) != self.group_ids:
+            return False
+        if not self.session_key:
+            return True
+        # A fresh read of the session: the scope's copy was loaded once, at connect.
+        stored = import_module(settings.SESSION_ENGINE).SessionStore(self.session_key)
+        return str(stored.get(SESSION_KEY)) == str(user.pk) and constant_time_compare(
+            stored.get(HASH_SESSION_KEY) or "", user.get_session_auth_hash())
 
     @database_sync_to_async
     def _group_ids(self, user) -> list[int]:
         return list(user.groups.values_list("pk", flat=True))
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecks()
         for name in self.groups_joined:
             await self.channel_layer.group_discard(name, self.channel_name)
         self.groups_joined = []
@@ -82,6 +106,8 @@ class ReviewerConsumer(AsyncJsonWebsocketConsumer):
     # --- channel layer messages -------------------------------------------------------
 
     async def request_change(self, message: dict[str, Any]) -> None:
+        if self.principal_closed:
+            return
         await self.send_json({
             "event": message["event"],
             "request_id": message["request_id"],
@@ -90,6 +116,8 @@ class ReviewerConsumer(AsyncJsonWebsocketConsumer):
         })
 
     async def emergency_changed(self, message: dict[str, Any]) -> None:
+        if self.principal_closed:
+            return
         await self.send_json({
             "event": "emergency.changed",
             "scope": message.get("scope", "global"),
@@ -99,7 +127,7 @@ class ReviewerConsumer(AsyncJsonWebsocketConsumer):
         })
 
     async def user_close(self, message: dict[str, Any]) -> None:
-        await self.close(code=CLOSE_SESSION_CHANGED)
+        await self.close_for_principal()
 
 
 # --- Closing a person's sockets ----------------------------------------------------------
@@ -142,6 +170,12 @@ def _membership_changed(sender, instance, action: str, reverse: bool, pk_set, **
         close_user_sockets(_pending_clear.pop(id(instance), []))
     else:
         close_user_sockets(pk_set or [])
+
+
+@receiver(post_save, sender=get_user_model())
+def _user_saved(sender, instance, **kwargs) -> None:
+    if not instance.is_active:
+        close_user_sockets([instance.pk])
 
 
 @receiver(pre_delete, sender=get_user_model())

@@ -7,7 +7,6 @@ JSON endpoints answer ``{"ok": true, ...}``, or the one error shape ``{"code", "
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -20,6 +19,7 @@ from django.shortcuts import redirect, render
 
 from controlplane.http.codes import MALFORMED_BODY, REQUEST_TOO_LARGE, register
 from controlplane.http.errors import CodedError, json_error
+from controlplane.http.inputs import parse_json_text
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion
@@ -82,8 +82,8 @@ def json_body(request: HttpRequest) -> dict[str, Any]:
     if len(request.body) > MAX_JSON_BODY:
         raise BadInput(REQUEST_TOO_LARGE, "The request body is too large.")
     try:
-        data = json.loads(request.body or b"{}")
-    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
+        data = parse_json_text(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
         raise BadInput(MALFORMED_BODY, "The request body is not valid JSON.") from None
     if not isinstance(data, dict):
         raise BadInput(MALFORMED_BODY, "The request body must be a JSON object.")

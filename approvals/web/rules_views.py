@@ -11,7 +11,6 @@ flash message saying whether the change applied or waits for a second risk-admin
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +24,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from controlplane.http.codes import NOT_FOUND
+from controlplane.http.errors import CodedError
+from controlplane.http.inputs import parse_json_text
 
 from .. import errors, policy, services
 from ..errors import DomainError
@@ -183,9 +184,13 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
 
     note = note_from(request)
     try:
-        data = json.loads(request.POST.get("rule_json", ""))
+        data = parse_json_text(request.POST.get("rule_json", ""), field="rule")
     except ValueError:
         data = None
+    except CodedError as refused:
+        error = RuleValidationError(refused.details.get("field", "rule"), refused.message)
+        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error,
+                                                                  note=note), status=422)
     if not isinstance(data, dict):
         error = RuleValidationError("rule", "the rule did not arrive; is JavaScript on?")
         return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error,

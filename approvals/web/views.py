@@ -1,7 +1,8 @@
 """The reviewer's pages: the live queue, card fragments, decisions and history.
 
-Views are thin: they parse input, read through `approvals.web.dashboard` (which uses
-`permissions.decidable_by`) and change state only through `approvals.services`.
+Views are thin: they parse input (filters: `approvals.filters`), read through
+`approvals.web.dashboard` (which uses `permissions.decidable_by`) and `cards`, and
+change state only through `approvals.services`.
 Decision endpoints answer a plain form POST with a redirect and a message, and a
 `fetch` from the page (Accept: application/json) with JSON: `{"ok": true,
 "message": ...}` or `{"code": ..., "message": ...}` with the DomainError's status.
@@ -18,25 +19,29 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from controlplane.http.errors import CodedError
+from controlplane.http.inputs import parse_json_text
+
 from .. import errors, services
 from ..errors import DomainError
+from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by
 from ..states import RiskLevel, State
-from . import dashboard
+from . import cards, dashboard
 
 
 def _wants_json(request: HttpRequest) -> bool:
     return "application/json" in request.headers.get("Accept", "")
 
 
-def _filters(request: HttpRequest) -> dashboard.QueueFilters:
-    return dashboard.QueueFilters.from_query(request.GET)
+def _filters(request: HttpRequest) -> ApprovalRequestFilterSet:
+    return ApprovalRequestFilterSet(request.GET)
 
 
 def _back_to_queue(request: HttpRequest) -> str:
@@ -54,12 +59,12 @@ def queue(request: HttpRequest) -> HttpResponse:
     """The queue of pending requests the reviewer may decide, most urgent first."""
     filters = _filters(request)
     matching = dashboard.queue(request.user, filters)
-    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
     counts = dashboard.queue_counts(request.user)
     return render(request, "approvals/queue.html", {
-        "cards": cards,
+        "cards": shown,
         "counts": counts,
-        "filters": filters,
+        "filters": filters.in_use(),
         "shown_limit": dashboard.QUEUE_LIMIT,
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
@@ -78,7 +83,7 @@ def history(request: HttpRequest) -> HttpResponse:
     query.pop("page", None)
     return render(request, "approvals/history.html", {
         "page": page,
-        "filters": filters,
+        "filters": filters.in_use(),
         "counts": dashboard.queue_counts(request.user),
         "risk_levels": [level for level in RiskLevel.values],
         "query": query.urlencode(),
@@ -93,10 +98,10 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
     The count is exact up to dashboard.COUNT_CAP, then the string "1,000+"."""
     filters = _filters(request)
     matching = dashboard.queue(request.user, filters)
-    cards = dashboard.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
     return JsonResponse({
         "count": dashboard.capped_count(matching),
-        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in cards],
+        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in shown],
     })
 
 
@@ -109,13 +114,13 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     removes the card. Never reveals whether a request it may not see exists.
     """
     match = dashboard.queue(request.user, _filters(request)).filter(pk=pk)
-    cards = dashboard.build_cards(match, viewer=request.user)
-    if not cards:
+    found = cards.build_cards(match, viewer=request.user)
+    if not found:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": cards[0], "next_url": _back_to_queue(request),
+    response = render(request, "approvals/_card.html", {"card": found[0], "next_url": _back_to_queue(request),
                                                         "step_up_method": _step_up_method(request)})
-    response["X-Card-Version"] = cards[0].version
-    response["X-Card-Sort"] = cards[0].sort_key
+    response["X-Card-Version"] = found[0].version
+    response["X-Card-Sort"] = found[0].sort_key
     return response
 
 
@@ -123,8 +128,10 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
 
 
 def _back(request: HttpRequest) -> str:
+    """Where the form came from: a path on this site, else the queue."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A path only: `redirect()` would read "0" or "queue" as a URL name (and fail).
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return reverse("approvals:queue")
 
@@ -134,7 +141,7 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
         body = {"ok": True, "message": message, **extra} if ok else {"message": message, **extra}
         return JsonResponse(body, status=status)
     (messages.success if ok else messages.warning)(request, message)
-    return redirect(_back(request))
+    return HttpResponseRedirect(_back(request))
 
 
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
@@ -233,9 +240,12 @@ def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[s
             value: Any = raw
         else:
             try:
-                value = json.loads(raw)
-            except json.JSONDecodeError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.", fields=[key]) from None
+                value = parse_json_text(raw, field=key)
+            except ValueError:
+                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
+                                  fields=[key]) from None
+            except CodedError as refused:
+                raise DomainError(errors.INVALID_EDIT, refused.message, fields=[key]) from None
         if key not in current or value != current[key]:
             edits[key] = value
     return edits

@@ -21,7 +21,8 @@ good password cannot launder their failures with it.
 Each failure that starts a wait is audited (`auth.throttled`); refused attempts
 during a wait are not, so a flood of them cannot flood the chain.
 
-The client address is read in one place, `client_address()`.
+The client address is read in one place, `controlplane.http.client_address` (through
+`TRUSTED_PROXIES` only).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.translation import ngettext
 
 from audit.chain import Actor, digest, record
+from controlplane.http.client_address import client_address
 
 logger = logging.getLogger(__name__)
 
@@ -64,20 +66,6 @@ _ATTEMPT_SLOT_SECONDS = 30
 _MAX_DOUBLINGS = 32
 
 SYSTEM_ACTOR_LABEL = "sign-in"
-
-
-# --- The client address ----------------------------------------------------------------------
-
-
-def client_address(request: HttpRequest | None) -> str:
-    """The address a request came from, for throttling and audit digests.
-
-    REMOTE_ADDR only: X-Forwarded-For is whatever the client wrote unless a trusted
-    proxy rewrote it (trusted proxies will be configured here). Empty when unknown.
-    """
-    if request is None:
-        return ""
-    return str(request.META.get("REMOTE_ADDR") or "")
 
 
 # --- Throttling ----------------------------------------------------------------------------------

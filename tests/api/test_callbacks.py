@@ -10,10 +10,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from django.utils import timezone
 
-from agents.callbacks import deliver_due_callbacks, verify_signature
+from agents.callbacks import deliver_due_callbacks
 from agents.models import CallbackDelivery
 from approvals import services
-from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundURLRefused, check_outbound_url, verify_signature
 from tests.api.conftest import EMAIL
 
 pytestmark = pytest.mark.django_db(transaction=True)

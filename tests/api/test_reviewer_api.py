@@ -56,6 +56,16 @@ def test_filters_narrow_the_list(api):
     assert [r["state"] for r in api.get("/api/v1/requests/", {"state": "approved"}).json()["results"]] == ["approved"]
 
 
+def test_the_list_takes_the_reviewer_pages_filters_and_refuses_a_value_no_request_can_hold(api, reviewer_client):
+    api.post("/api/v1/actions/", EMAIL, format="json")
+    api.post("/api/v1/actions/", {"action_type": "read_file"}, format="json")
+    by_risk = reviewer_client("alice").get("/api/v1/requests/", {"risk": "medium", "agent": "mail-bot"})
+    assert [r["action_type"] for r in by_risk.json()["results"]] == ["send_email"]
+    refused = api.get("/api/v1/requests/", {"state": "approved-ish", "kind": "action"})
+    assert refused.status_code == 422
+    assert (refused.json()["code"], list(refused.json()["details"]["fields"])) == ("validation_error", ["state"])
+
+
 def test_reviewers_see_masked_params_masked(agent, people, reviewer_client, admin_user, api):
     from approvals import policy
 

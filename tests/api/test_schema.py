@@ -28,7 +28,7 @@ def test_every_agent_endpoint_documents_its_error_statuses(schema_doc):
     expected = {
         ("/api/v1/actions/", "post"): {"201", "400", "401", "403", "404", "413", "415", "422", "429"},
         ("/api/v1/plans/", "post"): {"201", "400", "401", "403", "413", "422", "429"},
-        ("/api/v1/requests/", "get"): {"200", "401", "403", "429"},
+        ("/api/v1/requests/", "get"): {"200", "401", "403", "422", "429"},
         ("/api/v1/requests/{id}/", "get"): {"200", "401", "403", "404", "429"},
         ("/api/v1/requests/{id}/resume/", "get"): {"200", "401", "403", "404", "422", "429"},
         ("/api/v1/requests/{id}/cancel/", "post"): {"200", "401", "404", "409", "413", "422", "429"},

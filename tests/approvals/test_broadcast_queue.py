@@ -1,9 +1,10 @@
 """The after-commit push from a sync thread under a running ASGI loop (a sync
 view under daphne) is handed to that loop's ordered queue instead of waited
-for; everywhere else it is sent before `_deliver` returns, as before.
+for; everywhere else it is sent before the push call returns, as before.
 
 Sync views are run the way Django's ASGI handler runs them: `sync_to_async`
-from a coroutine on a loop that asyncio (not `async_to_sync`) runs. The channel
+from a coroutine on a loop that asyncio (not `async_to_sync`) runs, inside
+`push.serving_pushes` as `controlplane/asgi.py` wraps the site. The channel
 layer is a stand-in that records what reaches it, so no Redis is needed.
 """
 
@@ -16,7 +17,7 @@ import threading
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 
-from approvals import broadcast
+from approvals import broadcast, push
 
 # Only a guard against hanging if a push blocks on a gate it is meant to run
 # ahead of; the assertions never depend on how long anything takes.
@@ -79,7 +80,8 @@ async def until_sent(recording: RecordingLayer, count: int) -> None:
 def under_server_loop(changes: list[broadcast.Change], recording: RecordingLayer, *, sent: int,
                       thread_sensitive: bool = True) -> None:
     async def server() -> None:
-        await sync_to_async(push_all, thread_sensitive=thread_sensitive)(changes, recording)
+        with push.pushes_served_by_running_loop():
+            await sync_to_async(push_all, thread_sensitive=thread_sensitive)(changes, recording)
         recording.gate.set()
         await until_sent(recording, sent)
 
@@ -91,27 +93,30 @@ def groups_of(*changes: broadcast.Change) -> list[tuple[str, str]]:
 
 
 class TestFindingTheServerLoop:
-    def test_a_sync_view_under_a_running_loop_finds_that_loop(self):
-        # Fails if asgiref stops recording the loop where _server_loop looks: the
-        # push would silently fall back to the blocking hop.
-        async def server() -> tuple[object, object]:
-            found = await sync_to_async(broadcast._server_loop, thread_sensitive=True)()
-            return found, asyncio.get_running_loop()
+    def test_a_sync_view_served_through_the_asgi_wrapper_finds_the_serving_loop(self):
+        found: dict[str, object] = {}
 
-        found, running = asyncio.run(server())
-        assert found is running
+        async def site(scope, receive, send) -> None:  # a sync view, run as Django's handler runs it
+            found["loop"] = await sync_to_async(push._server_loop, thread_sensitive=True)()
+            found["running"] = asyncio.get_running_loop()
 
-    def test_no_loop_and_async_to_sync_loops_are_not_server_loops(self):
-        assert broadcast._server_loop() is None
+        asyncio.run(push.serving_pushes(site)({"type": "http"}, None, None))
+
+        assert found["loop"] is found["running"]
+
+    def test_outside_a_serving_loop_there_is_none(self):
+        assert push._server_loop() is None
 
         async def nested() -> object:
-            return await sync_to_async(broadcast._server_loop)()
+            return await sync_to_async(push._server_loop)()
 
         assert async_to_sync(nested)() is None
+        assert asyncio.run(nested()) is None
 
     def test_the_loop_thread_itself_is_not_handed_a_queue(self):
         async def on_the_loop() -> object:
-            return broadcast._server_loop()
+            with push.pushes_served_by_running_loop():
+                return push._server_loop()
 
         assert asyncio.run(on_the_loop()) is None
 
@@ -143,8 +148,9 @@ class TestUnderARunningLoop:
                                 change(broadcast.CARD_REMOVED, f"r{n}", agent_id=n)] for n in range(8)}
 
         async def server() -> None:
-            await asyncio.gather(*(sync_to_async(push_all, thread_sensitive=False)(changes, recording)
-                                   for changes in per_thread.values()))
+            with push.pushes_served_by_running_loop():
+                await asyncio.gather(*(sync_to_async(push_all, thread_sensitive=False)(changes, recording)
+                                       for changes in per_thread.values()))
             await until_sent(recording, sum(len(groups_of(*changes)) for changes in per_thread.values()))
 
         asyncio.run(server())
@@ -166,18 +172,19 @@ class TestUnderARunningLoop:
         assert "could not push card.created to agent-7" in caplog.text
 
     def test_a_full_queue_drops_and_logs_instead_of_growing(self, layer, monkeypatch, caplog):
-        monkeypatch.setattr(broadcast, "PUSH_QUEUE_LIMIT", 2)
+        monkeypatch.setattr(push, "PUSH_QUEUE_LIMIT", 2)
         recording = layer(gated=True)
         changes = [change(broadcast.CARD_CREATED, f"r{n}", agent_id=n) for n in range(5)]
         kept = changes[:2]
 
-        with caplog.at_level(logging.WARNING, logger=broadcast.__name__):
+        with caplog.at_level(logging.WARNING, logger=push.__name__):
             under_server_loop(changes, recording, sent=len(groups_of(*kept)))
 
             async def a_later_push() -> None:  # the queue has room again once the layer caught up
                 late = change(broadcast.CARD_UPDATED, "r0", agent_id=0)
                 recording.caller_returned.clear()
-                await sync_to_async(push_all)([late], recording)
+                with push.pushes_served_by_running_loop():
+                    await sync_to_async(push_all)([late], recording)
                 await until_sent(recording, len(groups_of(*kept, late)))
 
             asyncio.run(a_later_push())
@@ -191,7 +198,8 @@ class TestUnderARunningLoop:
         recording = layer(gated=True)
 
         async def server() -> None:
-            await sync_to_async(push_all)([change(broadcast.CARD_CREATED)], recording)
+            with push.pushes_served_by_running_loop():
+                await sync_to_async(push_all)([change(broadcast.CARD_CREATED)], recording)
 
         asyncio.run(server())  # returns with the push still held by the gate; the drain task is cancelled
         recording.gate.set()

@@ -15,6 +15,7 @@ from approvals.states import State
 from audit.chain import Actor
 from audit.models import AuditEvent
 from approvals.people import Person
+from approvals.services import RequestChange, request_changed
 
 pytestmark = pytest.mark.django_db
 
@@ -252,19 +253,25 @@ class TestLivePush:
              "required_approvals": 2, "approver_group": "treasury", "escalation_group": "reviewers"},
             actor=Person(admin_user), note="treasury needs two, reviewers back it up",
         )
-        seen: list[broadcast.Change] = []
-        broadcast.subscribe(seen.append)
+        seen: list[RequestChange] = []
+
+        def subscriber(sender, *, change, **kwargs):
+            seen.append(change)
+
+        request_changed.connect(subscriber)
         try:
             with django_capture_on_commit_callbacks() as pending:
                 request = submit("pay_invoice", params={"amount": "10"})
-                assert seen == []  # nothing reaches a screen before the transaction commits
+                assert seen == []  # nothing reaches a subscriber before the transaction commits
             for callback in pending:
                 callback()
         finally:
-            broadcast.unsubscribe(seen.append)
-        escalated = [change for change in seen if change.data.get("escalated_to") == "reviewers"]
-        assert len(escalated) == 1 and escalated[0].event == broadcast.CARD_CREATED
-        assert set(escalated[0].channel_groups()) >= {
+            request_changed.disconnect(subscriber)
+        assert [change.verb for change in seen] == ["request.queued", "request.escalated"]
+        queued, escalation = (broadcast.push_for(change) for change in seen)
+        assert queued.event == broadcast.CARD_CREATED and queued.new_request
+        assert escalation.event == broadcast.CARD_CREATED and escalation.data["escalated_to"] == "reviewers"
+        assert set(escalation.channel_groups()) >= {
             broadcast.approvers_group(treasury.pk), broadcast.approvers_group(reviewers_group.pk),
             broadcast.agent_group(request.agent_id), broadcast.request_group(str(request.pk)),
         }

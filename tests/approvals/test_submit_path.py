@@ -1,19 +1,20 @@
-"""The submission fast path (approvals.services.submit) against the general code it
-stands in for: the eligible-approver count of a new request, and its single write."""
+"""The submission path (approvals.services.submit): who counts as an eligible approver
+of a request (the quorum check's count, one SQL statement), and its single write."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Permission
 
-from approvals.models import ApprovalRequest
-from approvals.permissions import eligible_approver_count, eligible_approver_count_of_new_request
+from approvals.models import ApprovalRequest, ApprovalRequestUserObjectPermission
+from approvals.permissions import DECIDE, eligible_approver_count, eligible_approvers, grant_group
 from approvals.states import State
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize("setup", ["as_cast", "bob_inactive", "no_requested_for", "only_excluded_people"])
-def test_the_new_request_count_agrees_with_the_permission_query(setup, submit, people, reviewers_group):
+def test_a_new_request_counts_its_groups_active_members_but_the_excluded(setup, submit, people, reviewers_group):
     overrides = {}
     if setup == "bob_inactive":
         people["bob"].is_active = False
@@ -25,10 +26,26 @@ def test_the_new_request_count_agrees_with_the_permission_query(setup, submit, p
             people[name].groups.remove(reviewers_group)
     request = submit(**overrides)
     assert request.state == State.PENDING_APPROVAL
-    fast = eligible_approver_count_of_new_request(request)
-    assert fast == eligible_approver_count(request)
-    assert fast == {"as_cast": 3, "bob_inactive": 2, "no_requested_for": 4, "only_excluded_people": 0}[setup]
-    assert request.quorum_reachable is (fast >= request.required_approvals)
+    eligible = eligible_approver_count(request)
+    assert eligible == {"as_cast": 3, "bob_inactive": 2, "no_requested_for": 4, "only_excluded_people": 0}[setup]
+    assert set(eligible_approvers(request).values_list("username", flat=True)) == {
+        "as_cast": {"alice", "bob", "carol"}, "bob_inactive": {"alice", "carol"},
+        "no_requested_for": {"alice", "bob", "carol", "rita"}, "only_excluded_people": set()}[setup]
+    assert request.quorum_reachable is (eligible >= request.required_approvals)
+
+
+def test_a_second_group_and_direct_grants_count_each_person_once(submit, people, treasury):
+    request = submit()
+    before = set(eligible_approvers(request).values_list("username", flat=True))
+
+    grant_group(request, treasury["tess"].groups.get(name="treasury"))  # tess, trent, and vera (already a reviewer)
+    decide = Permission.objects.get(content_type__app_label="approvals", codename=DECIDE)
+    for person in (treasury["trent"], people["mallory"]):  # trent again, and someone in no group
+        ApprovalRequestUserObjectPermission.objects.create(content_object=request, user=person, permission=decide)
+
+    after = set(eligible_approvers(request).values_list("username", flat=True))
+    assert after == before | {"tess", "trent", "mallory"}
+    assert eligible_approver_count(request) == len(after) == len(before) + 3
 
 
 def test_a_submission_is_stored_as_classified(submit):

@@ -11,7 +11,7 @@ from django.test import AsyncClient
 
 from audit.chain import Actor
 from audit.export import begin_export, iter_export
-from audit.filters import AuditFilters
+from audit.filters import AuditEventFilterSet
 from audit.manifest import jsonl_hashed_text
 
 
@@ -34,7 +34,7 @@ def download(user: Any, url: str, **headers: str) -> tuple[Any, bytes]:
 
 def export_to(path: Path, fmt: str = "jsonl", **filters: str) -> dict[str, Any]:
     """Export with the server code to `path` (CSV: plus `path`.manifest.json); returns the manifest."""
-    plan = begin_export(AuditFilters.from_query(filters), fmt, actor=Actor.system("test"))
+    plan = begin_export(AuditEventFilterSet.from_query(filters), fmt, actor=Actor.system("test"))
     with path.open("w", encoding="utf-8", newline="") as handle:
         for text, _ in iter_export(plan):
             handle.write(text)

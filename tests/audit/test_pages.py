@@ -217,3 +217,14 @@ def test_the_status_panel_shows_the_last_verification(refund_story, auditor):
     assert "Intact" in page
     assert re.search(r"<dt>Last verified seq</dt><dd>6</dd>", page)
     assert "Latest signed checkpoint: seq 6" in page
+
+
+@pytest.mark.django_db
+def test_the_status_panel_shows_the_signing_key_to_pin(refund_story, auditor, settings):
+    from audit.signing import SigningKey
+
+    client = Client()
+    client.force_login(auditor)
+    page = client.get("/audit/").content.decode()
+    key = SigningKey.from_secret(settings.AUDIT_SIGNING_KEY)
+    assert key.public_text in page and key.key_id in page

@@ -61,12 +61,14 @@ def test_an_edited_row_raises_chain_broken(five_events):
 
 
 @pytest.mark.django_db
-def test_a_consistent_rewrite_passes_the_chain_but_not_the_checkpoint(five_events):
+def test_a_consistent_rewrite_fails_its_signatures_and_the_checkpoint(five_events):
     verify_chain_task.apply()  # checkpoint at seq 5
     rewrite_chain_consistently(from_seq=3, change={"step": "decision.recorded (rejected)"})
     from audit.chain import verify_chain
 
-    assert verify_chain().ok, "the rewritten chain is self-consistent"
+    rewritten = verify_chain()
+    assert (rewritten.ok, rewritten.bad_seq) == (False, 3), "rehashing cannot re-sign without the key"
+    assert "signature" in rewritten.reason
     outcome = verify_chain_task.apply(kwargs={"full": True}).get()
     assert (outcome["ok"], outcome["bad_seq"]) == (False, 5)
     assert "differs from signed checkpoint" in ChainVerification.objects.latest().reason

@@ -34,6 +34,8 @@ GOLDEN_VERBS = [
     "audit.exported",
     "audit.verified",
     "audit.chain_broken",
+    "audit.key_rotated",
+    "audit.sealed",
     "request.execution_deferred",
     "request.execution_reclaimed",
     "request.deadline_extended",

@@ -78,7 +78,8 @@ def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, 
 
             await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["alice"]))
             updated = await socket.receive_json_from(timeout=TIMEOUT)
-            assert updated["event"] == "card.updated" and updated["data"] == {"approvals": 1, "required": 2}
+            assert updated["event"] == "card.updated"
+            assert updated["data"] == {"verb": "decision.recorded", "approvals": 1, "required": 2}
 
             await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["carol"]))
             removed = await socket.receive_json_from(timeout=TIMEOUT)

@@ -73,6 +73,7 @@ def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, su
     assert card_ids(client.get(QUEUE, {"agent": "mail-bot", "risk": "medium"})) == [str(email.pk)]
     assert card_ids(client.get(QUEUE, {"expiring": "1"})) == []
     with freeze_time(timezone.now() + timedelta(minutes=50)):
+        client.force_login(people["carol"])  # past the session's idle timeout
         assert len(card_ids(client.get(QUEUE, {"expiring": "1"}))) == 3
     response = client.get(QUEUE, {"risk": "high"})
     counts = response.context["counts"]
@@ -82,10 +83,22 @@ def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, su
     assert "(3) Queue" in response.content.decode()
 
 
+@pytest.mark.parametrize("query", [{"risk": "spicy"}, {"state": "pending"}, {"kind": "poem", "agent": "mail-bot"}])
+def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client, people, submit, query):
+    submit("send_email")
+    rejected = submit("send_email")
+    services.reject(rejected.pk, actor=services.Person(people["bob"]))
+    client.force_login(people["alice"])
+    assert card_ids(client.get(QUEUE, query)) == []
+    assert client.get(SYNC, query).json() == {"count": 0, "cards": []}
+    assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []
+
+
 def test_a_request_past_its_deadline_leaves_the_queue_before_the_sweeper_runs(client, people, submit):
     submit("send_email")
     client.force_login(people["alice"])
     with freeze_time(timezone.now() + timedelta(hours=2)):
+        client.force_login(people["alice"])  # past the session's idle timeout
         assert card_ids(client.get(QUEUE)) == []
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
 
@@ -245,6 +258,7 @@ def test_filter_choices_come_from_the_most_urgent_requests(client, people, submi
     deadlines = sorted(ApprovalRequest.objects.values_list("decide_by", flat=True))
     with freeze_time(deadlines[0] - timedelta(minutes=1)):  # all three within EXPIRING_SOON, none past
         assert deadlines[-1] - deadlines[0] < dashboard.EXPIRING_SOON
+        client.force_login(people["carol"])  # past the session's idle timeout
         assert client.get(QUEUE).context["counts"]["expiring"] == "2+"
     response = client.get(QUEUE, {"action_type": "transfer_funds"})
     assert len(response.context["cards"]) == 1  # filtering by a type outside the choices still works

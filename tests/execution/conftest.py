@@ -43,7 +43,7 @@ def agent(db):
 
 @pytest.fixture
 def outbound_loopback(settings):
-    settings.OUTBOUND_URL_ALLOWLIST = ["http://127.0.0.1"]
+    settings.OUTBOUND_URL_ALLOWLIST = ["127.0.0.1"]
     settings.OUTBOUND_ALLOW_PRIVATE = True
 
 

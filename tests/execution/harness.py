@@ -36,7 +36,7 @@ class Worker:
         self._log = open(self.log_path, "wb")
         environment = child_environment(
             EXECUTION_LEASE_SECONDS=str(WORKER_LEASE_SECONDS),
-            OUTBOUND_URL_ALLOWLIST="http://127.0.0.1",
+            OUTBOUND_URL_ALLOWLIST="127.0.0.1",
             OUTBOUND_ALLOW_PRIVATE="1",
             **env,
         )

@@ -61,7 +61,7 @@ class TestWebhook:
         assert receiver.posts == []
 
     def test_loopback_is_refused_unless_private_addresses_are_allowed(self, receiver, settings):
-        settings.OUTBOUND_URL_ALLOWLIST = ["http://127.0.0.1"]
+        settings.OUTBOUND_URL_ALLOWLIST = ["127.0.0.1"]
         settings.OUTBOUND_ALLOW_PRIVATE = False
         with pytest.raises(PermanentExecutionError) as refused:
             get("webhook").run(context(target={"url": f"{receiver.url}/hooks"}))

@@ -129,12 +129,12 @@ def test_a_token_cannot_decide_even_its_own_agents_request(people, agent):
 
 
 @pytest.mark.parametrize("name", ["run_id", "idempotency_key", "state", "thread_id"])
-def test_a_nul_in_a_list_filter_matches_nothing(agent, name):
+def test_a_nul_in_a_list_filter_is_refused_naming_it(agent, name):
     """It was a 500: PostgreSQL text cannot hold NUL, so the filtered query failed."""
     services.submit(services.Submission(kind="action", action_type="read_notes", params={}, run_id="r"), agent=agent)
     response = bearer(issue_token(agent).secret).get("/api/v1/requests/", {name: "r\x00"})
-    assert response.status_code == 200, response.content
-    assert response.json()["results"] == []
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_input" and response.json()["details"]["field"] == name
 
 
 @pytest.mark.parametrize("body", [
@@ -144,21 +144,21 @@ def test_a_nul_in_a_list_filter_matches_nothing(agent, name):
     {"action_type": "x", "target": {"a": "\x00"}},
     {"action_type": "x", "declared": {"a": "\x00"}},
 ])
-def test_a_nul_in_a_json_field_is_a_422(agent, body):
+def test_a_nul_in_a_json_field_is_refused(agent, body):
     """It was a 500: jsonb cannot hold U+0000 ("unsupported Unicode escape sequence")."""
     response = bearer(issue_token(agent).secret).post("/api/v1/actions/", body, format="json")
-    assert response.status_code == 422, response.content
-    assert response.json()["code"] == "validation_error"
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_input"
     assert not ApprovalRequest.objects.exists()
 
 
-def test_a_nul_in_a_result_or_idempotency_key_is_a_422(agent):
+def test_a_nul_in_a_result_or_idempotency_key_is_refused(agent):
     api = bearer(issue_token(agent).secret)
     completed = api.post(f"/api/v1/requests/{uuid.uuid4()}/complete/",
                          {"token": "t", "succeeded": True, "result": {"out": "\x00"}}, format="json")
-    assert completed.status_code == 422, completed.content
+    assert completed.status_code == 400 and completed.json()["details"]["field"] == "result.out"
     keyed = api.post("/api/v1/actions/", {"action_type": "x", "idempotency_key": "k\x00"}, format="json")
-    assert keyed.status_code == 422, keyed.content
+    assert keyed.status_code == 400 and keyed.json()["details"]["field"] == "idempotency_key"
     assert api.post("/api/v1/actions/", {"action_type": "x"}, format="json",
                     HTTP_IDEMPOTENCY_KEY="k\x00").status_code == 422
 

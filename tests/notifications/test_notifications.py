@@ -16,7 +16,7 @@ from freezegun import freeze_time
 from approvals import services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, DeliveryAttempt, Notification
-from approvals.notifications import dispatch, tasks
+from approvals.notifications import channels, dispatch, tasks
 from approvals.permissions import can_decide
 from audit.models import AuditEvent
 from approvals.masking import MASK
@@ -185,7 +185,7 @@ def test_webhook_is_signed_masked_and_retried_with_a_row_per_attempt(
     assert DeliveryAttempt.objects.filter(notification=notification, succeeded=True).count() == 1
 
     headers, body = webhook_receiver.calls[-1]
-    expected = hmac.new(dispatch.webhook_secret(), headers["x-controlplane-timestamp"].encode() + b"." + body,
+    expected = hmac.new(channels.webhook_secret(), headers["x-controlplane-timestamp"].encode() + b"." + body,
                         hashlib.sha256).hexdigest()
     assert headers["x-controlplane-signature"] == f"sha256={expected}"
     payload = json.loads(body)

@@ -21,6 +21,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from controlplane.keys import use_ephemeral_keys
+
 ROOT = Path(__file__).resolve().parents[2]
 PG_ADMIN_URL = os.environ.get("BENCH_PG_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 BENCH_DB = os.environ.get("BENCH_DB", "cp_bench")
@@ -63,6 +65,8 @@ def bench_database_url() -> str:
 
 
 def bench_env(**extra: str) -> dict[str, str]:
+    # One set of keys for every process of the run: a session made here must verify in daphne.
+    use_ephemeral_keys()
     env = dict(os.environ)
     env.update(
         DATABASE_URL=bench_database_url(),

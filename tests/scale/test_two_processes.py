@@ -26,7 +26,7 @@ from .conftest import cookie_header, csrf_headers, session_cookies
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-LOOPBACK_OUTBOUND = {"OUTBOUND_URL_ALLOWLIST": "http://127.0.0.1", "OUTBOUND_ALLOW_PRIVATE": "1"}
+LOOPBACK_OUTBOUND = {"OUTBOUND_URL_ALLOWLIST": "127.0.0.1", "OUTBOUND_ALLOW_PRIVATE": "1"}
 
 
 @pytest.fixture

@@ -2,47 +2,31 @@
 
 The URL is the request's ``target["url"]`` (so it is part of what reviewers
 approved and what re-validation hashes); the body is the approved params as
-JSON. Headers:
+JSON, sent through `controlplane.http.outbound.signed_post` (allow-list, one
+pinned DNS resolution, no redirects). Headers:
 
 - ``Idempotency-Key``: the request's execution key, the same on every attempt;
 - ``X-Controlplane-Request``: the approval request id;
-- ``X-Controlplane-Timestamp`` and ``X-Controlplane-Signature``:
-  ``sha256=<hex HMAC-SHA256(EXECUTOR_WEBHOOK_SECRET, timestamp + "." + body)>``.
+- ``X-Controlplane-Timestamp`` and ``X-Controlplane-Signature`` (the outbound
+  module's scheme) keyed with ``EXECUTOR_WEBHOOK_SECRET``.
 
-Only a 2xx answer is success. Redirects are never followed (a 3xx fails the
-request), and the URL is checked against the outbound allow-list right before
-each attempt. Whether a retry is safe depends on the receiver honouring the
-key: set ``WEBHOOK_EXECUTOR_IDEMPOTENT`` only when it does. Until then a
-timeout or a 5xx after the body was sent fails with ``outcome_unknown`` rather
-than risking a second delivery; a failure to connect is always retried.
+Only a 2xx answer is success; a 3xx fails the request. Whether a retry is safe
+depends on the receiver honouring the key: set ``WEBHOOK_EXECUTOR_IDEMPOTENT``
+only when it does. Until then a timeout or a 5xx after the body was sent fails
+with ``outcome_unknown`` rather than risking a second delivery; a failure to
+connect is always retried.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import http.client
 import json
-import socket
-import ssl
-import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
+from controlplane.http.outbound import OutboundFailed, OutboundURLRefused, signed_post
 
 from .base import ExecutionContext, Executor, PermanentExecutionError, RetryableExecutionError
-
-SIGNATURE_HEADER = "X-Controlplane-Signature"
-TIMESTAMP_HEADER = "X-Controlplane-Timestamp"
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """The signature header value a receiver recomputes to trust the call."""
-    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return f"sha256={mac.hexdigest()}"
 
 
 class WebhookExecutor(Executor):
@@ -57,50 +41,23 @@ class WebhookExecutor(Executor):
         url = context.target.get("url")
         if not isinstance(url, str) or not url:
             raise PermanentExecutionError("The webhook target has no url.", code="webhook_url_missing")
+        body = json.dumps(context.params, sort_keys=True, separators=(",", ":")).encode()
+        headers = {"Idempotency-Key": context.idempotency_key, "X-Controlplane-Request": context.request_id}
+        timeout = min(float(settings.EXECUTOR_WEBHOOK_TIMEOUT_SECONDS), context.seconds_left())
         try:
-            check_outbound_url(url)
+            answer = signed_post(url, body, secret=settings.EXECUTOR_WEBHOOK_SECRET, timeout=timeout,
+                                 headers=headers)
         except OutboundURLRefused as exc:
             raise PermanentExecutionError(exc.message, code=exc.code) from None
+        except OutboundFailed as exc:
+            if not exc.sent:  # nothing was sent: always safe to try again
+                raise RetryableExecutionError(f"{exc}", code="webhook_unreachable") from None
+            raise self._after_sending(f"No answer: {exc}.") from None
 
-        body = json.dumps(context.params, sort_keys=True, separators=(",", ":")).encode()
-        timestamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/json",
-            "User-Agent": "controlplane-webhook-executor",
-            "Idempotency-Key": context.idempotency_key,
-            "X-Controlplane-Request": context.request_id,
-            TIMESTAMP_HEADER: timestamp,
-            SIGNATURE_HEADER: sign(settings.EXECUTOR_WEBHOOK_SECRET, timestamp, body),
-        }
-        parts = urlsplit(url)
-        path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        timeout = min(float(settings.EXECUTOR_WEBHOOK_TIMEOUT_SECONDS), context.seconds_left())
-        if parts.scheme == "https":
-            connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-                parts.hostname, parts.port, timeout=timeout, context=ssl.create_default_context()
-            )
-        else:
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-        try:
-            try:
-                connection.connect()
-            except (OSError, socket.timeout) as exc:
-                # Nothing was sent: always safe to try again.
-                raise RetryableExecutionError(f"Could not connect to {parts.hostname}: {exc}.",
-                                              code="webhook_unreachable") from None
-            try:
-                connection.request("POST", path, body=body, headers=headers)
-                response = connection.getresponse()
-                answer = response.read(64 * 1024)
-            except (OSError, socket.timeout, http.client.HTTPException) as exc:
-                raise self._after_sending(f"No answer from {parts.hostname}: {exc}.")
-        finally:
-            connection.close()
-
-        status = response.status
-        if 200 <= status < 300:
-            return {"status": status, "response_bytes": len(answer)}
-        if 300 <= status < 400:
+        status = answer.status_code
+        if answer.is_success:
+            return {"status": status, "response_bytes": len(answer.body)}
+        if answer.is_redirect:
             raise PermanentExecutionError(f"The webhook answered {status}; redirects are not followed.",
                                           code="webhook_redirect_refused")
         if status == 429 or status >= 500:

@@ -39,6 +39,18 @@ def _require_text(value: Any, name: str, *, max_length: int = _MAX_NAME) -> None
         raise RuleValidationError(name, f"'{name}' is longer than {max_length} characters")
 
 
+# Rule names appear in URLs (/rules/<name>/), audit rows and CSV cells: a slug only.
+_RULE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def _require_rule_name(value: Any) -> None:
+    _require_text(value, "name", max_length=100)
+    if not _RULE_NAME.fullmatch(value):
+        raise RuleValidationError(
+            "name", f"{value!r} is not a rule name: letters, digits, '_', '-' and '.', starting with a letter or digit"
+        )
+
+
 def _require_int(value: Any, name: str, *, minimum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise RuleValidationError(name, f"'{name}' must be an integer")
@@ -125,7 +137,7 @@ class RuleSpec:
     _glob: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _require_text(self.name, "name")
+        _require_rule_name(self.name)
         _require_int(self.priority, "priority")
         _require_bool(self.enabled, "enabled")
         _require_text(self.action_type, "action_type")

@@ -34,6 +34,8 @@ from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from audit.manifest import neutralize_cell
+
 from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from ...states import RiskLevel, State
 
@@ -359,8 +361,11 @@ def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPo
 # --- CSV -------------------------------------------------------------------------------------------
 
 
-def _csv_value(value: Any) -> Any:
-    return "" if value is None else value
+def _cell(value: Any) -> Any:
+    # The project's one CSV cell guard (also the audit export's): names come from agents and admins.
+    if value is None:
+        return ""
+    return neutralize_cell(value) if isinstance(value, str) else value
 
 
 def table_csv(table: str, period: Period) -> str:
@@ -387,6 +392,5 @@ def table_csv(table: str, period: Period) -> str:
     writer = csv.writer(out)
     writer.writerow(header)
     for line in lines:
-        # A leading = + - @ makes spreadsheets run a formula; names come from agents and admins.
-        writer.writerow([("'" + v) if isinstance(v, str) and v[:1] in "=+-@" else _csv_value(v) for v in line])
+        writer.writerow([_cell(value) for value in line])
     return out.getvalue()

@@ -28,7 +28,10 @@ def verb_label(verb: str) -> str:
 
 @register.filter
 def risk_colour(level: str) -> str:
-    """The colour name states.RISK_COLOURS gives a risk level (CSS classes use it)."""
-    from approvals.states import RISK_COLOURS
+    """The colour `RiskLevel` gives a risk level (CSS classes use it); grey for anything else."""
+    from approvals.states import RiskLevel
 
-    return RISK_COLOURS.get(level, "grey")
+    try:
+        return RiskLevel(level).colour
+    except ValueError:
+        return "grey"

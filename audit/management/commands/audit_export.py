@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.chain import Actor
 from audit.export import FORMATS, begin_export, count_rows, iter_export
-from audit.filters import AuditFilters, FilterError
+from audit.filters import AuditEventFilterSet, FilterError
 
 BAR_WIDTH = 30
 
@@ -42,7 +42,7 @@ class Command(BaseCommand):
         query = {name: options.get(name) for name in
                  ("since", "until", "verb", "actor", "actor_kind", "agent", "request", "risk", "rule")}
         try:
-            filters = AuditFilters.from_query({k: v for k, v in query.items() if v is not None})
+            filters = AuditEventFilterSet.from_query({k: v for k, v in query.items() if v is not None})
         except FilterError as exc:
             raise CommandError(f"--{exc.field.replace('_', '-')}: {exc.message}") from None
         out = Path(options["out"])

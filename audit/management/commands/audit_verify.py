@@ -1,6 +1,8 @@
 """`manage.py audit_verify [--since-seq N]`: walk the audit chain and report the first break.
 
-Prints "OK: N events verified, head seq S hash H" and exits 0, or
+Compares the database with the signed checkpoints outside it first (a deleted tail
+shows there), then walks the chain checking every row's signature (audit.signing).
+Prints "OK: N events verified, head seq S hash H" and the newest checkpoint's age, and exits 0, or
 "BROKEN at seq S: <reason>" and exits 1. Progress goes to stderr: a live counter
 on a terminal, otherwise a line every 10%. Unless --no-record is given, the outcome
 is itself recorded as an `audit.verified` or `audit.chain_broken` event and a
@@ -10,13 +12,16 @@ ChainVerification row (shown on the auditors' status panel).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from audit.chain import verify_chain
-from audit.verification import record_outcome
+from audit.checkpoint import latest_checkpoint, write_checkpoint
+from audit.verification import checkpoint_problem, record_outcome
 
 PROGRESS_STEP_PERCENT = 10
 
@@ -41,18 +46,24 @@ class Command(BaseCommand):
         if since_seq < 1:
             raise CommandError("--since-seq must be 1 or more")
         started_at = timezone.now()
-        result = verify_chain(since_seq=since_seq, progress=self._progress_reporter())
+        # Signed checkpoints outside the database first: a deleted tail shows there.
+        result = checkpoint_problem() or verify_chain(since_seq=since_seq, progress=self._progress_reporter())
         if self.stderr.isatty():
             self.stderr.write("")  # end the live counter's line
         if not no_record:
-            # Stored like a scheduled run, so the auditors' status panel shows it too.
-            record_outcome(result, from_seq=since_seq, full=since_seq == 1, trigger="manual", started_at=started_at)
+            # Stored like a scheduled run (with a new signed checkpoint when the chain holds),
+            # so the auditors' status panel shows it too.
+            checkpoint_file = write_checkpoint(result.head_seq, result.head_hash).name if (
+                result.ok and result.head_seq > 0) else ""
+            record_outcome(result, from_seq=since_seq, full=since_seq == 1, trigger="manual", started_at=started_at,
+                           checkpoint_file=checkpoint_file)
         if not result.ok:
             self.stdout.write(f"BROKEN at seq {result.bad_seq}: {result.reason}")
             raise CommandError(f"audit chain broken at seq {result.bad_seq}", returncode=1)
         self.stdout.write(
             f"OK: {result.checked} events verified, head seq {result.head_seq} hash {result.head_hash}"
         )
+        self.stdout.write(_checkpoint_age())
 
     def _progress_reporter(self) -> Callable[[int, int], None]:
         if self.stderr.isatty():
@@ -71,3 +82,12 @@ class Command(BaseCommand):
                 next_percent[0] = (percent // PROGRESS_STEP_PERCENT + 1) * PROGRESS_STEP_PERCENT
 
         return stepped
+
+
+def _checkpoint_age() -> str:
+    newest = latest_checkpoint()
+    if newest is None or "problem" in newest:
+        return "No signed checkpoint yet: a deleted tail cannot be detected until one is written."
+    written = datetime.strptime(newest["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt_timezone.utc)
+    hours = (timezone.now() - written).total_seconds() / 3600
+    return f"Newest signed checkpoint: seq {newest['seq']}, written {hours:.1f} h ago ({newest['file']})."

@@ -1,0 +1,88 @@
+"""What every socket does to follow the identity it serves.
+
+A socket joins a channel group of its principal (a reviewer's `user-<id>`, an
+agent token's `agent-token-<id>`); revoking the token, deactivating the user or
+changing their groups sends `principal.close` there after commit
+(`close_groups_on_commit`) and the socket closes. Channel messages are
+at-most-once, so each socket also re-checks its principal every
+`SOCKET_RECHECK_SECONDS` (`PrincipalRecheck`) and closes itself when the check
+fails: a dropped close message delays the close by at most that long.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+
+from asgiref.sync import async_to_sync
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import transaction
+
+__all__ = ["CLOSE_MESSAGE", "PrincipalRecheck", "close_groups_on_commit"]
+
+logger = logging.getLogger(__name__)
+CLOSE_MESSAGE = {"type": "principal.close"}
+
+
+def close_groups_on_commit(groups: Iterable[str]) -> None:
+    """After the current transaction commits, close every socket in these channel groups."""
+    names = sorted(set(groups))
+    if not names:
+        return
+
+    def send() -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            return
+        for name in names:
+            try:
+                async_to_sync(layer.group_send)(name, CLOSE_MESSAGE)
+            except Exception:  # the periodic re-check closes it anyway; never fail the change itself
+                logger.warning("could not send the close message to %s", name, exc_info=True)
+
+    transaction.on_commit(send)
+
+
+class PrincipalRecheck:
+    """Mixin for an async WebSocket consumer. Call `start_rechecks()` after accepting
+    and `stop_rechecks()` on disconnect; implement `principal_still_valid()` (sync,
+    runs in a thread with database access) and set `revoked_close_code`."""
+
+    revoked_close_code = 4001
+    principal_closed = False
+    _recheck_task: asyncio.Task | None = None
+
+    def principal_still_valid(self) -> bool:
+        raise NotImplementedError
+
+    def start_rechecks(self) -> None:
+        self._recheck_task = asyncio.ensure_future(self._recheck_forever())
+
+    def stop_rechecks(self) -> None:
+        if self._recheck_task is not None:
+            self._recheck_task.cancel()
+            self._recheck_task = None
+
+    async def close_for_principal(self) -> None:
+        """Close once; events already queued for this socket are dropped from now on."""
+        if not self.principal_closed:
+            self.principal_closed = True
+            await self.close(code=self.revoked_close_code)
+
+    async def principal_close(self, message: dict) -> None:
+        await self.close_for_principal()
+
+    async def _recheck_forever(self) -> None:
+        interval = float(settings.SOCKET_RECHECK_SECONDS)
+        while not self.principal_closed:
+            await asyncio.sleep(interval)
+            try:
+                valid = await database_sync_to_async(self.principal_still_valid)()
+            except Exception:  # a database hiccup is not a revocation; try again next time
+                logger.warning("socket principal re-check failed", exc_info=True)
+                continue
+            if not valid:
+                await self.close_for_principal()
