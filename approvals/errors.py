@@ -36,6 +36,7 @@ INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is o
 STEP_UP_REQUIRED = register("step_up_required", 403, "Deciding at this level needs a proof made for this decision.")
 STEP_UP_FAILED = register("step_up_failed", 403, "The step-up proof was wrong.")
 SESSION_ENDED = register("session_ended", 401, "Too many wrong step-up proofs ended the session.")
+NO_PASSKEY = register("no_passkey", 409, "The person has no passkey to confirm with (they add one at /accounts/2fa/).")
 # --- Execution and re-validation (DESIGN.md "Re-validation") --------------------------------
 ALREADY_CLAIMED = register("already_claimed", 409, "Another executor holds the claim, or no attempt is due.")
 ATTEMPTS_EXHAUSTED = register("attempts_exhausted", 409, "No execution attempts are left.")

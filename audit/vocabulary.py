@@ -130,6 +130,13 @@ register("group.membership_changed", "People were added to or removed from a gro
 register("policy.proposed", "A risk-admin proposed a policy change that waits for a second risk-admin.")
 register("policy.proposal_approved", "A second risk-admin approved a proposed policy change, which applied.")
 register("policy.proposal_rejected", "A proposed policy change was rejected or withdrawn.")
+# Reviewer identity: signing in and out, and second factors.
+register("auth.signed_in", "A person signed in (every factor the login asked for given).")
+register("auth.signed_out", "A person signed out.")
+register("auth.sign_in_failed", "A password or second-factor code given to sign in was refused.")
+register("auth.mfa_enrolled", "A person added a second factor (authenticator app, recovery codes, passkey).")
+register("auth.mfa_removed", "A person removed a second factor.")
+register("auth.recovery_code_used", "A person used one of their single-use recovery codes.")
 
 TRANSITION_VERBS: frozenset[str] = frozenset(
     f"request.{name}"

@@ -22,12 +22,22 @@ class ControlplaneConfig(AppConfig):
 
         membership.connect()
 
-        # The admin's login form gets the same throttling as the dashboard's.
+        # Sign-ins, sign-outs, failures and second-factor changes are audited.
+        from .accounts import events
+
+        events.connect()
+
+        # People signing in through an identity provider get the groups its claim names.
+        from .accounts import sso
+
+        sso.connect()
+
+        # The admin signs in through the dashboard's login: one throttle, one second factor.
+        from allauth.account.decorators import secure_admin_login
         from django.contrib import admin
 
-        from .accounts.signin import ThrottledAdminAuthenticationForm
-
-        admin.site.login_form = ThrottledAdminAuthenticationForm
+        admin.site.login = secure_admin_login(admin.site.login)
+        admin.site.logout = events.audited_logout(admin.site.logout)
 
 
 def local_folders() -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE
@@ -65,6 +66,13 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally, so /api/docs/ works offline
     "guardian",
+    # Signing in: allauth's login (with the throttle of controlplane.accounts.signin), its
+    # multi-factor part (TOTP, recovery codes) and its social part (identity providers).
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "channels",
     "audit",
     "agents",
@@ -87,6 +95,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    # People who must use a second factor and signed in without one are held at enrollment.
+    "controlplane.accounts.mfa_policy.EnrollmentRequiredMiddleware",
     # Remembers the request, so group membership changes name who is signed in.
     "controlplane.accounts.membership.MembershipActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -153,6 +164,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 ANONYMOUS_USER_NAME = None  # guardian: anonymous users never hold object permissions
@@ -175,6 +187,59 @@ LOGIN_FREE_FAILURES = int(os.environ.get("LOGIN_FREE_FAILURES", "5"))
 LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", str(60 * 60)))
 LOGIN_DELAY_BASE_SECONDS = int(os.environ.get("LOGIN_DELAY_BASE_SECONDS", "1"))
 LOGIN_DELAY_MAX_SECONDS = int(os.environ.get("LOGIN_DELAY_MAX_SECONDS", str(15 * 60)))
+
+# --- Identity (django-allauth; docs/deploy.md "Identity") ----------------------------------
+# Local accounts only: an admin creates people, nobody signs up, nobody signs in by email.
+ACCOUNT_ADAPTER = "controlplane.accounts.adapter.AccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"username"}
+ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_SESSION_REMEMBER = True  # sessions last SESSION_COOKIE_AGE, as before allauth
+ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
+# The sign-in throttle above is the brake on password guessing (the adapter skips allauth's
+# own, a hard lock that would refuse the right password too); allauth's `login_failed`
+# limit still brakes guessing a second-factor code.
+ACCOUNT_RATE_LIMITS = {"login": None}
+SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
+# Single sign-on: OpenID Connect providers as JSON, e.g. OIDC_PROVIDERS='[{"id": "corp",
+# "name": "Corp SSO", "issuer": "https://idp.example", "client_id": "...", "secret": "..."}]'.
+# People signing in through one are created at their first sign-in; at every sign-in their
+# groups become exactly those named in the OIDC_GROUPS_CLAIM claim (controlplane.accounts.sso).
+OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]")
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+# Off: only identity providers sign people in (the password form is gone, posted passwords refused).
+LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {
+        "OAUTH_PKCE_ENABLED": True,
+        "APPS": [
+            {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
+             "client_id": provider["client_id"], "secret": provider.get("secret", ""),
+             "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
+            for provider in OIDC_PROVIDERS
+        ],
+    }
+}
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account
+SOCIALACCOUNT_STORE_TOKENS = False
+# Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
+MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
+MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
+# Codes this many 30-second steps early or late are accepted too (drifting clocks).
+MFA_TOTP_TOLERANCE = int(os.environ.get("MFA_TOTP_TOLERANCE", "0"))
+# Members of these groups must enroll a second factor at their next sign-in. Unset: every
+# group that may decide a request needing step-up (controlplane.accounts.mfa_policy);
+# empty: nobody; otherwise group names, comma-separated.
+MFA_REQUIRED_GROUPS: list[str] | None = (
+    env_list("MFA_REQUIRED_GROUPS") if "MFA_REQUIRED_GROUPS" in os.environ else None
+)
 
 # --- Real-time and tasks ----------------------------------------------------
 
@@ -309,7 +374,8 @@ CONTENT_SECURITY_POLICY = {
         "connect-src": ["'self'"],
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
-        "form-action": ["'self'"],
+        # The sign-in page's provider buttons post here and are redirected to the provider.
+        "form-action": ["'self'", *sorted({_origin(provider["issuer"]) for provider in OIDC_PROVIDERS})],
         "frame-ancestors": ["'none'"],
     }
 }

@@ -3,7 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from controlplane.accounts.signin import LoginView
+from controlplane.accounts.events import audited_logout
+from controlplane.accounts.login import LoginView
 from controlplane.channel_relay import relay_endpoint
 from controlplane.health import healthz, readyz
 
@@ -22,7 +23,10 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("internal/channel-relay/", relay_endpoint, name="channel-relay"),
     path("login/", LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", audited_logout(auth_views.LogoutView.as_view()), name="logout"),
+    # allauth's pages: the second factor at sign-in, enrolling one, recovery codes.
+    path("accounts/login/", LoginView.as_view()),  # allauth's own sign-in address, the same page
+    path("accounts/", include("allauth.urls")),
     path("audit/", include("audit.urls")),
     path("rules/", include("approvals.web.rules_urls")),
     path("api/", include((api_patterns, "api"))),

@@ -3,6 +3,8 @@ answers it (rendered by `representation.request_dict`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -91,9 +93,37 @@ class ApprovalRequestSerializer(serializers.Serializer):
 class StepUpSerializer(serializers.Serializer):
     """A proof of presence made for this one decision (DESIGN.md "Guards")."""
 
-    method = serializers.ChoiceField(choices=["password"], help_text="How the reviewer proves presence.")
-    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False,
-                                     help_text="The reviewer's password, checked for this decision only.")
+    method = serializers.ChoiceField(
+        choices=["password", "totp", "passkey"],
+        help_text="How the reviewer proves presence: `passkey` once they have one, else `totp` (their "
+                  "authenticator app's current code) once they have one, else `password`; another is answered "
+                  "403 step_up_required naming `details.method`.",
+    )
+    password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False, required=False,
+                                     help_text="With `password`: the reviewer's password, checked for this decision only.")
+    code = serializers.RegexField(r"^[0-9]{6}$", write_only=True, required=False,
+                                  help_text="With `totp`: the code the app shows now; each code is accepted once.")
+
+    nonce = serializers.CharField(max_length=200, required=False,
+                                  help_text="With `passkey`: the nonce of the challenge from POST /api/v1/step-up/challenges/.")
+    assertion = serializers.JSONField(
+        required=False, help_text="With `passkey`: the WebAuthn assertion (PublicKeyCredential.toJSON()) over that "
+                                  "challenge, made with user verification. Valid once, for those decisions only.")
+
+    _SECRETS = {"password": "password", "totp": "code", "passkey": "assertion"}
+
+    def validate(self, attrs):
+        if attrs["method"] == "passkey" and not attrs.get("nonce"):
+            raise serializers.ValidationError({"nonce": "The passkey step-up needs `nonce`."}, code="required")
+        secret = self._SECRETS[attrs["method"]]
+        if not attrs.get(secret):
+            raise serializers.ValidationError({secret: f"The {attrs['method']} step-up needs `{secret}`."},
+                                              code="required")
+        return attrs
+
+    @classmethod
+    def secret(cls, proof: dict) -> Any:
+        return proof[cls._SECRETS[proof["method"]]]
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -158,3 +188,16 @@ class BatchResultSerializer(serializers.Serializer):
 class BatchDecisionsSerializer(serializers.Serializer):
     digest = serializers.CharField(help_text="sha256 over the batch's request:revision:decision lines.")
     results = BatchResultSerializer(many=True)
+
+
+class StepUpChallengeSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=["approve", "approve_with_edits"],
+                                       help_text="The verdict the passkey will confirm.")
+    requests = BatchItemSerializer(many=True, min_length=1, max_length=100,
+                                   help_text="The requests (at the revisions you looked at) it will confirm it for.")
+
+
+class StepUpChallengeResultSerializer(serializers.Serializer):
+    nonce = serializers.CharField(help_text="Send it back with the assertion, in `step_up.nonce`.")
+    expires_in = serializers.IntegerField(help_text="Seconds the challenge stays valid; it is valid once.")
+    publicKey = serializers.DictField(help_text="Options for navigator.credentials.get() (JSON encoding).")  # noqa: N815

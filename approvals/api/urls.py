@@ -2,11 +2,12 @@
 
 from django.urls import path
 
-from . import views
+from . import step_up, views
 
 urlpatterns = [
     path("requests/", views.RequestListView.as_view(), name="request-list"),
     path("requests/<uuid:pk>/", views.RequestDetailView.as_view(), name="request-detail"),
     path("requests/<uuid:pk>/decisions/", views.DecisionView.as_view(), name="request-decisions"),
     path("decisions/", views.BatchDecisionView.as_view(), name="batch-decisions"),
+    path("step-up/challenges/", step_up.StepUpChallengeView.as_view(), name="step-up-challenges"),
 ]

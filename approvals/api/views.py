@@ -34,6 +34,7 @@ from .serializers import (
     BatchDecisionsSerializer,
     DecisionResultSerializer,
     DecisionSerializer,
+    StepUpSerializer,
 )
 
 __all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "readable_requests"]
@@ -116,9 +117,14 @@ class PersonView(generics.GenericAPIView):
 
     def reviewer(self, data: dict, *, covers=None) -> services.Person:
         proof = data.get("step_up")
-        return services.Person.from_request(
-            self.request, step_up=services.StepUpProof.password(proof["password"], covers=covers) if proof else None
-        )
+        step_up = (services.StepUpProof(proof["method"], StepUpSerializer.secret(proof), covers=covers,
+                                        nonce=proof.get("nonce", ""), rp_id=self.rp_id())
+                   if proof else None)
+        return services.Person.from_request(self.request, step_up=step_up)
+
+    def rp_id(self) -> str:
+        """The WebAuthn relying party: the host name the browser (or script) called."""
+        return self.request.get_host().rsplit(":", 1)[0]
 
     def end_session_if(self, error_code: str | None) -> None:
         if error_code == errors.SESSION_ENDED:

@@ -33,7 +33,7 @@ from .execution import (
     revalidate,
     revalidation_refusal,
 )
-from .step_up import StepUpProof, decision_digest, needs_step_up
+from .step_up import StepUpProof, decision_digest, method_for, needs_step_up
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "fail_lost_execution",
     "is_proposal",
     "mark_enqueued",
+    "method_for",
     "needs_step_up",
     "reclaim_execution",
     "reject",

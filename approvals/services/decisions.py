@@ -111,7 +111,9 @@ def _record_vote(request: ApprovalRequest, actor: Person, verdict: str, feedback
         actor=actor,
         request=request,
         metadata={"revision": request.current_revision, "verdict": verdict, "feedback": digest(feedback),
-                  **({"step_up": step_up_method} if step_up_method else {})},
+                  **({"step_up": step_up_method} if step_up_method else {}),
+                  **({"step_up_credential": actor.step_up.credential_id}
+                     if step_up_method and getattr(actor.step_up, "credential_id", "") else {})},
     )
 
 

@@ -1,9 +1,11 @@
 """Step-up: a proof of presence made for one decision, checked under the row lock.
 
 Deciding a request whose level needs it (`settings.STEP_UP_RISK_LEVELS`, default
-critical, or a rule with `step_up`) takes a proof given with that decision: the
-reviewer's password today; passkeys, TOTP and provider re-authentication plug in
-as further methods. The decision services call `require_step_up` after any
+critical, or a rule with `step_up`) takes a proof given with that decision: the code
+of the reviewer's authenticator app once they have one (allauth.mfa's TOTP; each code
+is accepted once), and their passkey once they have one: an assertion over a challenge
+derived from the decision, valid once (`passkeys`); else their password (`method_for`).
+Provider re-authentication is to plug in as a further method. The decision services call `require_step_up` after any
 re-classification, so an edit that raises the level raises the bar too.
 
 A proof is valid for the decision it came with: a single decision's proof binds
@@ -30,18 +32,27 @@ from audit.chain import record
 from .. import errors
 from ..errors import DomainError
 from ..people import Person
+from . import passkeys
 from .core import PersistedRefusal
 
 __all__ = [
+    "PASSKEY",
     "PASSWORD",
+    "TOTP",
     "StepUpProof",
     "decision_digest",
+    "method_for",
     "needs_step_up",
     "require_step_up",
 ]
 
 PASSWORD = "password"
-METHODS = (PASSWORD,)
+TOTP = "totp"
+PASSKEY = "passkey"
+METHODS = (PASSWORD, TOTP, PASSKEY)
+_ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app",
+         PASSKEY: "your passkey, for this decision"}
+_NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation"}
 
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
@@ -58,9 +69,11 @@ class StepUpProof:
     """What a reviewer gave to prove presence for a decision. The secret never
     leaves this object: not in its repr, not in audit rows, not in logs."""
 
-    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused")
+    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused", "_nonce", "_rp_id",
+                 "credential_id")
 
-    def __init__(self, method: str, secret: str, *, covers: Iterable[Decision] | None = None) -> None:
+    def __init__(self, method: str, secret: Any, *, covers: Iterable[Decision] | None = None,
+                 nonce: str = "", rp_id: str = "") -> None:
         if method not in METHODS:
             raise ValueError(f"unknown step-up method {method!r}")
         self.method = method
@@ -70,10 +83,23 @@ class StepUpProof:
         )
         self._verified_for_user: Any = None
         self._refused = False  # a wrong proof is counted once, however many decisions it came with
+        self._nonce = nonce  # passkey: the challenge's nonce, and the host the browser signed for
+        self._rp_id = rp_id
+        self.credential_id = ""  # passkey: which one signed, once verified
 
     @classmethod
     def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
         return cls(PASSWORD, password, covers=covers)
+
+    @classmethod
+    def totp(cls, code: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
+        return cls(TOTP, code, covers=covers)
+
+    @classmethod
+    def passkey(cls, assertion: Any, *, nonce: str, rp_id: str,
+                covers: Iterable[Decision] | None = None) -> StepUpProof:
+        """A WebAuthn assertion over the challenge `passkeys.issue_challenge` gave for these decisions."""
+        return cls(PASSKEY, assertion, covers=covers, nonce=nonce, rp_id=rp_id)
 
     @property
     def digest(self) -> str:
@@ -90,7 +116,7 @@ class StepUpProof:
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
             return self._verified_for_user == user.pk
-        if self.method == PASSWORD and self._secret and user.check_password(self._secret):
+        if self._secret and _VERIFY[self.method](user, self):
             # One check per proof: a batch proof is verified once, then binds by digest.
             self._verified_for_user = user.pk
             return True
@@ -98,6 +124,41 @@ class StepUpProof:
 
     def __repr__(self) -> str:
         return f"StepUpProof({self.method!r}, covers={len(self._covers or ())})"
+
+
+def _totp_authenticator(user: Any) -> Any:
+    from allauth.mfa.models import Authenticator
+
+    return Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).first()
+
+
+def _code_is_right(user: Any, code: str) -> bool:
+    """Whether `code` is the current one of `user`'s authenticator app; a code is accepted
+    once (allauth remembers used codes), so one seen over a shoulder cannot decide again."""
+    authenticator = _totp_authenticator(user)
+    return authenticator is not None and authenticator.wrap().validate_code(code)
+
+
+def _passkey_signed(user: Any, proof: StepUpProof) -> bool:
+    proof.credential_id = passkeys.verify_assertion(
+        user, nonce=proof._nonce, assertion=proof._secret, digest=proof.digest, rp_id=proof._rp_id
+    )
+    return bool(proof.credential_id)
+
+
+_VERIFY = {
+    PASSWORD: lambda user, proof: user.check_password(proof._secret),
+    TOTP: lambda user, proof: _code_is_right(user, proof._secret),
+    PASSKEY: _passkey_signed,
+}
+
+
+def method_for(user: Any) -> str:
+    """The proof `user` gives: their passkey once they have one, else their authenticator
+    app's code once they have one, else their password (the weaker ones are then refused)."""
+    if passkeys.has_passkey(user):
+        return PASSKEY
+    return TOTP if _totp_authenticator(user) is not None else PASSWORD
 
 
 def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
@@ -118,10 +179,11 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
     if not needs_step_up(risk_level, rule_asks=rule_asks):
         return ""
     proof = reviewer.step_up
-    if proof is None:
+    expected = method_for(reviewer.user)
+    if proof is None or proof.method != expected:
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            f"Deciding a {risk_level} request needs your password again.", risk_level=risk_level,
+            f"Deciding a {risk_level} request needs {_ASKS[expected]}.", risk_level=risk_level, method=expected,
         )
     if not proof._bind(decision):
         raise DomainError(
@@ -132,7 +194,7 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
         cache.delete(_failures_key(reviewer.user))
         return proof.method
     if proof._refused:
-        raise DomainError(errors.STEP_UP_FAILED, f"That {proof.method} is not right.")
+        raise DomainError(errors.STEP_UP_FAILED, f"That {_NAMES[proof.method]} is not right.")
     proof._refused = True
     _refuse_wrong_proof(request, reviewer, proof)
     raise AssertionError("unreachable")  # _refuse_wrong_proof always raises
@@ -161,7 +223,7 @@ def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> N
         left = limit - failures
         raise PersistedRefusal(
             errors.STEP_UP_FAILED,
-            f"That {proof.method} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
+            f"That {_NAMES[proof.method]} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
             "and you will be signed out.", tries_left=left,
         )
     cache.delete(_failures_key(reviewer.user))

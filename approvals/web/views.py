@@ -10,6 +10,9 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from django.contrib import messages
@@ -66,6 +69,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
         "next_url": _back_to_queue(request),
+        "step_up_method": _step_up_method(request),
     })
 
 
@@ -113,7 +117,8 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     found = cards.build_cards(match, viewer=request.user)
     if not found:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": found[0], "next_url": _back_to_queue(request)})
+    response = render(request, "approvals/_card.html", {"card": found[0], "next_url": _back_to_queue(request),
+                                                        "step_up_method": _step_up_method(request)})
     response["X-Card-Version"] = found[0].version
     response["X-Card-Sort"] = found[0].sort_key
     return response
@@ -156,11 +161,30 @@ def _decidable(request: HttpRequest, pk):
 
 
 def _reviewer(request: HttpRequest) -> services.Person:
-    """The signed-in reviewer, with the step-up password they typed, if any (the
-    service decides whether the deciding level needs it, after any re-classification)."""
-    password = request.POST.get("password", "")
-    proof = services.StepUpProof.password(password) if password else None
+    """The signed-in reviewer, with the step-up they gave (a passkey assertion, an
+    authenticator code or their password), if any (the service decides whether the deciding level needs it,
+    after any re-classification, and which of the two it takes)."""
+    code, password = request.POST.get("code", ""), request.POST.get("password", "")
+    assertion = request.POST.get("passkey_assertion", "")
+    if assertion:
+        proof = services.StepUpProof.passkey(_json_or_none(assertion), nonce=request.POST.get("passkey_nonce", ""),
+                                             rp_id=request.get_host().rsplit(":", 1)[0])
+    else:
+        proof = (services.StepUpProof.totp(code) if code
+                 else services.StepUpProof.password(password) if password else None)
     return services.Person.from_request(request, step_up=proof)
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # refused as a wrong proof, like any assertion that does not verify
+
+
+def _step_up_method(request: HttpRequest) -> Callable[[], str]:
+    """What the cards' step-up field asks of this reviewer, looked up only if a card shows one."""
+    return cache(lambda: services.method_for(request.user))
 
 
 def _revision(request: HttpRequest) -> int | None:

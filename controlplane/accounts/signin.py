@@ -1,5 +1,7 @@
-"""Signing in (dashboard and Django admin) with throttling that slows guessing down
-but never locks anyone out.
+"""Sign-in throttling that slows guessing down but never locks anyone out.
+
+allauth runs the login (the dashboard's, which the Django admin uses too); its adapter
+(`controlplane.accounts.adapter`) wraps every password check in a `SignInThrottle`.
 
 Failures are counted per account (what was typed as the username, normalized) and
 per (account, client address), in the Django cache with atomic increments (Redis
@@ -34,17 +36,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django import forms
 from django.conf import settings
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import get_user_model
-from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils.crypto import salted_hmac
 from django.utils.translation import ngettext
-from django.views.decorators.debug import sensitive_variables
 
 from audit.chain import Actor, digest, record
 from controlplane.http.client_address import client_address
@@ -52,11 +49,8 @@ from controlplane.http.client_address import client_address
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "LoginView",
     "SignInThrottle",
     "SignInWaiting",
-    "ThrottledAdminAuthenticationForm",
-    "ThrottledAuthenticationForm",
     "client_address",
     "wait_message",
 ]
@@ -309,44 +303,6 @@ def _increment(key: str, *, timeout: int) -> int:
         return 1
 
 
-# --- The forms and the view -------------------------------------------------------------------
-
-
-class _ThrottledMixin:
-    """Refuses a waiting pair before the password is checked, and counts failures.
-
-    Every refusal of a checked password counts, including a right password refused
-    for another reason (inactive, not staff): counting only wrong passwords would
-    tell a guesser which guess was right by which one did not start a wait.
-    """
-
-    sign_in_via = "dashboard"
-
-    @sensitive_variables("password")
-    def clean(self) -> dict[str, Any]:
-        username = self.cleaned_data.get("username")
-        password = self.cleaned_data.get("password")
-        if not username or not password:
-            return super().clean()  # no password is checked, so nothing to count
-        throttle = SignInThrottle.for_attempt(self.request, username, via=self.sign_in_via)
-        try:
-            with throttle.attempt():
-                cleaned = self._check_password(throttle)
-        except SignInWaiting as waiting:
-            raise forms.ValidationError(wait_message(waiting.seconds), code="throttled") from None
-        throttle.succeeded()
-        return cleaned
-
-    def _check_password(self, throttle: SignInThrottle) -> dict[str, Any]:
-        try:
-            return super().clean()
-        except forms.ValidationError:
-            delay = throttle.failed()
-            if delay:
-                raise SignInWaiting(delay) from None
-            raise
-
-
 def _cache_down(doing: str) -> None:
     """Log that throttling is off for this attempt because the cache is unreachable.
 
@@ -354,21 +310,3 @@ def _cache_down(doing: str) -> None:
     (someone may need to sign in to press the emergency stop), so it fails open, loudly.
     """
     logger.error("sign-in throttling unavailable while %s; going on unthrottled", doing, exc_info=True)
-
-
-class ThrottledAuthenticationForm(_ThrottledMixin, AuthenticationForm):
-    """The dashboard's sign-in form."""
-
-    sign_in_via = "dashboard"
-
-
-class ThrottledAdminAuthenticationForm(_ThrottledMixin, AdminAuthenticationForm):
-    """The Django admin's sign-in form (installed as `admin.site.login_form` in apps.py)."""
-
-    sign_in_via = "admin"
-
-
-class LoginView(auth_views.LoginView):
-    template_name = "registration/login.html"
-    authentication_form = ThrottledAuthenticationForm
-    redirect_authenticated_user = True

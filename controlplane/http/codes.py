@@ -78,6 +78,9 @@ TOKEN_REVOKED = register("token_revoked", 401, "The agent's token was revoked.")
 TOKEN_EXPIRED = register("token_expired", 401, "The agent's token expired.")
 AGENT_INACTIVE = register("agent_inactive", 401, "The agent is deactivated.")
 PERMISSION_DENIED = register("permission_denied", 403, "The caller may not do that.")
+MFA_ENROLLMENT_REQUIRED = register(
+    "mfa_enrollment_required", 403, "The person must enroll a second factor (at /accounts/2fa/) before acting."
+)
 INSUFFICIENT_SCOPE = register("insufficient_scope", 403, "The agent's token lacks the scope this endpoint needs.")
 CSRF_FAILED = register("csrf_failed", 403, "A session's write came without a valid CSRF token.")
 NOT_FOUND = register("not_found", 404, "No such thing, or not one the caller may see.")

@@ -8,6 +8,7 @@
 import { CODES } from "./codes.js";
 import { updateEmergency } from "./emergency.js";
 import { getHTML, getJSON, postForm } from "./http.js";
+import { signDecision } from "./passkey.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
 // the server does not register stops the script here, not silently at decision time.
@@ -222,6 +223,11 @@ cardsEl.addEventListener("submit", async (event) => {
   const card = form.closest(".card");
   card.classList.add("is-busy");
   try {
+    const unsigned = await signDecision(form);
+    if (unsigned) {
+      flash(unsigned.message, "warning");
+      return;
+    }
     const { ok, status, body } = await postForm(form);
     if (ok) {
       flash(body.message, "success");

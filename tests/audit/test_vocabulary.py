@@ -49,6 +49,12 @@ GOLDEN_VERBS = [
     "policy.proposed",
     "policy.proposal_approved",
     "policy.proposal_rejected",
+    "auth.signed_in",
+    "auth.signed_out",
+    "auth.sign_in_failed",
+    "auth.mfa_enrolled",
+    "auth.mfa_removed",
+    "auth.recovery_code_used",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

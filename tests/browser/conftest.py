@@ -86,7 +86,7 @@ def new_context(browser, daphne_server) -> Iterator[Callable]:
     contexts = []
 
     def _new(**options):
-        context = browser.new_context(base_url=daphne_server.url, viewport=VIEWPORT, **options)
+        context = browser.new_context(**{"base_url": daphne_server.url, "viewport": VIEWPORT, **options})
         context.set_default_timeout(10_000)
         contexts.append(context)
         return context
@@ -130,7 +130,7 @@ def logged_in_page(new_context, daphne_server) -> Callable:
 
         page.on("dialog", on_dialog)
         page.goto("/login/")
-        page.fill("#id_username", username)
+        page.fill("#id_login", username)
         page.fill("#id_password", password)
         page.click("form button[type=submit]")
         page.wait_for_url(daphne_server.url + "/")

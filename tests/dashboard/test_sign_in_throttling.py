@@ -41,7 +41,7 @@ def from_address(address: str) -> Client:
 
 
 def sign_in(client: Client, username: str, password: str, *, url: str = LOGIN):
-    return client.post(url, {"username": username, "password": password})
+    return client.post(url, {"login": username, "password": password})
 
 
 def refusal(response) -> str:
@@ -248,35 +248,31 @@ def test_the_same_unknown_name_gets_the_same_digest_so_its_events_correlate(peop
     assert first.metadata["username_digest"] == second.metadata["username_digest"]
 
 
-# --- The admin's sign-in form ------------------------------------------------------------------
+# --- The admin's sign-in ----------------------------------------------------------------------
 
 
-def test_the_admin_login_is_throttled_too(admin_user, clock):
+def test_the_admin_signs_in_only_through_the_dashboards_throttled_login(admin_user, clock):
+    """One form, so one throttle (and one second factor): the admin's own form is gone."""
     mallory = from_address(MALLORYS_ADDRESS)
-    for _ in range(settings.LOGIN_FREE_FAILURES):
-        assert waits(sign_in(mallory, "ada", WRONG, url=ADMIN_LOGIN)) is None
-    assert waits(sign_in(mallory, "ada", WRONG, url=ADMIN_LOGIN)) == 1
-    assert waits(sign_in(mallory, "ada", "ada-pw-123!", url=ADMIN_LOGIN)) == 1
+    posted = sign_in(mallory, "ada", WRONG, url=ADMIN_LOGIN)
+    assert posted.status_code == 302 and posted["Location"].startswith(LOGIN)
+    assert "_auth_user_id" not in mallory.session
 
-    ada = from_address(ALICES_DESK)
-    assert sign_in(ada, "ada", "ada-pw-123!", url=ADMIN_LOGIN).status_code == 302
-    (event,) = throttled_events()
-    assert event.metadata["via"] == "admin" and event.metadata["username"] == "ada"
-
-
-def test_the_admin_and_the_dashboard_share_one_count_per_account(admin_user, clock):
-    mallory = from_address(MALLORYS_ADDRESS)
-    for _ in range(settings.LOGIN_FREE_FAILURES):
-        sign_in(mallory, "ada", WRONG, url=ADMIN_LOGIN)
+    use_up_free_failures(mallory, "ada")
     assert waits(sign_in(mallory, "ada", WRONG)) == 1
 
+    ada = from_address(ALICES_DESK)
+    response = ada.post(f"{LOGIN}?next=/admin/", {"login": "ada", "password": "ada-pw-123!", "next": "/admin/"})
+    assert response.status_code == 302 and response["Location"] == "/admin/"
+    assert ada.get("/admin/").status_code == 200
+    (event,) = throttled_events()
+    assert event.metadata["username"] == "ada"
 
-def test_a_right_password_refused_by_the_admin_counts_like_a_wrong_one(people, clock):
-    """alice is not staff: if her right password did not count, the admin form would tell a
-    guesser which guess was right by which one did not start a wait."""
-    mallory = from_address(MALLORYS_ADDRESS)
-    use_up_free_failures(mallory)
-    assert waits(sign_in(mallory, "alice", PASSWORDS["alice"], url=ADMIN_LOGIN)) == 1
+
+def test_a_signed_in_person_who_is_not_staff_is_refused_by_the_admin(people, clock):
+    alice = from_address(ALICES_DESK)
+    assert sign_in(alice, "alice", PASSWORDS["alice"]).status_code == 302
+    assert alice.get(ADMIN_LOGIN).status_code == 403
 
 
 # --- No enumeration, no errors ------------------------------------------------------------------
@@ -303,8 +299,7 @@ def test_odd_usernames_never_answer_500(people, username, clock):
     # A NUL is refused at the edge (controlplane/http/inputs.py) before any sign-in logic.
     expected = 400 if "\x00" in username else 200
     for _ in range(settings.LOGIN_FREE_FAILURES + 2):
-        for url in (LOGIN, ADMIN_LOGIN):
-            assert sign_in(mallory, username, WRONG, url=url).status_code == expected
+        assert sign_in(mallory, username, WRONG).status_code == expected
     assert verify_chain().ok
 
 

@@ -20,14 +20,14 @@ LOGIN = reverse("login")
 
 
 def sign_in(client: Client, username: str, password: str, **extra):
-    return client.post(LOGIN, {"username": username, "password": password}, **extra)
+    return client.post(LOGIN, {"login": username, "password": password}, **extra)
 
 
 def test_signing_in_through_the_form_lands_on_the_queue(browser_client, people):
     page = browser_client.get(LOGIN)
     assert page.status_code == 200 and "csrfmiddlewaretoken" in page.content.decode()
     token = browser_client.cookies["csrftoken"].value
-    response = browser_client.post(LOGIN, {"username": "alice", "password": PASSWORDS["alice"],
+    response = browser_client.post(LOGIN, {"login": "alice", "password": PASSWORDS["alice"],
                                            "csrfmiddlewaretoken": token})
     assert response.status_code == 302 and response["Location"] == "/"
     assert browser_client.get("/").status_code == 200

@@ -1,0 +1,47 @@
+"""Single sign-on: group membership mapped from the identity provider at every sign-in.
+
+A person signing in through an OpenID Connect provider (settings.OIDC_PROVIDERS) gets
+exactly the groups named in its `OIDC_GROUPS_CLAIM` claim that exist here (reviewers,
+risk-admins, auditors, any rule's approver group); every other group is taken away.
+So removing someone in the provider removes their power at their next sign-in. The
+change goes through the group membership audit (`group.membership_changed`, the
+provider named as the actor), which also closes their open sockets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from allauth.account.signals import user_logged_in
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.http import HttpRequest
+
+from audit.chain import Actor
+
+from .membership import acting_as
+
+__all__ = ["claimed_groups", "connect"]
+
+DISPATCH_UID = "controlplane.accounts.sso"
+
+
+def claimed_groups(sociallogin: Any) -> set[str]:
+    """The group names the provider's claims give (userinfo first, then the ID token)."""
+    data = sociallogin.account.extra_data or {}
+    claims = data.get("userinfo") or data.get("id_token") or {}
+    value = claims.get(settings.OIDC_GROUPS_CLAIM) or []
+    return {str(name) for name in ([value] if isinstance(value, str) else value)}
+
+
+def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any = None, **kwargs: Any) -> None:
+    if sociallogin is None:
+        return
+    wanted = Group.objects.filter(name__in=claimed_groups(sociallogin))
+    provider = sociallogin.account.provider
+    with acting_as(Actor.system(f"identity provider {provider}"), via="sso"):
+        user.groups.set(wanted)
+
+
+def connect() -> None:
+    user_logged_in.connect(_on_signed_in, dispatch_uid=DISPATCH_UID)
