@@ -60,7 +60,6 @@ class Kind(models.TextChoices):
 
 # Colour by value, for templates and code holding plain strings.
 STATE_COLOURS: dict[str, str] = {state.value: state.colour for state in State}
-RISK_COLOURS: dict[str, str] = {level.value: level.colour for level in RiskLevel}
 
 # (from, to) -> the audit verb that records that transition. Nothing else is legal.
 TRANSITIONS: dict[tuple[str, str], str] = {

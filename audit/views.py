@@ -60,11 +60,22 @@ def _auditor_page(view):  # type: ignore[no-untyped-def]
     return require_safe(login_required(permission_required(VIEW_PERMISSION, raise_exception=True)(view)))
 
 
-def _error(status: int, code: str, message: str, **details: Any) -> JsonResponse:
-    """The project's one error shape, `{"code", "message", "details"?}` (controlplane.http's
-    `error_body`, which the audit app may not import: it imports no other part of the site)."""
+# The error codes this app answers with, and their statuses. The audit app may not import
+# the site's registry (controlplane.http.codes); tests/test_error_codes.py holds this table
+# equal to it, so a code means the same everywhere.
+ERROR_CODES: dict[str, int] = {
+    "method_not_allowed": 405,
+    "not_authenticated": 401,
+    "permission_denied": 403,
+    "invalid_filter": 400,
+    "export_not_found": 404,
+}
+
+
+def _error(code: str, message: str, **details: Any) -> JsonResponse:
+    """The project's one error shape, `{"code", "message", "details"?}`, with the code's status."""
     body = {"code": code, "message": message, **({"details": details} if details else {})}
-    return JsonResponse(body, status=status)
+    return JsonResponse(body, status=ERROR_CODES[code])
 
 
 # --- Pages ------------------------------------------------------------------------------
@@ -186,12 +197,12 @@ def request_timeline(request: HttpRequest, request_id: uuid.UUID) -> HttpRespons
 
 async def _export_refusal(request: HttpRequest) -> JsonResponse | None:
     if request.method not in ("GET", "HEAD"):
-        return _error(405, "method_not_allowed", "Audit exports are read-only: use GET.")
+        return _error("method_not_allowed", "Audit exports are read-only: use GET.")
     user = await request.auser()
     if not user.is_authenticated:
-        return _error(403, "not_authenticated", "Sign in as an auditor to export the audit log.")
+        return _error("not_authenticated", "Sign in as an auditor to export the audit log.")
     if not await sync_to_async(user.has_perm)(EXPORT_PERMISSION):
-        return _error(403, "permission_denied", "Only auditors may export the audit log.")
+        return _error("permission_denied", "Only auditors may export the audit log.")
     return None
 
 
@@ -203,7 +214,7 @@ async def export(request: HttpRequest, fmt: str) -> HttpResponse:
     try:
         filters = AuditEventFilterSet.from_query(request.GET)
     except FilterError as exc:
-        return _error(400, exc.code, exc.message, field=exc.field)
+        return _error(exc.code, exc.message, field=exc.field)
     user = await request.auser()
     plan = await sync_to_async(begin_export)(filters, fmt, actor=Actor.for_user(user))
     response = StreamingHttpResponse(stream_export(plan), content_type=FORMATS[fmt])
@@ -232,7 +243,7 @@ async def export_manifest(request: HttpRequest) -> HttpResponse:
     manifest = await sync_to_async(exported_manifest)(export_id)
     if manifest is None:
         return _error(
-            404, "export_not_found",
+            "export_not_found",
             "No finished export has that export_id (the manifest exists once the download has completed).",
         )
     response = JsonResponse(manifest, json_dumps_params={"sort_keys": True, "indent": 2})
