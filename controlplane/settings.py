@@ -10,24 +10,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import dj_database_url
 from csp.constants import NONCE
+
+from .environment import env_bool, env_list
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Local state (the SQLite file, the filesystem broker, collected static files). Settings
 # only name these folders; `controlplane.apps` creates them when the site starts.
 VAR_DIR = Path(os.environ.get("CONTROLPLANE_VAR_DIR", BASE_DIR / "var"))
-
-
-def env_bool(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str = "") -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
 
 DEBUG = env_bool("DEBUG", False)
 # Secrets come from the environment. The defaults are development values: outside
@@ -189,57 +181,7 @@ LOGIN_DELAY_BASE_SECONDS = int(os.environ.get("LOGIN_DELAY_BASE_SECONDS", "1"))
 LOGIN_DELAY_MAX_SECONDS = int(os.environ.get("LOGIN_DELAY_MAX_SECONDS", str(15 * 60)))
 
 # --- Identity (django-allauth; docs/deploy.md "Identity") ----------------------------------
-# Local accounts only: an admin creates people, nobody signs up, nobody signs in by email.
-ACCOUNT_ADAPTER = "controlplane.accounts.adapter.AccountAdapter"
-ACCOUNT_LOGIN_METHODS = {"username"}
-ACCOUNT_SIGNUP_FIELDS = ["username*", "password1*"]
-ACCOUNT_EMAIL_VERIFICATION = "none"
-ACCOUNT_SESSION_REMEMBER = True  # sessions last SESSION_COOKIE_AGE, as before allauth
-ACCOUNT_LOGOUT_REDIRECT_URL = LOGOUT_REDIRECT_URL
-# The sign-in throttle above is the brake on password guessing (the adapter skips allauth's
-# own, a hard lock that would refuse the right password too); allauth's `login_failed`
-# limit still brakes guessing a second-factor code.
-ACCOUNT_RATE_LIMITS = {"login": None}
-SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
-# Single sign-on: OpenID Connect providers as JSON, e.g. OIDC_PROVIDERS='[{"id": "corp",
-# "name": "Corp SSO", "issuer": "https://idp.example", "client_id": "...", "secret": "..."}]'.
-# People signing in through one are created at their first sign-in; at every sign-in their
-# groups become exactly those named in the OIDC_GROUPS_CLAIM claim (controlplane.accounts.sso).
-OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]")
-OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
-# Off: only identity providers sign people in (the password form is gone, posted passwords refused).
-LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
-SOCIALACCOUNT_PROVIDERS = {
-    "openid_connect": {
-        "OAUTH_PKCE_ENABLED": True,
-        "APPS": [
-            {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
-             "client_id": provider["client_id"], "secret": provider.get("secret", ""),
-             "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
-            for provider in OIDC_PROVIDERS
-        ],
-    }
-}
-
-
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
-SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account
-SOCIALACCOUNT_STORE_TOKENS = False
-# Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
-MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
-MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")
-# Codes this many 30-second steps early or late are accepted too (drifting clocks).
-MFA_TOTP_TOLERANCE = int(os.environ.get("MFA_TOTP_TOLERANCE", "0"))
-# Members of these groups must enroll a second factor at their next sign-in. Unset: every
-# group that may decide a request needing step-up (controlplane.accounts.mfa_policy);
-# empty: nobody; otherwise group names, comma-separated.
-MFA_REQUIRED_GROUPS: list[str] | None = (
-    env_list("MFA_REQUIRED_GROUPS") if "MFA_REQUIRED_GROUPS" in os.environ else None
-)
+from .identity_settings import *  # noqa: E402,F403  (allauth, single sign-on, second factors)
 
 # --- Real-time and tasks ----------------------------------------------------
 
@@ -375,7 +317,7 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
         "base-uri": ["'none'"],
         # The sign-in page's provider buttons post here and are redirected to the provider.
-        "form-action": ["'self'", *sorted({_origin(provider["issuer"]) for provider in OIDC_PROVIDERS})],
+        "form-action": ["'self'", *OIDC_ISSUER_ORIGINS],  # noqa: F405 (identity_settings)
         "frame-ancestors": ["'none'"],
     }
 }
@@ -401,60 +343,8 @@ SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG
 SECURE_HSTS_SECONDS = 0 if DEBUG else int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 60 * 60)))
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
 
-REST_FRAMEWORK = {
-    # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.auth.BearerTokenAuthentication",
-                                       "controlplane.http.auth.SessionAuthentication"],
-    "DEFAULT_THROTTLE_CLASSES": ["agents.api.auth.TokenRateThrottle"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    # Every error under /api/ is JSON {code, message, details?} (controlplane/http/errors.py).
-    "EXCEPTION_HANDLER": "controlplane.http.exceptions.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    # DRF's defaults, with a JSON parser that refuses deep nesting as a 400 instead of a 500.
-    "DEFAULT_PARSER_CLASSES": ["controlplane.http.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
-}
-
-# --- Agent-facing API (agents/api) ----------------------------------------------
-
-# CSRF failures are JSON under /api/ and Django's page elsewhere.
-CSRF_FAILURE_VIEW = "controlplane.http.errors.csrf_failure"
-API_MAX_BODY_BYTES = int(os.environ.get("API_MAX_BODY_BYTES", str(1024 * 1024)))
-API_MAX_PARAMS_BYTES = int(os.environ.get("API_MAX_PARAMS_BYTES", str(64 * 1024)))
-API_MAX_PLAN_CHARS = int(os.environ.get("API_MAX_PLAN_CHARS", str(200_000)))
-API_MAX_WAIT_SECONDS = int(os.environ.get("API_MAX_WAIT_SECONDS", "60"))
-# (requests, window seconds) per agent token; an atomic counter in the cache.
-AGENT_TOKEN_RATE_LIMIT = (int(os.environ.get("AGENT_TOKEN_RATE_LIMIT", "600")), 60)
-# Outbound URLs (callbacks, webhook executor, notifications): URL prefixes or host
-# patterns (controlplane/http/outbound.py); private/loopback/link-local refused unless
-# allowed, all of them or only the networks (CIDR) listed in OUTBOUND_ALLOWED_NETWORKS.
-OUTBOUND_URL_ALLOWLIST = env_list("OUTBOUND_URL_ALLOWLIST", "")
-OUTBOUND_ALLOW_PRIVATE = env_bool("OUTBOUND_ALLOW_PRIVATE", False)
-OUTBOUND_ALLOWED_NETWORKS = env_list("OUTBOUND_ALLOWED_NETWORKS", "")
-# Agent callbacks (agents/callbacks.py): attempts and backoff before giving up.
-CALLBACK_MAX_ATTEMPTS = int(os.environ.get("CALLBACK_MAX_ATTEMPTS", "8"))
-CALLBACK_RETRY_BASE_SECONDS = float(os.environ.get("CALLBACK_RETRY_BASE_SECONDS", "5"))
-CALLBACK_RETRY_MAX_SECONDS = float(os.environ.get("CALLBACK_RETRY_MAX_SECONDS", "900"))
-CALLBACK_TIMEOUT_SECONDS = float(os.environ.get("CALLBACK_TIMEOUT_SECONDS", "10"))
-# Nudge a worker right after each change (the beat sweep delivers regardless).
-CALLBACK_PUSH_TASK = env_bool("CALLBACK_PUSH_TASK", True)
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "HITL control plane API",
-    "DESCRIPTION": "Agents submit actions and plans and wait for people's decisions; reviewers decide. "
-    "Every error is JSON with a stable `code` and a human `message`.",
-    "VERSION": "1",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
-    "SERVE_AUTHENTICATION": [],
-    "SWAGGER_UI_DIST": "SIDECAR",
-    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
-    "REDOC_DIST": "SIDECAR",
-    "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"StateEnum": "approvals.states.State", "RiskLevelEnum": "approvals.states.RiskLevel",
-                            "KindEnum": "approvals.states.Kind"},
-}
+# --- The API (DRF, its schema, limits, outbound calls, callbacks) --------------------------
+from .api_settings import *  # noqa: E402,F403
 
 LOGGING = {
     "version": 1,
