@@ -70,6 +70,11 @@ class MomentFilter(django_filters.Filter):
     field_class = MomentField
 
 
+# The largest id a bigint column holds: a larger filter value is refused before the
+# query, which PostgreSQL would fail mid-stream (after an export's headers went out).
+BIGINT_MAX = 2**63 - 1
+
+
 class WholeNumberFilter(django_filters.Filter):
     field_class = forms.IntegerField
 
@@ -104,9 +109,10 @@ class AuditEventFilterSet(django_filters.FilterSet):
     actor = django_filters.CharFilter(field_name="actor_label")
     actor_kind = django_filters.ChoiceFilter(choices=ActorKind.choices,
                                              error_messages=_one_of("actor_kind", ActorKind.values))
-    agent = WholeNumberFilter(field_name="agent_id", min_value=0,
+    agent = WholeNumberFilter(field_name="agent_id", min_value=0, max_value=BIGINT_MAX,
                               error_messages={"invalid": "agent must be a whole number.",
-                                              "min_value": "agent must be a whole number."})
+                                              "min_value": "agent must be a whole number.",
+                                              "max_value": "agent must be a whole number."})
     request = django_filters.UUIDFilter(field_name="request_id",
                                         error_messages={"invalid": "request must be a request UUID."})
     risk = django_filters.ChoiceFilter(choices=[(level, level) for level in RISK_LEVELS], method="classified_as",
