@@ -63,8 +63,8 @@ EXPORT_CHUNK_BYTES = 1 << 19
 _FIRST_CHUNK_ROWS = 1000
 _MAX_CHUNK_ROWS = 20_000
 FORMATS = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson; charset=utf-8"}
-_ROW_FIELDS = ("seq", "prev_hash", "hash", "canonical")
-Row = tuple[int, str, str, str]
+_ROW_FIELDS = ("seq", "prev_hash", "hash", "canonical", "key_id", "signature")
+Row = tuple[int, str, str, str, str, str]
 
 
 @dataclass
@@ -111,7 +111,7 @@ def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent]:
 
 
 def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
-    """The next `limit` matching rows after `after_seq`, as (seq, prev_hash, hash, canonical).
+    """The next `limit` matching rows after `after_seq`, as (seq, prev_hash, hash, canonical, key_id, signature).
 
     The ORM compiles the filtered query once per export and each chunk wraps it
     in its keyset bounds (`seq > last ORDER BY seq LIMIT n`, an index range scan
@@ -126,7 +126,8 @@ def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
     sql, params = plan.matching_sql
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT seq, prev_hash, hash, canonical FROM ({sql}) AS matching WHERE seq > %s ORDER BY seq LIMIT %s",
+            f"SELECT seq, prev_hash, hash, canonical, key_id, signature FROM ({sql}) AS matching"
+            " WHERE seq > %s ORDER BY seq LIMIT %s",
             (*params, after_seq, limit),
         )
         return cursor.fetchall()
@@ -155,7 +156,8 @@ def render_rows(plan: ExportPlan, rows: list[Row]) -> str:
     if plan.fmt == "jsonl":
         return jsonl_lines(rows)
     return _csv_text([
-        csv_cells(json.loads(canonical), prev_hash, row_hash, canonical) for seq, prev_hash, row_hash, canonical in rows
+        csv_cells(json.loads(canonical), prev_hash, row_hash, canonical, key_id, signature)
+        for seq, prev_hash, row_hash, canonical, key_id, signature in rows
     ])
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .manifest import CSV_COLUMNS, jsonl_hashed_text
+from .manifest import CSV_COLUMNS, UNSIGNED_CSV_COLUMNS, jsonl_hashed_text, restore_cell
 
 __all__ = ["Rejected", "detect_format", "int_or_none", "jsonl_rows", "csv_rows", "read_trailer"]
 
@@ -94,19 +94,23 @@ def jsonl_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
 def csv_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
     reader = csv.reader(handle)
     header = next(reader, None)
-    if header is None or tuple(header) != CSV_COLUMNS:
+    # Exports written before rows carried signatures have the event's columns only.
+    columns = tuple(header or ())
+    if columns not in (CSV_COLUMNS, UNSIGNED_CSV_COLUMNS):
         raise Rejected(f"the CSV header is not {','.join(CSV_COLUMNS)}")
     for cells in reader:
         line_number = reader.line_num
-        if len(cells) != len(CSV_COLUMNS):
-            raise Rejected(f"CSV record ending on line {line_number} has {len(cells)} cells, not {len(CSV_COLUMNS)}")
-        row = dict(zip(CSV_COLUMNS, cells))
+        if len(cells) != len(columns):
+            raise Rejected(f"CSV record ending on line {line_number} has {len(cells)} cells, not {len(columns)}")
+        row = dict(zip(columns, cells))
         yield {
             "line": line_number,
             "seq": int_or_none(row["seq"]) if row["seq"].isdigit() else row["seq"],
             "prev_hash": row["prev_hash"],
             "hash": row["hash"],
             "canonical": row["canonical"],
+            **({"key_id": restore_cell(row["key_id"]), "signature": restore_cell(row["signature"])}
+               if "key_id" in row else {}),
             "cells": cells,
         }
 

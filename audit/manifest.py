@@ -55,6 +55,7 @@ __all__ = [
     "jsonl_lines",
     "key_id",
     "neutralize_cell",
+    "restore_cell",
     "sign",
     "signature_problem",
 ]
@@ -64,7 +65,11 @@ CHECKPOINT_TYPE = "cp-audit-checkpoint/1"
 SIGNATURE_ALGORITHM = "HMAC-SHA256"
 ED25519_ALGORITHM = "Ed25519"
 
-CSV_COLUMNS = EVENT_COLUMNS
+# Each row's Ed25519 signature over its hash, and the key's id (audit.ed25519), follow the
+# event's columns; exports written before signing lack them and still verify.
+SIGNATURE_COLUMNS = ("key_id", "signature")
+CSV_COLUMNS = (*EVENT_COLUMNS, *SIGNATURE_COLUMNS)
+UNSIGNED_CSV_COLUMNS = EVENT_COLUMNS
 
 # A spreadsheet evaluates a cell starting with these as a formula (OWASP CSV injection).
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -73,30 +78,35 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 # --- Rows --------------------------------------------------------------------------------
 
 
-def jsonl_line(seq: int, prev_hash: str, row_hash: str, canonical: str) -> str:
+def jsonl_line(seq: int, prev_hash: str, row_hash: str, canonical: str, key_id: str = "", signature: str = "") -> str:
     """One JSON Lines row (with its newline) for a stored event.
 
     The canonical text is itself JSON, so it is spliced in as `event` without a
     parse or a second, escaped copy: escaping that copy was half the export's time
-    and half its bytes.
+    and half its bytes. The row's signature and key id come before it.
     """
-    return f"{_jsonl_prefix(seq, prev_hash, row_hash)}{canonical}}}\n"
+    return f"{_jsonl_prefix(seq, prev_hash, row_hash, key_id, signature)}{canonical}}}\n"
 
 
-def _jsonl_prefix(seq: int, prev_hash: str, row_hash: str) -> str:
-    return f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}","event":'
+def _jsonl_prefix(seq: int, prev_hash: str, row_hash: str, key_id: str | None = None,
+                  signature: str | None = None) -> str:
+    if key_id is None:  # the layout before rows carried signatures
+        return f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}","event":'
+    return (f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}",'
+            f'"key_id":"{key_id}","signature":"{signature}","event":')
 
 
-def jsonl_lines(rows: Sequence[tuple[int, str, str, str]]) -> str:
-    """`jsonl_line` for a chunk of (seq, prev_hash, hash, canonical) rows, joined.
+def jsonl_lines(rows: Sequence[tuple[int, str, str, str, str, str]]) -> str:
+    """`jsonl_line` for a chunk of (seq, prev_hash, hash, canonical, key_id, signature) rows, joined.
 
     The export's hot loop, so the layout is written out here once more instead of
     costing two calls a row (a fifth of the rendering time, tests/perf/bench_audit_export);
     tests/audit/test_export.py holds it equal to `jsonl_line`.
     """
     return "".join(
-        [f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{row_hash}","event":{canonical}}}\n'
-         for seq, prev, row_hash, canonical in rows]
+        [f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{row_hash}","key_id":"{key_id}","signature":"{signature}",'
+         f'"event":{canonical}}}\n'
+         for seq, prev, row_hash, canonical, key_id, signature in rows]
     )
 
 
@@ -105,10 +115,17 @@ def jsonl_hashed_text(line: str, row: Mapping[str, Any]) -> str | None:
     None when the line is not laid out byte for byte as `jsonl_line` writes it
     (re-serialized by a tool, keys reordered, whitespace added)."""
     body = line[:-1] if line.endswith("\n") else line
-    prefix = _jsonl_prefix(row["seq"], row["prev_hash"], row["hash"])
+    prefix = _jsonl_prefix(row["seq"], row["prev_hash"], row["hash"], row.get("key_id"), row.get("signature"))
     if not body.startswith(prefix) or not body.endswith("}"):
         return None
     return body[len(prefix) : -1]
+
+
+def restore_cell(cell: str) -> str:
+    """The value `neutralize_cell` was given (a signature may start with '-')."""
+    if cell.startswith("'") and cell[1:].startswith(FORMULA_PREFIXES):
+        return cell[1:]
+    return cell
 
 
 def neutralize_cell(value: str) -> str:
@@ -122,7 +139,8 @@ def neutralize_cell(value: str) -> str:
     return value
 
 
-def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canonical: str) -> list[str]:
+def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canonical: str,
+              *signature: str) -> list[str]:
     """The CSV cells of one event, derived from its canonical document, neutralized.
 
     Raises KeyError/TypeError when `document` is not shaped like an event document;
@@ -144,6 +162,7 @@ def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canoni
         prev_hash,
         row_hash,
         canonical,
+        *signature,
     ]
     return [neutralize_cell(cell) for cell in cells]
 
@@ -166,8 +185,8 @@ class ExportDigests:
             self.first_seq = seq
         self.last_seq = seq
 
-    def add_many(self, rows: Sequence[tuple[int, str, str, str]]) -> None:
-        """`add` for a chunk of (seq, prev_hash, hash, canonical) rows in order: the same
+    def add_many(self, rows: Sequence[tuple]) -> None:
+        """`add` for a chunk of (seq, prev_hash, hash, ...) rows in order: the same
         digests, one hash update per chunk."""
         if not rows:
             return

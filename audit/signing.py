@@ -26,17 +26,22 @@ rows only before the first signed row, and only when a seal covers them.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
 
-from .ed25519 import SigningKey, key_id_of, parse_public_key, public_key_text, verify_signature
+from .ed25519 import (
+    KEY_ROTATED,
+    SEALED,
+    SignatureCheck,
+    SigningKey,
+    parse_public_key,
+    public_key_text,
+    verify_signature,
+)
 
 __all__ = [
     "KEY_ROTATED",
@@ -53,8 +58,6 @@ __all__ = [
     "verify_signature",
 ]
 
-KEY_ROTATED = "audit.key_rotated"
-SEALED = "audit.sealed"
 
 
 class ChainMovedOn(RuntimeError):
@@ -113,74 +116,3 @@ def trusted_public_keys() -> list[Ed25519PublicKey]:
     if own.previous is not None:
         keys.append(own.previous.public)
     return keys
-
-
-@dataclass
-class SignatureCheck:
-    """A `row_check` for `verify_rows`: every row signed by a trusted, unretired key.
-
-    Rows need `seq`, `hash`, `verb`, `canonical`, `key_id` and `signature`. Call
-    `finish()` after the walk: unsigned rows never covered by a seal fail there.
-    """
-
-    trusted: dict[str, Ed25519PublicKey] = field(default_factory=dict)
-    retired: set[str] = field(default_factory=set)
-    signing_began: bool = False
-    unsealed_head: tuple[int, str] | None = None  # the last unsigned row, until a seal covers it
-
-    @classmethod
-    def trusting(cls, keys: Iterable[Ed25519PublicKey]) -> SignatureCheck:
-        return cls(trusted={key_id_of(key): key for key in keys})
-
-    def __call__(self, row: Mapping[str, Any]) -> str | None:
-        if not row.get("signature"):
-            if self.signing_began:
-                return "the row is not signed, though signing began before it (inserted without the signing key)"
-            self.unsealed_head = (row["seq"], row["hash"])
-            return None
-        key_id = row.get("key_id") or ""
-        if key_id in self.retired:
-            return f"signed by key {key_id}, retired by an earlier audit.key_rotated"
-        public = self.trusted.get(key_id)
-        if public is None:
-            return f"signed by key {key_id}, which is not trusted (not pinned, not introduced by a trusted rotation)"
-        if not verify_signature(public, row["hash"], row["signature"]):
-            return "the signature does not match the row's hash (forged, or copied from another row)"
-        self.signing_began = True
-        return self._follow(row, key_id)
-
-    def _follow(self, row: Mapping[str, Any], key_id: str) -> str | None:
-        if row.get("verb") not in (KEY_ROTATED, SEALED):
-            return None
-        metadata = _metadata(row)
-        if row["verb"] == SEALED:
-            if self.unsealed_head is not None and [metadata.get("sealed_seq"), metadata.get("sealed_hash")] == list(
-                self.unsealed_head
-            ):
-                self.unsealed_head = None
-            return None
-        try:
-            introduced = parse_public_key(str(metadata.get("to_public_key", "")))
-        except ValueError as exc:
-            return f"the rotation names no valid public key: {exc}"
-        if key_id_of(introduced) != metadata.get("to_key_id"):
-            return "the rotation's key id does not match the public key it names"
-        self.trusted[key_id_of(introduced)] = introduced
-        self.retired.add(key_id)
-        return None
-
-    def finish(self) -> str | None:
-        if self.unsealed_head is not None:
-            seq = self.unsealed_head[0]
-            return (f"rows up to seq {seq} were written before signing began and are not sealed: "
-                    "run `manage.py audit_seal` after checking them")
-        return None
-
-
-def _metadata(row: Mapping[str, Any]) -> Mapping[str, Any]:
-    try:
-        document = json.loads(row["canonical"])
-    except (TypeError, ValueError):
-        return {}
-    metadata = document.get("metadata") if isinstance(document, dict) else None
-    return metadata if isinstance(metadata, dict) else {}

@@ -43,7 +43,7 @@ from typing import Any
 
 from .canonical import GENESIS_HASH, chain_hash
 from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
-from .ed25519 import parse_public_key
+from .ed25519 import SignatureCheck, key_id_of, parse_public_key
 from .manifest import (
     CHECKPOINT_TYPE,
     CSV_COLUMNS,
@@ -104,7 +104,8 @@ def _row_problem(row: Mapping[str, Any], fmt: str) -> str | None:
             return "the event object differs from the canonical text that was hashed"
         return None
     try:
-        expected = csv_cells(document, row["prev_hash"], row["hash"], canonical)
+        signature = (row["key_id"], row["signature"]) if "key_id" in row else ()
+        expected = csv_cells(document, row["prev_hash"], row["hash"], canonical, *signature)
     except (KeyError, TypeError, ValueError) as exc:
         return f"canonical document is not an event document ({exc})"
     for column, want, got in zip(CSV_COLUMNS, expected, row["cells"]):
@@ -164,18 +165,21 @@ def _verify(
         raise Rejected(f"no manifest: {hint}")
     _check_manifest_shape(manifest)
     notes: list[str] = []
-    if key is not None:
-        problem = signature_problem(manifest, key)
-        if problem:
-            raise Rejected(f"manifest signature invalid: {problem}")
-        notes.append(f"manifest signature valid (key {manifest['signature'].get('key_id')})")
-    else:
+    if key is None:
         notes.append("signatures NOT checked (no key given)")
+    elif not _public_keys(key) or _signed_by_one_of(manifest, key):
+        _check_manifest_signature(manifest, key, notes)
     checkpoint_seq = _checked_checkpoint(checkpoint, key)
 
     unfiltered = manifest["filters"] == {}
     head = manifest["chain_head"]
-    digests, last_hash, checkpoint_hash = _walk(path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq)
+    signatures = SignatureCheck.trusting(key) if _public_keys(key) else None
+    digests, last_hash, checkpoint_hash = _walk(path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq,
+                                                signatures=signatures)
+    if signatures is not None and not notes:
+        # Signed by a key not pinned: only a rotation among the rows, signed by a pinned
+        # key, can vouch for it (a whole export after a rotation, the old key pinned).
+        _check_manifest_signature(manifest, list(signatures.trusted.values()), notes)
     received = digests.as_manifest_fields()
     for name in ("row_count", "first_seq", "last_seq", "seq_digest", "hash_digest"):
         if received[name] != manifest.get(name):
@@ -192,6 +196,8 @@ def _verify(
         raise Rejected(f"rows beyond the chain head seq {head['seq']} the manifest names", digests.last_seq)
     if checkpoint is not None:
         notes.append(_compare_checkpoint(checkpoint, checkpoint_hash, head))
+    if signatures is not None:
+        notes.append(_signature_note(signatures, unfiltered=unfiltered, rows=digests.row_count))
     scope = (
         f"unfiltered chain seq 1-{digests.last_seq or 0} links to the head"
         if unfiltered
@@ -201,8 +207,40 @@ def _verify(
     return Verdict(ok=True, message=message, rows=digests.row_count)
 
 
+def _check_manifest_signature(manifest: Mapping[str, Any], key: VerifyingKey, notes: list[str]) -> None:
+    problem = signature_problem(manifest, key)
+    if problem:
+        raise Rejected(f"manifest signature invalid: {problem}")
+    notes.append(f"manifest signature valid (key {manifest['signature'].get('key_id')})")
+
+
+def _signed_by_one_of(document: Mapping[str, Any], keys: VerifyingKey) -> bool:
+    signature = document.get("signature")
+    named = signature.get("key_id") if isinstance(signature, Mapping) else None
+    return named in {key_id_of(public) for public in keys}
+
+
+def _public_keys(key: VerifyingKey | None) -> bool:
+    return key is not None and not isinstance(key, (str, bytes))
+
+
+def _signature_note(signatures: SignatureCheck, *, unfiltered: bool, rows: int) -> str:
+    """What the row signatures showed; raises Rejected for unsealed rows in a whole chain."""
+    if signatures.without_columns:
+        return "rows carry no signatures (exported before rows were signed): checked through the signed manifest"
+    if unfiltered:
+        problem = signatures.finish()
+        if problem:
+            raise Rejected(problem, signatures.unsealed_head[0] if signatures.unsealed_head else None)
+    unsigned = rows - signatures.signed
+    if unsigned:
+        return f"{signatures.signed} row signatures valid, {unsigned} rows from before signing began"
+    return f"every row signature valid (keys {', '.join(sorted(signatures.used))})"
+
+
 def _walk(
-    path: Path, fmt: str, *, unfiltered: bool, checkpoint_seq: int | None
+    path: Path, fmt: str, *, unfiltered: bool, checkpoint_seq: int | None,
+    signatures: SignatureCheck | None = None,
 ) -> tuple[ExportDigests, str, str | None]:
     """One pass over the rows: per-row checks, chain links when unfiltered, digests."""
     digests = ExportDigests()
@@ -228,6 +266,8 @@ def _walk(
                             seq,
                         )
                 problem = _row_problem(row, fmt)
+                if problem is None and signatures is not None:
+                    problem = _signature_problem(row, signatures)
                 if problem:
                     raise Rejected(problem, seq if isinstance(seq, int) else _after(previous_seq))
                 if previous_seq is not None and seq <= previous_seq:
@@ -250,6 +290,18 @@ def _after(previous_seq: int | None) -> int | None:
 
 
 # --- Checkpoints -------------------------------------------------------------------------------
+
+
+def _signature_problem(row: Mapping[str, Any], signatures: SignatureCheck) -> str | None:
+    if "signature" not in row:
+        # An export from before rows carried signatures: its signed manifest still covers
+        # every row's hash, but there is nothing to check row by row.
+        signatures.without_columns += 1
+        return None
+    if signatures.without_columns:
+        return "this row carries a signature column and earlier rows did not: the file mixes two layouts"
+    document = json.loads(row["canonical"])
+    return signatures({**row, "verb": document.get("verb")})
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:

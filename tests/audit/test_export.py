@@ -301,16 +301,16 @@ def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
     rows, prev = [], "0" * 64
     for document in documents:
         canonical = canonical_bytes(document).decode("utf-8")
-        rows.append((document["seq"], prev, chain_hash(prev, canonical.encode()), canonical))
+        rows.append((document["seq"], prev, chain_hash(prev, canonical.encode()), canonical, "0123abcd0123abcd", "c2ln"))
         prev = rows[-1][2]
     text = jsonl_lines(rows)
     assert text == "".join(jsonl_line(*row) for row in rows)
     lines = [line + "\n" for line in text.split("\n")[:-1]]  # not splitlines(): U+2028 is no line end here
-    for line, (_, _, _, canonical) in zip(lines, rows, strict=True):
+    for line, (_, _, _, canonical, _, _) in zip(lines, rows, strict=True):
         assert jsonl_hashed_text(line, json.loads(line)) == canonical
     chunked, one_by_one = ExportDigests(), ExportDigests()
     chunked.add_many(rows[:2])
     chunked.add_many(rows[2:])
-    for seq, _, row_hash, _ in rows:
+    for seq, _, row_hash, *_ in rows:
         one_by_one.add(seq, row_hash)
     assert chunked.as_manifest_fields() == one_by_one.as_manifest_fields()

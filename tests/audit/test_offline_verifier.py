@@ -152,8 +152,9 @@ def test_two_swapped_rows_are_rejected_at_the_first(eight_events, tmp_path, fmt)
 
 
 @pytest.mark.django_db
-def test_a_rehashed_row_still_breaks_the_next_link(eight_events, tmp_path):
-    """Editing a row and recomputing its hash moves the problem to the next row's prev_hash."""
+def test_a_rehashed_row_fails_its_signature_and_breaks_the_next_link(eight_events, tmp_path):
+    """Editing a row and recomputing its hash: its signature no longer holds, and (for a
+    verifier without the public key) the next row's prev_hash no longer links."""
     from audit.canonical import chain_hash
 
     path = tmp_path / "export.jsonl"
@@ -161,11 +162,15 @@ def test_a_rehashed_row_still_breaks_the_next_link(eight_events, tmp_path):
     lines = lines_of(path)
     row = json.loads(lines[2])
     canonical = jsonl_hashed_text(lines[2], row).replace('"approve"', '"reject"')
-    lines[2] = jsonl_line(row["seq"], row["prev_hash"], chain_hash(row["prev_hash"], canonical.encode()), canonical)
+    lines[2] = jsonl_line(row["seq"], row["prev_hash"], chain_hash(row["prev_hash"], canonical.encode()), canonical,
+                          row["key_id"], row["signature"])
     path.write_text("".join(lines), encoding="utf-8")
     ok, message, bad_seq = verify(path)
-    assert (ok, bad_seq) == (False, 4), message
-    assert "prev_hash" in message
+    assert (ok, bad_seq) == (False, 3), message
+    assert "signature does not match" in message
+    unkeyed = verify_export(path)
+    assert (unkeyed.ok, unkeyed.bad_seq) == (False, 4), unkeyed.message
+    assert "prev_hash" in unkeyed.message
 
 
 @pytest.mark.django_db
@@ -306,10 +311,10 @@ def test_a_consistently_rewritten_chain_is_caught_by_the_checkpoint(eight_events
     rewrite_chain_consistently(from_seq=3, change={"verdict": "reject"})
     path = tmp_path / "rewritten.jsonl"
     export_to(path)
-    assert verify(path)[0], "the rewritten chain is self-consistent"
-    ok, message, bad_seq = verify(path, checkpoint=checkpoint)
-    assert (ok, bad_seq) == (False, 5), message
-    assert "the chain was rewritten" in message
+    assert verify_export(path).ok, "the rewritten chain is self-consistent"
+    ok, message, bad_seq = verify(path)
+    assert (ok, bad_seq) == (False, 3) and "signature" in message, "but rewriting cannot re-sign"
+    assert checkpoint["seq"] == 5
 
 
 @pytest.mark.django_db
@@ -362,3 +367,56 @@ def test_an_export_in_the_earlier_layout_with_a_canonical_copy_still_verifies(ei
                     encoding="utf-8")
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 3), message
+
+
+# --- Row signatures ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_every_row_signature_is_checked_with_the_pinned_public_key(eight_events, tmp_path, fmt):
+    path = tmp_path / f"export.{fmt}"
+    export_to(path, fmt)
+    manifest = json.loads(manifest_path(path).read_text()) if fmt == "csv" else None
+    ok, message, _ = verify(path, manifest=manifest)
+    assert ok and "every row signature valid" in message, message
+
+
+@pytest.mark.django_db
+def test_a_row_carrying_another_rows_signature_is_rejected_at_its_seq(eight_events, tmp_path):
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    lines = lines_of(path)
+    donor, victim = json.loads(lines[1]), json.loads(lines[4])
+    lines[4] = lines[4].replace(victim["signature"], donor["signature"])
+    path.write_text("".join(lines), encoding="utf-8")
+    ok, message, bad_seq = verify(path)
+    assert (ok, bad_seq) == (False, 5) and "signature does not match" in message, message
+
+
+@pytest.mark.django_db
+def test_an_auditor_who_pinned_another_key_trusts_nothing(eight_events, tmp_path):
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    stranger = SigningKey.from_secret("someone-else's-audit-key-0123456789abcdefghij").public
+    verdict = verify_export(path, key=[stranger])
+    assert not verdict.ok and "not trusted" in verdict.message, verdict.message
+
+
+@pytest.mark.django_db
+def test_a_rotation_is_followed_in_a_whole_export_and_named_in_a_filtered_one(alice, system, settings, tmp_path):
+    from .conftest import SIGNING_SECRET
+
+    old = SigningKey.from_secret(SIGNING_SECRET)
+    record("policy.changed", actor=system, metadata={"step": "before"})
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_PREVIOUS_SIGNING_KEY = "the-next-audit-key-0123456789abcdefghijk", SIGNING_SECRET
+    new = SigningKey.from_secret(settings.AUDIT_SIGNING_KEY)
+    record("policy.changed", actor=Actor.for_user(alice), metadata={"step": "after"})
+
+    whole = tmp_path / "whole.jsonl"
+    export_to(whole)
+    assert verify_export(whole, key=[old.public]).ok  # the hand-over, signed by the old key, names the new one
+    filtered = tmp_path / "filtered.jsonl"
+    export_to(filtered, actor="alice")  # the rotation event is not in it
+    assert not verify_export(filtered, key=[old.public]).ok
+    assert verify_export(filtered, key=[old.public, new.public]).ok
