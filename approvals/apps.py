@@ -1,5 +1,5 @@
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
+from django.db.models.signals import post_delete, post_migrate
 
 
 class ApprovalsConfig(AppConfig):
@@ -22,6 +22,14 @@ class ApprovalsConfig(AppConfig):
         request_changed.connect(broadcast.on_request_changed, dispatch_uid="push-card-events")
         request_changed.connect(dispatch.on_request_changed, dispatch_uid="queue-arrival-notifications")
         request_changed.connect(runner.publish_approved, dispatch_uid="publish-approved-executions")
+
+        # A per-request permission taken away (a regrouping edit, an admin) takes the card off
+        # that group's or person's screens.
+        from .models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
+
+        for model in (ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission):
+            post_delete.connect(broadcast.on_object_permission_deleted, sender=model,
+                                dispatch_uid=f"card-removed-on-lost-{model.__name__}")
 
         # A server started on a test database (tests/live.py) sees it flushed and
         # re-seeded under it between tests, which gives permissions and content types

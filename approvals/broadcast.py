@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from channels.layers import get_channel_layer
+from django.db import transaction
 
 from . import push
 from .services.core import RequestChange
@@ -36,6 +37,11 @@ MESSAGE_TYPE = "request.change"
 def approvers_group(group_id: int) -> str:
     """Channel group of everyone in one approver (auth) group."""
     return f"approvers-{group_id}"
+
+
+def user_group(user_id: int) -> str:
+    """Channel group of every reviewer socket one person has open."""
+    return f"user-{user_id}"
 
 
 def agent_group(agent_id: int) -> str:
@@ -118,7 +124,26 @@ def _viewer_group_ids(request_id: str) -> tuple[int, ...]:
     )
 
 
-def _send_to_channel_layer(change: Change) -> None:
+ACCESS_REVOKED = "access.revoked"
+
+
+def on_object_permission_deleted(sender, instance, **kwargs) -> None:
+    """post_delete of a per-request permission (guardian): the card leaves the screens of
+    whoever lost it, after commit, without closing anything else they have open."""
+    group_id, user_id = getattr(instance, "group_id", None), getattr(instance, "user_id", None)
+    target = approvers_group(group_id) if group_id is not None else user_group(user_id)
+    request_id = str(instance.content_object_id)
+    transaction.on_commit(lambda: push_lost_access(request_id, target))
+
+
+def push_lost_access(request_id: str, channel_group: str) -> None:
+    """Tell one reviewer group's (or person's) screens that a card is no longer theirs."""
+    change = Change(event=CARD_REMOVED, request_id=request_id, state="", approver_group_id=None, agent_id=0,
+                    data={"verb": ACCESS_REVOKED})
+    _send_to_channel_layer(change, groups=[channel_group])
+
+
+def _send_to_channel_layer(change: Change, *, groups: list[str] | None = None) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
@@ -126,7 +151,7 @@ def _send_to_channel_layer(change: Change) -> None:
     del message["new_request"]  # routing only
 
     async def send_all() -> None:
-        for group in change.channel_groups():
+        for group in groups if groups is not None else change.channel_groups():
             try:
                 await layer.group_send(group, message)
             except Exception:  # at-most-once by design: clients resync from REST

@@ -36,7 +36,7 @@ from django.db.models.signals import m2m_changed, post_save, pre_delete
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
-from ..broadcast import approvers_group
+from ..broadcast import approvers_group, user_group
 from ..emergency import EMERGENCY_GROUP
 from ..sockets import PrincipalRecheck
 
@@ -47,11 +47,6 @@ __all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_gr
 # Close codes the page understands: 4001 = membership changed or logged out (reconnect and resync).
 CLOSE_SESSION_CHANGED = 4001
 CLOSE_UNAUTHENTICATED = 4003
-
-
-def user_group(user_id: int) -> str:
-    """The channel group of every socket one person has open."""
-    return f"user-{user_id}"
 
 
 class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):

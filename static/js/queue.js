@@ -168,7 +168,9 @@ function handle(message) {
       const card = document.getElementById("card-" + message.request_id);
       if (card) {
         const title = card.querySelector(".card-title").textContent.trim();
-        removeCard(message.request_id, title + " is now " + String(message.state).replace(/_/g, " ") + ".");
+        const revoked = message.data && message.data.verb === "access.revoked";
+        removeCard(message.request_id, revoked ? title + " is no longer yours to decide."
+          : title + " is now " + String(message.state).replace(/_/g, " ") + ".");
       }
       scheduleResync();
       break;

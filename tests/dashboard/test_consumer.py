@@ -146,3 +146,27 @@ def test_the_emergency_stop_reaches_every_reviewer(people, admin_user):
                                "reason": "drill"}
 
     run(scenario)
+
+
+def test_a_permission_taken_from_one_request_takes_only_that_card_off_the_screen(people, submit, reviewers_group):
+    """Neither a socket close (the reviewer keeps every other card) nor silence (the card
+    would sit there until a decision failed)."""
+    from approvals.permissions import revoke_decide_except
+
+    cookie = session_cookie(people["bob"])
+
+    async def scenario():
+        async with reviewer_socket(cookie=cookie) as socket:
+            moved = await database_sync_to_async(submit)("transfer_funds", params={"amount": 5})
+            kept = await database_sync_to_async(submit)("transfer_funds", params={"amount": 6})
+            for _ in (moved, kept):
+                assert (await socket.receive_json_from(timeout=TIMEOUT))["event"] == "card.created"
+
+            await database_sync_to_async(revoke_decide_except)(moved, None)
+            heard = await socket.receive_json_from(timeout=TIMEOUT)
+            assert heard == {"event": "card.removed", "request_id": str(moved.pk), "state": "",
+                             "data": {"verb": "access.revoked"}}
+            assert await socket.receive_nothing(timeout=0.3)  # nothing about the card bob still has
+        assert kept.pk != moved.pk
+
+    run(scenario)
