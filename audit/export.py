@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -53,6 +54,8 @@ __all__ = [
     "next_chunk",
     "stream_export",
 ]
+
+logger = logging.getLogger(__name__)
 
 # A keyset query asks for about this much canonical text (~1,000 rows of the usual
 # ~480 bytes). A chunk is sized by bytes, not rows: rows run from ~300 bytes to tens
@@ -245,11 +248,18 @@ async def stream_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> A
     text = header(plan)
     if text:
         yield text
-    chunk = await fetch(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
-    while chunk.rows:
-        yield chunk.text
-        chunk = await fetch(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
-    await sync_to_async(finish_export)(plan)
+    try:
+        chunk = await fetch(plan, 0, chunk_rows or _FIRST_CHUNK_ROWS, sized=chunk_rows is None)
+        while chunk.rows:
+            yield chunk.text
+            chunk = await fetch(plan, chunk.last_seq, chunk.next_limit, sized=chunk_rows is None)
+        await sync_to_async(finish_export)(plan)
+    except Exception:
+        # The headers are gone: end the body instead of leaving the client waiting on a
+        # stream that will never finish. Without its manifest the file verifies as incomplete.
+        logger.exception("audit export %s failed after it started; the file ends without its manifest",
+                         plan.export_id)
+        return
     text = trailer(plan)
     if text:
         yield text

@@ -45,6 +45,12 @@ def child_environment(**extra: str) -> dict[str, str]:
     # Transactional tests flush and re-seed the database under the child (approvals/apps.py).
     env["CONTROLPLANE_DATABASE_FLUSHED_UNDER_US"] = "1"
     env.update(DATABASE_URL=database_url_for_tests(), DJANGO_SETTINGS_MODULE="controlplane.settings", **extra)
+    # The audit key this process signs with now (a test may have set its own): the child
+    # appends to the same chain, which refuses rows from a key it has moved past.
+    from django.conf import settings
+
+    env.update(AUDIT_SIGNING_KEY=settings.AUDIT_SIGNING_KEY,
+               AUDIT_PREVIOUS_SIGNING_KEY=settings.AUDIT_PREVIOUS_SIGNING_KEY)
     return env
 
 

@@ -314,3 +314,27 @@ def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
     for seq, _, row_hash, *_ in rows:
         one_by_one.add(seq, row_hash)
     assert chunked.as_manifest_fields() == one_by_one.as_manifest_fields()
+
+
+@pytest.mark.django_db
+def test_an_export_that_fails_after_it_started_ends_its_body_without_a_manifest(story, auditor, monkeypatch):
+    """The headers are sent: a failure at the end must close the body, not leave the
+    download hanging (it did, when the worker's audit key had moved on); the file
+    then verifies as incomplete, never as whole."""
+    from asgiref.sync import async_to_sync
+
+    from audit import export
+    from audit.filters import AuditEventFilterSet
+
+    def refuse(plan):
+        raise RuntimeError("the chain refused the audit.exported event")
+
+    monkeypatch.setattr(export, "finish_export", refuse)
+    plan = export.begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
+
+    async def collect() -> str:
+        return "".join([chunk async for chunk in export.stream_export(plan, chunk_rows=2)])
+
+    text = async_to_sync(collect)()
+    assert text.count("\n") == 7 and '"manifest"' not in text
+    assert not AuditEvent.objects.filter(verb="audit.exported").exists()
