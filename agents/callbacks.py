@@ -62,7 +62,7 @@ def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
         with transaction.atomic():
             delivery, _ = CallbackDelivery.objects.get_or_create(
                 request=request, state=state,
-                defaults={"url": callback.url, "payload": payload, "next_attempt_at": timezone.now()},
+                defaults={"destination": callback.url, "payload": payload, "next_attempt_at": timezone.now()},
             )
     except IntegrityError:  # a concurrent enqueue won
         delivery = CallbackDelivery.objects.get(request=request, state=state)
@@ -114,7 +114,7 @@ def _attempt(delivery: CallbackDelivery) -> None:
     status, error = None, ""
     started = time.monotonic()
     try:
-        answer = signed_post(delivery.url, body, secret=delivery.request.agent.callback_secret,
+        answer = signed_post(delivery.destination, body, secret=delivery.request.agent.callback_secret,
                              timeout=settings.CALLBACK_TIMEOUT_SECONDS,
                              headers={DELIVERY_HEADER: str(delivery.pk)})
         status = answer.status_code
@@ -125,20 +125,13 @@ def _attempt(delivery: CallbackDelivery) -> None:
     except OutboundFailed as exc:
         error = str(exc)
     now = timezone.now()
-    CallbackAttempt.objects.create(delivery=delivery, number=number, attempted_at=now, status_code=status,
-                                   error=error, duration_ms=int((time.monotonic() - started) * 1000))
-    delivery.attempts = number
-    delivery.last_status = status
-    delivery.last_error = error
-    if not error:
-        delivery.delivered_at, delivery.next_attempt_at = now, None
-    elif number >= settings.CALLBACK_MAX_ATTEMPTS:
-        delivery.gave_up_at, delivery.next_attempt_at = now, None
-    else:
-        delivery.next_attempt_at = now + backoff(number, base=settings.CALLBACK_RETRY_BASE_SECONDS,
-                                                 cap=settings.CALLBACK_RETRY_MAX_SECONDS)
-    delivery.save(update_fields=["attempts", "last_status", "last_error", "delivered_at", "gave_up_at",
-                                 "next_attempt_at"])
+    retry_at = now + backoff(number, base=settings.CALLBACK_RETRY_BASE_SECONDS, cap=settings.CALLBACK_RETRY_MAX_SECONDS)
+    outcome = delivery.settled_fields(now=now, error=error, give_up=number >= settings.CALLBACK_MAX_ATTEMPTS,
+                                      retry_at=retry_at)
+    CallbackAttempt.objects.create(delivery=delivery, number=number, attempted_at=now, succeeded=not error,
+                                   status_code=status, error=error, next_attempt_at=outcome["next_attempt_at"],
+                                   duration_ms=int((time.monotonic() - started) * 1000))
+    CallbackDelivery.objects.filter(pk=delivery.pk).update(attempts=number, last_status=status, **outcome)
 
 
 def deliver_due_callbacks(*, now=None, limit: int = 100) -> int:

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from approvals.models import Delivery, DeliveryTry
+
 
 def _new_callback_secret() -> str:
     return secrets.token_urlsafe(32)
@@ -84,41 +86,22 @@ class AgentToken(models.Model):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
-class CallbackDelivery(models.Model):
-    """One decision to POST to a request's `callback_url`, retried with backoff.
-
-    The database drives retries: `next_attempt_at` is when the next try is due
-    (NULL once delivered or given up), and every try is a CallbackAttempt row.
-    """
+class CallbackDelivery(Delivery):
+    """One decision to POST to a request's `callback_url` (the `destination`), retried with backoff."""
 
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="callbacks")
-    url = models.URLField(max_length=2000)
     state = models.CharField(max_length=20, help_text="The request state this delivery announces.")
-    payload = models.JSONField()
-    created_at = models.DateTimeField(default=timezone.now)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True, db_index=True)
-    last_status = models.PositiveSmallIntegerField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    delivered_at = models.DateTimeField(null=True, blank=True)
-    gave_up_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["created_at"]
+    class Meta(Delivery.Meta):
         constraints = [
             models.UniqueConstraint(fields=["request", "state"], name="one_callback_per_request_state"),
         ]
 
 
-class CallbackAttempt(models.Model):
+class CallbackAttempt(DeliveryTry):
     """One HTTP attempt of a callback delivery, kept for the record."""
 
     delivery = models.ForeignKey(CallbackDelivery, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveSmallIntegerField()
-    attempted_at = models.DateTimeField(default=timezone.now)
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    duration_ms = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["delivery", "number"]

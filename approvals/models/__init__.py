@@ -4,6 +4,7 @@ revisions and decisions (`requests`), the risk rules, policy versions and propos
 per-rule notification settings. Import them from here.
 """
 
+from .deliveries import Delivery, DeliveryStatus, DeliveryTry
 from .emergency import EmergencyStop
 from .notifications import DeadlineExtension, DeliveryAttempt, Notification, RuleNotification
 from .object_permissions import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
@@ -18,6 +19,9 @@ __all__ = [
     "ApprovalRequestUserObjectPermission",
     "Decision",
     "DeadlineExtension",
+    "Delivery",
+    "DeliveryStatus",
+    "DeliveryTry",
     "DeliveryAttempt",
     "EmergencyStop",
     "Notification",

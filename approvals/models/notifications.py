@@ -11,6 +11,8 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.utils import timezone
 
+from .deliveries import Delivery, DeliveryTry
+
 
 class RuleNotification(models.Model):
     """How people hear about requests a rule classifies. Keyed by rule name (the
@@ -42,11 +44,10 @@ class RuleNotification(models.Model):
         return f"notifications for {self.rule_name}"
 
 
-class Notification(models.Model):
+class Notification(Delivery):
     """One message about one request to one destination: the outbox row.
 
-    Created in bulk by the notification entry points and delivered by a task; the
-    database (status, attempts, next_attempt_at), not the broker, drives retries.
+    Created in bulk by the notification entry points and delivered by a task.
     Unique per (request, event, channel): a redelivered task or a second sweep
     never notifies twice.
     """
@@ -60,44 +61,23 @@ class Notification(models.Model):
         EMAIL = "email", "Email"
         WEBHOOK = "webhook", "Webhook"
 
-    class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        SENT = "sent", "Sent"
-        FAILED = "failed", "Gave up"
-
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="notifications")
     event = models.CharField(max_length=10, choices=Event.choices)
     channel = models.CharField(max_length=10, choices=Channel.choices)
-    destination = models.CharField(max_length=500, help_text="The group emailed, or the webhook URL.")
-    payload = models.JSONField(help_text="What is sent; masked params are already masked.")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    next_attempt_at = models.DateTimeField(null=True, blank=True)
-    last_error = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    sent_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["created_at"]
+    class Meta(Delivery.Meta):
         constraints = [
             models.UniqueConstraint(fields=["request", "event", "channel"], name="one_notification_per_event_channel"),
         ]
-        indexes = [models.Index(fields=["status", "next_attempt_at"], name="notification_due")]
 
     def __str__(self) -> str:
         return f"{self.event} by {self.channel} for {self.request_id} ({self.status})"
 
 
-class DeliveryAttempt(models.Model):
-    """One try at delivering a notification, kept for the admin to see why it failed."""
+class DeliveryAttempt(DeliveryTry):
+    """One try at delivering a notification."""
 
     notification = models.ForeignKey(Notification, on_delete=models.CASCADE, related_name="delivery_attempts")
-    number = models.PositiveSmallIntegerField()
-    attempted_at = models.DateTimeField(default=timezone.now)
-    succeeded = models.BooleanField()
-    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    next_attempt_at = models.DateTimeField(null=True, blank=True, help_text="When the next try is due; empty if none.")
 
     class Meta:
         ordering = ["notification", "number"]

@@ -10,6 +10,7 @@ failure the outbox row gets `next_attempt_at` with exponential backoff, and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -29,7 +30,7 @@ from .. import services
 from ..services.core import RequestChange
 from ..masking import MASK, masked
 from ..states import State
-from ..models import ApprovalRequest, DeliveryAttempt, Notification, RuleNotification
+from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
 from ..people import user_of
 from .channels import DeliveryError, post_webhook, send_email
 
@@ -313,32 +314,30 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     """
     now = now or timezone.now()
     claimed = Notification.objects.filter(
-        pk=notification_id, status=Notification.Status.PENDING, next_attempt_at__lte=now,
+        pk=notification_id, delivered_at=None, gave_up_at=None, next_attempt_at__lte=now,
     ).update(attempts=F("attempts") + 1, next_attempt_at=now + IN_FLIGHT_LEASE)
     if not claimed:
         return "not_due"
     notification = Notification.objects.get(pk=notification_id)
     send = send_email if notification.channel == Notification.Channel.EMAIL else post_webhook
+    started = time.monotonic()
+    status_code, error, give_up = None, "", False
     try:
         status_code = send(notification)
     except DeliveryError as exc:
+        status_code, error = exc.status_code, str(exc)
         give_up = exc.permanent or notification.attempts >= max_attempts()
-        next_at = None if give_up else now + backoff(notification.attempts)
-        DeliveryAttempt.objects.create(notification=notification, number=notification.attempts, attempted_at=now,
-                                       succeeded=False, status_code=exc.status_code, error=str(exc),
-                                       next_attempt_at=next_at)
-        Notification.objects.filter(pk=notification.pk).update(
-            status=Notification.Status.FAILED if give_up else Notification.Status.PENDING,
-            next_attempt_at=next_at, last_error=str(exc),
-        )
         logger.warning("notification %s attempt %s failed: %s", notification.pk, notification.attempts, exc)
-        return Notification.Status.FAILED if give_up else "retry"
+    outcome = notification.settled_fields(now=now, error=error, give_up=give_up,
+                                          retry_at=now + backoff(notification.attempts))
     DeliveryAttempt.objects.create(notification=notification, number=notification.attempts, attempted_at=now,
-                                   succeeded=True, status_code=status_code)
-    Notification.objects.filter(pk=notification.pk).update(
-        status=Notification.Status.SENT, sent_at=timezone.now(), next_attempt_at=None, last_error="",
-    )
-    return Notification.Status.SENT
+                                   succeeded=not error, status_code=status_code, error=error,
+                                   next_attempt_at=outcome["next_attempt_at"],
+                                   duration_ms=int((time.monotonic() - started) * 1000))
+    Notification.objects.filter(pk=notification.pk).update(last_status=status_code, **outcome)
+    if error:
+        return DeliveryStatus.GAVE_UP if give_up else "retry"
+    return DeliveryStatus.DELIVERED
 
 
 def deliver_due(*, now: datetime | None = None, limit: int = BATCH) -> int:
@@ -346,7 +345,7 @@ def deliver_due(*, now: datetime | None = None, limit: int = BATCH) -> int:
     (retries, and rows whose task was never published). Returns how many were sent."""
     now = now or timezone.now()
     due = list(
-        Notification.objects.filter(status=Notification.Status.PENDING, next_attempt_at__lte=now)
+        Notification.objects.filter(delivered_at=None, gave_up_at=None, next_attempt_at__lte=now)
         .order_by("next_attempt_at").values_list("pk", flat=True)[:limit]
     )
-    return sum(deliver(pk, now=now) == Notification.Status.SENT for pk in due)
+    return sum(deliver(pk, now=now) == DeliveryStatus.DELIVERED for pk in due)

@@ -50,7 +50,7 @@ def test_arrival_emails_the_approver_group_over_smtp_with_masked_params(
     text = message.get_payload(decode=True).decode()
     assert "Quarterly numbers" in text and f"body: {MASK}" in text
     assert "hunter2" not in message.as_string()
-    assert Notification.objects.get(request=request).status == "sent"
+    assert Notification.objects.get(request=request).status == "delivered"
     assert tasks.deliver_due() == 0  # sent once
 
 
@@ -181,7 +181,7 @@ def test_webhook_is_signed_masked_and_retried_with_a_row_per_attempt(
 
     assert dispatch.deliver_due(now=now + timedelta(seconds=31)) == 1
     notification.refresh_from_db()
-    assert notification.status == "sent" and notification.attempts == 2
+    assert notification.status == "delivered" and notification.attempts == 2
     assert DeliveryAttempt.objects.filter(notification=notification, succeeded=True).count() == 1
 
     headers, body = webhook_receiver.calls[-1]
@@ -204,7 +204,7 @@ def test_webhook_gives_up_after_the_last_attempt(webhook_receiver, email_rule_se
     dispatch.deliver_due(now=now)
     dispatch.deliver_due(now=now + timedelta(hours=1))
     notification = Notification.objects.get(request=request)
-    assert notification.status == "failed" and notification.attempts == 2
+    assert notification.status == "gave_up" and notification.attempts == 2
     assert dispatch.deliver_due(now=now + timedelta(days=1)) == 0
     assert len(webhook_receiver.calls) == 2
 
@@ -222,7 +222,7 @@ def test_webhook_urls_must_be_allow_listed(settings, email_rule_settings, webhoo
     dispatch.queue_arrival(request.pk)
     assert dispatch.deliver_due() == 0
     notification = Notification.objects.get(request=request)
-    assert notification.status == "failed" and "outbound_url_not_allowed" in notification.last_error
+    assert notification.status == "gave_up" and "outbound_url_not_allowed" in notification.last_error
     assert webhook_receiver.calls == []
 
 
