@@ -70,7 +70,10 @@ def checkpoint_problem() -> VerifyResult | None:
         if "problem" in found:
             reason = f"checkpoint {found['file']} is not trustworthy: {found['problem']}"
         elif seq not in stored:
-            reason = f"signed checkpoint {found['file']} names seq {seq}, which the database no longer has"
+            first_missing = _first_missing_seq(seq)
+            reason = (f"rows from seq {first_missing} on are gone: signed checkpoint {found['file']} names seq "
+                      f"{seq}, which the database no longer has")
+            seq = first_missing
         elif stored[seq] != found["hash"]:
             reason = f"seq {seq} differs from signed checkpoint {found['file']}: the chain was rewritten"
         else:
@@ -78,6 +81,24 @@ def checkpoint_problem() -> VerifyResult | None:
         return VerifyResult(ok=False, checked=0, head_seq=0, head_hash="",
                             bad_seq=seq if isinstance(seq, int) else None, reason=reason)
     return None
+
+
+def _first_missing_seq(up_to: int) -> int:
+    """The first seq at or before `up_to` the database lacks (a deleted tail, or a gap)."""
+    present = AuditEvent.objects.filter(seq__lte=up_to).count()
+    if present == up_to:
+        return up_to + 1
+    head = AuditEvent.objects.filter(seq__lte=up_to).order_by("-seq").values_list("seq", flat=True).first() or 0
+    return head + 1 if head == present else _first_gap(up_to)
+
+
+def _first_gap(up_to: int) -> int:
+    expected = 1
+    for seq in AuditEvent.objects.filter(seq__lte=up_to).order_by("seq").values_list("seq", flat=True).iterator():
+        if seq != expected:
+            return expected
+        expected += 1
+    return expected
 
 
 def record_outcome(
