@@ -6,7 +6,7 @@ Creates a throwaway database (test_<BENCH_DB>) and, for each size in --rows (gro
 appends chained events up to that size (through COPY: tests/perf/common.py
 fill_audit_chain), then measures, on the same rows, alternating, the median of three
 rounds (one round at 1M):
-  * baseline: `COPY (SELECT seq, prev_hash, hash, canonical ... ORDER BY seq) TO STDOUT`
+  * baseline: `COPY (SELECT seq, prev_hash, hash, key_id, signature, canonical ... ORDER BY seq) TO STDOUT`
     read through psycopg (what PostgreSQL itself can stream);
   * export: GET /audit/export.jsonl through a fresh daphne process, read to the end,
     and that process's peak RSS (VmHWM) before and after.
@@ -43,7 +43,9 @@ def copy_rate() -> tuple[float, int]:
     started, size = time.perf_counter(), 0
     with connection.connection.cursor() as cursor:
         with cursor.copy(
-            "COPY (SELECT seq, prev_hash, hash, canonical FROM audit_auditevent ORDER BY seq) TO STDOUT"
+            # The same columns the export writes (each row's signature included).
+            "COPY (SELECT seq, prev_hash, hash, key_id, signature, canonical FROM audit_auditevent ORDER BY seq)"
+            " TO STDOUT"
         ) as copy:
             for block in copy:
                 size += len(block)
