@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from functools import lru_cache
+
+import redis
 
 from django.conf import settings
 from django.core.cache import caches
@@ -117,14 +120,22 @@ def consume_rate(token: AgentToken) -> float | None:
 
 
 def _count_in_window(key: str, *, timeout: int) -> int:
-    """Add one to the window counter `key` (created with `timeout` if missing); the new count.
+    """Add one to the window counter `key` (expiring `timeout` after its last use); the new count.
 
-    Only the cache's public API: INCR on an existing key, and on the window's first
-    request an ADD (SET NX) whose loser increments instead, so concurrent first
-    requests all count. A Redis pipeline doing both in one round trip measured the
-    same per call as this (about 0.2 ms of CPU either way), so it is not worth
-    reaching into the backend's client for.
+    With Redis: INCR and EXPIRE in one pipelined round trip on redis-py's own client
+    and connection pool, shared by the process's threads. Django's cache API needs
+    two round trips for this (its `incr` checks EXISTS first) and a pool per thread,
+    which cost the bare create a quarter of its HTTP throughput
+    (tests/perf/bench_submit.py, README "Performance"). Without Redis (the embedded
+    default, one process): the cache's INCR, and on the window's first request an ADD
+    whose loser increments instead, so concurrent first requests all count.
     """
+    if settings.REDIS_URL:
+        pipeline = _redis(settings.REDIS_URL).pipeline(transaction=True)
+        pipeline.incr(key)
+        pipeline.expire(key, timeout)
+        count, _ = pipeline.execute()
+        return int(count)
     backend = caches["default"]
     try:
         return backend.incr(key)
@@ -132,6 +143,12 @@ def _count_in_window(key: str, *, timeout: int) -> int:
         if backend.add(key, 1, timeout=timeout):
             return 1
         return backend.incr(key)
+
+
+@lru_cache(maxsize=1)
+def _redis(url: str) -> redis.Redis:
+    # Short timeouts: with Redis unreachable the counter fails open at once (consume_rate).
+    return redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
 
 
 class TokenRateThrottle(throttling.BaseThrottle):
