@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
+from datetime import datetime, timezone
 
 import pytest
+from freezegun import freeze_time
 from rest_framework.test import APIClient
 
 from agents.api.auth import consume_rate
@@ -66,18 +69,26 @@ def test_the_csrf_failure_view_is_json_under_api_and_html_elsewhere(rf):
     assert not csrf_failure(rf.post("/login/"), "no token")["Content-Type"].startswith("application/json")
 
 
-def test_rate_limit_is_429_with_retry_after(api, settings, agent):
+@pytest.fixture
+def mid_window():
+    """The clock halfway through the current rate window: a run that straddled a window
+    boundary would see its count start again (and a fourth request pass)."""
+    with freeze_time(datetime.fromtimestamp(time.time() // 60 * 60 + 30, tz=timezone.utc)):
+        yield
+
+
+def test_rate_limit_is_429_with_retry_after(api, settings, agent, mid_window):
     settings.AGENT_TOKEN_RATE_LIMIT = (3, 60)
     statuses = [api.get("/api/v1/requests/").status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
     response = api.get("/api/v1/requests/")
     _is_error(response, 429, "rate_limited")
-    assert 1 <= int(response["Retry-After"]) <= 60
+    assert int(response["Retry-After"]) == 30
     # The long-poll counts against the same limit.
     _is_error(api.get("/api/v1/requests/00000000-0000-0000-0000-000000000000/resume/"), 429, "rate_limited")
 
 
-def test_the_rate_counter_is_atomic_across_threads(agent, settings):
+def test_the_rate_counter_is_atomic_across_threads(agent, settings, mid_window):
     """Many concurrent increments never let more than the limit through."""
     import threading
 
