@@ -85,18 +85,14 @@ def checkpoint_problem() -> VerifyResult | None:
 
 def _first_missing_seq(up_to: int) -> int:
     """The first seq at or before `up_to` the database lacks (a deleted tail, or a gap)."""
-    present = AuditEvent.objects.filter(seq__lte=up_to).count()
-    if present == up_to:
-        return up_to + 1
-    head = AuditEvent.objects.filter(seq__lte=up_to).order_by("-seq").values_list("seq", flat=True).first() or 0
-    return head + 1 if head == present else _first_gap(up_to)
-
-
-def _first_gap(up_to: int) -> int:
+    kept = AuditEvent.objects.filter(seq__lte=up_to)
+    head = kept.order_by("-seq").values_list("seq", flat=True).first() or 0
+    if kept.count() == head:  # contiguous from 1: the tail is what is gone
+        return head + 1
     expected = 1
-    for seq in AuditEvent.objects.filter(seq__lte=up_to).order_by("seq").values_list("seq", flat=True).iterator():
+    for seq in kept.order_by("seq").values_list("seq", flat=True).iterator():
         if seq != expected:
-            return expected
+            break
         expected += 1
     return expected
 

@@ -25,20 +25,15 @@ def _networks(entries: tuple[str, ...]) -> tuple[Network, ...]:
     return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
 
 
-def _trusted(address: str) -> bool:
+def _parsed(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        ip = ipaddress.ip_address(address)
+        return ipaddress.ip_address(address)
     except ValueError:
-        return False
-    return any(ip in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
+        return None
 
 
-def _valid(address: str) -> bool:
-    try:
-        ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return True
+def _trusted(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None) -> bool:
+    return ip is not None and any(ip in network for network in _networks(tuple(settings.TRUSTED_PROXIES)))
 
 
 def client_address(request) -> str:
@@ -46,12 +41,13 @@ def client_address(request) -> str:
     if request is None:
         return ""
     peer = str(request.META.get("REMOTE_ADDR") or "")
-    if not _trusted(peer):
+    if not _trusted(_parsed(peer)):
         return peer
     hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
     for hop in reversed(hops):
-        if not _valid(hop):
+        ip = _parsed(hop)
+        if ip is None:
             return peer  # a garbled header: fall back to what the socket says
-        if not _trusted(hop):
+        if not _trusted(ip):
             return hop
     return peer

@@ -24,7 +24,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import escape
 
 from .codes import register
-from .errors import CodedError, error_body, is_api_path
+from .errors import CodedError, is_api_path, json_error
 
 __all__ = ["INVALID_INPUT", "MAX_JSON_DEPTH", "InputEdgeMiddleware", "first_problem", "parse_json_text",
            "refuse_problems", "text_problem"]
@@ -130,9 +130,7 @@ def _edge_refusal(request: HttpRequest) -> HttpResponse | None:
 
 def _refuse(request: HttpRequest, message: str, *, field: str) -> HttpResponse:
     if is_api_path(request) or "application/json" in request.headers.get("Accept", ""):
-        from django.http import JsonResponse
-
-        return JsonResponse(error_body(INVALID_INPUT, message, field=field), status=400)
+        return json_error(INVALID_INPUT, message, field=field)
     return HttpResponseBadRequest(f"<!doctype html><title>Bad request</title><h1>Bad request</h1><p>{escape(message)}</p>")
 
 
