@@ -38,7 +38,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from . import signing
-from .canonical import GENESIS_HASH, VerifyResult, canonical_bytes, chain_hash, event_document, format_timestamp
+from hitl_controlplane.canonical import GENESIS_HASH, VerifyResult, canonical_bytes, chain_hash, event_document, format_timestamp
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 

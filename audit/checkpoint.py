@@ -5,14 +5,14 @@ A checkpoint is a small JSON file in settings.AUDIT_CHECKPOINT_DIR:
     {"type": "cp-audit-checkpoint/1", "seq": 1234, "hash": "...",
      "time": "2026-01-31T09:00:00.000000Z", "signature": {"alg": "Ed25519", ...}}
 
-signed with the server's audit key (audit.signing; see audit.manifest.sign). Someone
+signed with the server's audit key (audit.signing; see hitl_controlplane.manifest.sign). Someone
 who can rewrite the database (a superuser) can rebuild a consistent chain, but
 cannot change files already copied elsewhere nor sign new ones without the key:
 the checkpoint pins what seq N's hash was at that time. Ship the directory to
 storage the database's administrators cannot write (object storage with
 retention, another host), and hand auditors the files.
 
-Only pure-Python helpers live in audit.manifest; this module is the server side.
+Only pure-Python helpers live in hitl_controlplane.manifest; this module is the server side.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from .canonical import format_timestamp
-from .manifest import CHECKPOINT_TYPE, sign, signature_problem
+from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.manifest import CHECKPOINT_TYPE, sign, signature_problem
 from .signing import signer, trusted_public_keys
 
 __all__ = ["checkpoint_dir", "latest_checkpoint", "read_checkpoints", "write_checkpoint"]

@@ -23,7 +23,7 @@ from django import forms
 from django.db.models import QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
-from .canonical import format_timestamp
+from hitl_controlplane.canonical import format_timestamp
 from .models import ActorKind, AuditEvent
 from .vocabulary import all_verbs
 

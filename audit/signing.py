@@ -33,7 +33,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from django.conf import settings
 
-from .ed25519 import (
+from hitl_controlplane.ed25519 import (
     KEY_ROTATED,
     SEALED,
     SignatureCheck,

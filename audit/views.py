@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_safe
 
-from .canonical import chain_hash
+from hitl_controlplane.canonical import chain_hash
 from .chain import Actor
 from .checkpoint import latest_checkpoint
 from .signing import signer

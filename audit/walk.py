@@ -9,7 +9,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from . import signing
-from .canonical import (
+from hitl_controlplane.canonical import (
     EVENT_COLUMNS,
     GENESIS_HASH,
     VerifyResult,

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from audit.chain import Actor
-from audit.ed25519 import SigningKey
+from hitl_controlplane.ed25519 import SigningKey
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.test import AsyncClient
 from audit.chain import Actor
 from audit.export import begin_export, iter_export
 from audit.filters import AuditEventFilterSet
-from audit.manifest import jsonl_hashed_text
+from hitl_controlplane.manifest import jsonl_hashed_text
 
 
 def download(user: Any, url: str, **headers: str) -> tuple[Any, bytes]:

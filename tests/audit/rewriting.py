@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import connection
 
-from audit.canonical import canonical_bytes, chain_hash, event_document, format_timestamp
+from hitl_controlplane.canonical import canonical_bytes, chain_hash, event_document, format_timestamp
 from audit.db import maintenance
 from audit.models import AuditEvent
 

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from freezegun import freeze_time
 
-from audit.canonical import (
+from hitl_controlplane.canonical import (
     GENESIS_HASH,
     canonical_bytes,
     chain_hash,
@@ -133,8 +133,8 @@ def test_canonical_module_imports_nothing_from_django():
     import sys
     from pathlib import Path
 
-    import audit
+    import hitl_controlplane
 
-    project_root = Path(audit.__file__).resolve().parent.parent
-    code = "import sys, audit.canonical; sys.exit(any(m == 'django' or m.startswith('django.') for m in sys.modules))"
+    project_root = Path(hitl_controlplane.__file__).resolve().parent.parent
+    code = "import sys, hitl_controlplane.canonical; sys.exit(any(m == 'django' or m.startswith('django.') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], cwd=project_root, check=False).returncode == 0

@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
-from audit.canonical import GENESIS_HASH
+from hitl_controlplane.canonical import GENESIS_HASH
 from audit.chain import Actor, audited_atomic, record, verify_chain
 from audit.models import AuditEvent
 

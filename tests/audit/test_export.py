@@ -16,9 +16,9 @@ from django.core.management import call_command
 from freezegun import freeze_time
 
 from audit.chain import Actor, record
-from audit.manifest import signature_problem
+from hitl_controlplane.manifest import signature_problem
 from audit.models import AuditEvent
-from audit.verify import verify_export
+from hitl_controlplane.verify import verify_export
 
 from .conftest import SIGNING_KEY, SIGNING_KEY_ID
 from .exporting import download, jsonl_rows
@@ -294,8 +294,8 @@ def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
     """The export renders a chunk at a time; its lines and digests must be the one-row
     functions' (the format docs/audit.md publishes), and the verifier must recover each
     hashed text from them, whatever the text holds."""
-    from audit.canonical import canonical_bytes, chain_hash
-    from audit.manifest import ExportDigests, jsonl_hashed_text, jsonl_line, jsonl_lines
+    from hitl_controlplane.canonical import canonical_bytes, chain_hash
+    from hitl_controlplane.manifest import ExportDigests, jsonl_hashed_text, jsonl_line, jsonl_lines
 
     documents = [{"seq": 1, "note": 'quote " backslash \\ newline \n'}, {"seq": 5, "note": "ünïcode ✓ \u2028"}, {"seq": 9}]
     rows, prev = [], "0" * 64

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from audit.chain import Actor, record
 from audit.checkpoint import write_checkpoint
-from audit.manifest import jsonl_hashed_text, jsonl_line, sign
-from audit.verify import verify_export
+from hitl_controlplane.manifest import jsonl_hashed_text, jsonl_line, sign
+from hitl_controlplane.verify import verify_export
 
-from audit.ed25519 import SigningKey, public_key_text
+from hitl_controlplane.ed25519 import SigningKey, public_key_text
 
 from .conftest import SIGNING_KEY
 from .exporting import export_to, manifest_path
@@ -92,7 +92,7 @@ def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_
 
 def test_importing_the_verifier_does_not_import_django():
     code = (
-        "import sys, audit.verify, audit.manifest, audit.canonical\n"
+        "import sys, audit.verify, hitl_controlplane.verify, hitl_controlplane.manifest, hitl_controlplane.canonical\n"
         "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
         "assert not loaded, loaded\n"
         "import audit; assert not hasattr(audit, 'default_app_config')\n"
@@ -155,7 +155,7 @@ def test_two_swapped_rows_are_rejected_at_the_first(eight_events, tmp_path, fmt)
 def test_a_rehashed_row_fails_its_signature_and_breaks_the_next_link(eight_events, tmp_path):
     """Editing a row and recomputing its hash: its signature no longer holds, and (for a
     verifier without the public key) the next row's prev_hash no longer links."""
-    from audit.canonical import chain_hash
+    from hitl_controlplane.canonical import chain_hash
 
     path = tmp_path / "export.jsonl"
     export_to(path)

@@ -12,7 +12,7 @@ from django.db import connection
 from audit.chain import Actor, record
 from audit.checkpoint import read_checkpoints
 from audit.db import maintenance
-from audit.manifest import signature_problem
+from hitl_controlplane.manifest import signature_problem
 from audit.models import AuditEvent, ChainVerification
 from audit.tasks import verify_chain_task
 

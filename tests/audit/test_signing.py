@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from audit import signing
-from audit.canonical import GENESIS_HASH, canonical_bytes, chain_hash, event_document, format_timestamp
+from hitl_controlplane.canonical import GENESIS_HASH, canonical_bytes, chain_hash, event_document, format_timestamp
 from audit.chain import Actor, head, record, verify_chain
 from audit.checkpoint import latest_checkpoint
 from audit.db import maintenance

@@ -87,7 +87,7 @@ def test_a_deleted_row_is_found_as_a_gap(five_events):
 
 @pytest.mark.django_db
 def test_a_consistently_rehashed_row_no_longer_matches_its_signature(five_events):
-    from audit.canonical import chain_hash
+    from hitl_controlplane.canonical import chain_hash
 
     row = AuditEvent.objects.get(seq=2)
     forged = row.canonical.replace("refunds", "payroll")

@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 
 from audit.chain import Actor, record
 from audit.signing import signer
-from audit.verify import verify_export
+from hitl_controlplane.verify import verify_export
 
 REFUND = SimpleNamespace(pk=uuid.UUID("6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a"), agent_id=None)
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from agents.client import (
+from hitl_controlplane.client import (
     ApprovalRejected,
     ApprovalTimeout,
     AsyncControlPlane,
@@ -169,7 +169,7 @@ def test_a_lost_submit_response_is_retried_with_the_same_idempotency_key(proxy, 
 
 
 def test_the_client_imports_without_django():
-    code = ("import sys; sys.modules['django'] = None; import agents.client as c; "
+    code = ("import sys; sys.modules['django'] = None; import hitl_controlplane.client as c; "
             "print(c.submit_plan('p.md'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"})

@@ -18,7 +18,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from agents.client import ControlPlane
+from hitl_controlplane.client import ControlPlane
 from agents.resume import PLAN_APPROVED_TEXT
 from approvals.models import ApprovalRequest
 from approvals.states import State

@@ -117,7 +117,7 @@ def verify_export_file(path: Path) -> None:
     """The chain in the database and the downloaded export both verify (smoke only)."""
     from audit.chain import verify_chain
     from audit.signing import signer
-    from audit.verify import verify_export
+    from hitl_controlplane.verify import verify_export
 
     in_database = verify_chain()
     if not in_database.ok:

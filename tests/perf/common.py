@@ -221,7 +221,7 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
 
     from audit.signing import signer
 
-    from audit.canonical import chain_hash, event_document, format_timestamp
+    from hitl_controlplane.canonical import chain_hash, event_document, format_timestamp
     from audit.chain import head
 
     # canonical_bytes() without its type walk (these values are str, int and None

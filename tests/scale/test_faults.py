@@ -19,7 +19,7 @@ import pytest
 import redis
 import websockets
 
-from agents.client import ControlPlane
+from hitl_controlplane.client import ControlPlane
 from approvals import services
 from approvals.models import ApprovalRequest
 from tests.execution.harness import wait_for

@@ -1,5 +1,5 @@
 """Every CSV cell that a spreadsheet would run as a formula is written as text
-(audit.manifest.neutralize_cell, the one guard; the metrics CSV writes through it)."""
+(hitl_controlplane.manifest.neutralize_cell, the one guard; the metrics CSV writes through it)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from approvals.policy.tuning.metrics import _cell as safe_cell
-from audit.manifest import FORMULA_PREFIXES as FORMULA_TRIGGERS
+from hitl_controlplane.manifest import FORMULA_PREFIXES as FORMULA_TRIGGERS
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"])

@@ -34,7 +34,7 @@ from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from audit.manifest import neutralize_cell
+from hitl_controlplane.manifest import neutralize_cell
 
 from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from ...states import RiskLevel, State

@@ -1,7 +1,7 @@
 """The export formats, their signed manifest, and signed chain-head checkpoints.
 
-Pure Python (stdlib and audit.canonical only) on purpose: the server writes
-exports with these functions and the offline verifier (`python -m audit.verify`)
+No Django on purpose: the server (the `audit` app) writes
+exports with these functions and the offline verifier (`hitl_controlplane.verify`)
 reads them with the same ones, without Django.
 
 Formats

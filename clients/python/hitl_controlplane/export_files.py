@@ -1,5 +1,5 @@
 """Reading an audit export back, row by row, exactly as the exporter wrote it (for the
-offline verifier, `audit.verify`). Plain Python: imports nothing from Django."""
+offline verifier, `hitl_controlplane.verify`). Plain Python: imports nothing from Django."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Python client for the HITL control plane. Imports nothing from Django.
 
-    from agents.client import ControlPlane
+    from hitl_controlplane.client import ControlPlane
 
     cp = ControlPlane("https://controlplane.example.com", token="cp_...")
     resume = cp.submit_plan(".plans/auth.md")          # blocks until a person decides

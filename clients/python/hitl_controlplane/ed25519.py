@@ -1,5 +1,6 @@
 """Ed25519 keys and signatures, in plain Python (no Django): the server signs with
-them (audit.signing) and the offline verifier checks with them (audit.verify).
+them (the `audit` app's signing), the offline verifier (verify.py) and the client (decision
+signatures) check with them.
 
 A public key is written `ed25519:<base64url of the 32 raw bytes>`; its key id is the
 first 16 hex digits of the SHA-256 of those bytes. The server's private key is

@@ -1,0 +1,402 @@
+"""Offline verifier for audit exports: `hitl-audit-verify FILE [options]`
+(`python -m hitl_controlplane.verify`; in the server's tree `python -m audit.verify`).
+
+Imports nothing from Django or the server (only this package's canonical form,
+manifest and Ed25519 modules), so an auditor can check an export without
+trusting the server that produced it.
+
+    python -m audit.verify export.jsonl --public-key ed25519:...
+    python -m audit.verify export.csv --manifest export.csv.manifest.json --public-key-file server.pub
+    python -m audit.verify export.jsonl --public-key ed25519:... --checkpoint checkpoint-000123.json
+
+The public key is the server's audit signing key (`manage.py audit_public_key`),
+pinned by the auditor from a server they trust; give several after a key rotation.
+Files signed before Ed25519 (HMAC-SHA256) verify with that secret: --key-file.
+
+What it checks:
+  * every row: its hash recomputes as sha256(prev_hash || canonical), its
+    canonical document names its seq, and its other columns say what the
+    canonical document says; seqs strictly increase;
+  * an unfiltered export (the manifest's filters are empty): the chain itself,
+    contiguous from seq 1 at the genesis hash, each prev_hash linking to the
+    previous row's hash, ending at the chain head the manifest names;
+  * any export: the manifest (row count, first/last seq, digest of the seq list,
+    digest of the row hashes) against the rows received, and the manifest's
+    Ed25519 signature under a public key the auditor pinned;
+  * with --checkpoint: the checkpoint's signature, and that the export agrees
+    with the chain head recorded outside the database at that seq.
+
+Prints one line, "OK: ..." (exit 0) or "FAILED ...: reason" (exit 1), naming the
+first bad seq where there is one. Exit 2 is a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .canonical import GENESIS_HASH, chain_hash
+from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
+from .ed25519 import SignatureCheck, key_id_of, parse_public_key
+from .manifest import (
+    CHECKPOINT_TYPE,
+    CSV_COLUMNS,
+    MANIFEST_TYPE,
+    ExportDigests,
+    VerifyingKey,
+    csv_cells,
+    signature_problem,
+)
+
+__all__ = ["Verdict", "load_checkpoint", "main", "verify_export"]
+
+KEY_ENVIRONMENT_VARIABLE = "AUDIT_EXPORT_SIGNING_KEY"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome: `ok`, a one-line `message`, and the first bad seq when one can be named."""
+
+    ok: bool
+    message: str
+    bad_seq: int | None = None
+    rows: int = 0
+
+
+# --- Checking one row on its own ----------------------------------------------------------------
+
+
+def _row_problem(row: Mapping[str, Any], fmt: str) -> str | None:
+    """Why this row is not internally consistent, or None.
+
+    Consistent means: its hash recomputes from its prev_hash and canonical text,
+    the canonical document names the row's seq, and every other column says what
+    the canonical document says.
+    """
+    seq, canonical = row["seq"], row["canonical"]
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        return f"seq {seq!r} is not an integer"
+    if not isinstance(canonical, str) or not isinstance(row["prev_hash"], str) or not isinstance(row["hash"], str):
+        return "prev_hash, hash and canonical must be strings"
+    try:
+        recomputed = chain_hash(row["prev_hash"], canonical.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "canonical text is not valid UTF-8"
+    except UnicodeError:
+        return "prev_hash is not ASCII"
+    if recomputed != row["hash"]:
+        return f"stored hash {row['hash']} does not match recomputed hash {recomputed}"
+    try:
+        document = json.loads(canonical)
+    except json.JSONDecodeError:
+        return "canonical text is not JSON"
+    if not isinstance(document, dict) or document.get("seq") != seq:
+        named = document.get("seq") if isinstance(document, dict) else None
+        return f"canonical document names seq {named!r}, row is seq {seq}"
+    if fmt == "jsonl":
+        if row["event"] != document:
+            return "the event object differs from the canonical text that was hashed"
+        return None
+    try:
+        signature = (row["key_id"], row["signature"]) if "key_id" in row else ()
+        expected = csv_cells(document, row["prev_hash"], row["hash"], canonical, *signature)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"canonical document is not an event document ({exc})"
+    for column, want, got in zip(CSV_COLUMNS, expected, row["cells"]):
+        if want != got:
+            return f"column {column} differs from the canonical text that was hashed"
+    return None
+
+
+# --- The whole export --------------------------------------------------------------------------
+
+
+def _check_manifest_shape(manifest: Mapping[str, Any]) -> None:
+    if manifest.get("type") != MANIFEST_TYPE:
+        raise Rejected(f"the manifest's type is {manifest.get('type')!r}, not {MANIFEST_TYPE!r}")
+    for name, kind in (("filters", dict), ("row_count", int), ("seq_digest", str), ("hash_digest", str),
+                       ("chain_head", dict)):
+        if not isinstance(manifest.get(name), kind):
+            raise Rejected(f"the manifest's {name} is missing or malformed")
+
+
+def verify_export(
+    path: str | os.PathLike[str],
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    key: VerifyingKey | None = None,
+    checkpoint: Mapping[str, Any] | None = None,
+    fmt: str | None = None,
+) -> Verdict:
+    """Verify one export file; see the module docstring for what is checked.
+
+    `manifest` is the CSV sidecar (a JSONL export carries its own trailer, which a
+    given manifest overrides). `key`: the Ed25519 public keys the auditor pinned
+    (or, for older files, the HMAC secret). Without it the signatures are not checked and
+    the verdict says so. Reads the file once, row by row, in constant memory.
+    """
+    path = Path(path)
+    try:
+        return _verify(path, manifest, key, checkpoint, fmt or detect_format(path))
+    except Rejected as rejected:
+        where = f" at seq {rejected.seq}" if rejected.seq is not None else ""
+        return Verdict(ok=False, message=f"FAILED{where}: {rejected.reason}", bad_seq=rejected.seq)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        return Verdict(ok=False, message=f"FAILED: cannot read {path}: {exc}")
+
+
+def _verify(
+    path: Path,
+    manifest: Mapping[str, Any] | None,
+    key: VerifyingKey | None,
+    checkpoint: Mapping[str, Any] | None,
+    fmt: str,
+) -> Verdict:
+    if manifest is None and fmt == "jsonl":
+        manifest = read_trailer(path)
+    if manifest is None:
+        hint = "the JSONL manifest trailer is missing" if fmt == "jsonl" else "pass the sidecar with --manifest"
+        raise Rejected(f"no manifest: {hint}")
+    _check_manifest_shape(manifest)
+    notes: list[str] = []
+    if key is None:
+        notes.append("signatures NOT checked (no key given)")
+    elif not _public_keys(key) or _signed_by_one_of(manifest, key):
+        _check_manifest_signature(manifest, key, notes)
+    checkpoint_seq = _checked_checkpoint(checkpoint, key)
+
+    unfiltered = manifest["filters"] == {}
+    head = manifest["chain_head"]
+    signatures = SignatureCheck.trusting(key) if _public_keys(key) else None
+    digests, last_hash, checkpoint_hash = _walk(path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq,
+                                                signatures=signatures)
+    if signatures is not None and not notes:
+        # Signed by a key not pinned: only a rotation among the rows, signed by a pinned
+        # key, can vouch for it (a whole export after a rotation, the old key pinned).
+        _check_manifest_signature(manifest, list(signatures.trusted.values()), notes)
+    received = digests.as_manifest_fields()
+    for name in ("row_count", "first_seq", "last_seq", "seq_digest", "hash_digest"):
+        if received[name] != manifest.get(name):
+            raise Rejected(
+                f"the rows received do not match the manifest: {name} is {received[name]!r}, "
+                f"the manifest says {manifest.get(name)!r}"
+            )
+    if unfiltered and (digests.last_seq or 0, last_hash) != (head.get("seq"), head.get("hash")):
+        raise Rejected(
+            f"the export ends at seq {digests.last_seq or 0}, not at the chain head seq {head.get('seq')} "
+            "the manifest names"
+        )
+    if digests.last_seq is not None and isinstance(head.get("seq"), int) and digests.last_seq > head["seq"]:
+        raise Rejected(f"rows beyond the chain head seq {head['seq']} the manifest names", digests.last_seq)
+    if checkpoint is not None:
+        notes.append(_compare_checkpoint(checkpoint, checkpoint_hash, head))
+    if signatures is not None:
+        notes.append(_signature_note(signatures, unfiltered=unfiltered, rows=digests.row_count))
+    scope = (
+        f"unfiltered chain seq 1-{digests.last_seq or 0} links to the head"
+        if unfiltered
+        else f"filtered export, filters {json.dumps(manifest['filters'], sort_keys=True)}"
+    )
+    message = f"OK: {digests.row_count} rows verified ({scope}); " + "; ".join(notes)
+    return Verdict(ok=True, message=message, rows=digests.row_count)
+
+
+def _check_manifest_signature(manifest: Mapping[str, Any], key: VerifyingKey, notes: list[str]) -> None:
+    problem = signature_problem(manifest, key)
+    if problem:
+        raise Rejected(f"manifest signature invalid: {problem}")
+    notes.append(f"manifest signature valid (key {manifest['signature'].get('key_id')})")
+
+
+def _signed_by_one_of(document: Mapping[str, Any], keys: VerifyingKey) -> bool:
+    signature = document.get("signature")
+    named = signature.get("key_id") if isinstance(signature, Mapping) else None
+    return named in {key_id_of(public) for public in keys}
+
+
+def _public_keys(key: VerifyingKey | None) -> bool:
+    return key is not None and not isinstance(key, (str, bytes))
+
+
+def _signature_note(signatures: SignatureCheck, *, unfiltered: bool, rows: int) -> str:
+    """What the row signatures showed; raises Rejected for unsealed rows in a whole chain."""
+    if signatures.without_columns:
+        return "rows carry no signatures (exported before rows were signed): checked through the signed manifest"
+    if unfiltered:
+        problem = signatures.finish()
+        if problem:
+            raise Rejected(problem, signatures.unsealed_head[0] if signatures.unsealed_head else None)
+    unsigned = rows - signatures.signed
+    if unsigned:
+        return f"{signatures.signed} row signatures valid, {unsigned} rows from before signing began"
+    return f"every row signature valid (keys {', '.join(sorted(signatures.used))})"
+
+
+def _walk(
+    path: Path, fmt: str, *, unfiltered: bool, checkpoint_seq: int | None,
+    signatures: SignatureCheck | None = None,
+) -> tuple[ExportDigests, str, str | None]:
+    """One pass over the rows: per-row checks, chain links when unfiltered, digests."""
+    digests = ExportDigests()
+    expected_seq, expected_prev = 1, GENESIS_HASH
+    previous_seq: int | None = None
+    checkpoint_hash: str | None = None
+    if fmt == "csv":
+        csv.field_size_limit(2**31 - 1)
+    # No newline translation: every line must end exactly as the exporter wrote it.
+    with path.open("r", encoding="utf-8", newline="") as handle:
+        rows = csv_rows(handle) if fmt == "csv" else jsonl_rows(handle)
+        try:
+            for row in rows:
+                seq = row["seq"]
+                if unfiltered:
+                    # The chain first: a missing or moved row is named by the seq that should be here.
+                    if seq != expected_seq:
+                        bad = seq if isinstance(seq, int) and seq < expected_seq else expected_seq
+                        raise Rejected(f"seq gap or reorder: expected seq {expected_seq}, found {seq}", bad)
+                    if row["prev_hash"] != expected_prev:
+                        raise Rejected(
+                            f"prev_hash {row['prev_hash']} does not match the previous row's hash {expected_prev}",
+                            seq,
+                        )
+                problem = _row_problem(row, fmt)
+                if problem is None and signatures is not None:
+                    problem = _signature_problem(row, signatures)
+                if problem:
+                    raise Rejected(problem, seq if isinstance(seq, int) else _after(previous_seq))
+                if previous_seq is not None and seq <= previous_seq:
+                    raise Rejected(f"seq {seq} follows seq {previous_seq}: rows out of order", seq)
+                digests.add(seq, row["hash"])
+                if seq == checkpoint_seq:
+                    checkpoint_hash = row["hash"]
+                previous_seq, expected_seq, expected_prev = seq, seq + 1, row["hash"]
+        except Rejected as rejected:
+            if rejected.seq is None:
+                rejected.seq = expected_seq if unfiltered else None
+                if not unfiltered and previous_seq is not None:
+                    rejected.reason += f" (after seq {previous_seq})"
+            raise
+    return digests, expected_prev, checkpoint_hash
+
+
+def _after(previous_seq: int | None) -> int | None:
+    return None if previous_seq is None else previous_seq + 1
+
+
+# --- Checkpoints -------------------------------------------------------------------------------
+
+
+def _signature_problem(row: Mapping[str, Any], signatures: SignatureCheck) -> str | None:
+    if "signature" not in row:
+        # An export from before rows carried signatures: its signed manifest still covers
+        # every row's hash, but there is nothing to check row by row.
+        signatures.without_columns += 1
+        return None
+    if signatures.without_columns:
+        return "this row carries a signature column and earlier rows did not: the file mixes two layouts"
+    document = json.loads(row["canonical"])
+    return signatures({**row, "verb": document.get("verb")})
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a checkpoint file written by the server (see audit.checkpoint)."""
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: VerifyingKey | None) -> int | None:
+    if checkpoint is None:
+        return None
+    if checkpoint.get("type") != CHECKPOINT_TYPE:
+        raise Rejected(f"the checkpoint's type is {checkpoint.get('type')!r}, not {CHECKPOINT_TYPE!r}")
+    seq = checkpoint.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(checkpoint.get("hash"), str):
+        raise Rejected("the checkpoint's seq or hash is missing or malformed")
+    if key is None:
+        raise Rejected("a checkpoint is only evidence with its signature: pass --public-key")
+    problem = signature_problem(checkpoint, key)
+    if problem:
+        raise Rejected(f"checkpoint signature invalid: {problem}")
+    return seq
+
+
+def _compare_checkpoint(
+    checkpoint: Mapping[str, Any], row_hash: str | None, head: Mapping[str, Any]
+) -> str:
+    seq, expected = checkpoint["seq"], checkpoint["hash"]
+    if row_hash is None and head.get("seq") == seq:
+        row_hash = head.get("hash")
+    if row_hash is None:
+        if isinstance(head.get("seq"), int) and seq > head["seq"]:
+            raise Rejected(f"checkpoint seq {seq} is newer than this export's chain head seq {head['seq']}")
+        raise Rejected(f"checkpoint seq {seq} is not in this export; verify an unfiltered export against it")
+    if row_hash != expected:
+        raise Rejected(
+            f"the export's hash at seq {seq} is {row_hash}, the signed checkpoint of {checkpoint.get('time')} "
+            f"says {expected}: the chain was rewritten",
+            seq,
+        )
+    return f"checkpoint seq {seq} of {checkpoint.get('time')} matches"
+
+
+# --- Command line ------------------------------------------------------------------------------
+
+
+def _key_from(arguments: argparse.Namespace) -> VerifyingKey | None:
+    if arguments.public_key or arguments.public_key_file:
+        texts = list(arguments.public_key or [])
+        if arguments.public_key_file:
+            lines = Path(arguments.public_key_file).read_text(encoding="utf-8").splitlines()
+            texts += [line.split("#", 1)[0].strip() for line in lines if line.split("#", 1)[0].strip()]
+        return [parse_public_key(text) for text in texts]
+    if arguments.key_file:
+        return Path(arguments.key_file).read_bytes().rstrip(b"\r\n")
+    if arguments.key:
+        return arguments.key.encode("utf-8")
+    from_environment = os.environ.get(KEY_ENVIRONMENT_VARIABLE)
+    return from_environment.encode("utf-8") if from_environment else None
+
+
+def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> int:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Verify an audit export (CSV or JSON Lines) offline: chain, manifest, signature, checkpoint.",
+    )
+    parser.add_argument("file", help="the export file (.jsonl or .csv)")
+    parser.add_argument("--manifest", help="the manifest sidecar (required for CSV; overrides a JSONL trailer)")
+    keys = parser.add_mutually_exclusive_group()
+    keys.add_argument("--public-key", action="append",
+                      help="the server's audit public key, ed25519:... (repeat after a key rotation)")
+    keys.add_argument("--public-key-file", help="a file of public keys, one per line (# comments)")
+    keys.add_argument("--key", help=f"older files: the HMAC signing key (or set {KEY_ENVIRONMENT_VARIABLE})")
+    keys.add_argument("--key-file", help="older files: a file holding the HMAC signing key")
+    parser.add_argument("--checkpoint", help="a signed chain-head checkpoint file to check the export against")
+    parser.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file name or its first byte")
+    arguments = parser.parse_args(argv)
+
+    try:
+        key = _key_from(arguments)
+        manifest = None
+        if arguments.manifest:
+            with open(arguments.manifest, encoding="utf-8") as handle:
+                manifest = json.load(handle)
+            if not isinstance(manifest, dict):
+                raise ValueError("the manifest is not a JSON object")
+        checkpoint = load_checkpoint(arguments.checkpoint) if arguments.checkpoint else None
+    except (OSError, ValueError) as exc:
+        print(f"FAILED: {exc}")
+        return 1
+    verdict = verify_export(arguments.file, manifest=manifest, key=key, checkpoint=checkpoint, fmt=arguments.format)
+    print(verdict.message)
+    return 0 if verdict.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
