@@ -12,11 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.decisions import decision_document, sign_decision
+
 from approvals.errors import REVALIDATION_CODES
 from approvals.states import Kind, State
+from audit.signing import signer
 
 __all__ = [
     "PLAN_APPROVED_TEXT",
+    "decision_signature",
     "is_decided",
     "resume_payload",
     "tool_result",
@@ -89,7 +94,7 @@ def tool_result(kind: str, action: str, feedback: str, params: dict[str, Any] | 
 
 
 def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`{request_id, state, decided, resume_data, tool_result}` for `request` now.
+    """`{request_id, state, decided, resume_data, tool_result, decision_signature}` for `request` now.
 
     `params` are the current (approved) params when the caller already has them;
     otherwise they are read. Undecided requests have `resume_data` and
@@ -111,4 +116,19 @@ def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dic
         resume_data["params"] = params if params is not None else request.current_params()
     body["resume_data"] = resume_data
     body["tool_result"] = tool_result(request.kind, action, feedback, resume_data.get("params"))
+    body["decision_signature"] = decision_signature(request, resume_data)
     return body
+
+
+def decision_signature(request: Any, resume_data: dict[str, Any]) -> dict[str, Any]:
+    """The server's signature binding this decision to the exact call (hitl_controlplane.decisions).
+
+    Signed with the audit signing key, whose public half `manage.py audit_public_key`
+    prints, so an agent trusts the same key an auditor pins.
+    """
+    document = decision_document(
+        request_id=str(request.pk), revision=request.current_revision, action_type=request.action_type,
+        tool_call_id=request.tool_call_id, resume_data=resume_data,
+        execute_by=format_timestamp(request.execute_by) if request.execute_by else None,
+    )
+    return sign_decision(signer().current, document)

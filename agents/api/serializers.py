@@ -118,9 +118,31 @@ class ResumeDataSerializer(serializers.Serializer):
     params = serializers.JSONField(required=False, help_text="Actions: exactly the approved params.")
 
 
+class SignedDecisionSerializer(serializers.Serializer):
+    v = serializers.IntegerField()
+    request_id = serializers.UUIDField()
+    revision = serializers.IntegerField()
+    action_type = serializers.CharField(allow_blank=True)
+    tool_call_id = serializers.CharField(allow_blank=True)
+    verdict = serializers.CharField()
+    payload_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the RFC 8785 bytes of what the "
+                                           "agent acts on (approved params or plan); null for a rejection.")
+    execute_by = serializers.CharField(allow_null=True)
+
+
+class DecisionSignatureSerializer(serializers.Serializer):
+    algorithm = serializers.ChoiceField(choices=["ed25519"])
+    key_id = serializers.CharField()
+    signed = SignedDecisionSerializer()
+    signature = serializers.CharField(help_text="base64url Ed25519 signature over the canonical signed document.")
+
+
 class ResumeSerializer(serializers.Serializer):
     request_id = serializers.UUIDField()
     state = serializers.ChoiceField(choices=State.choices)
     decided = serializers.BooleanField()
     resume_data = ResumeDataSerializer(allow_null=True)
     tool_result = serializers.CharField(allow_null=True)
+    decision_signature = DecisionSignatureSerializer(
+        required=False, help_text="Decided requests: the server's Ed25519 signature binding this decision to the "
+        "exact call (hitl_controlplane.decisions). Verify it with `manage.py audit_public_key` before acting.")

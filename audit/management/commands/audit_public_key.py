@@ -1,7 +1,8 @@
 """`manage.py audit_public_key`: print the public keys this server signs audit events with.
 
-For pinning: copy the line into the deploy-time AUDIT_PUBLIC_KEYS_FILE and give it to
-auditors (`python -m audit.verify --public-key ...`). Printing it here is a
+For pinning: copy the line into the deploy-time AUDIT_PUBLIC_KEYS_FILE, give it to
+auditors (`python -m audit.verify --public-key ...`) and to agent developers (the
+client's `public_keys=` / $CONTROLPLANE_PUBLIC_KEYS: decisions are signed with it). Printing it here is a
 convenience, never a source of trust: pin it from a server you trust.
 """
 

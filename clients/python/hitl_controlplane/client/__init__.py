@@ -9,7 +9,10 @@
     @cp.require_approval("transfer_funds")
     def transfer(amount: int, to: str) -> str: ...      # runs only once approved
 
-`AsyncControlPlane` is the same with `await`. Network errors are retried with
+Configure the server's public key (`manage.py audit_public_key`) with
+`public_keys=[...]` or $CONTROLPLANE_PUBLIC_KEYS: every decision's signature is then
+checked before anything runs, and a forged, replayed or altered one raises
+DecisionRefused. `AsyncControlPlane` is the same with `await`. Network errors are retried with
 the same idempotency key, so a retried submission never creates a second request.
 """
 
@@ -20,6 +23,7 @@ from ._core import (
     Resume,
     fallback_plan_text,
 )
+from ..decisions import DecisionRefused
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane, submit_plan
 
@@ -29,6 +33,7 @@ __all__ = [
     "AsyncControlPlane",
     "ControlPlane",
     "ControlPlaneError",
+    "DecisionRefused",
     "Resume",
     "fallback_plan_text",
     "submit_plan",

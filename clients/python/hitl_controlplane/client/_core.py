@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from ..decisions import DecisionRefused, payload_sha256, trusted_keys, verify_decision
+
+log = logging.getLogger("hitl_controlplane")
+# The server's audit public key(s), `ed25519:...` as `manage.py audit_public_key` prints them.
+PUBLIC_KEYS_ENV = "CONTROLPLANE_PUBLIC_KEYS"
 
 USER_AGENT = "hitl-controlplane-client/1"
 FALLBACK_PREFIX = "[Plan submitted for review]"
@@ -43,6 +52,8 @@ class Resume:
     resume_data: dict[str, Any]
     tool_result: str
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    # The signed decision document once its signature was checked; None when no key is configured.
+    decision: dict[str, Any] | None = field(repr=False, default=None)
 
     @property
     def approved(self) -> bool:
@@ -58,9 +69,15 @@ class Resume:
         return self.resume_data.get("params", {})
 
     @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> Resume:
-        return cls(request_id=payload["request_id"], state=payload["state"],
-                   resume_data=payload["resume_data"], tool_result=payload["tool_result"], raw=payload)
+    def from_payload(cls, payload: dict[str, Any], decision: dict[str, Any] | None = None) -> Resume:
+        return cls(request_id=payload["request_id"], state=payload["state"], resume_data=payload["resume_data"],
+                   tool_result=payload["tool_result"], raw=payload, decision=decision)
+
+    def check_params(self, params: Any) -> None:
+        """Refuse params (a claim's grant) that are not the ones the signed decision approved."""
+        if self.decision is not None and payload_sha256(params) != self.decision.get("payload_sha256"):
+            raise DecisionRefused(f"request {self.request_id}: the params to run are not the ones the "
+                                  "signed decision approved")
 
 
 class ApprovalRejected(ControlPlaneError):
@@ -82,6 +99,38 @@ def fallback_plan_text(path: str) -> str:
 def configured_from_env() -> tuple[str, str] | None:
     url, token = os.environ.get("CONTROLPLANE_URL", ""), os.environ.get("CONTROLPLANE_TOKEN", "")
     return (url, token) if url and token else None
+
+
+def decision_keys(public_keys: Iterable[str | Ed25519PublicKey] | None) -> dict[str, Ed25519PublicKey]:
+    """The keys decisions must be signed with: the given ones, else $CONTROLPLANE_PUBLIC_KEYS.
+
+    Raises ValueError for a key that does not parse: a typo must not silently turn checking off.
+    """
+    if public_keys is None:
+        public_keys = os.environ.get(PUBLIC_KEYS_ENV, "").replace(",", " ").split()
+    return trusted_keys(public_keys)
+
+
+_warned_unverified = False
+
+
+def checked_resume(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
+                   tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
+    """A decided payload as a Resume, its decision_signature checked first when keys are configured.
+
+    Raises DecisionRefused when it does not bind this decision to this call. With no
+    key configured nothing can be checked: say so once, loudly, and go on.
+    """
+    global _warned_unverified
+    if not keys:
+        if not _warned_unverified:
+            _warned_unverified = True
+            log.warning("hitl_controlplane: no public key configured (public_keys= or $%s): decisions are "
+                        "NOT verified, so a forged or replayed approval would be obeyed", PUBLIC_KEYS_ENV)
+        return Resume.from_payload(dict(payload))
+    signed = verify_decision(payload, keys, request_id=request_id, tool_call_id=tool_call_id,
+                             action_type=action_type)
+    return Resume.from_payload(dict(payload), decision=signed)
 
 
 def new_idempotency_key() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Iterable
 from typing import Any, Callable, TypeVar
 
 import httpx
@@ -17,6 +18,8 @@ from ._core import (
     ControlPlaneError,
     Resume,
     action_body,
+    checked_resume,
+    decision_keys,
     backoff_delay,
     call_params,
     jsonable,
@@ -34,12 +37,15 @@ class AsyncControlPlane:
 
     def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
                  retry_backoff: float = 0.5, timeout: float = 10.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, public_keys: Iterable[str] | None = None,
+                 ) -> None:
         self.url = url.rstrip("/")
         self.poll_wait = poll_wait
         self.retries = retries
         self.retry_backoff = retry_backoff
         self.timeout = timeout
+        # Resumes are checked against these before anything runs (DecisionRefused otherwise).
+        self.decision_keys = decision_keys(public_keys)
         self._http = httpx.AsyncClient(
             base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
@@ -90,14 +96,17 @@ class AsyncControlPlane:
         return await self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
                                 read_timeout=wait + self.timeout)
 
-    async def wait(self, request_id: str, *, timeout: float | None = None) -> Resume:
+    async def wait(self, request_id: str, *, timeout: float | None = None, tool_call_id: str | None = None,
+                   action_type: str | None = None) -> Resume:
+        """As `ControlPlane.wait`."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - loop.time())
             payload = await self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                return Resume.from_payload(payload)
+                return checked_resume(payload, self.decision_keys, request_id=request_id,
+                                      tool_call_id=tool_call_id, action_type=action_type)
             if deadline is not None and loop.time() >= deadline:
                 raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
 
@@ -118,14 +127,16 @@ class AsyncControlPlane:
                                timeout: float | None = None, idempotency_key: str | None = None,
                                **fields: Any) -> Resume:
         submitted = await self.submit_action(action_type, target, params, idempotency_key=idempotency_key, **fields)
-        return await self.wait(submitted["id"], timeout=timeout)
+        return await self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
+                             action_type=submitted.get("action_type"))
 
     async def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
                           timeout: float | None = None, idempotency_key: str | None = None,
                           **fields: Any) -> Resume:
         submitted = await self.submit_plan_request(path, plan, title=title, idempotency_key=idempotency_key,
                                                    **fields)
-        return await self.wait(submitted["id"], timeout=timeout)
+        return await self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
+                             action_type=submitted.get("action_type"))
 
     def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
                          timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
@@ -143,6 +154,7 @@ class AsyncControlPlane:
                 if not claim:
                     return await fn(**resume.params)
                 grant = await self.claim(resume.request_id)
+                resume.check_params(grant["params"])
                 try:
                     result = await fn(**grant["params"])
                 except Exception as exc:
