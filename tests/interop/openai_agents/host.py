@@ -1,0 +1,119 @@
+"""An OpenAI Agents SDK host whose `needs_approval` tool is decided on the control plane.
+
+Run by tests/interop/openai_agents/test_openai_agents.py with the interop virtualenv's
+Python (the real `openai-agents` and the installed client), from a directory outside
+the repository, so `agents` is the SDK. The model is the SDK's own ScriptedModel (its
+`Model` interface, no network). Prints one JSON line: what happened.
+
+    host.py run      --calls JSON [--final TEXT]      a run decided end to end
+    host.py suspend  --calls JSON --state FILE        submit, save the run state, exit
+    host.py resume   --state FILE [--final TEXT]      another process: decide, resume
+Environment: CONTROLPLANE_URL, CONTROLPLANE_TOKEN, CONTROLPLANE_PUBLIC_KEYS, TOOL_LOG (a
+file each tool execution appends to), RUN_ID, TAMPER ("params": a man in the middle
+rewrites each decided resume's params).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+import httpx
+from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from hitl_controlplane.client import AsyncControlPlane, DecisionRefused
+from hitl_controlplane.client.openai_agents import decide_interruptions_async, interruption_action
+
+set_tracing_disabled(True)
+
+
+@function_tool(needs_approval=True)
+def transfer_funds(amount: int, to: str) -> str:
+    """Move money to a payee."""
+    with open(os.environ["TOOL_LOG"], "a", encoding="utf-8") as log:
+        log.write(json.dumps({"amount": amount, "to": to}) + "\n")
+    return f"sent {amount} to {to}"
+
+
+def make_agent(model: ScriptedModel) -> Agent:
+    return Agent(name="payments", instructions="Pay what the user asks.", model=model, tools=[transfer_funds])
+
+
+class Tampering(httpx.AsyncHTTPTransport):
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if not request.url.path.endswith("/resume/"):
+            return response
+        body = json.loads(await response.aread())
+        if body.get("decided") and "params" in (body.get("resume_data") or {}):
+            body["resume_data"]["params"]["amount"] = 1_000_000
+        return httpx.Response(response.status_code, json=body)
+
+
+def client() -> AsyncControlPlane:
+    transport = Tampering() if os.environ.get("TAMPER") == "params" else None
+    return AsyncControlPlane(os.environ["CONTROLPLANE_URL"], os.environ["CONTROLPLANE_TOKEN"], poll_wait=5,
+                             retry_backoff=0.05, transport=transport)
+
+
+def model_saw(model: ScriptedModel) -> list[str]:
+    """The tool outputs the model was given on its last call (function_call_output items)."""
+    last = model.last_call
+    items = last.input if last is not None and isinstance(last.input, list) else []
+    return [item.get("output") for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
+
+
+async def decide_and_finish(agent: Agent, model: ScriptedModel, state: RunState, interruptions: list, run_id: str,
+                            ) -> dict:
+    async with client() as acp:
+        try:
+            resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
+        except DecisionRefused as refused:
+            return {"refused": str(refused)}
+    result = await Runner.run(agent, state)
+    return {"decisions": [r.resume_data["action"] for r in resumes], "verified": [r.decision is not None for r in resumes],
+            "final_output": result.final_output, "model_saw": model_saw(model),
+            "interruptions_left": len(result.interruptions)}
+
+
+def script(calls: list[dict], final: str) -> list:
+    return [[function_call("transfer_funds", call["args"], call_id=call["call_id"]) for call in calls],
+            [assistant_message(final)]]
+
+
+async def main() -> dict:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["run", "suspend", "resume"])
+    parser.add_argument("--calls", default="[]")
+    parser.add_argument("--final", default="done")
+    parser.add_argument("--state")
+    args = parser.parse_args()
+    run_id = os.environ["RUN_ID"]
+
+    if args.mode == "resume":
+        model = ScriptedModel([[assistant_message(args.final)]])
+        agent = make_agent(model)
+        with open(args.state, encoding="utf-8") as handle:
+            state = await RunState.from_string(agent, handle.read())
+        return await decide_and_finish(agent, model, state, state.get_interruptions(), run_id)
+
+    model = ScriptedModel(script(json.loads(args.calls), args.final))
+    agent = make_agent(model)
+    result = await Runner.run(agent, "Pay the invoices.")
+    interruptions = list(result.interruptions)
+    if args.mode == "suspend":
+        async with client() as acp:
+            submitted = [await acp.submit_action(**interruption_action(item, run_id=run_id)) for item in interruptions]
+        with open(args.state, "w", encoding="utf-8") as handle:
+            handle.write(result.to_state().to_string())
+        return {"submitted": [found["id"] for found in submitted]}
+    return await decide_and_finish(agent, model, result.to_state(), interruptions, run_id)
+
+
+if __name__ == "__main__":
+    print(json.dumps(asyncio.run(main())))
+    sys.stdout.flush()
