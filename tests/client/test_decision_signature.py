@@ -118,6 +118,16 @@ def test_any_signed_field_altered_breaks_the_signature(field, value):
         verify_decision(payload, TRUSTED, request_id=payload["decision_signature"]["signed"]["request_id"])
 
 
+def test_an_approval_past_its_execution_deadline_is_refused():
+    """A genuine approval replayed after the server let it lapse (the server now says expired)."""
+    from datetime import datetime, timezone
+
+    payload = decided({"amount": 10}, execute_by="2026-12-01T10:00:00.000000Z")
+    assert check(payload, now=datetime(2026, 12, 1, 9, 59, 59, tzinfo=timezone.utc))
+    with pytest.raises(DecisionRefused, match="lapsed"):
+        check(payload, now=datetime(2026, 12, 1, 10, 0, 0, tzinfo=timezone.utc))
+
+
 def test_a_decision_signed_by_another_key_is_refused():
     with pytest.raises(DecisionRefused, match="does not trust"):
         check(decided({"amount": 10}, key=STRANGER))

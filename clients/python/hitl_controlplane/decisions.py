@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -160,14 +161,17 @@ def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519Pub
 
 
 def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
-                    tool_call_id: str | None = None, action_type: str | None = None) -> dict[str, Any]:
+                    tool_call_id: str | None = None, action_type: str | None = None,
+                    now: datetime | None = None) -> dict[str, Any]:
     """Check that a decided resume payload is the server's decision for exactly this call.
 
     `request_id` is the request the client submitted; `tool_call_id` and `action_type`,
     when given, what it submitted them as (the action type as the server normalized it).
     The verdict and the payload are recomputed from the resume data the caller is
-    about to act on, never taken from the signed document. Returns the signed
-    document; raises DecisionRefused naming the first mismatch.
+    about to act on, never taken from the signed document. An approval whose
+    `execute_by` has passed (by this machine's clock, `now`) is refused too: a genuine
+    but stale approval replayed after the server let it lapse must not run. Returns
+    the signed document; raises DecisionRefused naming the first mismatch.
     """
     block = payload.get("decision_signature")
     if not isinstance(block, Mapping):
@@ -201,4 +205,10 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
                                   f"not {value!r} (replayed from another call, or altered)")
     if str(payload.get("request_id", request_id)) != str(request_id):
         raise DecisionRefused(f"request {request_id}: the resume names request {payload.get('request_id')!r}")
+    deadline = signed.get("execute_by")
+    if signed.get("verdict") == "approved" and isinstance(deadline, str):
+        moment = now or datetime.now(timezone.utc)
+        if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) <= moment:
+            raise DecisionRefused(f"request {request_id}: the approval had to be executed by {deadline}; "
+                                  "it has lapsed (a stale approval, replayed?)")
     return dict(signed)
