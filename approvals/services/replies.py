@@ -19,6 +19,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from audit.chain import digest
+from controlplane.http.codes import VALIDATION_ERROR
 
 from .. import errors
 from ..errors import DomainError
@@ -33,12 +34,17 @@ __all__ = ["RESPONDED", "respond_instead"]
 
 # `resolution_code` of a request answered by a reply; the resume payload reads it.
 RESPONDED = "responded"
+# As long as the API lets feedback be; the page's form is held to it here.
+MAX_REPLY_CHARS = 10_000
 
 
 def respond_instead(request_id, message: str, *, actor: Person, revision: int | None = None) -> ApprovalRequest:
     """End the pending action with `message` as what the agent's model reads instead of the tool's result."""
     if not message.strip():
         raise DomainError(errors.REPLY_REQUIRED, "Write the reply the agent's model should read.")
+    if len(message) > MAX_REPLY_CHARS:
+        raise DomainError(VALIDATION_ERROR, f"A reply is limited to {MAX_REPLY_CHARS} characters.",
+                          fields=["message"])
     with changing(request_id) as request:
         require_pending(request)
         _require_revision(request, revision)

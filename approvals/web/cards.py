@@ -143,8 +143,15 @@ class Card:
 
     @property
     def batch_id(self) -> str:
-        """The agent step it was submitted with (empty: alone), so the queue can group a batch."""
+        """The agent step it was submitted with (empty: alone)."""
         return self.request.batch_id
+
+    @property
+    def batch_group(self) -> str:
+        """What the queue groups a batch by: the agent and its batch id. Batch ids are the
+        agents' own words, so another agent reusing one must not slip into the group
+        (and into a reviewer's "decide all")."""
+        return f"{self.request.agent_id}:{self.request.batch_id}" if self.request.batch_id else ""
 
     @property
     def allows_reply(self) -> bool:

@@ -202,9 +202,19 @@ def test_replying_from_the_page_meets_the_same_guards(client, people, submit):
     assert refused.status_code == 422 and refused.json()["code"] == "decision_not_allowed"
     blank = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": " "}, **JSON)
     assert blank.status_code == 422 and blank.json()["code"] == "reply_required"
+    huge = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": "x" * 10_001}, **JSON)
+    assert huge.status_code == 422 and huge.json()["code"] == "validation_error"
     done = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": "Outbox B.", "revision": "1"}, **JSON)
     assert done.status_code == 200 and done.json()["state"] == "rejected"
     assert ApprovalRequest.objects.get(pk=ask.pk).resolution_code == "responded"
+
+
+def test_a_hostile_reply_is_shown_escaped_in_the_history(client, people, submit):
+    ask = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
+    services.respond_instead(ask.pk, "<script>alert(1)</script>", actor=services.Person(people["bob"]))
+    client.force_login(people["alice"])
+    page = client.get(reverse("approvals:history")).content.decode()
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
 
 
 def test_the_reply_form_needs_the_csrf_token(people, submit):
@@ -258,3 +268,14 @@ def test_the_card_carries_its_batch(people, submit):
     (card,) = build_cards([ApprovalRequest.objects.select_related("agent").get(pk=request.pk)],
                           viewer=people["alice"])
     assert card.batch_id == "interrupt-9" and not card.allows_reply
+    assert card.batch_group == f"{request.agent_id}:interrupt-9"
+
+
+def test_another_agent_reusing_a_batch_id_is_not_in_the_group(people, submit, rival):
+    from approvals.web.cards import build_cards
+
+    mine = submit("send_email", batch_id="interrupt-1")
+    theirs = submit("send_email", batch_id="interrupt-1", agent=rival)
+    cards = build_cards(ApprovalRequest.objects.select_related("agent").filter(pk__in=[mine.pk, theirs.pk]),
+                        viewer=people["alice"])
+    assert len({card.batch_group for card in cards}) == 2
