@@ -103,8 +103,8 @@ def require_allowed(request: ApprovalRequest, decision: str) -> None:
         raise DomainError(errors.DECISION_NOT_ALLOWED,
                           f"Only an action can be answered in place of its tool, not a {request.kind}.",
                           decision=decision)
-    if decision != "reject" and decision not in (request.allowed_decisions or DEFAULT_ALLOWED_DECISIONS):
-        allowed = ", ".join(request.allowed_decisions)
+    allowed = list(request.allowed_decisions or DEFAULT_ALLOWED_DECISIONS)
+    if decision != "reject" and decision not in allowed:
         raise DomainError(errors.DECISION_NOT_ALLOWED,
-                          f"The agent's host cannot apply {decision!r} to this request; it allows: {allowed}.",
-                          decision=decision, allowed=list(request.allowed_decisions))
+                          f"The agent's host cannot apply {decision!r} to this request; it allows: "
+                          f"{', '.join(allowed)}.", decision=decision, allowed=allowed)

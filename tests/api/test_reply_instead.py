@@ -279,3 +279,13 @@ def test_another_agent_reusing_a_batch_id_is_not_in_the_group(people, submit, ri
     cards = build_cards(ApprovalRequest.objects.select_related("agent").filter(pk__in=[mine.pk, theirs.pk]),
                         viewer=people["alice"])
     assert len({card.batch_group for card in cards}) == 2
+
+
+def test_a_move_is_recorded_only_under_its_own_verb_or_a_registered_variant(submit, people):
+    from approvals.services.core import changing, transition
+
+    request = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
+    with pytest.raises(ValueError), changing(request.pk) as locked:
+        transition(locked, State.REJECTED, actor=services.Person(people["bob"]), verb="request.approved")
+    assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL
+    assert not AuditEvent.objects.filter(request_id=request.pk, verb="request.approved").exists()
