@@ -50,6 +50,14 @@ ACTION_REJECTED_WITH_FEEDBACK = (
 ACTION_REJECTED_WITHOUT_FEEDBACK = (
     "Rejected without feedback. Do not retry this call; stop and wait for the user's next message."
 )
+# A reviewer replied in place of the tool (LangChain HITL's `respond`): the call did not
+# run, and the reply is the answer. Said so, so the model neither assumes the side
+# effect happened nor retries the call to make it happen.
+ACTION_RESPONDED = (
+    "The tool was not run: a reviewer answered in its place. Their reply:\n\n{message}"
+)
+# `resolution_code` of a reply (approvals.services.replies.RESPONDED).
+_RESPONDED = "responded"
 
 # States in which a decision about going ahead exists.
 _APPROVED_STATES = frozenset({State.APPROVED, State.EXECUTING, State.SUCCEEDED})
@@ -66,6 +74,8 @@ def _decision(request: Any, state: str) -> tuple[str, str] | None:
             return "rejected", request.error or "Re-validation refused to run the approved request."
         return "approved", ""
     if state == State.REJECTED:
+        if request.resolution_code == _RESPONDED:
+            return "responded", request.feedback
         return "rejected", request.feedback
     if state == State.EXPIRED:
         if request.decided_at is not None:
@@ -90,6 +100,8 @@ def tool_result(kind: str, action: str, feedback: str, params: dict[str, Any] | 
         return PLAN_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback else PLAN_REJECTED_WITHOUT_FEEDBACK
     if action == "approved":
         return ACTION_APPROVED.format(params=json.dumps(params or {}, sort_keys=True, ensure_ascii=False))
+    if action == "responded":
+        return ACTION_RESPONDED.format(message=feedback)
     return ACTION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback else ACTION_REJECTED_WITHOUT_FEEDBACK
 
 
@@ -108,7 +120,9 @@ def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dic
         return body
     action, feedback = decision
     resume_data: dict[str, Any] = {"action": action}
-    if feedback:
+    if action == "responded":  # the reply is the answer, not feedback on a refusal
+        resume_data["message"] = feedback
+    elif feedback:
         resume_data["feedback"] = feedback
     if request.kind == Kind.PLAN:
         resume_data.update(path=request.plan_path, title=request.plan_title, plan=request.plan_markdown)

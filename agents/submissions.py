@@ -106,6 +106,8 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
         thread_id=data.get("thread_id", ""),
         resource_id=data.get("resource_id", ""),
         tool_call_id=data.get("tool_call_id", ""),
+        batch_id=data.get("batch_id", ""),
+        allowed_decisions=data.get("allowed_decisions"),
         idempotency_key=idempotency_key or None,
         submission_digest=digest,
         supersedes=supersedes,

@@ -31,6 +31,8 @@ PARAM_NOT_EDITABLE = register("param_not_editable", 422, "The rule does not let 
 EDIT_PROHIBITED = register("edit_prohibited", 422, "Policy refuses the call as edited.")
 NO_CHANGES = register("no_changes", 422, "The edits change nothing.")
 INVALID_EDIT = register("invalid_edit", 422, "An edited value is malformed.")
+DECISION_NOT_ALLOWED = register("decision_not_allowed", 422, "The submission does not allow this decision.")
+REPLY_REQUIRED = register("reply_required", 422, "A reply in place of the tool needs a message.")
 INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is outside the documented syntax.")
 # --- Step-up (services.step_up) ----------------------------------------------------------
 STEP_UP_REQUIRED = register("step_up_required", 403, "Deciding at this level needs a proof made for this decision.")

@@ -39,6 +39,7 @@ class ApprovalRequestFilterSet(django_filters.FilterSet):
     # An agent finds its own requests again after a restart with `?idempotency_key=`
     # or `?run_id=...&tool_call_id=...` (exact matches, from Meta.fields).
     agent = django_filters.CharFilter(field_name="agent__name", label="Agent name")
+    batch = django_filters.CharFilter(field_name="batch_id", label="Batch (submitted together)")
     risk = django_filters.ChoiceFilter(field_name="risk_level", choices=RiskLevel.choices, label="Risk level")
     expiring = django_filters.BooleanFilter(method="filter_expiring", widget=CheckboxOrFlag,
                                             label="Decision deadline within 15 minutes")
@@ -46,7 +47,7 @@ class ApprovalRequestFilterSet(django_filters.FilterSet):
     class Meta:
         model = ApprovalRequest
         fields = ["state", "kind", "action_type", "run_id", "thread_id", "resource_id", "tool_call_id",
-                  "idempotency_key", "agent", "risk", "expiring"]
+                  "idempotency_key", "agent", "risk", "expiring", "batch"]
 
     def __init__(self, data=None, queryset=None, *, now=None, **kwargs) -> None:
         super().__init__(data, queryset, **kwargs)

@@ -78,6 +78,14 @@ TRANSITIONS: dict[tuple[str, str], str] = {
     (State.EXECUTING, State.FAILED): "request.failed",
 }
 
+# A legal move may instead be recorded under a more specific verb that says why it
+# happened; `transition(..., verb=...)` accepts only these. A reply in place of the
+# tool ends the request as rejected (nothing runs), but the audit log must tell it
+# from a rejection: the agent's model received the reviewer's words as the result.
+TRANSITION_VARIANTS: dict[tuple[str, str], frozenset[str]] = {
+    (State.PENDING_APPROVAL, State.REJECTED): frozenset({"request.responded"}),
+}
+
 ALWAYS_TERMINAL: frozenset[str] = frozenset(
     {State.REJECTED, State.EXPIRED, State.SUCCEEDED, State.FAILED, State.CANCELLED}
 )

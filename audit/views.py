@@ -46,6 +46,7 @@ PHASES = {
     "request.revised": "decision",
     "request.approved": "decision",
     "request.rejected": "decision",
+    "request.responded": "decision",
     "request.expired": "decision",
     "request.cancelled": "decision",
     "request.execution_claimed": "execution",

@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from approvals.errors import INVALID_ACTION_TYPE
+from approvals.models import ACTION_DECISIONS
 from approvals.policy.rules.names import ActionTypeError, parse_action_type
 from approvals.states import State
 from controlplane.http.fields import BoundedJSONObject, json_size
@@ -27,6 +28,11 @@ class _CorrelationFields(serializers.Serializer):
     thread_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     resource_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     tool_call_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    batch_id = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        help_text="Groups the requests one agent step submitted together (e.g. the interrupt id); "
+                  "the queue shows them as one batch. Filter with `?batch=`.",
+    )
     idempotency_key = serializers.CharField(
         max_length=200, required=False, allow_blank=False,
         help_text="Scoped to the agent; the Idempotency-Key header wins when both are given.",
@@ -62,6 +68,15 @@ class ActionSubmissionSerializer(_CorrelationFields):
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict,
         help_text="What the agent says about its own call; rules read it only if they trust it.",
     )
+    allowed_decisions = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(ACTION_DECISIONS)), min_length=1, max_length=4, required=False,
+        help_text="What the agent's host can apply (LangChain HITL's `allowed_decisions`); default "
+                  "`[approve, edit, reject]`. `respond`: a reviewer may reply in place of the tool. Any other "
+                  "decision is refused with 422 `decision_not_allowed` (a person may always reject).",
+    )
+
+    def validate_allowed_decisions(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))  # one each, in the order given
 
 
 class PlanSubmissionSerializer(_CorrelationFields):
@@ -110,8 +125,13 @@ class GrantSerializer(serializers.Serializer):
 
 
 class ResumeDataSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["approved", "rejected"])
+    action = serializers.ChoiceField(
+        choices=["approved", "rejected", "responded"],
+        help_text="`responded`: a reviewer replied in place of the tool, which must not run; hand `message` to "
+                  "the model as the tool's result.",
+    )
     feedback = serializers.CharField(required=False)
+    message = serializers.CharField(required=False, help_text="With `responded`: the reviewer's reply.")
     path = serializers.CharField(required=False)
     title = serializers.CharField(required=False, allow_blank=True)
     plan = serializers.CharField(required=False)

@@ -28,7 +28,7 @@ REQUEST_FIELDS = (
     "declared", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
     "quorum_reachable", "decide_by", "execute_by", "created_at", "decided_at", "decided_by", "feedback",
     "resolution_code", "plan", "supersedes", "run_id", "thread_id", "resource_id", "tool_call_id",
-    "idempotency_key", "result", "error", "finished_at",
+    "idempotency_key", "result", "error", "finished_at", "batch_id", "allowed_decisions",
 )
 
 
@@ -105,4 +105,6 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "result": request.result,
         "error": request.error,
         "finished_at": _iso(request.finished_at),
+        "batch_id": request.batch_id,
+        "allowed_decisions": request.allowed_decisions,
     }

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from controlplane.http.fields import BoundedJSONObject
 
+from ..models import ACTION_DECISIONS
 from ..states import Kind, RiskLevel, State
 from .representation import REQUEST_FIELDS, request_dict
 
@@ -82,6 +83,11 @@ class ApprovalRequestSerializer(serializers.Serializer):
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField()
     finished_at = serializers.DateTimeField(allow_null=True)
+    batch_id = serializers.CharField(help_text="The batch the agent submitted it in (empty: none).")
+    allowed_decisions = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(ACTION_DECISIONS)),
+        help_text="The decisions the agent's host can apply; others are refused (a person may always reject).",
+    )
 
     class Meta:
         fields = REQUEST_FIELDS
@@ -127,8 +133,16 @@ class StepUpSerializer(serializers.Serializer):
 
 
 class DecisionSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    decision = serializers.ChoiceField(
+        choices=["approve", "reject", "respond"],
+        help_text="`respond` (actions whose submission allows it): reply in place of the tool with `message`; "
+                  "the tool never runs and the request ends rejected, like a rejection (no step-up, no quorum).",
+    )
     feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    message = serializers.CharField(
+        max_length=10000, required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="With `respond`: the reply the agent's model reads instead of the tool's result.",
+    )
     edits = BoundedJSONObject(
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
         help_text="Approve with these params changed (only those the rule marks editable).",

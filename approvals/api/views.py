@@ -135,7 +135,7 @@ DECISION_ERRORS = (
     errors.SESSION_ENDED, errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, errors.STEP_UP_REQUIRED,
     errors.STEP_UP_FAILED, errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, errors.ALREADY_VOTED,
     errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
-    errors.EDIT_PROHIBITED, errors.NO_CHANGES,
+    errors.EDIT_PROHIBITED, errors.NO_CHANGES, errors.DECISION_NOT_ALLOWED, errors.REPLY_REQUIRED,
 )
 
 
@@ -210,6 +210,8 @@ class BatchDecisionView(PersonView):
 
 
 def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
+    if data["decision"] == "respond":
+        return services.respond_instead(pk, data["message"], actor=actor, revision=data.get("revision"))
     if data["decision"] == "reject":
         return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
     if data.get("edits"):

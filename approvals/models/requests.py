@@ -16,6 +16,16 @@ from .policy import PolicyVersion, RiskRule
 # `decided_by_label` of decisions the policy made itself (auto-approved, prohibited).
 DECIDED_BY_POLICY = "policy"
 
+# What reviewers may answer an action with (LangChain's HITL `DecisionType` names).
+# `respond`: a reply the agent's model receives instead of the tool's result.
+ACTION_DECISIONS = ("approve", "edit", "reject", "respond")
+# What a submission allows when it says nothing: what every host could always apply.
+DEFAULT_ALLOWED_DECISIONS = ("approve", "edit", "reject")
+
+
+def default_allowed_decisions() -> list[str]:
+    return list(DEFAULT_ALLOWED_DECISIONS)
+
 
 class ApprovalRequestQuerySet(models.QuerySet):
     def pending(self):
@@ -64,8 +74,15 @@ class ApprovalRequest(models.Model):
     thread_id = models.CharField(max_length=200, blank=True, db_index=True)
     resource_id = models.CharField(max_length=200, blank=True, db_index=True)
     tool_call_id = models.CharField(max_length=200, blank=True)
+    # Client-chosen (e.g. the interrupt's id): the requests one agent step submitted
+    # together, which the queue groups and a reviewer may decide at once.
+    batch_id = models.CharField(max_length=200, blank=True, db_index=True)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     submission_digest = models.CharField(max_length=64, blank=True)
+
+    # The decisions the agent's host can apply (a subset of ACTION_DECISIONS); the
+    # services refuse any other (`decision_not_allowed`).
+    allowed_decisions = models.JSONField(default=default_allowed_decisions, blank=True)
 
     # Classification
     risk_level = models.CharField(max_length=12, choices=RiskLevel.choices, blank=True)
@@ -184,6 +201,7 @@ class Decision(models.Model):
     class Verdict(models.TextChoices):
         APPROVE = "approve", "Approve"
         REJECT = "reject", "Reject"
+        RESPOND = "respond", "Respond"
 
     request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
     revision = models.PositiveIntegerField()

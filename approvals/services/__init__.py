@@ -20,6 +20,7 @@ from .core import SYSTEM, PersistedRefusal, RequestChange, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
 from .decisions import BatchItem, approve, approve_with_edits, cancel, decide_batch, is_proposal, reject
 from .escalation import escalate_request
+from .replies import respond_instead
 from .execution import (
     ExecutionGrant,
     claim_execution,
@@ -67,6 +68,7 @@ __all__ = [
     "needs_step_up",
     "reclaim_execution",
     "reject",
+    "respond_instead",
     "release_enqueue",
     "request_changed",
     "revalidate",

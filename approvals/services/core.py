@@ -28,7 +28,7 @@ from audit.chain import Actor, audited_atomic, record
 from .. import errors
 from ..errors import DomainError
 from ..models import ApprovalRequest
-from ..states import TRANSITIONS, State
+from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
 
 __all__ = [
     "SYSTEM",
@@ -140,6 +140,7 @@ def transition(
     actor: Actor,
     metadata: dict[str, Any] | None = None,
     insert: bool = False,
+    verb: str | None = None,
     **fields: Any,
 ) -> None:
     """Move a locked `request` to `to`, audit it and push it after commit.
@@ -147,10 +148,14 @@ def transition(
     Only moves listed in `states.TRANSITIONS` are legal; anything else raises
     `illegal_transition` and changes nothing. `insert`: `request` is a draft not
     written yet (a submission); its row is inserted once, already in `to`.
+    `verb`: record the move under one of its `TRANSITION_VARIANTS` instead.
     """
     source = request.state
-    verb = TRANSITIONS.get((source, to))
-    if verb is None:
+    default = TRANSITIONS.get((source, to))
+    if verb is not None and default is not None and verb not in TRANSITION_VARIANTS.get((source, to), ()):
+        raise ValueError(f"{verb!r} does not record {source} -> {to}")  # a programming error, never a user's
+    verb = verb or default
+    if default is None:
         raise DomainError(
             errors.ILLEGAL_TRANSITION,
             f"A request that is {source.replace('_', ' ')} cannot become {to.replace('_', ' ')}.",

@@ -34,6 +34,7 @@ from .guards import (
     approvals_counted,
     refuse_if_expired,
     require_may_approve,
+    require_allowed,
     require_may_decide,
     require_pending,
     rule_asks_step_up,
@@ -59,6 +60,7 @@ def approve(request_id, *, actor: Person, feedback: str = "", revision: int | No
         require_pending(request)
         _require_revision(request, revision)
         require_may_decide(request, actor)
+        require_allowed(request, "approve")
         require_may_approve(request, actor)
         method = require_step_up(
             request, actor, decision=(str(request.pk), request.current_revision, APPROVE),
@@ -150,6 +152,7 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
     with changing(request_id) as request:
         require_pending(request)
         require_may_decide(request, actor)
+        require_allowed(request, "edit")
         previous = request.current_params()
         params, changed = _edited_params(request, previous, edits)
         fresh = classify_params(request, params)

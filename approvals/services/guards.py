@@ -11,9 +11,9 @@ from __future__ import annotations
 from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
-from ..models import ApprovalRequest, Decision
+from ..models import DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, Decision
 from ..permissions import can_decide, eligible_approvers, excluded_from_approving
-from ..states import State
+from ..states import Kind, State
 from ..people import Person
 from .core import SYSTEM, PersistedRefusal, refuse_state, transition
 from .step_up import needs_step_up
@@ -90,3 +90,21 @@ def approvals_counted(request: ApprovalRequest) -> int:
 
 def rule_asks_step_up(request: ApprovalRequest) -> bool:
     return bool((request.classification or {}).get("step_up"))
+
+
+def require_allowed(request: ApprovalRequest, decision: str) -> None:
+    """Refuse a decision the agent's host cannot apply (the submission's `allowed_decisions`).
+
+    A reply in place of the tool exists only for actions. Rejecting is never refused
+    here: a person can always stop a call (the client tells its host when the host has
+    no way to hear it).
+    """
+    if decision == "respond" and request.kind != Kind.ACTION:
+        raise DomainError(errors.DECISION_NOT_ALLOWED,
+                          f"Only an action can be answered in place of its tool, not a {request.kind}.",
+                          decision=decision)
+    allowed = list(request.allowed_decisions or DEFAULT_ALLOWED_DECISIONS)
+    if decision != "reject" and decision not in allowed:
+        raise DomainError(errors.DECISION_NOT_ALLOWED,
+                          f"The agent's host cannot apply {decision!r} to this request; it allows: "
+                          f"{', '.join(allowed)}.", decision=decision, allowed=allowed)

@@ -14,7 +14,7 @@ from audit.privacy import params_digest
 from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
-from ..models import DECIDED_BY_POLICY, ApprovalRequest, ParamsRevision
+from ..models import DECIDED_BY_POLICY, DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, ParamsRevision
 from ..permissions import eligible_approver_count, grant_group
 from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
 from ..snapshots import snapshot_hash
@@ -45,6 +45,9 @@ class Submission:
     thread_id: str = ""
     resource_id: str = ""
     tool_call_id: str = ""
+    batch_id: str = ""
+    # None: the default (`models.DEFAULT_ALLOWED_DECISIONS`).
+    allowed_decisions: list[str] | None = None
     idempotency_key: str | None = None
     submission_digest: str = ""
     requested_for: Any = None
@@ -84,6 +87,9 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         thread_id=submission.thread_id,
         resource_id=submission.resource_id,
         tool_call_id=submission.tool_call_id,
+        batch_id=submission.batch_id,
+        allowed_decisions=(list(submission.allowed_decisions) if submission.allowed_decisions
+                           else list(DEFAULT_ALLOWED_DECISIONS)),
         idempotency_key=submission.idempotency_key,
         submission_digest=submission.submission_digest,
         supersedes=submission.supersedes,

@@ -142,6 +142,23 @@ class Card:
         return self.request.kind == Kind.PLAN
 
     @property
+    def batch_id(self) -> str:
+        """The agent step it was submitted with (empty: alone)."""
+        return self.request.batch_id
+
+    @property
+    def batch_group(self) -> str:
+        """What the queue groups a batch by: the agent and its batch id. Batch ids are the
+        agents' own words, so another agent reusing one must not slip into the group
+        (and into a reviewer's "decide all")."""
+        return f"{self.request.agent_id}:{self.request.batch_id}" if self.request.batch_id else ""
+
+    @property
+    def allows_reply(self) -> bool:
+        """The agent's host takes a reply in place of the tool (the services check it; this only offers it)."""
+        return self.request.kind == Kind.ACTION and "respond" in (self.request.allowed_decisions or ())
+
+    @property
     def editable_params(self) -> list[ParamRow]:
         return [row for row in self.params if row.editable]
 
@@ -252,6 +269,7 @@ _CARD_ACTIONS = {
     "reject": "approvals:reject",
     "approve_with_edits": "approvals:approve-with-edits",
     "extend": "rules:extend-deadline",
+    "respond": "approvals:respond",
 }
 _PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 

@@ -224,6 +224,20 @@ def reject(request: HttpRequest, pk) -> HttpResponse:
     return _outcome(request, ok=True, message=_decided_message(decided, "rejection"), state=decided.state)
 
 
+@login_required
+@require_POST
+def respond(request: HttpRequest, pk) -> HttpResponse:
+    """"Reply instead": the agent's model reads the reply as the tool's result; the tool never runs."""
+    target = _decidable(request, pk)
+    try:
+        decided = services.respond_instead(target.pk, request.POST.get("message", ""), actor=_reviewer(request),
+                                           revision=_revision(request))
+    except DomainError as error:
+        return _refused(request, error)
+    return _outcome(request, ok=True, state=decided.state,
+                    message=f"{decided.action_type}: your reply went to the agent instead of running the tool.")
+
+
 def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[str]) -> dict[str, Any]:
     """Edits from `edit:<param>` fields. A param that was text stays text; others are
     JSON. An empty field means "unchanged" for masked params (their value is never

@@ -55,6 +55,7 @@ GOLDEN_VERBS = [
     "auth.mfa_enrolled",
     "auth.mfa_removed",
     "auth.recovery_code_used",
+    "request.responded",
 ]
 
 GOLDEN_TRANSITION_VERBS = {
@@ -69,6 +70,7 @@ GOLDEN_TRANSITION_VERBS = {
     "request.revalidation_failed",
     "request.succeeded",
     "request.failed",
+    "request.responded",
 }
 
 

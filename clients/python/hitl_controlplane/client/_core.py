@@ -64,6 +64,11 @@ class Resume:
         return self.resume_data.get("feedback", "")
 
     @property
+    def reply(self) -> str:
+        """A reviewer's reply in place of the tool (`action: responded`): what the model reads instead."""
+        return self.resume_data.get("message", "")
+
+    @property
     def params(self) -> dict[str, Any]:
         """The exact approved params (actions), possibly edited by a reviewer."""
         return self.resume_data.get("params", {})
@@ -84,7 +89,8 @@ class ApprovalRejected(ControlPlaneError):
     """The request was rejected (or expired, or was cancelled). `feedback` says why."""
 
     def __init__(self, resume: Resume) -> None:
-        reason = resume.feedback or "no feedback given"
+        reason = resume.feedback or (f"a reviewer replied instead: {resume.reply}" if resume.reply
+                                     else "no feedback given")
         super().__init__("rejected", f"{resume.state}: {reason}")
         self.resume = resume
         self.feedback = resume.feedback

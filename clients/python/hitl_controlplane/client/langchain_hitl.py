@@ -1,0 +1,324 @@
+"""LangChain's `HumanInTheLoopMiddleware`, answered by people through the control plane.
+
+The middleware pauses an agent with a LangGraph interrupt and resumes it with the
+reviewers' decisions. This module turns the interrupt into control-plane actions
+(one per gated tool call, sharing the run and one batch, each with its own
+tool-call id and the decisions its review config allows), waits until every one is
+decided, and builds the resume value the middleware expects:
+
+    from langgraph.types import Command
+    from hitl_controlplane.client.langchain_hitl import answer_interrupts
+
+    result = agent.invoke({"messages": [...]}, config)
+    while result.get("__interrupt__"):
+        resume = answer_interrupts(cp, result["__interrupt__"], thread_id="t-1", run_id="run-1")
+        result = agent.invoke(Command(resume=resume), config)
+
+Both interrupt modes of the middleware are understood: `batched` (one `HITLRequest`,
+`{action_requests, review_configs}`, answered `{"decisions": [...]}` in request
+order) and `per_call` (one `ToolApprovalRequest` per gated call, answered with one
+decision; its allowed decisions come from the interrupt's `response_schema`).
+
+Mapping: approved -> `{"type": "approve"}`, or `{"type": "edit", "edited_action":
+{"name": <the tool's own name>, "args": <the approved params>}}` when a reviewer
+changed them (an edit never changes the tool); rejected, expired or cancelled ->
+`{"type": "reject", "message": <feedback>}`; a reviewer's reply in place of the tool
+-> `{"type": "respond", "message": <reply>}`. A decision the host's config cannot
+take (say a rejection where the tool allows only approve) raises `ApprovalRejected`,
+so the run stops instead of the middleware raising mid-step.
+
+With `claim` (the default), an approved call is claimed before it is handed to the
+middleware: the server re-validates it right before it runs and hands it out at most
+once, so a host that restarts and answers the same interrupt again cannot run it
+twice (the second claim is refused and the call is answered as a rejection). The
+claim is then completed as handed off: the middleware, not this client, runs the tool.
+
+Imports nothing from LangChain: the interrupt values are plain dicts, and
+`Interrupt` objects are read by their `id`, `value` and `response_schema`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._core import ApprovalRejected, ControlPlaneError, Resume
+from .asynchronous import AsyncControlPlane
+from .synchronous import ControlPlane
+
+__all__ = [
+    "HITL_DECISIONS",
+    "ToolCall",
+    "aanswer_interrupt",
+    "aanswer_interrupts",
+    "allowed_from_schema",
+    "answer_interrupt",
+    "answer_interrupts",
+    "decision_for",
+    "tool_calls_of",
+]
+
+# The middleware's `DecisionType`; the control plane's `allowed_decisions` use the same words.
+HITL_DECISIONS = ("approve", "edit", "reject", "respond")
+# What the claim's outcome says: the tool runs in the host, after this client returns.
+HANDED_OFF = {"handed_to": "langchain HumanInTheLoopMiddleware"}
+
+Target = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One gated tool call of an interrupt, as the control plane will see it."""
+
+    name: str
+    args: dict[str, Any]
+    description: str
+    allowed: tuple[str, ...]
+    tool_call_id: str = ""
+
+
+def allowed_from_schema(schema: Any) -> tuple[str, ...]:
+    """The decision types a per-call interrupt's `response_schema` (a JSON Schema) accepts.
+
+    Several decisions: a union discriminated by `type`, whose mapping names them. One
+    decision: that decision's own object schema, its `type` pinned by a `const`.
+    Anything unreadable allows all four; the middleware still checks the answer itself.
+    """
+    if not isinstance(schema, Mapping):
+        return HITL_DECISIONS
+    mapping = (schema.get("discriminator") or {}).get("mapping") or {}
+    found = [name for name in mapping if name in HITL_DECISIONS]
+    if not found:
+        kind = (schema.get("properties") or {}).get("type") or {}
+        found = [v for v in ([kind["const"]] if "const" in kind else kind.get("enum") or ()) if v in HITL_DECISIONS]
+    return tuple(dict.fromkeys(found)) or HITL_DECISIONS
+
+
+def tool_calls_of(value: Mapping[str, Any], *, allowed_decisions: Sequence[str] | None = None) -> list[ToolCall]:
+    """The gated calls of an interrupt value, in request order.
+
+    `value`: a batched `HITLRequest` or a per-call `ToolApprovalRequest`.
+    `allowed_decisions`: for a per-call value, what its tool allows (the value itself
+    does not say; `answer_interrupts` reads it from the interrupt's `response_schema`).
+    """
+    if value.get("type") == "tool_approval":
+        return [ToolCall(name=value["name"], args=dict(value.get("args") or {}),
+                         description=value.get("description", ""),
+                         allowed=tuple(allowed_decisions or HITL_DECISIONS),
+                         tool_call_id=value.get("tool_call_id") or "")]
+    if "action_requests" not in value:
+        raise ValueError("Not a HumanInTheLoopMiddleware interrupt: no action_requests and not a tool_approval.")
+    requests = list(value["action_requests"])
+    configs = list(value.get("review_configs") or ())
+    by_name = {config["action_name"]: config for config in configs}
+    calls = []
+    for index, request in enumerate(requests):
+        # The middleware builds the two lists side by side; by name only if they disagree.
+        config = (configs[index] if len(configs) == len(requests) and configs[index]["action_name"] == request["name"]
+                  else by_name.get(request["name"], {}))
+        calls.append(ToolCall(name=request["name"], args=dict(request.get("args") or {}),
+                              description=request.get("description", ""),
+                              allowed=tuple(config.get("allowed_decisions") or HITL_DECISIONS)))
+    return calls
+
+
+def decision_for(call: ToolCall, resume: Resume, *, approved_args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The middleware's decision for `call`, from the control plane's resume.
+
+    `approved_args`: the params the claim handed out, when the call was claimed (the
+    exact approved params); otherwise the resume's.
+    Raises ApprovalRejected when the host's config cannot take the decision.
+    """
+    action = resume.resume_data.get("action")
+    if action == "approved":
+        args = approved_args if approved_args is not None else resume.params
+        if args != call.args:
+            decision = {"type": "edit", "edited_action": {"name": call.name, "args": args}}
+        else:
+            decision = {"type": "approve"}
+    elif action == "responded":
+        decision = {"type": "respond", "message": resume.resume_data.get("message", "")}
+    else:  # rejected, expired, cancelled, or re-validation refused to run it
+        decision = {"type": "reject", **({"message": resume.feedback} if resume.feedback else {})}
+    if decision["type"] not in call.allowed:
+        raise ApprovalRejected(Resume(
+            request_id=resume.request_id, state=resume.state, tool_result=resume.tool_result, raw=resume.raw,
+            resume_data={"action": "rejected", "feedback": (
+                f"The reviewers' decision ({decision['type']}) is not one {call.name} allows "
+                f"({', '.join(call.allowed)}); stopping instead. {resume.feedback}").strip()},
+        ))
+    return decision
+
+
+def _idempotency_key(thread_id: str, batch_id: str, index: int, call: ToolCall) -> str:
+    # The same interrupt answered again (a host restart) replays its requests instead of
+    # asking twice: the interrupt id is stable for its step, and the key names the call in it.
+    seed = "\n".join((thread_id, batch_id, str(index), call.tool_call_id, call.name))
+    return "lc-hitl-" + hashlib.sha256(seed.encode()).hexdigest()[:48]
+
+
+def _submission(call: ToolCall, index: int, *, batch_id: str, run_id: str, thread_id: str,
+                target: Target | None) -> dict[str, Any]:
+    return {
+        "action_type": call.name,
+        "target": target(call.name, call.args) if target else {},
+        "params": call.args,
+        "declared": {"description": call.description} if call.description else {},
+        "allowed_decisions": list(call.allowed),
+        "batch_id": batch_id,
+        "run_id": run_id,
+        "thread_id": thread_id,
+        # Batched requests carry no tool-call id: the call's place in the step names it.
+        "tool_call_id": call.tool_call_id or f"{batch_id[:180]}#{index}",
+        "idempotency_key": _idempotency_key(thread_id, batch_id, index, call),
+    }
+
+
+def _not_run(resume: Resume, refusal: ControlPlaneError) -> Resume:
+    """A claim the server refused (re-validation, already handed out): answered as a rejection."""
+    return Resume(request_id=resume.request_id, state=resume.state, tool_result=resume.tool_result, raw=resume.raw,
+                  resume_data={"action": "rejected", "feedback": f"Not run: {refusal.message}"})
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(deadline - time.monotonic(), 0.001)
+
+
+# --- Blocking ------------------------------------------------------------------------------------
+
+
+def _settle(cp: ControlPlane, call: ToolCall, request_id: str, *, claim: bool, deadline: float | None) -> dict:
+    resume = cp.wait(request_id, timeout=_remaining(deadline))
+    if not (claim and resume.approved):
+        return decision_for(call, resume)
+    try:
+        grant = cp.claim(request_id)
+    except ControlPlaneError as refusal:
+        return decision_for(call, _not_run(resume, refusal))
+    cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
+    return decision_for(call, resume, approved_args=grant["params"])
+
+
+def _answer_calls(cp: ControlPlane, calls: list[ToolCall], *, batch_id: str, run_id: str, thread_id: str,
+                  target: Target | None, timeout: float | None, claim: bool) -> list[dict[str, Any]]:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    # Every call is submitted before any wait, so reviewers see the whole step at once.
+    submitted = []
+    for index, call in enumerate(calls):
+        body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
+        key = body.pop("idempotency_key")
+        submitted.append(cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
+                                          idempotency_key=key, **body)["id"])
+    return [_settle(cp, call, request_id, claim=claim, deadline=deadline)
+            for call, request_id in zip(calls, submitted)]
+
+
+def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None, run_id: str = "",
+                     thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
+                     target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+    """The resume value for one interrupt value: `{"decisions": [...]}` for a batched
+    `HITLRequest`, one decision for a per-call `ToolApprovalRequest`.
+
+    `batch_id`: the interrupt's id, so answering it again replays instead of asking
+    again (a fresh one when omitted). `target(name, args)`: the target to snapshot for
+    each call. `allowed_decisions`: a per-call value's (see `answer_interrupts`).
+    """
+    calls = tool_calls_of(value, allowed_decisions=allowed_decisions)
+    decisions = _answer_calls(cp, calls, batch_id=batch_id or f"lc-{uuid.uuid4()}", run_id=run_id,
+                              thread_id=thread_id, target=target, timeout=timeout, claim=claim)
+    return decisions[0] if value.get("type") == "tool_approval" else {"decisions": decisions}
+
+
+def answer_interrupts(cp: ControlPlane, interrupts: Sequence[Any], *, run_id: str = "", thread_id: str = "",
+                      target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+    """`{interrupt.id: resume value}` for the middleware's pending interrupts (pass it to
+    `Command(resume=...)`): one batched interrupt, or the per-call interrupts of parallel
+    tool calls, all submitted as one batch and answered once every call is decided.
+    """
+    pending = [i for i in interrupts if _is_hitl(i.value)]
+    if not pending:
+        return {}
+    batch_id = pending[0].id
+    calls: list[ToolCall] = []
+    spans = []
+    for interrupt in pending:
+        allowed = allowed_from_schema(getattr(interrupt, "response_schema", None))
+        found = tool_calls_of(interrupt.value, allowed_decisions=allowed)
+        spans.append((interrupt, len(calls), len(calls) + len(found)))
+        calls += found
+    decisions = _answer_calls(cp, calls, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target,
+                              timeout=timeout, claim=claim)
+    return {interrupt.id: _resume_value(interrupt.value, decisions[start:end]) for interrupt, start, end in spans}
+
+
+def _is_hitl(value: Any) -> bool:
+    return isinstance(value, Mapping) and (value.get("type") == "tool_approval" or "action_requests" in value)
+
+
+def _resume_value(value: Mapping[str, Any], decisions: list[dict]) -> Any:
+    return decisions[0] if value.get("type") == "tool_approval" else {"decisions": decisions}
+
+
+# --- asyncio -------------------------------------------------------------------------------------
+
+
+async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, *, claim: bool,
+                   deadline: float | None) -> dict:
+    resume = await cp.wait(request_id, timeout=_remaining(deadline))
+    if not (claim and resume.approved):
+        return decision_for(call, resume)
+    try:
+        grant = await cp.claim(request_id)
+    except ControlPlaneError as refusal:
+        return decision_for(call, _not_run(resume, refusal))
+    await cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
+    return decision_for(call, resume, approved_args=grant["params"])
+
+
+async def _aanswer_calls(cp: AsyncControlPlane, calls: list[ToolCall], *, batch_id: str, run_id: str,
+                         thread_id: str, target: Target | None, timeout: float | None,
+                         claim: bool) -> list[dict[str, Any]]:
+    deadline = None if timeout is None else time.monotonic() + timeout
+    submitted = []
+    for index, call in enumerate(calls):
+        body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
+        key = body.pop("idempotency_key")
+        created = await cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
+                                         idempotency_key=key, **body)
+        submitted.append(created["id"])
+    return list(await asyncio.gather(*(_asettle(cp, call, request_id, claim=claim, deadline=deadline)
+                                       for call, request_id in zip(calls, submitted))))
+
+
+async def aanswer_interrupt(cp: AsyncControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None,
+                            run_id: str = "", thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
+                            target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+    """`answer_interrupt` for AsyncControlPlane (the calls are waited on together)."""
+    calls = tool_calls_of(value, allowed_decisions=allowed_decisions)
+    decisions = await _aanswer_calls(cp, calls, batch_id=batch_id or f"lc-{uuid.uuid4()}", run_id=run_id,
+                                     thread_id=thread_id, target=target, timeout=timeout, claim=claim)
+    return _resume_value(value, decisions)
+
+
+async def aanswer_interrupts(cp: AsyncControlPlane, interrupts: Sequence[Any], *, run_id: str = "",
+                             thread_id: str = "", target: Target | None = None, timeout: float | None = None,
+                             claim: bool = True) -> dict:
+    """`answer_interrupts` for AsyncControlPlane."""
+    pending = [i for i in interrupts if _is_hitl(i.value)]
+    if not pending:
+        return {}
+    calls: list[ToolCall] = []
+    spans = []
+    for interrupt in pending:
+        found = tool_calls_of(interrupt.value,
+                              allowed_decisions=allowed_from_schema(getattr(interrupt, "response_schema", None)))
+        spans.append((interrupt, len(calls), len(calls) + len(found)))
+        calls += found
+    decisions = await _aanswer_calls(cp, calls, batch_id=pending[0].id, run_id=run_id, thread_id=thread_id,
+                                     target=target, timeout=timeout, claim=claim)
+    return {interrupt.id: _resume_value(interrupt.value, decisions[start:end]) for interrupt, start, end in spans}
