@@ -100,3 +100,15 @@ def test_the_webhook_callback_carries_the_same_signed_decision(api, people, serv
                              action_type="send_email")
     assert signed["payload_sha256"] == payload_sha256(EMAIL["params"])
     receiver.close()
+
+
+def test_a_reply_in_place_of_the_tool_is_signed_over_its_words(api, people, server_keys):
+    request_id = api.post("/api/v1/actions/", {**EMAIL, "allowed_decisions": ["approve", "reject", "respond"]},
+                          format="json").json()["id"]
+    services.respond_instead(request_id, "Use the shared outbox instead.", actor=services.Person(people["alice"]))
+    body = _resume(api, request_id)
+    signed = verify_decision(body, server_keys, request_id=request_id)
+    assert signed["payload_sha256"] == payload_sha256({"message": "Use the shared outbox instead."})
+    body["resume_data"]["message"] = "Send it to everyone."  # a reply altered in transit
+    with pytest.raises(DecisionRefused, match="payload_sha256"):
+        verify_decision(body, server_keys, request_id=request_id)

@@ -126,8 +126,11 @@ def signed_payload(resume_data: Mapping[str, Any]) -> Any:
     """What the agent acts on when it goes ahead, from the resume data; None otherwise.
 
     An approved action: its params (exactly as approved, edits included). An approved
-    plan: its path, title and text. A rejection carries nothing to act on.
+    plan: its path, title and text. A reviewer's reply in place of the tool: the reply,
+    which the model reads as the tool's result. A rejection carries nothing to act on.
     """
+    if resume_data.get("action") == "responded":
+        return {"message": resume_data.get("message")}
     if resume_data.get("action") != "approved":
         return None
     if "params" in resume_data:
