@@ -45,8 +45,10 @@ class SubmitResult:
 def submission_digest(kind: str, data: dict[str, Any]) -> str:
     """The body's identity for idempotency. An empty reason or context is left out, so
     a body without them digests as it did before agents could send them."""
-    return stable_hash({"kind": kind, **{k: v for k, v in data.items()
-                                         if k not in _NOT_DIGESTED and not (k in _CLAIMS and not v)}})
+    body = {k: v for k, v in data.items() if k not in _NOT_DIGESTED}
+    if "context" in body:
+        body["context"] = _context(body)
+    return stable_hash({"kind": kind, **{k: v for k, v in body.items() if not (k in _CLAIMS and not v)}})
 
 
 _CLAIMS = frozenset({"reason", "context"})
