@@ -212,7 +212,7 @@ class BatchDecisionView(PersonView):
         return Response({"digest": services.decision_digest(covered), "results": results})
 
 
-REVEAL_ERRORS = (errors.NOT_FOUND, errors.NOT_PERMITTED, errors.FIELD_NOT_MASKED)
+REVEAL_ERRORS = (errors.NOT_FOUND, errors.NOT_PERMITTED, errors.ILLEGAL_TRANSITION, errors.FIELD_NOT_MASKED)
 
 
 class RevealView(PersonView):
@@ -220,7 +220,8 @@ class RevealView(PersonView):
     who may decide the request; each reveal is audited (`request.field_revealed`).
 
     404 for a request the person may not look at, 403 for one they may see but not
-    decide, 422 `field_not_masked` for anything but a param the rule masks.
+    decide, 409 `illegal_transition` once it is decided or expired, 422
+    `field_not_masked` for anything but a param the rule masks.
     """
 
     serializer_class = RevealSerializer

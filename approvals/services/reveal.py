@@ -17,6 +17,7 @@ from .. import errors
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..people import Person
+from ..states import State
 from .guards import require_may_decide
 
 __all__ = ["Revealed", "reveal_field"]
@@ -40,13 +41,20 @@ def reveal_field(request_id, path: Any, *, actor: Person) -> Revealed:
     param name the request's rule masks; anything else (an unmasked or missing
     param, a dotted or `../` path, a non-string) is 422 `field_not_masked`, so
     the endpoint never becomes a way to read params by another route.
-    Raises DomainError: 404 `not_found`, 403 `not_permitted`, 422 `field_not_masked`.
+    Only while the request awaits a decision (409 `illegal_transition` after).
+    Raises DomainError: 404 `not_found`, 403 `not_permitted`, 409 `illegal_transition`,
+    422 `field_not_masked`.
     """
     with audited_atomic():
         request = ApprovalRequest.objects.select_related("agent").filter(pk=request_id).first()
         if request is None:
             raise DomainError(errors.NOT_FOUND, "No such approval request.")
         require_may_decide(request, actor)
+        # A reveal serves a decision still to make; once decided (or expired) the value
+        # has no reader left to inform, only one more place to leak from.
+        if request.effective_state != State.PENDING_APPROVAL:
+            raise DomainError(errors.ILLEGAL_TRANSITION, "Masked params can be revealed only while the request "
+                              "awaits a decision.", state=request.effective_state)
         masked = (request.classification or {}).get("masked_params") or ()
         if not isinstance(path, str) or path not in masked:
             raise DomainError(errors.FIELD_NOT_MASKED, "That is not a masked parameter of this request.",

@@ -86,10 +86,36 @@ def test_a_masked_param_the_agent_did_not_set_has_nothing_to_reveal(submit, peop
     assert refused.value.code == errors.FIELD_NOT_MASKED
 
 
-def test_the_revealed_value_is_the_current_revisions(email, people):
+def test_the_revealed_value_is_the_current_revisions(submit, people, admin_user):
     """Once a reviewer edits the body, a reveal shows the edited one (what would run)."""
-    services.approve_with_edits(email.pk, actor=services.Person(people["alice"]), edits={"body": "Shorter."})
-    assert services.reveal_field(email.pk, "body", actor=services.Person(people["bob"])).value == "Shorter."
+    from approvals import policy
+
+    policy.save_rule({"name": "email_two_person", "priority": 5, "action_type": "send_email", "risk_level": "high",
+                      "required_approvals": 2, "editable_params": ["body"], "masked_params": ["body"],
+                      "conditions": []}, actor=services.Person(admin_user), note="two people read mail")
+    request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
+    services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"body": "Shorter."})
+    revealed = services.reveal_field(request.pk, "body", actor=services.Person(people["bob"]))
+    assert (revealed.value, revealed.revision) == ("Shorter.", 2)
+
+
+def test_nothing_is_revealed_once_the_request_is_decided(email, people):
+    services.reject(email.pk, actor=services.Person(people["bob"]), feedback="no")
+    with pytest.raises(DomainError) as refused:
+        services.reveal_field(email.pk, "body", actor=services.Person(people["alice"]))
+    assert refused.value.code == errors.ILLEGAL_TRANSITION
+    assert reveals(email) == []
+
+
+def test_nothing_is_revealed_past_the_deadline(email, people):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    type(email).objects.filter(pk=email.pk).update(decide_by=timezone.now() - timedelta(seconds=1))
+    with pytest.raises(DomainError) as refused:
+        services.reveal_field(email.pk, "body", actor=services.Person(people["alice"]))
+    assert refused.value.code == errors.ILLEGAL_TRANSITION
 
 
 # --- The page's endpoint (session + CSRF) ------------------------------------------------------
