@@ -43,7 +43,21 @@ class SubmitResult:
 
 
 def submission_digest(kind: str, data: dict[str, Any]) -> str:
-    return stable_hash({"kind": kind, **{k: v for k, v in data.items() if k not in _NOT_DIGESTED}})
+    """The body's identity for idempotency. An empty reason or context is left out, so
+    a body without them digests as it did before agents could send them."""
+    body = {k: v for k, v in data.items() if k not in _NOT_DIGESTED}
+    if "context" in body:
+        body["context"] = _context(body)
+    return stable_hash({"kind": kind, **{k: v for k, v in body.items() if not (k in _CLAIMS and not v)}})
+
+
+_CLAIMS = frozenset({"reason", "context"})
+
+
+def _context(data: dict[str, Any]) -> dict[str, Any]:
+    """The context as stored: plain dicts, and no empty lists (so "no context" is `{}`)."""
+    given = data.get("context") or {}
+    return {key: [dict(item) for item in given[key]] for key in ("links", "turns") if given.get(key)}
 
 
 def find_by_idempotency_key(agent: Agent, key: str) -> ApprovalRequest | None:
@@ -99,6 +113,8 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
         target=data.get("target") or ({"path": data["path"]} if is_plan else {}),
         params=data.get("params") or {},
         declared=data.get("declared") or {},
+        reason=data.get("reason", ""),
+        context=_context(data),
         plan_path=data.get("path", ""),
         plan_title=data.get("title", ""),
         plan_markdown=data.get("plan", ""),

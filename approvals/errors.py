@@ -50,6 +50,8 @@ APPROVER_PERMISSION_REVOKED = register("approver_permission_revoked", 409, "An a
 POLICY_CHANGED = register("policy_changed_reapproval_required", 409, "The current policy is stricter for this call.")
 EMERGENCY_STOP = register("emergency_stop", 409, "An emergency stop is on: nothing is approved, claimed or executed.")
 OUTCOME_UNKNOWN = register("outcome_unknown", 409, "The execution's outcome is unknown (its lease ran out).")
+# --- Masked params (services.reveal_field) -------------------------------------------------------
+FIELD_NOT_MASKED = register("field_not_masked", 422, "The field is not a masked parameter of this request.")
 # --- Deadline extensions (services.extend_decision_deadline) -----------------------------------
 EXTENSION_NOT_ALLOWED = register("extension_not_allowed", 422, "The rule allows no such extension.")
 ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already extended once.")

@@ -37,13 +37,14 @@ def clear_permission_cache() -> None:
     _permission_id.cache_clear()
 
 
-def grant_group(request: ApprovalRequest, group: Group) -> None:
-    """Give `group` view and decide on `request` (idempotent: guardian's unique
-    (group, permission, object) constraint skips rows it already has, in one INSERT)."""
+def grant_group(request: ApprovalRequest, group: Group, *, decide: bool = True) -> None:
+    """Give `group` view and (unless `decide` is false) decide on `request` (idempotent:
+    guardian's unique (group, permission, object) constraint skips rows it already
+    has, in one INSERT)."""
     ApprovalRequestGroupObjectPermission.objects.bulk_create(
         [
             ApprovalRequestGroupObjectPermission(content_object=request, group=group, permission_id=pid)
-            for pid in (_permission_id(VIEW), _permission_id(DECIDE))
+            for pid in ((_permission_id(VIEW), _permission_id(DECIDE)) if decide else (_permission_id(VIEW),))
         ],
         ignore_conflicts=True,
     )
@@ -207,6 +208,18 @@ def decidable_by(user, requests: QuerySet | None = None) -> QuerySet:
 def viewable_by(user, requests: QuerySet | None = None) -> QuerySet:
     """Every request `user` holds view on, in any state (the history page, the API list)."""
     return _granted_to(user, VIEW, requests)
+
+
+AUDIT_VIEW = "audit.view_auditevent"
+
+
+def visible_to(user, requests: QuerySet | None = None) -> QuerySet:
+    """What `user` may look at on the history and request pages: the requests they
+    hold view on, or every request for an auditor (who reads every request's audit
+    chain already, so the request page tells them nothing the log does not)."""
+    if user and user.is_authenticated and user.is_active and user.has_perm(AUDIT_VIEW):
+        return ApprovalRequest.objects.all() if requests is None else requests
+    return viewable_by(user, requests)
 
 
 def ensure_standard_groups() -> None:

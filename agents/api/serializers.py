@@ -23,7 +23,53 @@ def title_from_markdown(markdown: str, fallback: str) -> str:
     return (match.group(1).strip() if match else fallback)[:500]
 
 
-class _CorrelationFields(serializers.Serializer):
+# The agent's own account of its call: sized so a card stays readable and a reason
+# cannot bury the facts beneath it.
+REASON_MAX_CHARS = 2000
+CONTEXT_MAX_LINKS = 10
+CONTEXT_MAX_TURNS = 20
+TURN_MAX_CHARS = 4000
+
+
+class ContextLinkSerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    url = serializers.CharField(
+        max_length=2000, help_text="Shown as a link only when it is http(s); anything else shows as text.",
+    )
+
+
+class ContextTurnSerializer(serializers.Serializer):
+    role = serializers.CharField(max_length=40, help_text="Who spoke, e.g. user, assistant, tool.")
+    text = serializers.CharField(max_length=TURN_MAX_CHARS, trim_whitespace=False)
+
+
+class ContextSerializer(serializers.Serializer):
+    """Links to the run or thread, and the last few conversation turns, as the agent tells them."""
+
+    links = ContextLinkSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_LINKS)
+    turns = ContextTurnSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_TURNS)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and (unknown := sorted(set(data) - {"links", "turns"})):
+            raise serializers.ValidationError(
+                {key: "Unknown key: context takes `links` and `turns`." for key in unknown}, code="unknown_key")
+        return super().to_internal_value(data)
+
+
+class _AgentClaims(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=REASON_MAX_CHARS, required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="Why the agent wants this, in its own words (plain text). Reviewers see it labelled "
+                  "as the agent's claim.",
+    )
+    context = ContextSerializer(
+        required=False,
+        help_text=f"`links` (at most {CONTEXT_MAX_LINKS}, {{label, url}}) to the run or thread, and the last "
+                  f"conversation `turns` (at most {CONTEXT_MAX_TURNS}, {{role, text}}).",
+    )
+
+
+class _CorrelationFields(_AgentClaims):
     run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     thread_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     resource_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")

@@ -25,7 +25,7 @@ CURRENT_PARAMS = "current_params_value"
 
 REQUEST_FIELDS = (
     "id", "kind", "state", "stored_state", "agent", "action_type", "target", "target_hash", "params",
-    "declared", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
+    "declared", "reason", "context", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
     "quorum_reachable", "decide_by", "execute_by", "created_at", "decided_at", "decided_by", "feedback",
     "resolution_code", "plan", "supersedes", "run_id", "thread_id", "resource_id", "tool_call_id",
     "idempotency_key", "result", "error", "finished_at", "batch_id", "allowed_decisions",
@@ -79,6 +79,8 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "target_hash": request.target_hash,
         "params": _params(request, params, mask=mask),
         "declared": request.declared,
+        "reason": request.reason,
+        "context": request.context,
         "impact": request.impact,
         "revision": request.current_revision,
         "risk_level": request.risk_level,

@@ -59,6 +59,9 @@ class ApprovalRequestSerializer(serializers.Serializer):
     target_hash = serializers.CharField()
     params = serializers.JSONField(help_text="The current revision's params; people see masked params masked.")
     declared = serializers.JSONField()
+    reason = serializers.CharField(help_text="Why the agent says it wants this: its claim, not a checked fact.")
+    context = serializers.JSONField(help_text="The agent's `links` ({label, url}) and conversation `turns` "
+                                              "({role, text}), as it sent them; `{}` when none.")
     impact = serializers.JSONField(help_text="Computed on the server, never taken from the agent.")
     revision = serializers.IntegerField()
     risk_level = serializers.ChoiceField(choices=RiskLevel.choices, allow_blank=True)
@@ -215,3 +218,13 @@ class StepUpChallengeResultSerializer(serializers.Serializer):
     nonce = serializers.CharField(help_text="Send it back with the assertion, in `step_up.nonce`.")
     expires_in = serializers.IntegerField(help_text="Seconds the challenge stays valid; it is valid once.")
     publicKey = serializers.DictField(help_text="Options for navigator.credentials.get() (JSON encoding).")  # noqa: N815
+
+
+class RevealSerializer(serializers.Serializer):
+    field = serializers.CharField(max_length=200, help_text="A top-level param name the request's rule masks.")
+
+
+class RevealedSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    value = serializers.JSONField(help_text="The param's value in the current revision, unmasked.")
+    revision = serializers.IntegerField()

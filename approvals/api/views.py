@@ -25,7 +25,7 @@ from .. import errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
-from ..permissions import viewable_by
+from ..permissions import viewable_by, visible_to
 from ..states import State
 from .representation import request_dict, with_current_params
 from .serializers import (
@@ -34,10 +34,13 @@ from .serializers import (
     BatchDecisionsSerializer,
     DecisionResultSerializer,
     DecisionSerializer,
+    RevealedSerializer,
+    RevealSerializer,
     StepUpSerializer,
 )
 
-__all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "readable_requests"]
+__all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "RevealView",
+           "readable_requests"]
 
 READ_SCOPE = "read"
 READ_ERRORS = (*TOKEN_ERRORS, errors.NOT_FOUND)
@@ -207,6 +210,37 @@ class BatchDecisionView(PersonView):
         results += [{"id": i, "code": NOT_FOUND, "message": "No such approval request."}
                     for i, _ in items if i not in visible]
         return Response({"digest": services.decision_digest(covered), "results": results})
+
+
+REVEAL_ERRORS = (errors.NOT_FOUND, errors.NOT_PERMITTED, errors.ILLEGAL_TRANSITION, errors.FIELD_NOT_MASKED)
+
+
+class RevealView(PersonView):
+    """`POST /api/v1/requests/{id}/reveal/`: one masked param's value, for a reviewer
+    who may decide the request; each reveal is audited (`request.field_revealed`).
+
+    404 for a request the person may not look at, 403 for one they may see but not
+    decide, 409 `illegal_transition` once it is decided or expired, 422
+    `field_not_masked` for anything but a param the rule masks.
+    """
+
+    serializer_class = RevealSerializer
+
+    @extend_schema(
+        operation_id="reveal_field",
+        summary="Reveal one masked param (reviewers, session + CSRF; audited)",
+        request=RevealSerializer,
+        responses={200: RevealedSerializer, **error_responses(*REVEAL_ERRORS)},
+        tags=["reviewers"],
+    )
+    def post(self, request, pk):
+        if not visible_to(request.user).filter(pk=pk).exists():
+            raise _not_found()
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        revealed = services.reveal_field(pk, serializer.validated_data["field"],
+                                         actor=services.Person.from_request(request))
+        return Response({"field": revealed.field, "value": revealed.value, "revision": revealed.revision})
 
 
 def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:

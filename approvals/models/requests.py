@@ -62,6 +62,11 @@ class ApprovalRequest(models.Model):
     target = models.JSONField(default=dict, blank=True)
     target_hash = models.CharField(max_length=64, help_text="sha256 of the canonical target snapshot approved.")
     declared = models.JSONField(default=dict, blank=True, help_text="What the agent says about its own call.")
+    # The agent's own account of why it asks, and links/conversation turns around the call:
+    # claims a reviewer weighs (a reason is also a channel for persuading them), never
+    # facts the policy reads. Shape and limits: agents/api/serializers.py.
+    reason = models.TextField(blank=True, help_text="Why the agent says it wants this (its claim, plain text).")
+    context = models.JSONField(default=dict, blank=True, help_text="{links: [{label, url}], turns: [{role, text}]}.")
     impact = models.JSONField(default=dict, blank=True, help_text="Computed on the server, never taken from the agent.")
     current_revision = models.PositiveIntegerField(default=1)
     has_execution_step = models.BooleanField(default=True)

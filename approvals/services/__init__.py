@@ -11,7 +11,8 @@ a request's state. The package, by area:
 - `decisions`: approve, reject, approve with edits, batches, withdrawal;
 - `deadlines`: expiries, the sweeper, deadline extensions;
 - `execution`: re-validation, run-once grants, outcomes and retries;
-- `escalation`: quorum reachability, escalation, regrouping after an edit.
+- `escalation`: quorum reachability, escalation, regrouping after an edit;
+- `reveal`: a masked param shown to a reviewer who may decide, each time audited.
 """
 
 from ..people import Person
@@ -34,6 +35,7 @@ from .execution import (
     revalidate,
     revalidation_refusal,
 )
+from .reveal import Revealed, reveal_field
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
 
@@ -69,6 +71,8 @@ __all__ = [
     "reclaim_execution",
     "reject",
     "respond_instead",
+    "reveal_field",
+    "Revealed",
     "release_enqueue",
     "request_changed",
     "revalidate",

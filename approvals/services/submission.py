@@ -38,6 +38,8 @@ class Submission:
     target: dict[str, Any] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     declared: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    context: dict[str, Any] = field(default_factory=dict)
     plan_path: str = ""
     plan_title: str = ""
     plan_markdown: str = ""
@@ -79,6 +81,8 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         target=submission.target,
         target_hash=snapshot_hash(name.normalized, submission.target),
         declared=submission.declared,
+        reason=submission.reason,
+        context=submission.context,
         has_execution_step=not is_plan,
         plan_path=submission.plan_path,
         plan_title=submission.plan_title,
@@ -107,10 +111,24 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
                 "target_hash": request.target_hash,
                 **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
                 **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
+                **_claims_metadata(submission),
             },
         )
         classify(request, params=submission.params)
     return request
+
+
+def _claims_metadata(submission: Submission) -> dict[str, Any]:
+    """That the agent gave a reason or context, as digests (keyed HMAC + size): the
+    chain can later prove what the reviewer was shown without holding the text."""
+    claims: dict[str, Any] = {}
+    if submission.reason:
+        claims["reason"] = digest(submission.reason)
+    if submission.context:
+        claims["context"] = {**digest(submission.context),
+                             "links": len(submission.context.get("links", ())),
+                             "turns": len(submission.context.get("turns", ()))}
+    return claims
 
 
 def _action_type_name(raw: str) -> ActionTypeName:
@@ -162,9 +180,10 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
 
 
 def _first_revision(request: ApprovalRequest, params: dict[str, Any], classified: Classified) -> None:
-    """Revision 1 of a just-inserted request, and view + decide for its approver group
-    (a refused request gets no approvers)."""
+    """Revision 1 of a just-inserted request, and view + decide for its approver group.
+    A refused request gets no approvers, but its group still sees it: reviewers find
+    what policy refused in their history (without view, "Prohibited" matched nothing)."""
     risk_level = classified.classification.risk_level
     ParamsRevision.objects.create(request=request, number=1, params=params, risk_level=risk_level)
-    if request.approver_group is not None and risk_level != RiskLevel.PROHIBITED:
-        grant_group(request, request.approver_group)
+    if request.approver_group is not None:
+        grant_group(request, request.approver_group, decide=risk_level != RiskLevel.PROHIBITED)

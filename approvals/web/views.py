@@ -31,9 +31,9 @@ from controlplane.http.inputs import parse_json_text
 from .. import errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
-from ..permissions import decidable_by
+from ..permissions import decidable_by, visible_to
 from ..states import RiskLevel, State
-from . import cards, dashboard
+from . import cards, dashboard, request_page
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -76,18 +76,57 @@ def queue(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
-    """Decided requests the person may view, with the queue's filters."""
+    """Decided requests the person may look at, with the queue's filters; each row opens its request page."""
     filters = _filters(request)
-    page = Paginator(dashboard.history(request.user, filters), 50).get_page(request.GET.get("page"))
+    page = Paginator(request_page.history(request.user, filters), 50).get_page(request.GET.get("page"))
+    request_page.annotate_rows(page.object_list)
+    choices = request_page.history_choices(request.user)
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "approvals/history.html", {
         "page": page,
         "filters": filters.in_use(),
-        "counts": dashboard.queue_counts(request.user),
-        "risk_levels": [level for level in RiskLevel.values],
+        "counts": choices,  # the filter form reads `counts.agents` and `counts.action_types`
+        "risk_levels": choices["risk_levels"],
         "query": query.urlencode(),
     })
+
+
+@login_required
+@require_GET
+def request_detail(request: HttpRequest, pk) -> HttpResponse:
+    """One request's whole story: revisions and their diffs, every decision, the
+    execution and the audit timeline. 404 for a request the person may not look at."""
+    shown = request_page.request_page(request.user, pk)
+    if shown is None:
+        raise Http404("No such request.")
+    return render(request, "approvals/request.html", {"page": shown, "card": shown.card})
+
+
+@login_required
+@require_POST
+def reveal(request: HttpRequest, pk) -> JsonResponse:
+    """The page's reveal of one masked param (JSON in, JSON out: `{"field", "value"}`).
+
+    404 for a request the person may not look at; the service's refusals otherwise
+    (403 `not_permitted` for one they may see but not decide, 422 `field_not_masked`)."""
+    if not visible_to(request.user).filter(pk=pk).exists():
+        return JsonResponse({"code": errors.NOT_FOUND, "message": "No such approval request."}, status=404)
+    field = request.POST.get("field")
+    if field is None and request.content_type == "application/json":
+        try:
+            body = parse_json_text(request.body.decode("utf-8", "replace"), field="body")
+        except (ValueError, CodedError):
+            body = None
+        field = body.get("field") if isinstance(body, dict) else None
+    try:
+        revealed = services.reveal_field(pk, field, actor=services.Person.from_request(request))
+    except DomainError as error:
+        return JsonResponse({"code": error.code, "message": error.message,
+                             **({"details": error.details} if error.details else {})}, status=error.http_status)
+    return JsonResponse({"field": revealed.field, "value": revealed.value, "revision": revealed.revision,
+                         "edit_value": revealed.value if isinstance(revealed.value, str)
+                         else json.dumps(revealed.value, ensure_ascii=False)})
 
 
 @login_required

@@ -42,6 +42,7 @@ GOLDEN_VERBS = [
     "rule.notifications_changed",
     "request.reclassified",
     "request.edit_proposed",
+    "request.field_revealed",
     "auth.step_up_failed",
     "auth.session_ended",
     "auth.throttled",

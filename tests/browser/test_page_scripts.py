@@ -38,7 +38,7 @@ def test_every_page_script_loads_as_a_module_and_runs_without_a_console_error(lo
     alice = logged_in_page("alice", "alice-pw-123!")
     errors = watch_for_errors(alice)
     alice.reload()
-    assert scripts(alice) == [("/static/js/queue.js", "module")]
+    assert scripts(alice) == [("/static/js/queue.js", "module"), ("/static/js/reveal.js", "module")]
     assert errors == []  # modules run before the load event that reload() waits for
     alice.locator("#live-status.is-live").wait_for()  # the socket connected
     alice.keyboard.press("?")

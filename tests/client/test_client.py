@@ -174,3 +174,26 @@ def test_the_client_imports_without_django():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin"})
     assert out.stdout.strip() == "[Plan submitted for review] p.md"
+
+
+CLAIMS_CONTEXT = {"links": [{"label": "Run 7", "url": "https://ci.example.com/runs/7"}],
+                  "turns": [{"role": "user", "text": "Please update the handbook."}]}
+
+
+def test_request_approval_carries_the_agents_reason_and_context(cp, people, reviewer_decides):
+    reviewer_decides(lambda r: services.approve(r.pk, actor=services.Person(people["alice"])))
+    resume = cp.request_approval("update_document", {"doc": "handbook"}, {"text": "v2"},
+                                 reason="The user asked for v2.", context=CLAIMS_CONTEXT, timeout=30)
+    assert resume.approved
+    stored = ApprovalRequest.objects.get()
+    assert (stored.reason, stored.context) == ("The user asked for v2.", CLAIMS_CONTEXT)
+
+
+def test_the_async_client_sends_them_too(daphne_server, token):
+    async def scenario() -> dict:
+        async with AsyncControlPlane(daphne_server.url, token) as acp:
+            return await acp.submit_action("update_document", {"doc": "x"}, {"text": "y"},
+                                           reason="Because.", context=CLAIMS_CONTEXT)
+
+    submitted = asyncio.run(scenario())
+    assert submitted["reason"] == "Because." and submitted["context"] == CLAIMS_CONTEXT

@@ -31,6 +31,8 @@ def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
         f"/requests/{pending.pk}/reject/": {"feedback": "forged"},
         f"/requests/{pending.pk}/approve-with-edits/": {"subject": "forged"},
         f"/api/v1/requests/{pending.pk}/decisions/": {"decision": "approve"},
+        f"/requests/{pending.pk}/reveal/": {"field": "body"},
+        f"/api/v1/requests/{pending.pk}/reveal/": {"field": "body"},
         f"/rules/requests/{pending.pk}/extend-deadline/": {"seconds": "60", "reason": "forged"},
         "/rules/new/": {"rule_json": '{"name": "evil", "priority": 1, "action_type": "*", "risk_level": "low"}'},
         "/rules/docs_medium/edit/": {"rule_json": '{"name": "docs_medium", "priority": 1, "action_type": "*",'

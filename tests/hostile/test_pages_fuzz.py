@@ -54,3 +54,25 @@ def test_no_decision_form_answers_5xx_and_a_refusal_changes_nothing(client, peop
     if response.status_code >= 400:
         assert pending.state == "pending_approval", (verdict, form)
     ApprovalRequest.objects.filter(pk=pending.pk).delete()
+
+
+@FUZZ
+@given(body=st.one_of(hostile_text, st.dictionaries(st.sampled_from(["field", "value", "path"]),
+                                                    st.one_of(hostile_text, st.integers(), st.none(),
+                                                              st.lists(hostile_text, max_size=2)),
+                                                    max_size=2)))
+def test_no_reveal_answers_5xx_and_only_a_masked_param_is_ever_revealed(client, people, submit, body):
+    import json
+
+    from audit.models import AuditEvent
+
+    pending = submit("send_email", params={"to": ["d@example.com"], "subject": "s", "body": "HIDDEN-BODY"})
+    client.force_login(people["alice"])
+    raw = body if isinstance(body, str) else json.dumps(body)
+    response = client.post(f"/requests/{pending.pk}/reveal/", raw, content_type="application/json")
+    assert response.status_code < 500, body
+    revealed = AuditEvent.objects.filter(request_id=pending.pk, verb="request.field_revealed").exists()
+    assert revealed == (isinstance(body, dict) and body.get("field") == "body") == (response.status_code == 200)
+    if response.status_code != 200:
+        assert "HIDDEN-BODY" not in response.content.decode()
+    ApprovalRequest.objects.filter(pk=pending.pk).delete()

@@ -87,7 +87,10 @@ def hostile_requests(people, risk_admin):
     assert refused.value.code == errors.INVALID_ACTION_TYPE
     action = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="send_probe", target={"to": PAYLOAD, PAYLOAD: 1},
-        params={"subject": PAYLOAD, "body": PAYLOAD, PAYLOAD: [PAYLOAD]}), agent=evil_agent)
+        params={"subject": PAYLOAD, "body": PAYLOAD, PAYLOAD: [PAYLOAD]}, reason=PAYLOAD,
+        context={"links": [{"label": PAYLOAD, "url": f"javascript:alert('{MARK}')"},
+                           {"label": PAYLOAD, "url": f"https://example.com/?q={PAYLOAD}"}],
+                 "turns": [{"role": PAYLOAD, "text": PAYLOAD}]}), agent=evil_agent)
     plan = services.submit(services.Submission(
         kind=Kind.PLAN, plan_path=f"plans/{PAYLOAD}.md", plan_title=PAYLOAD,
         plan_markdown=f"# {PAYLOAD}\n\n{PAYLOAD}\n\n[x](javascript:alert('{MARK}'))"), agent=evil_agent)
@@ -107,6 +110,9 @@ def test_payloads_render_escaped_on_every_page(hostile_requests, risk_admin):
         "history": "/history/",
         "action card": f"/requests/{hostile_requests['action'].pk}/card/",
         "plan card": f"/requests/{hostile_requests['plan'].pk}/card/",
+        "action page": f"/requests/{hostile_requests['action'].pk}/",
+        "plan page": f"/requests/{hostile_requests['plan'].pk}/",
+        "rejected page": f"/requests/{hostile_requests['rejected'].pk}/",
         "audit log": "/audit/",
         "audit timeline": f"/audit/requests/{hostile_requests['rejected'].pk}/",
         "rule history": "/rules/history/",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import template
 
@@ -35,3 +36,16 @@ def risk_colour(level: str) -> str:
         return RiskLevel(level).colour
     except ValueError:
         return "grey"
+
+
+@register.filter
+def web_link(url: object) -> str:
+    """`url` when it is an http(s) URL with a host, else "": an agent's link shows as a
+    link only then (`javascript:`, `data:` and the like stay text)."""
+    if not isinstance(url, str):
+        return ""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return ""
+    return url.strip() if parts.scheme.lower() in ("http", "https") and parts.hostname else ""

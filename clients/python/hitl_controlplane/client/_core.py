@@ -160,14 +160,15 @@ def raise_for_error(response: httpx.Response) -> dict[str, Any]:
 
 
 def action_body(action_type: str, target: dict | None, params: dict | None, **fields: Any) -> dict[str, Any]:
+    """The submission's JSON; fields left empty (None, "", {}) are not sent."""
     body = {"action_type": action_type, "target": target or {}, "params": params or {}}
-    body.update({k: v for k, v in fields.items() if v not in (None, "")})
+    body.update({k: v for k, v in fields.items() if v not in (None, "", {})})
     return body
 
 
 def plan_body(path: str, plan: str, title: str | None, **fields: Any) -> dict[str, Any]:
     body = {"path": path, "plan": plan, **({"title": title} if title else {})}
-    body.update({k: v for k, v in fields.items() if v not in (None, "")})
+    body.update({k: v for k, v in fields.items() if v not in (None, "", {})})
     return body
 
 

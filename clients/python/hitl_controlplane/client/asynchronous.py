@@ -76,8 +76,12 @@ class AsyncControlPlane:
         raise AssertionError("unreachable")
 
     async def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
-                            idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
-        return await self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, **fields),
+                            idempotency_key: str | None = None, reason: str | None = None,
+                            context: dict | None = None, **fields: Any) -> dict[str, Any]:
+        """As `ControlPlane.submit_action` (with `reason` and `context`)."""
+        return await self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params,
+                                                                              reason=reason, context=context,
+                                                                              **fields),
                                 headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
 
     async def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
@@ -125,10 +129,11 @@ class AsyncControlPlane:
 
     async def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
                                timeout: float | None = None, idempotency_key: str | None = None,
-                               **fields: Any) -> Resume:
-        submitted = await self.submit_action(action_type, target, params, idempotency_key=idempotency_key, **fields)
+                               reason: str | None = None, context: dict | None = None, **fields: Any) -> Resume:
+        submitted = await self.submit_action(action_type, target, params, idempotency_key=idempotency_key,
+                                             reason=reason, context=context, **fields)
         return await self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                             action_type=submitted.get("action_type"))
+                               action_type=submitted.get("action_type"))
 
     async def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
                           timeout: float | None = None, idempotency_key: str | None = None,

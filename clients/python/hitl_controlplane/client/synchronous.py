@@ -86,12 +86,17 @@ class ControlPlane:
     # --- requests -----------------------------------------------------------------------
 
     def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
-                      idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+                      idempotency_key: str | None = None, reason: str | None = None,
+                      context: dict | None = None, **fields: Any) -> dict[str, Any]:
         """Submit a tool call; returns the request as the API shows it (`id`, `state`, `rule`, ...).
 
-        `fields`: run_id, thread_id, resource_id, tool_call_id, declared, callback_url.
+        `reason`: why the agent wants this, in plain text; `context`: `{"links": [{"label", "url"}],
+        "turns": [{"role", "text"}]}` (the run or thread, the last few conversation turns). Reviewers
+        see both labelled as the agent's own claim. `fields`: run_id, thread_id, resource_id,
+        tool_call_id, declared, callback_url.
         """
-        return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, **fields),
+        return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, reason=reason,
+                                                                        context=context, **fields),
                           headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
 
     def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
@@ -143,11 +148,14 @@ class ControlPlane:
 
     def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
                          timeout: float | None = None, idempotency_key: str | None = None,
-                         **fields: Any) -> Resume:
-        """Submit a tool call and wait for the decision. Check `.approved`; use `.params`."""
-        submitted = self.submit_action(action_type, target, params, idempotency_key=idempotency_key, **fields)
+                         reason: str | None = None, context: dict | None = None, **fields: Any) -> Resume:
+        """Submit a tool call and wait for the decision. Check `.approved`; use `.params`.
+
+        `reason` and `context` travel with it (see `submit_action`)."""
+        submitted = self.submit_action(action_type, target, params, idempotency_key=idempotency_key,
+                                       reason=reason, context=context, **fields)
         return self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                             action_type=submitted.get("action_type"))
+                         action_type=submitted.get("action_type"))
 
     def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
                     timeout: float | None = None, idempotency_key: str | None = None, **fields: Any) -> Resume:
