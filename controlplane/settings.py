@@ -116,7 +116,8 @@ TEMPLATES = [
                 "controlplane.http.codes.template_context",
             ],
             # The reviewer pages' template tags live with the pages (approvals/web/).
-            "libraries": {"dashboard": "approvals.web.templatetags.dashboard"},
+            "libraries": {"dashboard": "approvals.web.templatetags.dashboard",
+                          "rules_text": "approvals.web.templatetags.rules_text"},
         },
     },
 ]

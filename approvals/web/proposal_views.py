@@ -9,8 +9,6 @@ status) when the client asks for it, else a redirect with a flash message.
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -58,7 +56,8 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
     detail = policy_history.version_detail(number)
     if detail is None:
         raise Http404("No such policy version.")
-    rules = [{**rule, "conditions_json": json.dumps(rule["conditions"])} for rule in detail.rules]
+    rules = [{**rule, "conditions_text": proposals.conditions_text(rule["conditions"], rule.get("match", "all"))}
+             for rule in detail.rules]
     return render(request, "rules/version.html", {"detail": detail, "rules": rules})
 
 

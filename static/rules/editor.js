@@ -14,6 +14,8 @@ const dryRunBox = document.getElementById("dry-run-result");
 const testBox = document.getElementById("test-result");
 const sampleJson = document.getElementById("sample-json");
 const pick = document.getElementById("sample-pick");
+const pathWarnings = document.getElementById("path-warnings");
+const pathList = document.getElementById("path-suggestions");
 let timer = null;
 let sequence = 0;
 
@@ -53,8 +55,8 @@ function addCondition(condition = { path: "", op: "eq", value: "" }) {
                              "aria-label": "Condition path" });
   path.value = condition.path;
   const op = el("select", { class: "c-op", "aria-label": "Operator" });
-  config.operators.forEach((name) => {
-    const option = el("option", { value: name }, name);
+  config.operators.forEach(([name, label]) => {
+    const option = el("option", { value: name }, label);
     if (name === condition.op) option.selected = true;
     op.appendChild(option);
   });
@@ -81,11 +83,14 @@ function collect() {
     else if (type === "optional") rule[key] = field.value === "" ? null : field.value;
     else rule[key] = field.value;
   });
-  rule.conditions = Array.from(conditionsBox.children, (row) => ({
-    path: row.querySelector(".c-path").value.trim(),
-    op: row.querySelector(".c-op").value,
-    value: parseValue(row.querySelector(".c-value").value),
-  }));
+  // An empty value box sends no value at all, so the server answers "'value' is
+  // required" (write "" for the empty string): an empty box is never a valid rule.
+  rule.conditions = Array.from(conditionsBox.children, (row) => {
+    const text = row.querySelector(".c-value").value;
+    const condition = { path: row.querySelector(".c-path").value.trim(), op: row.querySelector(".c-op").value };
+    if (text.trim() !== "") condition.value = parseValue(text);
+    return condition;
+  });
   return rule;
 }
 
@@ -125,7 +130,36 @@ async function validateNow() {
 }
 function schedule() {
   clearTimeout(timer);
-  timer = setTimeout(validateNow, 250);
+  timer = setTimeout(() => { validateNow(); checkPaths(); }, 250);
+}
+
+// --- Paths: suggestions for the action type, and warnings for paths nothing provides ------
+// A warning never blocks saving: the server's answer says why the path may never resolve.
+let pathSequence = 0;
+function showPaths(body) {
+  pathList.textContent = "";
+  body.paths.forEach((path) => pathList.appendChild(el("option", { value: path })));
+  conditionsBox.querySelectorAll(".c-path").forEach((input) => {
+    input.classList.remove("path-unknown");
+    input.removeAttribute("title");
+  });
+  pathWarnings.textContent = "";
+  body.warnings.forEach((warning) => {
+    const match = /^conditions\[(\d+)\]/.exec(warning.field);
+    const row = match && conditionsBox.children[Number(match[1])];
+    if (row) {
+      const input = row.querySelector(".c-path");
+      input.classList.add("path-unknown");
+      input.title = warning.message;
+    }
+    pathWarnings.appendChild(el("li", { "data-field": warning.field }, warning.field + ": " + warning.message));
+  });
+  pathWarnings.hidden = body.warnings.length === 0;
+}
+async function checkPaths() {
+  const mine = ++pathSequence;
+  const answer = await postJSON(config.urls.paths, { rule: collect() });
+  if (mine === pathSequence && answer.ok) showPaths(answer.body);
 }
 form.addEventListener("input", schedule);
 form.addEventListener("change", schedule);
@@ -238,3 +272,4 @@ form.addEventListener("submit", () => {
   document.getElementById("rule-json").value = JSON.stringify(collect());
 });
 loadSamples();
+checkPaths();

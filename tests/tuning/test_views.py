@@ -136,7 +136,10 @@ def test_history_version_and_restore(admin_client, risk_admin, django_assert_max
         page = admin_client.get(reverse("rules:history"))
     assert "added rule send_email_low" in page.content.decode()
     detail = admin_client.get(reverse("rules:version", args=[1])).content.decode()
-    assert "removed rule send_email_low" in detail
+    # Restoring v1 would remove the rule added since: side by side, every field of it struck out.
+    restore = detail[detail.index('id="restore-changes"'):]
+    assert '<span class="change-kind change-removed">removed</span> rule <code>send_email_low</code>' in restore
+    assert "{&#x27;" not in detail and "[{" not in detail  # never a Python or JSON repr
     response = admin_client.post(reverse("rules:restore", args=[1]), {"note": "Too loose"})
     assert response.status_code == 302
     assert not RiskRule.objects.filter(name="send_email_low").exists()
