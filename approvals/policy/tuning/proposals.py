@@ -102,6 +102,8 @@ def condition_text(condition: Mapping[str, Any]) -> str:
         path, op, value = condition["path"], condition["op"], condition["value"]
     except (KeyError, TypeError):
         return _value(condition)
+    if not isinstance(op, str):
+        return _value(condition)
     if op == "exists":
         return f"{path} {'exists' if value else 'does not exist'}"
     if op in ("eq", "ne") and (value is None or isinstance(value, bool)):
