@@ -27,6 +27,7 @@ from .rules_http import (
     json_error,
     note_from,
     redirect_after,
+    request_url,
     risk_admin_required,
     wants_json,
 )
@@ -83,7 +84,10 @@ def proposal(request: HttpRequest, pk: int) -> HttpResponse:
     if detail is None:
         raise Http404("No such policy proposal.")
     mine = detail.proposal.proposed_by_id == request.user.pk
-    return render(request, "rules/proposal.html", {"detail": detail, "p": detail.proposal, "mine": mine})
+    changed = [{**change, "url": request_url(change["request_id"])} if change.get("request_id") else change
+               for change in detail.dry_run_changes]
+    return render(request, "rules/proposal.html", {"detail": detail, "p": detail.proposal, "mine": mine,
+                                                   "dry_run_changes": changed})
 
 
 def _refused(request: HttpRequest, exc: PolicyError | RuleValidationError, pk: int) -> HttpResponse:

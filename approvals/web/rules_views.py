@@ -54,6 +54,7 @@ from .rules_http import (
     json_error,
     note_from,
     redirect_after,
+    request_url,
     risk_admin_required,
 )
 
@@ -311,12 +312,14 @@ def dry_run(request: HttpRequest) -> JsonResponse:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= dry_runs.MAX_SAMPLE:
         raise BadInput(INVALID_LIMIT, f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
     proposed = _proposal(data)
-    report = dry_runs.dry_run(proposed, limit=limit)
+    report = dry_runs.dry_run(proposed, limit=limit).to_dict()
+    for change in report["changes"]:  # each row opens the request it would affect
+        change["url"] = request_url(change["request_id"])
     current = policy.current_policy()
     waits = first_change_needing_approval(
         current.compiled.to_dicts(), current.destructive_verbs, proposed, current.destructive_verbs,
     ) if settings.POLICY_FOUR_EYES else None
-    return JsonResponse({"ok": True, **report.to_dict(),
+    return JsonResponse({"ok": True, **report,
                          "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})
 
 

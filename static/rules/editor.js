@@ -182,13 +182,20 @@ function showDryRun(report) {
   if (report.changes.length) {
     const table = el("table", { class: "rules-table changes" });
     const head = el("tr");
-    ["When", "Action type", "Agent", "From", "To", "Rule now", "Rule then"].forEach((h) => head.appendChild(el("th", {}, h)));
+    ["When", "Action type", "Agent", "From", "To", "Rule now", "Rule then", ""].forEach((h) => head.appendChild(el("th", {}, h)));
     table.appendChild(el("thead")).appendChild(head);
     const body = table.appendChild(el("tbody"));
     report.changes.slice(0, 50).forEach((c) => {
-      const tr = el("tr");
-      [c.created_at.slice(0, 16).replace("T", " "), c.action_type, c.agent, c.from_level, c.to_level,
-       c.from_rule || "(default)", c.to_rule || "(default)"].forEach((v) => tr.appendChild(el("td", {}, v)));
+      const tr = el("tr", { "data-request": c.request_id });
+      // The first cell opens the request; "Test" classifies it here with this rule.
+      const when = el("td");
+      when.appendChild(el("a", { href: c.url, title: "Open the request" }, c.created_at.slice(0, 16).replace("T", " ")));
+      tr.appendChild(when);
+      [c.action_type, c.agent, c.from_level, c.to_level, c.from_rule || "(default)", c.to_rule || "(default)"]
+        .forEach((v) => tr.appendChild(el("td", {}, v)));
+      const test = el("button", { type: "button", class: "btn btn-ghost btn-small test-on-request" }, "Test");
+      test.addEventListener("click", () => testOnRequest(c.request_id));
+      tr.appendChild(el("td")).appendChild(test);
       body.appendChild(tr);
     });
     dryRunBox.appendChild(table);
@@ -254,12 +261,12 @@ async function loadSamples() {
       r.created_at.slice(0, 16).replace("T", " ") + " " + r.action_type + " · " + r.agent + " · " + r.risk_level));
   });
 }
-pick.addEventListener("change", async () => {
-  if (!pick.value) return;
-  const answer = await postJSON(config.urls.test, { rule: collect(), replaces: config.existing, request_id: pick.value });
+async function testOnRequest(requestId) {
+  const answer = await postJSON(config.urls.test, { rule: collect(), replaces: config.existing, request_id: requestId });
   if (answer.ok && answer.body.sample) sampleJson.value = JSON.stringify(answer.body.sample, null, 2);
   showTest(answer);
-});
+}
+pick.addEventListener("change", () => { if (pick.value) testOnRequest(pick.value); });
 
 // --- Start ----------------------------------------------------------------------------------
 (config.rule.conditions || []).forEach((condition) => addCondition(condition));

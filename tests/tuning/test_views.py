@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals.models import PolicyVersion, RiskRule
+from approvals.models import PolicyProposal, PolicyVersion, RiskRule
 from approvals.notifications import dispatch
 from approvals.states import State
 from approvals.masking import MASK
@@ -77,6 +77,22 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_de
     assert refused.status_code == 400 and refused.json()["code"] == "invalid_limit"
     refused = _post_json(admin_client, "rules:dry-run", {"rule": {**LOW_EMAIL, "risk_level": "meh"}})
     assert refused.status_code == 422 and refused.json()["details"]["field"] == "risk_level"
+
+
+def test_each_dry_run_row_links_to_the_request_it_would_affect(admin_client, submit, email_is_not_destructive):
+    submitted = {str(submit("send_email", FEW).pk) for _ in range(2)}
+    report = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
+    assert {change["url"] for change in report["changes"]} == {f"/requests/{pk}/" for pk in submitted}
+
+
+def test_the_proposal_pages_dry_run_rows_link_to_the_requests(admin_client, submit, email_is_not_destructive,
+                                                             settings):
+    settings.POLICY_FOUR_EYES = True
+    request = submit("send_email", FEW)
+    admin_client.post(reverse("rules:new"), {"rule_json": json.dumps(LOW_EMAIL), "note": "Loosen"})
+    proposal = PolicyProposal.objects.latest("created_at")
+    page = admin_client.get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
+    assert f'<a href="/requests/{request.pk}/" title="Open the request">' in page
 
 
 def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_is_not_destructive):
