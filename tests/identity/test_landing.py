@@ -83,3 +83,46 @@ def test_the_landing_page_is_chosen_in_a_bounded_number_of_queries(db, django_as
     auditor = person("aud", AUDITORS)
     with django_assert_max_num_queries(3):
         assert landing_url(auditor) == "/audit/"
+
+
+# --- Through an identity provider -----------------------------------------------------------------
+# allauth picks the landing page before `user_logged_in` applies the provider's groups
+# (controlplane.accounts.sso), so the page is chosen again once they are applied.
+
+
+def provider_sign_in(user, groups: list[str], *, next_url: str = ""):
+    from types import SimpleNamespace
+
+    from allauth.core import context
+
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.test import RequestFactory
+
+    from controlplane.accounts.adapter import AccountAdapter
+
+    request = RequestFactory().get(f"/accounts/oidc/test-idp/login/callback/{'?next=' + next_url if next_url else ''}")
+    request.session = SessionStore()
+    request._messages = FallbackStorage(request)
+    request.user = user
+    sociallogin = SimpleNamespace(account=SimpleNamespace(provider="test-idp",
+                                                          extra_data={"userinfo": {"groups": groups}}))
+    with context.request_context(request):  # allauth's middleware sets this on a real request
+        return AccountAdapter().post_login(request, user, email_verification="none", email=None, signup=False,
+                                           redirect_url=None, signal_kwargs={"sociallogin": sociallogin})
+
+
+def test_a_first_sign_in_through_the_provider_lands_where_its_groups_say(db):
+    newcomer = person("sso-ann")
+    assert provider_sign_in(newcomer, [AUDITORS])["Location"] == "/audit/"
+    assert list(newcomer.groups.values_list("name", flat=True)) == [AUDITORS]
+
+
+def test_losing_a_role_at_the_provider_changes_the_landing_page_at_once(db):
+    former_admin = person("sso-rita", RISK_ADMINS)
+    assert provider_sign_in(former_admin, [AUDITORS])["Location"] == "/audit/"
+
+
+def test_a_next_address_wins_through_the_provider_too(db):
+    newcomer = person("sso-ann")
+    assert provider_sign_in(newcomer, [AUDITORS], next_url="/audit/events/1/")["Location"] == "/audit/events/1/"
