@@ -110,3 +110,20 @@ def test_a_policy_version_reads_side_by_side_in_words(logged_in_page, admin_user
     assert table.locator(".condition-added").inner_text() == "params.amount ≥ 5000"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("main").screenshot(path=str(SCREENSHOTS / "rule-diff.png"))
+
+
+def test_the_rule_lists_columns_line_up_on_each_row(logged_in_page, admin_user):
+    """Seen: the order buttons and Disable sat lower than the rule's name (a form's
+    button margin inside the table)."""
+    admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
+    page = logged_in_page(admin_user, "ada-pw-123!")
+    rows = page.locator("#rules-table tbody tr[data-rule]")
+    assert rows.count() >= 5
+    for index in range(rows.count()):
+        row = rows.nth(index)
+        centres = []
+        for selector in ("td:nth-child(2) a", ".move-up", ".level", ".toggle-rule"):
+            box = row.locator(selector).bounding_box()
+            centres.append(box["y"] + box["height"] / 2)
+        assert max(centres) - min(centres) <= 3, (row.get_attribute("data-rule"), centres)
+    assert "eq" not in page.inner_text("#rules-table .conditions-cell >> nth=1").split()

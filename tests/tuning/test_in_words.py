@@ -58,8 +58,8 @@ def test_the_rule_list_shows_conditions_in_words_joined_the_way_they_combine(adm
     page = admin_client.get(reverse("rules:list")).content.decode()
     row = page[page.index('data-rule="big_irreversible"'):]
     row = row[:row.index("</tr>")]
-    assert '<code>impact.reversible is false</code> <span class="joiner">or</span> <code>params.amount ≥ 100</code>' \
-        in row
+    assert ('<span class="condition"><code>impact.reversible is false</code></span>'
+            '<span class="condition"><span class="joiner">or</span> <code>params.amount ≥ 100</code></span>') in row
     assert "eq" not in row.replace("required", "")  # no operator names: 'eq False' read as code
 
 

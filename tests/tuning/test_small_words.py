@@ -53,3 +53,11 @@ def test_any_number_of_days_shows_first_and_last_and_at_most_about_nine_labels(c
     assert len(texts) == len(set(texts)) <= 10
     xs = [x for x, _, _ in labels]
     assert xs == sorted(xs) and all(PAD_LEFT <= x <= WIDTH - PAD_RIGHT for x in xs)
+    if len(xs) > 2:  # the end-anchored last label needs a full gap before it, not half of one
+        assert xs[-1] - xs[-2] >= xs[1] - xs[0] - 0.2
+
+
+def test_a_month_of_days_does_not_crowd_its_last_two_labels():
+    days = [f"11-{day:02d}" for day in range(1, 31)] + ["12-01"]
+    texts = [text for _, _, text in axis_labels(line_chart(days, [Series("v", [0] * 31, "s")], title="t"))]
+    assert texts[-2:] == ["11-25", "12-01"]

@@ -52,8 +52,8 @@ def _axis_labels(count: int, most: int = 8) -> list[tuple[int, str]]:
     step = max(1, -(-count // most))  # ceiling: never more than `most` before the last
     shown = list(range(0, count, step))
     if shown[-1] != count - 1:
-        if count - 1 - shown[-1] < step / 2 and len(shown) > 1:
-            shown.pop()  # too close to the last label: they would overlap
+        if count - 1 - shown[-1] < step and len(shown) > 1:
+            shown.pop()  # the last label is anchored at its end, so it reaches a step back: they would overlap
         shown.append(count - 1)
     return [(index, "start" if index == 0 else "end" if index == count - 1 else "middle") for index in shown]
 
