@@ -6,6 +6,8 @@ words. Seen before: risk admins and auditors landed on an empty reviewer queue."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -14,10 +16,11 @@ from approvals import policy
 from approvals.models import PolicyVersion
 from approvals.people import Person
 from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
+from tests.browser.test_sso import sso_site  # noqa: F401 - the loopback identity provider and its daphne
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-SCREENSHOTS = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
 
 def member_of(username: str, *groups: str):
@@ -127,3 +130,21 @@ def test_the_rule_lists_columns_line_up_on_each_row(logged_in_page, admin_user):
             centres.append(box["y"] + box["height"] / 2)
         assert max(centres) - min(centres) <= 3, (row.get_attribute("data-rule"), centres)
     assert "eq" not in page.inner_text("#rules-table .conditions-cell >> nth=1").split()
+
+
+def test_an_auditor_signing_in_through_the_identity_provider_lands_on_the_audit_log(sso_site, new_context):
+    """The provider's groups are applied after allauth picks a page: the page is chosen again."""
+    server, idp = sso_site
+    idp.grant("sso-alice", ["auditors"])
+    page = new_context(base_url=server.url).new_page()
+    page.goto(server.url + "/login/")
+    page.click("button[data-provider=test-idp]")
+    page.wait_for_url(idp.issuer + "/interaction/**")
+    page.fill("input[name=login]", "sso-alice")
+    page.fill("input[name=password]", "anything")
+    page.locator("button[type=submit]").first.click()
+    page.wait_for_load_state()
+    if page.url.startswith(idp.issuer):  # its consent page
+        page.locator("button[type=submit]").first.click()
+    page.wait_for_url(server.url + "/audit/")
+    assert page.inner_text("h1") == "Audit log"
