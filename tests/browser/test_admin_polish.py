@@ -16,9 +16,11 @@ from approvals import policy
 from approvals.models import PolicyVersion
 from approvals.people import Person
 from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
-from tests.browser.test_sso import sso_site  # noqa: F401 - the loopback identity provider and its daphne
+from tests.browser import test_sso
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+sso_site = test_sso.sso_site  # the loopback identity provider and its own daphne (module scope)
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 
