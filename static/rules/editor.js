@@ -156,9 +156,15 @@ function showPaths(body) {
   });
   pathWarnings.hidden = body.warnings.length === 0;
 }
+let pathsAskedFor = null;
 async function checkPaths() {
+  // Only the action type and the paths matter: a keystroke in a value asks nothing.
+  const rule = collect();
+  const asking = JSON.stringify([rule.action_type, rule.conditions.map((c) => c.path)]);
+  if (asking === pathsAskedFor) return;
+  pathsAskedFor = asking;
   const mine = ++pathSequence;
-  const answer = await postJSON(config.urls.paths, { rule: collect() });
+  const answer = await postJSON(config.urls.paths, { rule });
   if (mine === pathSequence && answer.ok) showPaths(answer.body);
 }
 form.addEventListener("input", schedule);

@@ -141,3 +141,21 @@ def test_the_endpoint_reads_recent_requests_in_bounded_queries(admin_client, mak
     with django_assert_max_num_queries(6):  # session, user, permission (2), the requests
         body = answer(admin_client, {"action_type": "refund_*", "conditions": [condition("params.amount")]}).json()
     assert body["warnings"] == []
+
+
+def test_keys_an_agent_sends_are_suggested_only_when_a_path_can_name_them_and_never_by_the_thousand(make_requests):
+    odd = {"to": ["a@x.io"], "a.b": 1, "<img src=x>": 2, "two words": 3, **{f"k{i:04d}": i for i in range(500)}}
+    make_requests([("send_bulk", odd)])
+    catalogue = catalogue_for("send_bulk", executor_params={})
+    suggested = [path for path in catalogue.paths if path.startswith("params.")]
+    assert len(suggested) == 200 and not any(("<" in p or " " in p or p.count(".") > 1) for p in suggested)
+    warnings = path_warnings([condition("params.k0499"), condition("params.to")], catalogue)
+    assert warnings == []  # beyond the suggestion cap, still known
+
+
+def test_the_endpoint_needs_the_csrf_token_like_every_post(risk_admin):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(risk_admin)
+    assert answer(client, {"action_type": "send_email", "conditions": []}).status_code == 403

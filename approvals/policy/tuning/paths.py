@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -44,6 +45,10 @@ IMPACT_KEYS: Final = ("recipient_count", "amount", "target_count", "reversible",
 # Target keys the server itself reads: sensitivity labels, reversibility, ids, the webhook URL.
 TARGET_KEYS: Final = ("labels", "reversible", "ids", "url")
 OBSERVED_SAMPLE: Final = 1000
+# Keys come from agents: only those a path can name are suggested, and at most this many
+# per namespace, so an agent sending thousands of odd keys cannot bloat the editor.
+MAX_SUGGESTED_KEYS: Final = 200
+_PATH_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -59,9 +64,11 @@ class PathCatalogue:
 
     @property
     def paths(self) -> list[str]:
-        """Every suggestion, in the order the builder lists them."""
-        return ([f"impact.{key}" for key in IMPACT_KEYS] + [f"params.{key}" for key in self.params]
-                + [f"target.{key}" for key in self.target])
+        """Every suggestion, in the order the builder lists them (at most MAX_SUGGESTED_KEYS
+        params and target keys each; warnings still check against all of them)."""
+        return ([f"impact.{key}" for key in IMPACT_KEYS]
+                + [f"params.{key}" for key in self.params[:MAX_SUGGESTED_KEYS]]
+                + [f"target.{key}" for key in self.target[:MAX_SUGGESTED_KEYS]])
 
     def to_dict(self) -> dict[str, Any]:
         return {"pattern": self.pattern, "action_types": list(self.action_types), "paths": self.paths,
@@ -72,9 +79,12 @@ def _observed(requests: Iterable[StoredRequest]) -> dict[str, tuple[set[str], se
     seen: dict[str, tuple[set[str], set[str]]] = {}
     for stored in requests:
         params, target = seen.setdefault(stored.action_type, (set(), set()))
-        params.update(str(key) for key in stored.params)
-        target.update(str(key) for key in stored.target)
+        params.update(key for key in stored.params if isinstance(key, str) and _PATH_KEY.match(key))
+        target.update(key for key in stored.target if isinstance(key, str) and _PATH_KEY.match(key))
     return seen
+
+
+
 
 
 def catalogue_for(pattern: Any, *, executor_params: Mapping[str, Sequence[str]],
