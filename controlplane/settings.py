@@ -116,7 +116,10 @@ TEMPLATES = [
                 "controlplane.http.codes.template_context",
             ],
             # The reviewer pages' template tags live with the pages (approvals/web/).
-            "libraries": {"dashboard": "approvals.web.templatetags.dashboard"},
+            "libraries": {"dashboard": "approvals.web.templatetags.dashboard",
+                          "rules_text": "approvals.web.templatetags.rules_text"},
+            # `ago` ("just now", "3 minutes ago") on every page without a load tag.
+            "builtins": ["approvals.web.templatetags.timewords"],
         },
     },
 ]

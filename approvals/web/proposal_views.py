@@ -9,8 +9,6 @@ status) when the client asks for it, else a redirect with a flash message.
 
 from __future__ import annotations
 
-import json
-
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -29,6 +27,7 @@ from .rules_http import (
     json_error,
     note_from,
     redirect_after,
+    request_url,
     risk_admin_required,
     wants_json,
 )
@@ -58,7 +57,8 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
     detail = policy_history.version_detail(number)
     if detail is None:
         raise Http404("No such policy version.")
-    rules = [{**rule, "conditions_json": json.dumps(rule["conditions"])} for rule in detail.rules]
+    rules = [{**rule, "conditions_text": proposals.conditions_text(rule["conditions"], rule.get("match", "all"))}
+             for rule in detail.rules]
     return render(request, "rules/version.html", {"detail": detail, "rules": rules})
 
 
@@ -84,7 +84,10 @@ def proposal(request: HttpRequest, pk: int) -> HttpResponse:
     if detail is None:
         raise Http404("No such policy proposal.")
     mine = detail.proposal.proposed_by_id == request.user.pk
-    return render(request, "rules/proposal.html", {"detail": detail, "p": detail.proposal, "mine": mine})
+    changed = [{**change, "url": request_url(change["request_id"])} if change.get("request_id") else change
+               for change in detail.dry_run_changes]
+    return render(request, "rules/proposal.html", {"detail": detail, "p": detail.proposal, "mine": mine,
+                                                   "dry_run_changes": changed})
 
 
 def _refused(request: HttpRequest, exc: PolicyError | RuleValidationError, pk: int) -> HttpResponse:

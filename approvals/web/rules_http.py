@@ -16,6 +16,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
 
 from controlplane.http.codes import MALFORMED_BODY, REQUEST_TOO_LARGE, register
 from controlplane.http.errors import CodedError, json_error
@@ -38,6 +39,7 @@ __all__ = [
     "note_from",
     "outcome_message",
     "redirect_after",
+    "request_url",
     "risk_admin_required",
     "wants_json",
 ]
@@ -103,6 +105,16 @@ def json_endpoint(view: Callable) -> Callable:
             return JsonResponse(exc.as_dict(), status=exc.http_status)
 
     return wrapper
+
+
+def request_url(pk: Any) -> str:
+    """The page of one request, for dry-run rows. The request page (`approvals:request`,
+    /requests/<id>/) comes from the history work; until its URL is wired the plain path
+    is the one it will have."""
+    try:
+        return reverse("approvals:request", args=[pk])
+    except NoReverseMatch:
+        return f"/requests/{pk}/"
 
 
 def note_from(request: HttpRequest) -> str:

@@ -14,6 +14,7 @@ urlpatterns = [
     path("reorder/", views.reorder, name="reorder"),
     path("destructive-verbs/", views.destructive_verbs, name="destructive-verbs"),
     path("validate.json", views.validate, name="validate"),
+    path("paths.json", views.paths, name="paths"),
     path("dry-run.json", views.dry_run, name="dry-run"),
     path("test.json", views.try_sample, name="test"),
     path("samples.json", views.samples, name="samples"),

@@ -38,7 +38,9 @@ from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
 from ..policy.rules.stricter import first_change_needing_approval
 from ..policy.tuning import dry_run as dry_runs
+from ..execution.executors import params_by_action_type
 from ..policy.tuning import editing
+from ..policy.tuning import paths as rule_paths
 from .rules_http import (
     INVALID_LIMIT,
     INVALID_PROPOSAL,
@@ -52,14 +54,16 @@ from .rules_http import (
     json_error,
     note_from,
     redirect_after,
+    request_url,
     risk_admin_required,
 )
 
-# Paths the condition builder suggests (impact.* is computed on the server).
-SUGGESTED_PATHS = (
-    "impact.recipient_count", "impact.amount", "impact.target_count", "impact.reversible", "impact.sensitive",
-    "impact.sensitive_kinds", "params.to", "params.subject", "params.amount", "target.mailbox",
-)
+# How the condition builder names each operator (the value sent stays the operator's name).
+OPERATOR_LABELS = {
+    "eq": "= (equals)", "ne": "≠ (differs)", "gt": "> (more than)", "gte": "≥ (at least)", "lt": "< (less than)",
+    "lte": "≤ (at most)", "in": "is one of", "contains": "contains", "matches": "matches (regex)",
+    "len_gt": "is longer than", "exists": "exists (true / false)",
+}
 
 
 # --- The rule list, reordering, enable/disable, delete -------------------------------------------
@@ -132,6 +136,10 @@ def destructive_verbs(request: HttpRequest) -> HttpResponse:
 # --- Create and edit ---------------------------------------------------------------------------------
 
 
+def _catalogue(action_type: Any) -> rule_paths.PathCatalogue:
+    return rule_paths.catalogue_for(action_type, executor_params=params_by_action_type(settings.EXECUTORS))
+
+
 def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str | None,
                     error: RuleValidationError | PolicyError | None = None, note: str = "") -> dict[str, Any]:
     groups = list(Group.objects.order_by("name").values_list("name", flat=True))
@@ -143,7 +151,7 @@ def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str
         "groups": groups,
         "levels": LEVELS,
         "operators": OPERATORS,
-        "suggested_paths": SUGGESTED_PATHS,
+        "suggested_paths": _catalogue(rule.get("action_type")).paths,
         "editor_config": {
             "existing": existing,
             "rule": rule,
@@ -152,8 +160,9 @@ def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str
                 "dry_run": reverse("rules:dry-run"),
                 "test": reverse("rules:test"),
                 "samples": reverse("rules:samples"),
+                "paths": reverse("rules:paths"),
             },
-            "operators": list(OPERATORS),
+            "operators": [[op, OPERATOR_LABELS.get(op, op)] for op in OPERATORS],
         },
         "notification": notifications.settings_for(existing) if existing else None,
     }
@@ -263,6 +272,21 @@ def validate(request: HttpRequest) -> JsonResponse:
     return JsonResponse(result)
 
 
+@risk_admin_required
+@require_POST
+@json_endpoint
+def paths(request: HttpRequest) -> JsonResponse:
+    """``{"rule": {...}}`` → the paths known for its action type (the builder's
+    suggestions) and ``warnings``: ``[{"field", "message"}]`` for each condition path
+    nothing provides. Warnings never stop a save (`approvals.policy.tuning.paths`)."""
+    rule = json_body(request).get("rule")
+    if not isinstance(rule, dict):
+        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
+    catalogue = _catalogue(rule.get("action_type"))
+    return JsonResponse({"ok": True, **catalogue.to_dict(),
+                         "warnings": rule_paths.path_warnings(rule.get("conditions"), catalogue)})
+
+
 def _proposal(data: dict[str, Any]) -> list[dict[str, Any]]:
     if "rules" in data:
         if not isinstance(data["rules"], list):
@@ -288,12 +312,14 @@ def dry_run(request: HttpRequest) -> JsonResponse:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= dry_runs.MAX_SAMPLE:
         raise BadInput(INVALID_LIMIT, f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
     proposed = _proposal(data)
-    report = dry_runs.dry_run(proposed, limit=limit)
+    report = dry_runs.dry_run(proposed, limit=limit).to_dict()
+    for change in report["changes"]:  # each row opens the request it would affect
+        change["url"] = request_url(change["request_id"])
     current = policy.current_policy()
     waits = first_change_needing_approval(
         current.compiled.to_dicts(), current.destructive_verbs, proposed, current.destructive_verbs,
     ) if settings.POLICY_FOUR_EYES else None
-    return JsonResponse({"ok": True, **report.to_dict(),
+    return JsonResponse({"ok": True, **report,
                          "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})
 
 

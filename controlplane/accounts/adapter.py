@@ -15,6 +15,7 @@ from typing import Any
 from allauth.account import app_settings as account_settings
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.account.authentication import get_authentication_records
+from allauth.account.utils import get_next_redirect_url
 from allauth.core import context
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django import forms
@@ -22,6 +23,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext_lazy as _
 from django.views.decorators.debug import sensitive_variables
+
+from controlplane import navigation
 
 from . import events, mfa_policy
 from .signin import SignInThrottle, SignInWaiting, wait_message
@@ -83,12 +86,26 @@ class AccountAdapter(DefaultAccountAdapter):
         signed_in_at = [entry.get("at", 0) for entry in get_authentication_records(request, request.user)]
         return not signed_in_at or time.time() - max(signed_in_at) >= account_settings.REAUTHENTICATION_TIMEOUT
 
+    def get_login_redirect_url(self, request: HttpRequest) -> str:
+        """Each role lands on its own page (a `next` the sign-in carried wins: allauth
+        asks it first). Identity-provider sign-ins come through here too."""
+        return navigation.landing_url(request.user)
+
+    def get_signup_redirect_url(self, request: HttpRequest) -> str:
+        # A first sign-in through an identity provider is a sign-up to allauth.
+        return navigation.landing_url(request.user)
+
     def logout(self, request: HttpRequest) -> None:
         events.signed_out(request)
         super().logout(request)
 
     def post_login(self, request: HttpRequest, user: Any, **kwargs: Any) -> HttpResponse:
         response = super().post_login(request, user, **kwargs)
+        if not kwargs.get("redirect_url") and not get_next_redirect_url(request) and response.has_header("Location"):
+            # allauth picks the landing page before it sends `user_logged_in`, and an
+            # identity provider's groups are applied by that signal (`sso`): look again
+            # at the person as they are now, not through permissions cached before.
+            response["Location"] = navigation.landing_url(type(user)._default_manager.get(pk=user.pk))
         return mfa_policy.hold_for_enrollment(request, user) or response
 
 

@@ -14,6 +14,8 @@ const dryRunBox = document.getElementById("dry-run-result");
 const testBox = document.getElementById("test-result");
 const sampleJson = document.getElementById("sample-json");
 const pick = document.getElementById("sample-pick");
+const pathWarnings = document.getElementById("path-warnings");
+const pathList = document.getElementById("path-suggestions");
 let timer = null;
 let sequence = 0;
 
@@ -53,8 +55,8 @@ function addCondition(condition = { path: "", op: "eq", value: "" }) {
                              "aria-label": "Condition path" });
   path.value = condition.path;
   const op = el("select", { class: "c-op", "aria-label": "Operator" });
-  config.operators.forEach((name) => {
-    const option = el("option", { value: name }, name);
+  config.operators.forEach(([name, label]) => {
+    const option = el("option", { value: name }, label);
     if (name === condition.op) option.selected = true;
     op.appendChild(option);
   });
@@ -81,11 +83,14 @@ function collect() {
     else if (type === "optional") rule[key] = field.value === "" ? null : field.value;
     else rule[key] = field.value;
   });
-  rule.conditions = Array.from(conditionsBox.children, (row) => ({
-    path: row.querySelector(".c-path").value.trim(),
-    op: row.querySelector(".c-op").value,
-    value: parseValue(row.querySelector(".c-value").value),
-  }));
+  // An empty value box sends no value at all, so the server answers "'value' is
+  // required" (write "" for the empty string): an empty box is never a valid rule.
+  rule.conditions = Array.from(conditionsBox.children, (row) => {
+    const text = row.querySelector(".c-value").value;
+    const condition = { path: row.querySelector(".c-path").value.trim(), op: row.querySelector(".c-op").value };
+    if (text.trim() !== "") condition.value = parseValue(text);
+    return condition;
+  });
   return rule;
 }
 
@@ -125,7 +130,42 @@ async function validateNow() {
 }
 function schedule() {
   clearTimeout(timer);
-  timer = setTimeout(validateNow, 250);
+  timer = setTimeout(() => { validateNow(); checkPaths(); }, 250);
+}
+
+// --- Paths: suggestions for the action type, and warnings for paths nothing provides ------
+// A warning never blocks saving: the server's answer says why the path may never resolve.
+let pathSequence = 0;
+function showPaths(body) {
+  pathList.textContent = "";
+  body.paths.forEach((path) => pathList.appendChild(el("option", { value: path })));
+  conditionsBox.querySelectorAll(".c-path").forEach((input) => {
+    input.classList.remove("path-unknown");
+    input.removeAttribute("title");
+  });
+  pathWarnings.textContent = "";
+  body.warnings.forEach((warning) => {
+    const match = /^conditions\[(\d+)\]/.exec(warning.field);
+    const row = match && conditionsBox.children[Number(match[1])];
+    if (row) {
+      const input = row.querySelector(".c-path");
+      input.classList.add("path-unknown");
+      input.title = warning.message;
+    }
+    pathWarnings.appendChild(el("li", { "data-field": warning.field }, warning.field + ": " + warning.message));
+  });
+  pathWarnings.hidden = body.warnings.length === 0;
+}
+let pathsAskedFor = null;
+async function checkPaths() {
+  // Only the action type and the paths matter: a keystroke in a value asks nothing.
+  const rule = collect();
+  const asking = JSON.stringify([rule.action_type, rule.conditions.map((c) => c.path)]);
+  if (asking === pathsAskedFor) return;
+  pathsAskedFor = asking;
+  const mine = ++pathSequence;
+  const answer = await postJSON(config.urls.paths, { rule });
+  if (mine === pathSequence && answer.ok) showPaths(answer.body);
 }
 form.addEventListener("input", schedule);
 form.addEventListener("change", schedule);
@@ -148,13 +188,20 @@ function showDryRun(report) {
   if (report.changes.length) {
     const table = el("table", { class: "rules-table changes" });
     const head = el("tr");
-    ["When", "Action type", "Agent", "From", "To", "Rule now", "Rule then"].forEach((h) => head.appendChild(el("th", {}, h)));
+    ["When", "Action type", "Agent", "From", "To", "Rule now", "Rule then", ""].forEach((h) => head.appendChild(el("th", {}, h)));
     table.appendChild(el("thead")).appendChild(head);
     const body = table.appendChild(el("tbody"));
     report.changes.slice(0, 50).forEach((c) => {
-      const tr = el("tr");
-      [c.created_at.slice(0, 16).replace("T", " "), c.action_type, c.agent, c.from_level, c.to_level,
-       c.from_rule || "(default)", c.to_rule || "(default)"].forEach((v) => tr.appendChild(el("td", {}, v)));
+      const tr = el("tr", { "data-request": c.request_id });
+      // The first cell opens the request; "Test" classifies it here with this rule.
+      const when = el("td");
+      when.appendChild(el("a", { href: c.url, title: "Open the request" }, c.created_at.slice(0, 16).replace("T", " ")));
+      tr.appendChild(when);
+      [c.action_type, c.agent, c.from_level, c.to_level, c.from_rule || "(default)", c.to_rule || "(default)"]
+        .forEach((v) => tr.appendChild(el("td", {}, v)));
+      const test = el("button", { type: "button", class: "btn btn-ghost btn-small test-on-request" }, "Test");
+      test.addEventListener("click", () => testOnRequest(c.request_id));
+      tr.appendChild(el("td")).appendChild(test);
       body.appendChild(tr);
     });
     dryRunBox.appendChild(table);
@@ -220,12 +267,12 @@ async function loadSamples() {
       r.created_at.slice(0, 16).replace("T", " ") + " " + r.action_type + " · " + r.agent + " · " + r.risk_level));
   });
 }
-pick.addEventListener("change", async () => {
-  if (!pick.value) return;
-  const answer = await postJSON(config.urls.test, { rule: collect(), replaces: config.existing, request_id: pick.value });
+async function testOnRequest(requestId) {
+  const answer = await postJSON(config.urls.test, { rule: collect(), replaces: config.existing, request_id: requestId });
   if (answer.ok && answer.body.sample) sampleJson.value = JSON.stringify(answer.body.sample, null, 2);
   showTest(answer);
-});
+}
+pick.addEventListener("change", () => { if (pick.value) testOnRequest(pick.value); });
 
 // --- Start ----------------------------------------------------------------------------------
 (config.rule.conditions || []).forEach((condition) => addCondition(condition));
@@ -238,3 +285,4 @@ form.addEventListener("submit", () => {
   document.getElementById("rule-json").value = JSON.stringify(collect());
 });
 loadSamples();
+checkPaths();

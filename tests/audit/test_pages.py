@@ -228,3 +228,65 @@ def test_the_status_panel_shows_the_signing_key_to_pin(refund_story, auditor, se
     page = client.get("/audit/").content.decode()
     key = SigningKey.from_secret(settings.AUDIT_SIGNING_KEY)
     assert key.public_text in page and key.key_id in page
+
+
+# --- Names, not ids ------------------------------------------------------------------------------
+
+
+def agent_cells(response) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", cell).strip()
+            for cell in re.findall(r'<td class="agent-cell">(.*?)</td>', response.content.decode(), re.S)]
+
+
+@pytest.mark.django_db
+def test_the_log_names_the_agent_it_acted_under_not_its_number(refund_story, auditor):
+    cells = agent_cells(client_for(auditor).get("/audit/"))
+    assert cells and set(cells) == {"refund-bot"}
+
+
+@pytest.mark.django_db
+def test_an_agent_renamed_since_shows_under_its_current_name(refund_story, auditor, django_user_model):
+    from django.apps import apps
+
+    apps.get_model("agents", "Agent").objects.create(pk=REFUND.agent_id, name="refunds-v2")
+    page = client_for(auditor).get("/audit/")
+    assert set(agent_cells(page)) == {"refunds-v2"}
+    assert f'href="?agent={REFUND.agent_id}"' in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_agent_seen_only_on_others_rows_is_named_by_its_number(auditor, system):
+    record("request.expired", actor=system, request=SimpleNamespace(pk=uuid.uuid4(), agent_id=41))
+    assert agent_cells(client_for(auditor).get("/audit/")) == ["agent #41"]
+
+
+@pytest.mark.django_db
+def test_the_event_page_names_the_agent(refund_story, auditor):
+    page = client_for(auditor).get("/audit/events/1/").content.decode()
+    assert "refund-bot" in page and "(id 7)" in page
+
+
+@pytest.mark.django_db
+def test_naming_agents_costs_one_query_however_many_agents_a_page_shows(auditor, django_assert_max_num_queries):
+    from django.apps import apps
+
+    Agent = apps.get_model("agents", "Agent")
+    client = client_for(auditor)
+
+    def events_by(count: int) -> None:
+        with audited_atomic():
+            for index in range(count):
+                bot = Agent.objects.create(name=f"bot-{count}-{index}")
+                record("request.submitted", actor=Actor.for_agent(bot),
+                       request=SimpleNamespace(pk=uuid.uuid4(), agent_id=bot.pk))
+
+    events_by(1)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as one:
+        client.get("/audit/")
+    events_by(40)
+    with django_assert_max_num_queries(len(one.captured_queries)):
+        page = client.get("/audit/")
+    assert len(set(agent_cells(page))) == 41

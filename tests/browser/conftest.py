@@ -115,7 +115,8 @@ def _server_can_check(user, password: str) -> str:
 @pytest.fixture
 def logged_in_page(new_context, daphne_server) -> Callable:
     """`logged_in_page(user_or_username, password)`: a new context signed in through the
-    real login form (the user's password is set to `password` first); returns its page on the queue, with `page.server_url` and
+    real login form (the user's password is set to `password` first); returns its page on the
+    user's landing page (the queue for reviewers, /rules/ for risk admins, /audit/ for auditors), with `page.server_url` and
     `page.dialogs` (every JavaScript dialog that opened, dismissed)."""
 
     def _login(user, password: str):
@@ -133,7 +134,12 @@ def logged_in_page(new_context, daphne_server) -> Callable:
         page.fill("#id_login", username)
         page.fill("#id_password", password)
         page.click("form button[type=submit]")
-        page.wait_for_url(daphne_server.url + "/")
+        # Each role lands on its own page (controlplane.navigation.landing_url); tests start there.
+        from django.contrib.auth import get_user_model
+
+        from controlplane.navigation import landing_url
+
+        page.wait_for_url(daphne_server.url + landing_url(get_user_model().objects.get(username=username)))
         return page
 
     return _login

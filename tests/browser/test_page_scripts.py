@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from playwright.sync_api import expect
 
 from approvals import policy, services
 from approvals.models import ApprovalRequest
@@ -55,7 +56,9 @@ def test_every_page_script_loads_as_a_module_and_runs_without_a_console_error(lo
     page.goto("/rules/send_email_default/edit/")
     assert scripts(page) == [("/static/rules/editor.js", "module")]
     assert errors == []
-    page.wait_for_function("document.querySelector('#sample-pick option').textContent !== '(loading…)'")  # a GET
+    # A GET. A locator wait, not wait_for_function: a string predicate polled after its
+    # first try is eval'd in the page, which the CSP (rightly) refuses.
+    expect(page.locator("#sample-pick option").first).not_to_have_text("(loading…)")
     page.fill("#f-priority", "7")
     page.wait_for_selector("#validation.valid")  # a JSON POST, CSRF token included
 

@@ -72,8 +72,11 @@ def test_the_proposal_page_shows_rules_and_conditions_side_by_side_in_words(risk
 
     assert "<th scope=\"row\">Approver group</th><td class=\"before\">treasury</td>" \
            "<td class=\"after\">reviewers</td>" in body
-    assert "params.amount &gt; 1000" in body
-    assert "params.amount ≥ 5000 and params.to exists" in body
+    # Conditions one per line, side by side: what only one side has is marked.
+    assert '<li class="condition-removed" title="removed"><code>params.amount &gt; 1000</code></li>' in body
+    assert ('<li class="condition-added" title="added"><code>params.amount ≥ 5000</code></li>'
+            '<li class="condition-added" title="added"><span class="joiner">and</span> <code>params.to exists</code></li>'
+            ) in body
     assert "{&#x27;path&#x27;" not in body and "[{" not in body  # never a Python or JSON repr
     assert "It waits because changing the conditions of wire_transfer needs a second risk-admin." in body
     assert proposal.dry_run["summary"] in body

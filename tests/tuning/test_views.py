@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from approvals.models import PolicyVersion, RiskRule
+from approvals.models import PolicyProposal, PolicyVersion, RiskRule
 from approvals.notifications import dispatch
 from approvals.states import State
 from approvals.masking import MASK
@@ -79,6 +79,22 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_de
     assert refused.status_code == 422 and refused.json()["details"]["field"] == "risk_level"
 
 
+def test_each_dry_run_row_links_to_the_request_it_would_affect(admin_client, submit, email_is_not_destructive):
+    submitted = {str(submit("send_email", FEW).pk) for _ in range(2)}
+    report = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
+    assert {change["url"] for change in report["changes"]} == {f"/requests/{pk}/" for pk in submitted}
+
+
+def test_the_proposal_pages_dry_run_rows_link_to_the_requests(admin_client, submit, email_is_not_destructive,
+                                                             settings):
+    settings.POLICY_FOUR_EYES = True
+    request = submit("send_email", FEW)
+    admin_client.post(reverse("rules:new"), {"rule_json": json.dumps(LOW_EMAIL), "note": "Loosen"})
+    proposal = PolicyProposal.objects.latest("created_at")
+    page = admin_client.get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
+    assert f'<a href="/requests/{request.pk}/" title="Open the request">' in page
+
+
 def test_test_endpoint_classifies_a_stored_request(admin_client, submit, email_is_not_destructive):
     request = submit("send_email", FEW)
     result = _post_json(admin_client, "rules:test", {"rule": LOW_EMAIL, "request_id": str(request.pk)}).json()
@@ -136,7 +152,10 @@ def test_history_version_and_restore(admin_client, risk_admin, django_assert_max
         page = admin_client.get(reverse("rules:history"))
     assert "added rule send_email_low" in page.content.decode()
     detail = admin_client.get(reverse("rules:version", args=[1])).content.decode()
-    assert "removed rule send_email_low" in detail
+    # Restoring v1 would remove the rule added since: side by side, every field of it struck out.
+    restore = detail[detail.index('id="restore-changes"'):]
+    assert '<span class="change-kind change-removed">removed</span> rule <code>send_email_low</code>' in restore
+    assert "{&#x27;" not in detail and "[{" not in detail  # never a Python or JSON repr
     response = admin_client.post(reverse("rules:restore", args=[1]), {"note": "Too loose"})
     assert response.status_code == 302
     assert not RiskRule.objects.filter(name="send_email_low").exists()

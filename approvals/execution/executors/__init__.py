@@ -24,7 +24,7 @@ from .base import (
     PermanentExecutionError,
     RetryableExecutionError,
 )
-from .registry import get, register, unknown_executor_names
+from .registry import get, params_by_action_type, register, unknown_executor_names
 
 __all__ = [
     "ExecutionContext",
@@ -33,6 +33,7 @@ __all__ = [
     "PermanentExecutionError",
     "RetryableExecutionError",
     "get",
+    "params_by_action_type",
     "register",
     "unknown_executor_names",
 ]

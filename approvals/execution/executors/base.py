@@ -69,6 +69,8 @@ class Executor:
     name: ClassVar[str] = ""
     idempotent: ClassVar[bool] = False
     description: ClassVar[str] = ""
+    # The params `run` reads: the rule editor suggests them as params.* paths.
+    params: ClassVar[tuple[str, ...]] = ()
 
     def run(self, context: ExecutionContext) -> Any:
         raise NotImplementedError

@@ -33,6 +33,7 @@ class EmailExecutor(Executor):
     name = "email"
     idempotent = False
     description = "Sends params.to/cc/bcc, subject and body through Django's email backend."
+    params = ("to", "cc", "bcc", "subject", "body", "from")
 
     def run(self, context: ExecutionContext) -> dict[str, Any]:
         params = context.params

@@ -30,6 +30,14 @@ def unknown_executor_names(mapping: dict[str, str]) -> list[str]:
     return sorted({name for name in mapping.values() if name and name not in _registry})
 
 
+def params_by_action_type(mapping: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """The params each action type's executor reads (``settings.EXECUTORS`` as `mapping`),
+    for the rule editor's path list; executors that read none are left out."""
+    _load_builtins()
+    return {pattern: _registry[name].params for pattern, name in mapping.items()
+            if name in _registry and _registry[name].params}
+
+
 def _load_builtins() -> None:
     if "noop" in _registry:
         return

@@ -41,6 +41,23 @@ def _nice_max(value: float) -> float:
     return float(10 * magnitude)
 
 
+def _axis_labels(count: int, most: int = 8) -> list[tuple[int, str]]:
+    """Which x labels to draw, and how each is anchored: about `most` of them, always the
+    first and the last. The ends are anchored inward (start, end), so the last day's
+    label ends at the plot's edge instead of being cut off by the viewBox ("12-0")."""
+    if count <= 0:
+        return []
+    if count == 1:
+        return [(0, "middle")]
+    step = max(1, -(-count // most))  # ceiling: never more than `most` before the last
+    shown = list(range(0, count, step))
+    if shown[-1] != count - 1:
+        if count - 1 - shown[-1] < step and len(shown) > 1:
+            shown.pop()  # the last label is anchored at its end, so it reaches a step back: they would overlap
+        shown.append(count - 1)
+    return [(index, "start" if index == 0 else "end" if index == count - 1 else "middle") for index in shown]
+
+
 def line_chart(labels: Sequence[str], series: Sequence[Series], *, title: str) -> SafeString:
     """A time series: one polyline per series over `labels` (e.g. days)."""
     top = _nice_max(max((max(s.values, default=0) for s in series), default=0))
@@ -60,9 +77,8 @@ def line_chart(labels: Sequence[str], series: Sequence[Series], *, title: str) -
         parts.append(f'<line class="grid" x1="{PAD_LEFT}" y1="{gy:.1f}" x2="{WIDTH - PAD_RIGHT}" y2="{gy:.1f}"/>')
         parts.append(f'<text class="axis" x="{PAD_LEFT - 6}" y="{gy + 4:.1f}" text-anchor="end">'
                      f"{top * fraction:g}</text>")
-    step = max(1, count // 8)
-    for index in range(0, count, step):
-        parts.append(f'<text class="axis" x="{x(index):.1f}" y="{HEIGHT - 8}" text-anchor="middle">'
+    for index, anchor in _axis_labels(len(labels)):
+        parts.append(f'<text class="axis" x="{x(index):.1f}" y="{HEIGHT - 8}" text-anchor="{anchor}">'
                      f"{escape(labels[index])}</text>")
     for s in series:
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s.values))

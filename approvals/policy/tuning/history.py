@@ -6,7 +6,7 @@ when stricter, else waiting for a second risk-admin like any other).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -16,6 +16,7 @@ from audit.chain import Actor
 
 from ...models import PolicyVersion
 from .. import Outcome, policy_diff, restore_version, rules_and_verbs
+from .proposals import RuleChange, condition_text, describe_field, rule_changes
 
 __all__ = ["VersionDetail", "VersionRow", "diff_lines", "rollback", "version_detail", "versions"]
 
@@ -40,6 +41,12 @@ class VersionDetail:
     # What restoring this version would change relative to the current rules.
     restore_diff: dict[str, Any]
     restore_lines: list[str]
+    # Side by side: what this version changed from the one before it, and what restoring
+    # it would change in the current policy.
+    changes: list[RuleChange] = field(default_factory=list)
+    verbs_added: list[str] = field(default_factory=list)
+    verbs_removed: list[str] = field(default_factory=list)
+    restore_changes: list[RuleChange] = field(default_factory=list)
 
 
 def diff_lines(diff: dict[str, Any]) -> list[str]:
@@ -49,15 +56,22 @@ def diff_lines(diff: dict[str, Any]) -> list[str]:
     lines += [f"removed rule {name}" for name in diff.get("removed", ())]
     for name, fields in sorted(diff.get("changed", {}).items()):
         for key, (before, after) in sorted(fields.items()):
-            lines.append(f"{name}: {key} {_short(before)} → {_short(after)}")
+            lines.append(f"{name}: {key} {_short(_in_words(key, before))} → {_short(_in_words(key, after))}")
     verbs = diff.get("destructive_verbs", {})
     lines += [f"added destructive verb {verb}" for verb in verbs.get("added", ())]
     lines += [f"removed destructive verb {verb}" for verb in verbs.get("removed", ())]
     return lines
 
 
-def _short(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else value
+def _in_words(key: str, value: Any) -> str:
+    """A field's value as the proposal page words it. A diff holds only the fields that
+    changed, so conditions whose `match` is not among them are listed with "; "."""
+    if key == "conditions" and isinstance(value, list) and value:
+        return "; ".join(condition_text(condition) for condition in value)
+    return describe_field(key, {key: value})
+
+
+def _short(text: str) -> str:
     return text if len(text) <= 120 else text[:119] + "…"
 
 
@@ -78,16 +92,26 @@ def rows(page) -> list[VersionRow]:
 
 
 def version_detail(number: int) -> VersionDetail | None:
-    """One version with its rules and what restoring it would change (two queries)."""
+    """One version with what it changed, its rules, and what restoring it would change
+    (three queries)."""
     version = PolicyVersion.objects.filter(number=number).first()
     if version is None:
         return None
     latest = PolicyVersion.objects.order_by("-number").only("number", "rules", "destructive_verbs").first()
-    restore = policy_diff(*rules_and_verbs(latest), version.rules, version.destructive_verbs)
+    previous = (PolicyVersion.objects.filter(number__lt=number).order_by("-number")
+                .only("number", "rules", "destructive_verbs").first())
+    before_rules, before_verbs = rules_and_verbs(previous)
+    current_rules, current_verbs = rules_and_verbs(latest)
+    rules, _ = rules_and_verbs(version)
+    restore = policy_diff(current_rules, current_verbs, version.rules, version.destructive_verbs)
     return VersionDetail(
         row=_row(version), rules=version.rules, destructive_verbs=list(version.destructive_verbs),
         is_current=latest is not None and latest.number == number, restore_diff=restore,
         restore_lines=diff_lines(restore),
+        changes=rule_changes(before_rules, rules),
+        verbs_added=sorted(set(version.destructive_verbs) - set(before_verbs)),
+        verbs_removed=sorted(set(before_verbs) - set(version.destructive_verbs)),
+        restore_changes=rule_changes(current_rules, rules),
     )
 
 

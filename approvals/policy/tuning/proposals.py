@@ -14,8 +14,8 @@ from ...models import PolicyProposal, PolicyVersion
 from .. import rules_and_verbs
 from ..rules.stricter import first_change_needing_approval
 
-__all__ = ["FieldChange", "ProposalDetail", "RuleChange", "describe_field", "proposal_detail", "rule_changes",
-           "waits_because"]
+__all__ = ["FieldChange", "ProposalDetail", "RuleChange", "condition_text", "conditions_text", "describe_field",
+           "proposal_detail", "rule_changes", "waits_because"]
 
 FIELD_LABELS: dict[str, str] = {
     "priority": "Order (priority)",
@@ -35,8 +35,18 @@ FIELD_LABELS: dict[str, str] = {
     "step_up": "Step-up to decide",
 }
 _SYMBOLS = {"eq": "=", "ne": "≠", "gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "in": "is one of",
-            "contains": "contains", "matches": "matches", "len_gt": "has more items than"}
+            "contains": "contains", "matches": "matches", "len_gt": "is longer than"}
+# eq/ne against true, false or null read as words: "impact.reversible is false", not "eq False".
+_WORDS = {("eq", True): "is true", ("eq", False): "is false", ("eq", None): "is null",
+          ("ne", True): "is not true", ("ne", False): "is not false", ("ne", None): "is not null"}
 ABSENT = "—"
+
+
+@dataclass(frozen=True)
+class ConditionLine:
+    text: str
+    joiner: str  # "" for the first, else "and" / "or"
+    changed: bool  # not on the other side: removed (before) or added (after)
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,9 @@ class FieldChange:
     label: str
     before: str
     after: str
+    # For conditions, one line each, marking those only one side has.
+    before_lines: tuple[ConditionLine, ...] = ()
+    after_lines: tuple[ConditionLine, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,14 +91,37 @@ class ProposalDetail:
 
 
 def _value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """JSON, so a string and a number never read alike ("100" is not 100)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
-def _condition(condition: Mapping[str, Any]) -> str:
-    path, op, value = condition["path"], condition["op"], condition["value"]
+def condition_text(condition: Mapping[str, Any]) -> str:
+    """One condition in words: ``params.amount ≥ 5000``, ``impact.reversible is false``,
+    ``params.to is one of "a", "b"``. Tolerates a malformed condition (shown as JSON)."""
+    try:
+        path, op, value = condition["path"], condition["op"], condition["value"]
+    except (KeyError, TypeError):
+        return _value(condition)
+    if not isinstance(op, str):
+        return _value(condition)
     if op == "exists":
         return f"{path} {'exists' if value else 'does not exist'}"
+    if op in ("eq", "ne") and (value is None or isinstance(value, bool)):
+        return f"{path} {_WORDS[(op, value)]}"
+    if op == "in" and isinstance(value, list):
+        return f"{path} is one of {', '.join(_value(item) for item in value)}"
+    if op == "matches":
+        return f"{path} matches /{value}/"
     return f"{path} {_SYMBOLS.get(op, op)} {_value(value)}"
+
+
+def conditions_text(conditions: Any, match: str = "all") -> str:
+    """A rule's conditions joined the way they combine (``and`` for all, ``or`` for any)."""
+    if not conditions:
+        return "always (no conditions)"
+    if not isinstance(conditions, list):
+        return _value(conditions)
+    return (" and " if match == "all" else " or ").join(condition_text(c) for c in conditions)
 
 
 def _seconds(value: int) -> str:
@@ -100,10 +136,7 @@ def describe_field(key: str, rule: Mapping[str, Any]) -> str:
     """One field of a rule in words: conditions as ``impact.amount > 1000 and ...``."""
     value = rule.get(key)
     if key == "conditions":
-        if not value:
-            return "always (no conditions)"
-        joiner = " and " if rule.get("match", "all") == "all" else " or "
-        return joiner.join(_condition(c) for c in value)
+        return conditions_text(value, rule.get("match", "all"))
     if key == "match":
         return "all of them" if value == "all" else "any of them"
     if key in ("editable_params", "masked_params"):
@@ -115,6 +148,24 @@ def describe_field(key: str, rule: Mapping[str, Any]) -> str:
     if value is None:
         return "(none)"
     return str(value)
+
+
+def _condition_lines(rule: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tuple[ConditionLine, ...]:
+    if not rule or not rule.get("conditions"):
+        return ()
+    theirs = {condition_text(c) for c in (other or {}).get("conditions") or ()}
+    joiner = "and" if rule.get("match", "all") == "all" else "or"
+    return tuple(ConditionLine(text, joiner if index else "", other is not None and text not in theirs)
+                 for index, text in enumerate(condition_text(c) for c in rule["conditions"]))
+
+
+def _field_change(key: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> FieldChange:
+    change = FieldChange(FIELD_LABELS[key], describe_field(key, before) if before else ABSENT,
+                         describe_field(key, after) if after else ABSENT)
+    if key != "conditions":
+        return change
+    return FieldChange(change.label, change.before, change.after,
+                       _condition_lines(before, after), _condition_lines(after, before))
 
 
 def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[RuleChange]:
@@ -130,15 +181,14 @@ def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> l
         keys = [k for k in FIELD_LABELS if previous is None or previous.get(k) != rule.get(k)]
         changes.append(RuleChange(
             name=rule["name"], kind="added" if previous is None else "changed",
-            fields=[FieldChange(FIELD_LABELS[k], describe_field(k, previous) if previous else ABSENT,
-                                describe_field(k, rule)) for k in keys],
+            fields=[_field_change(k, previous, rule) for k in keys],
             level_before=previous["risk_level"] if previous else None, level_after=rule["risk_level"],
         ))
     for name in sorted(old.keys() - new.keys()):
         rule = old[name]
         changes.append(RuleChange(
             name=name, kind="removed",
-            fields=[FieldChange(label, describe_field(k, rule), ABSENT) for k, label in FIELD_LABELS.items()],
+            fields=[_field_change(k, rule, None) for k in FIELD_LABELS],
             level_before=rule["risk_level"], level_after=None,
         ))
     return changes

@@ -1,5 +1,6 @@
 """Run the whole stack in the foreground: daphne, a Celery worker, Celery beat and
-the demo agent. One Ctrl-C (or SIGTERM) stops them all, in reverse order.
+the demo agent. One Ctrl-C (or SIGTERM) stops them all, in reverse order. Daphne
+starts first; the others once it answers /readyz (their pushes need it listening).
 
 `make run` calls this after migrating and seeding. Without REDIS_URL it is the
 embedded deployment: SQLite, the filesystem broker in VAR_DIR/broker, and the
@@ -88,13 +89,19 @@ class Command(BaseCommand):
             Child("web", [python, "-m", "daphne", "-b", host, "-p", str(port),
                           "--access-log", str(Path(settings.VAR_DIR) / "access.log"), "controlplane.asgi:application"],
                   base_env),
+        ]
+        # Everything that pushes to reviewers' screens starts once the web server answers
+        # /readyz. In the embedded stack a push is a POST to daphne's relay, delivered at
+        # most once: on a warm start the worker picks up queued tasks and beat fires its
+        # sweeps at once, and a push sent before daphne listens is refused and lost
+        # ("channel relay ... Connection refused"). Queued work waits in the broker.
+        after_ready = [
             Child("worker", worker_argv, relayed_env),
             Child("beat", [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING",
                            "-s", str(schedule)], relayed_env),
         ]
-        # The demo agent starts once the web server answers /readyz: its first pushes
-        # must reach a daphne that is listening, or reviewers' screens miss them.
-        demo_agent = None if no_demo_agent else Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env)
+        if not no_demo_agent:
+            after_ready.append(Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env))
 
         stopping = False
 
@@ -119,14 +126,10 @@ class Command(BaseCommand):
                     break
                 if not announced and _ready(url):
                     announced = True
-                    if demo_agent is not None:
-                        demo_agent.start()
-                        children.append(demo_agent)
-                    self.stdout.write(self.style.SUCCESS(
-                        f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
-                        + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n"
-                           if embedded else "")
-                        + "Press Ctrl-C to stop everything.\n"))
+                    for child in after_ready:
+                        child.start()
+                        children.append(child)
+                    self.stdout.write(self.style.SUCCESS(ready_banner(url, embedded=embedded)))
                 if embedded and time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
                     last_prune = time.monotonic()
                     _prune_processed_messages()
@@ -151,6 +154,23 @@ class Command(BaseCommand):
                 self.stderr.write(f"{child.name} did not stop in time; killing it.")
                 child.process.kill()
                 child.process.wait()
+
+
+def ready_banner(url: str, *, embedded: bool) -> str:
+    """What `make run` prints once the stack answers: where to go, and where the key
+    that verifies audit exports is (docs/audit.md "Verifying an export")."""
+    from audit.signing import signer
+
+    key = signer().current
+    return (
+        f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
+        f"Audit exports verify offline with the public key {key.public_text} (key id {key.key_id}):\n"
+        f"  python -m audit.verify EXPORT.jsonl --public-key {key.public_text}\n"
+        f"  The same key is on {url}/audit/ (\"Events are signed with key\") and from "
+        f"`python manage.py audit_public_key`; see docs/audit.md.\n"
+        + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n" if embedded else "")
+        + "Press Ctrl-C to stop everything.\n"
+    )
 
 
 def _ready(url: str) -> bool:
