@@ -51,19 +51,73 @@ def test_a_reviewer_sees_only_pending_requests_routed_to_their_groups(client, pe
     assert card_ids(client.get(QUEUE)) == []
 
 
-def test_most_urgent_first_nearest_deadline_then_highest_risk(client, people, submit, admin_user):
+def test_most_urgent_first_is_highest_risk_then_nearest_deadline(client, people, submit, admin_user):
+    """With every rule on the same TTL, a critical request submitted last still tops the
+    queue (the seen bug: deadline-only order put it 14th of 14)."""
     policy.save_rule({"name": "short_fuse", "priority": 3, "action_type": "page_oncall", "risk_level": "medium",
                       "decision_ttl_seconds": 300}, actor=Person(admin_user), note="urgent pages")
+    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+                     actor=Person(admin_user), note="wires are critical")
     now = timezone.now()
     with freeze_time(now):
         medium = submit("send_email")
+    with freeze_time(now + timedelta(seconds=1)):
         high = submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+    with freeze_time(now + timedelta(seconds=2)):
         urgent = submit("page_oncall", params={})
+    with freeze_time(now + timedelta(seconds=3)):
+        critical = submit("wire_money", params={"amount": 5})
     client.force_login(people["alice"])
-    assert card_ids(client.get(QUEUE)) == [str(urgent.pk), str(high.pk), str(medium.pk)]
+    by_urgency = [str(critical.pk), str(high.pk), str(urgent.pk), str(medium.pk)]
+    assert card_ids(client.get(QUEUE)) == by_urgency
+    assert card_ids(client.get(QUEUE, {"order": "urgency"})) == by_urgency
+    assert card_ids(client.get(QUEUE, {"order": "deadline"})) == [str(urgent.pk), str(medium.pk), str(high.pk),
+                                                                   str(critical.pk)]
+    assert card_ids(client.get(QUEUE, {"order": "age"})) == [str(medium.pk), str(high.pk), str(urgent.pk),
+                                                              str(critical.pk)]
+    assert card_ids(client.get(QUEUE, {"order": "<script>"})) == by_urgency  # unknown: the default
+    assert [c["id"] for c in client.get(SYNC, {"order": "age"}).json()["cards"]] == card_ids(
+        client.get(QUEUE, {"order": "age"}))
+    html = client.get(QUEUE, {"order": "deadline"}).content.decode()
+    assert "Nearest deadline first, then highest risk." in html and 'aria-current="true" data-order="deadline"' in html
 
 
-def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, submit, finance):
+def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, people, submit, admin_user,
+                                                                      monkeypatch):
+    """The page is read one level at a time; it must equal the first rows of the one-query order."""
+    monkeypatch.setattr(dashboard, "QUEUE_LIMIT", 3)
+    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+                     actor=Person(admin_user), note="wires are critical")
+    for i in range(2):
+        submit("send_email")
+        submit("wire_money", params={"amount": i})
+    alice = people["alice"]
+    whole = [r.pk for r in dashboard.queue(alice)]
+    for limit in range(1, 6):
+        assert [r.pk for r in dashboard.queue_page(alice, limit=limit)] == whole[:limit]
+
+
+def test_counts_describe_the_filtered_list_and_add_up(client, people, submit, finance):
+    """The seen bug: with ?agent=... the total said 11 beside a breakdown adding to 19."""
+    submit("send_email")
+    submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+    submit("wire_money", params={"amount": 5})
+    client.force_login(people["carol"])
+    for query in ({}, {"action_type": "send_email"}, {"risk": "high"}, {"action_type": "wire_money"},
+                  {"agent": "nobody"}):
+        response = client.get(QUEUE, query)
+        counts = response.context["counts"]
+        assert counts["total"] == sum(n for _, n, _ in counts["by_risk"]) == len(response.context["cards"])
+        synced = client.get(SYNC, query).json()
+        assert synced["count"] == counts["total"] and sum(synced["by_risk"].values()) == counts["total"]
+        assert len(synced["cards"]) == counts["total"]
+    by_risk = client.get(SYNC, {"action_type": "send_email"}).json()["by_risk"]
+    assert by_risk == {"critical": 0, "high": 1, "medium": 1, "low": 0}
+    # A risk link keeps the other filters.
+    assert 'href="?action_type=send_email&amp;risk=high"' in client.get(QUEUE, {"action_type": "send_email"}).content.decode()
+
+
+def test_filters_narrow_the_queue_and_its_counts(client, people, submit, finance):
     email = submit("send_email")
     big = submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
     wire = submit("wire_money", params={"amount": 5})
@@ -77,10 +131,11 @@ def test_filters_narrow_the_queue_and_counts_cover_everything(client, people, su
         assert len(card_ids(client.get(QUEUE, {"expiring": "1"}))) == 3
     response = client.get(QUEUE, {"risk": "high"})
     counts = response.context["counts"]
-    assert counts["total"] == 3
-    assert dict((level, n) for level, n, _ in counts["by_risk"]) == {"critical": 0, "high": 2, "medium": 1, "low": 0}
+    assert counts["total"] == 2  # the counts describe the filtered list
+    assert dict((level, n) for level, n, _ in counts["by_risk"]) == {"critical": 0, "high": 2, "medium": 0, "low": 0}
     assert counts["agents"] == ["mail-bot"] and counts["action_types"] == ["send_email", "wire_money"]
-    assert "(3) Queue" in response.content.decode()
+    assert "(2) Queue" in response.content.decode()
+    assert client.get(QUEUE).context["counts"]["total"] == 3
 
 
 @pytest.mark.parametrize("query", [{"risk": "spicy"}, {"state": "pending"}, {"kind": "poem", "agent": "mail-bot"}])
@@ -90,7 +145,8 @@ def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client
     services.reject(rejected.pk, actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     assert card_ids(client.get(QUEUE, query)) == []
-    assert client.get(SYNC, query).json() == {"count": 0, "cards": []}
+    assert client.get(SYNC, query).json() == {"count": 0, "cards": [], "expiring": 0,
+                                              "by_risk": {"critical": 0, "high": 0, "medium": 0, "low": 0}}
     assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []
 
 
