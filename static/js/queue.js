@@ -225,7 +225,7 @@ function showPresence(id) {
   if (line) { line.textContent = text; line.hidden = !text; }
   const badge = rowOf(id) ? rowOf(id).querySelector(".row-presence") : null;
   if (badge) {
-    badge.textContent = names.length ? "👁 " + names.join(", ") : "";
+    badge.textContent = names.join(", ");
     badge.hidden = !names.length;
     badge.title = text;
   }
