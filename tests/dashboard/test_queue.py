@@ -319,3 +319,31 @@ def test_filter_choices_come_from_the_most_urgent_requests(client, people, submi
     response = client.get(QUEUE, {"action_type": "transfer_funds"})
     assert len(response.context["cards"]) == 1  # filtering by a type outside the choices still works
     assert 'value="transfer_funds" selected' in response.content.decode()
+
+
+def test_a_card_offers_more_time_and_edit_only_where_they_can_work(client, people, submit, admin_user,
+                                                                   django_assert_max_num_queries):
+    """The seen bug: "More time" on every card, and it always failed."""
+    from approvals.notifications.dispatch import save_settings
+
+    email = submit("send_email")
+    wire = submit("wire_money", params={"amount": 5})
+    client.force_login(people["alice"])
+    html = client.get(QUEUE).content.decode()
+    assert "More time" not in html  # no rule allows an extension yet
+
+    save_settings(email.rule_name, actor=Person(admin_user), max_extension_seconds=1800)
+    with django_assert_max_num_queries(30):
+        page = client.get(QUEUE)
+    shown = {card.id: card for card in page.context["cards"]}
+    assert [seconds for seconds, _ in shown[str(email.pk)].extension_choices] == [900]  # within the 30 min limit
+    html = page.content.decode()
+    assert f'id="extend-{email.pk}"' in html and f'id="extend-{wire.pk}"' not in html
+
+    services.extend_decision_deadline(email.pk, actor=services.Person(people["alice"]), seconds=900)
+    assert f'id="extend-{email.pk}"' not in client.get(QUEUE).content.decode()  # the one extension is used
+
+    editable = {card.id: card.may_edit for card in client.get(QUEUE).context["cards"]}
+    assert editable[str(email.pk)] == bool(shown[str(email.pk)].editable_params)
+    client.force_login(people["rita"])  # the person the action is for cannot approve: no Edit & approve
+    assert not any(card.may_edit for card in client.get(QUEUE).context["cards"])
