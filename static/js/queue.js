@@ -75,6 +75,19 @@ function fragmentParts(html) {
   return { card: template.content.querySelector(".card"), row: template.content.querySelector(".queue-row") };
 }
 
+function fieldKey(field) {
+  const form = field.closest("form");
+  return (form ? form.className : "") + "|" + field.name;
+}
+
+function typedText(card) {
+  const typed = new Map();
+  card.querySelectorAll("textarea, input[type=text]").forEach((field) => {
+    if (field.value !== field.defaultValue) typed.set(fieldKey(field), field.value);
+  });
+  return typed;
+}
+
 function isKept(id) {
   const card = cardOf(id);
   return Boolean(card && card.classList.contains("is-decided"));
@@ -86,8 +99,16 @@ function placeCard(card, row) {
   const existing = cardOf(id);
   if (existing) {
     const open = Array.from(existing.querySelectorAll("details[open]")).map((d) => d.className.split(" ")[0]);
+    const drafts = typedText(existing);
+    const focused = existing.contains(document.activeElement) ? fieldKey(document.activeElement) : null;
     existing.replaceWith(card);
     open.forEach((cls) => { const d = card.querySelector("details." + cls); if (d) d.open = true; });
+    // Another reviewer's vote re-renders the card: what this reviewer typed stays.
+    card.querySelectorAll("textarea, input[type=text]").forEach((field) => {
+      const key = fieldKey(field);
+      if (drafts.has(key)) field.value = drafts.get(key);
+      if (key === focused) field.focus();
+    });
   } else {
     cardsEl.insertBefore(card, hintEl);
   }
@@ -327,8 +348,7 @@ function handle(message) {
 // --- A draft survives another reviewer's decision ---------------------------------------
 function hasDraft(id) {
   const card = cardOf(id);
-  return Boolean(card && Array.from(card.querySelectorAll("textarea, input[type=text]"))
-    .some((field) => field.value.trim() !== "" && field.defaultValue !== field.value));
+  return Boolean(card && Array.from(typedText(card).values()).some((text) => text.trim() !== ""));
 }
 
 function keepDecided(id, state, by) {

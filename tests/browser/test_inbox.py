@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from agents.models import Agent
 from agents.services import issue_token
-from approvals import policy
+from approvals import policy, services
 from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import State
@@ -48,6 +49,17 @@ def critical_wires(admin_user):
 
 def row_ids(page) -> list[str]:
     return page.locator("#queue-list .queue-row").evaluate_all("(rows) => rows.map((row) => row.dataset.id)")
+
+
+def eventually(condition, within: float = 10.0) -> bool:
+    """Whether `condition()` holds within `within` seconds (a request the page sent as it
+    left has no page left to wait on)."""
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def with_clock(page):
@@ -156,6 +168,16 @@ def test_moving_on_sends_the_held_approval(logged_in_page, people, submit):
     assert {str(first.pk), str(second.pk)} == set(ids)
 
 
+def test_leaving_the_page_sends_the_held_approval(logged_in_page, people, submit):
+    request = submit("send_email")
+    alice = with_clock(logged_in_page("alice", "alice-pw-123!"))
+    select(alice, str(request.pk))
+    alice.keyboard.press("a")
+    alice.locator("#undo-toast").wait_for()
+    alice.goto("/history/")  # leaving is not undoing: the decision goes with the page
+    assert eventually(lambda: ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED)
+
+
 def test_high_and_critical_ask_before_anything(logged_in_page, people, submit, critical_wires):
     high = submit("send_email", params=MANY)
     wire = submit("wire_money", params={"amount": 5})
@@ -208,6 +230,21 @@ def test_a_draft_survives_another_reviewers_decision(require_redis, logged_in_pa
     assert bob.locator("#flash-stack .flash").count() == 1
     card.locator(".dismiss-decided").click()
     bob.locator(f"#card-{request.pk}").wait_for(state="detached")
+
+
+def test_a_draft_survives_another_reviewers_vote_that_redraws_the_card(
+    require_redis, logged_in_page, people, submit, two_person_rule
+):
+    transfer = submit("transfer_funds", params={"amount": 5})
+    bob = logged_in_page("bob", "bob-pw-123!")
+    bob.locator("#live-status.is-live").wait_for()
+    select(bob, str(transfer.pk))
+    bob.keyboard.press("r")
+    bob.keyboard.type("Half now, half next week.")
+    services.approve(transfer.pk, actor=services.Person(people["alice"]))  # one of two: the card is redrawn
+    card = bob.locator(f"#card-{transfer.pk}")
+    card.locator(".quorum-text", has_text="1 of 2").wait_for()
+    assert card.locator("textarea[name=feedback]").input_value() == "Half now, half next week."
 
 
 def test_presence_shows_who_else_is_looking(require_redis, logged_in_page, people, submit):
