@@ -80,6 +80,7 @@ def test_most_urgent_first_is_highest_risk_then_nearest_deadline(client, people,
         client.get(QUEUE, {"order": "age"}))
     html = client.get(QUEUE, {"order": "deadline"}).content.decode()
     assert "Nearest deadline first, then highest risk." in html and 'aria-current="true" data-order="deadline"' in html
+    assert '<input type="hidden" name="order" value="deadline">' in html  # applying a filter keeps the order
 
 
 def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, people, submit, admin_user,
@@ -347,3 +348,12 @@ def test_a_card_offers_more_time_and_edit_only_where_they_can_work(client, peopl
     assert editable[str(email.pk)] == bool(shown[str(email.pk)].editable_params)
     client.force_login(people["rita"])  # the person the action is for cannot approve: no Edit & approve
     assert not any(card.may_edit for card in client.get(QUEUE).context["cards"])
+
+
+def test_the_triage_row_shows_hostile_target_text_inert(client, people, submit):
+    hostile = submit("send_email", target={"mailbox": '<img src=x onerror="alert(1)">'})
+    client.force_login(people["alice"])
+    html = client.get(QUEUE).content.decode()
+    row = html[html.index(f'id="row-{hostile.pk}"'):]
+    row = row[:row.index("</li>")]
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in row and "<img" not in row
