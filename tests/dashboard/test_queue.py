@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 from freezegun import freeze_time
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from approvals import policy, services
 from approvals.web import dashboard
@@ -357,3 +360,52 @@ def test_the_triage_row_shows_hostile_target_text_inert(client, people, submit):
     row = html[html.index(f'id="row-{hostile.pk}"'):]
     row = row[:row.index("</li>")]
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in row and "<img" not in row
+
+
+LEVELS = ["critical", "high", "medium", "low"]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.tuples(st.sampled_from(LEVELS), st.integers(1, 4), st.integers(0, 3)), min_size=6,
+                      max_size=6),
+       order=st.sampled_from(["urgency", "deadline", "age"]), limit=st.integers(1, 7))
+def test_every_order_is_its_spec_and_a_page_is_the_head_of_the_whole_queue(people, six_requests, shape, order,
+                                                                             limit):
+    """Urgency: risk, then deadline, then age; deadline: deadline, then risk; age: oldest
+    first. Ties in deadline and age are common (same TTL, same second), so they vary too."""
+    start = timezone.now()
+    with rolled_back():
+        for request, (level, minutes_left, minutes_old) in zip(six_requests, shape):
+            ApprovalRequest.objects.filter(pk=request.pk).update(
+                risk_level=level, decide_by=start + timedelta(minutes=minutes_left * 10),
+                created_at=start - timedelta(minutes=minutes_old))
+        rows = list(ApprovalRequest.objects.filter(pk__in=[r.pk for r in six_requests]))
+        spec = {
+            "urgency": lambda r: (LEVELS.index(r.risk_level), r.decide_by, r.created_at, r.pk),
+            "deadline": lambda r: (r.decide_by, LEVELS.index(r.risk_level), r.created_at, r.pk),
+            "age": lambda r: (r.created_at, LEVELS.index(r.risk_level), r.decide_by, r.pk),
+        }[order]
+        expected = [r.pk for r in sorted(rows, key=spec)]
+        alice = people["alice"]
+        assert [r.pk for r in dashboard.queue(alice, order=order, now=start)] == expected
+        assert [r.pk for r in dashboard.queue_page(alice, order=order, limit=limit, now=start)] == expected[:limit]
+
+
+@pytest.fixture
+def six_requests(submit) -> list[ApprovalRequest]:
+    return [submit("send_email") for _ in range(6)]
+
+
+class _Rollback(Exception):
+    pass
+
+
+@contextmanager
+def rolled_back():
+    """Undo what the block wrote: each hypothesis example starts from the same rows."""
+    try:
+        with transaction.atomic():
+            yield
+            raise _Rollback
+    except _Rollback:
+        pass
