@@ -214,6 +214,8 @@ function move(step) {
   const i = selectedId ? list.indexOf(rowOf(selectedId)) : -1;
   const next = list[Math.max(0, Math.min(list.length - 1, i + step))] || list[0];
   select(next.dataset.id);
+  // The listbox holds the focus, so assistive technology reads the active row.
+  if (!listEl.contains(document.activeElement)) listEl.focus({ preventScroll: true });
 }
 
 listEl.addEventListener("click", (event) => {
