@@ -29,6 +29,7 @@ the same groups to say again what they look at. Nothing is written per selection
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
@@ -63,6 +64,8 @@ CLOSE_UNAUTHENTICATED = 4003
 # A page asks the others to re-announce at most this often: each ask fans out to every
 # socket of the person's groups.
 PRESENCE_SYNC_INTERVAL = 5.0
+# A selection is told once it has held this long (j-j-j through the list tells only the last).
+PRESENCE_SETTLE_SECONDS = 0.15
 
 
 class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
@@ -88,7 +91,7 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         self.presence_key = secrets.token_hex(8)
         self.viewing: tuple[str, list[str]] | None = None  # (request id, groups told)
         self.wanted: str | None = None
-        self.presence_busy = False
+        self.presence_task: asyncio.Task | None = None
         self.last_presence_sync = 0.0
         session = self.scope.get("session")
         self.session_key = session.session_key if session is not None else None
@@ -112,6 +115,8 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecks()
+        if getattr(self, "presence_task", None) is not None:
+            self.presence_task.cancel()
         if getattr(self, "viewing", None) is not None:
             await self._tell_presence(here=False)
             self.viewing = None
@@ -134,26 +139,27 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
     # --- presence ----------------------------------------------------------------------
 
     async def _look_at(self, request_id: str | None) -> None:
-        """Follow the page's selection. One permission read at a time per socket: a
-        page that sends faster only moves the target of the next read (the last wins)."""
+        """Follow the page's selection, settled: selections arriving faster than
+        PRESENCE_SETTLE_SECONDS only move the target (the last wins), so a page that
+        floods costs one permission read per settle interval, not one per message."""
         self.wanted = request_id
-        if self.presence_busy:
-            return
-        self.presence_busy = True
-        try:
-            while (self.viewing[0] if self.viewing else None) != self.wanted:
-                target = self.wanted
-                if self.viewing is not None:
-                    await self._tell_presence(here=False)
-                    self.viewing = None
-                groups = await self._presence_groups(target) if target else []
-                if target and groups and target == self.wanted:
-                    self.viewing = (target, groups)
-                    await self._tell_presence(here=True)
-                elif target == self.wanted:
-                    break  # not a request this person may see: say nothing
-        finally:
-            self.presence_busy = False
+        if self.presence_task is None or self.presence_task.done():
+            self.presence_task = asyncio.ensure_future(self._settle_presence())
+
+    async def _settle_presence(self) -> None:
+        await asyncio.sleep(PRESENCE_SETTLE_SECONDS)
+        while not self.principal_closed and (self.viewing[0] if self.viewing else None) != self.wanted:
+            target = self.wanted
+            if self.viewing is not None:
+                await self._tell_presence(here=False)
+                self.viewing = None
+            groups = await self._presence_groups(target) if target else []
+            if target != self.wanted:
+                continue  # moved on while we read: follow the newest
+            if groups:
+                self.viewing = (target, groups)
+                await self._tell_presence(here=True)
+            break  # told, or not a request this person may see: say nothing
 
     @database_sync_to_async
     def _presence_groups(self, request_id: str) -> list[str]:
