@@ -11,6 +11,7 @@ import { CODES } from "./codes.js";
 import { updateEmergency } from "./emergency.js";
 import { getHTML, getJSON, postForm } from "./http.js";
 import { signDecision } from "./passkey.js";
+import { forgetPresence, onPresence, showPresence } from "./presence.js";
 import { offerUndo, say, withdrawUndo } from "./toast.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
@@ -236,35 +237,7 @@ listEl.addEventListener("keydown", (event) => {
   }
 });
 
-// --- Presence: who else is looking ---------------------------------------------------
-// request id -> Map(socket key -> name); the server only relays what we may see.
-const lookers = new Map();
-
-function showPresence(id) {
-  const names = Array.from(new Set((lookers.get(id) || new Map()).values())).sort();
-  const text = names.length ? names.join(", ") + (names.length === 1 ? " is" : " are") + " looking at this" : "";
-  const card = cardOf(id);
-  const line = card ? card.querySelector(".presence") : null;
-  if (line) { line.textContent = text; line.hidden = !text; }
-  const badge = rowOf(id) ? rowOf(id).querySelector(".row-presence") : null;
-  if (badge) {
-    badge.textContent = names.join(", ");
-    badge.hidden = !names.length;
-    badge.title = text;
-  }
-}
-
-function onPresence(message) {
-  const id = message.request_id;
-  // One socket looks at one request at a time: a new look ends its old one.
-  lookers.forEach((keys, other) => { if (keys.delete(message.key)) showPresence(other); });
-  if (message.here) {
-    if (!lookers.has(id)) lookers.set(id, new Map());
-    lookers.get(id).set(message.key, message.name);
-  }
-  showPresence(id);
-}
-
+// --- Presence: who else is looking (presence.js keeps who; this page says what it looks at) ---
 function announcePresence() {
   if (socket && socket.readyState === WebSocket.OPEN) {
     socket.send(JSON.stringify({ type: "presence", request_id: selectedId }));
@@ -288,7 +261,7 @@ function connect() {
   socket.addEventListener("open", () => {
     backoff = 500;
     setStatus(true);
-    lookers.clear();
+    forgetPresence();
     socket.send(JSON.stringify({ type: "presence.sync" }));
     announcePresence();
     resync();
@@ -300,7 +273,7 @@ function connect() {
   });
   socket.addEventListener("close", () => {
     setStatus(false);
-    lookers.forEach((keys, id) => { keys.clear(); showPresence(id); });
+    forgetPresence();
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 15000);
   });
