@@ -96,7 +96,7 @@ def push_for(change: RequestChange) -> Change:
     """The card event for a committed domain change, addressed to everyone who sees the card."""
     details = dict(change.details)
     former_group_ids = tuple(details.pop("former_group_ids", ()))  # groups that just lost the card
-    viewers = _viewer_group_ids(change.request_id) if change.escalated else ()
+    viewers = viewer_group_ids(change.request_id) if change.escalated else ()
     return Change(
         event=card_event(change),
         request_id=change.request_id,
@@ -114,7 +114,8 @@ def on_request_changed(sender, *, change: RequestChange, **kwargs: Any) -> None:
     _send_to_channel_layer(push_for(change))
 
 
-def _viewer_group_ids(request_id: str) -> tuple[int, ...]:
+def viewer_group_ids(request_id: str) -> tuple[int, ...]:
+    """The groups holding any permission on one request: whose screens may show it."""
     from .models import ApprovalRequestGroupObjectPermission
 
     return tuple(

@@ -169,7 +169,10 @@ def transition(
     else:
         request.save(update_fields=["state", *fields])
     record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
-    announce(request, verb, source=source)
+    # Who decided travels with the push: the cards of the other reviewers (who see the
+    # request's history anyway) say "decided by NAME" instead of just vanishing.
+    decided = {"decided_by": fields["decided_by_label"]} if fields.get("decided_by_label") else {}
+    announce(request, verb, source=source, **decided)
 
 
 def announce(request: ApprovalRequest, verb: str, *, source: str | None = None, **details: Any) -> None:

@@ -21,14 +21,20 @@ from audit.models import AuditEvent
 from audit.vocabulary import describe
 
 from ..masking import MASK
-from ..models import ApprovalRequest, Decision, ParamsRevision
+from ..models import ApprovalRequest, Decision, ParamsRevision, RuleNotification
 from ..services.step_up import needs_step_up
 from ..snapshots import resolver_for, stable_hash
 from ..states import STATE_COLOURS, Kind, RiskLevel
 from .dashboard import queue_rank
 from .markdown import render_markdown
 
-__all__ = ["Card", "build_cards", "card_version"]
+__all__ = ["CARD_RELATIONS", "Card", "build_cards", "card_version"]
+
+# What every card reads beside the request row; `dashboard.queue_page` joins them in
+# the page's own query. The reverse one-to-one says whether the one extension is used.
+CARD_RELATIONS = ("agent", "agent__owner", "requested_for", "supersedes", "deadline_extension")
+# The extensions a card offers, in seconds and words; only those within the rule's limit show.
+EXTENSION_CHOICES = ((900, "by 15 minutes"), (3600, "by 1 hour"), (14400, "by 4 hours"))
 
 
 @dataclass
@@ -111,6 +117,8 @@ class Card:
     links: dict[str, str] = field(default_factory=dict)  # the card's form actions, by name
     # Who edited the current revision without their approval counting (a proposal).
     proposed_by: str = ""
+    # The deadline extensions that can work: within the rule's limit, none used yet.
+    extension_choices: list[tuple[int, str]] = field(default_factory=list)
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -168,9 +176,26 @@ class Card:
 
     @property
     def sort_key(self) -> str:
-        """Orders cards in the browser the way `queue` orders them on the server."""
+        """The urgency order as text (rank, deadline, age); the page places a card
+        that arrives between resyncs by it, and each resync restores the server's order."""
         deadline = self.request.decide_by.isoformat() if self.request.decide_by else "9999"
-        return f"{deadline}|{queue_rank(self.request.risk_level)}|{self.request.created_at.isoformat()}"
+        return f"{queue_rank(self.request.risk_level)}|{deadline}|{self.request.created_at.isoformat()}"
+
+    @property
+    def may_edit(self) -> bool:
+        """"Edit & approve" is offered only where it can work: something is editable
+        and the viewer's approval could count."""
+        return bool(self.editable_params) and self.viewer_may_approve
+
+    @property
+    def target_summary(self) -> str:
+        """One line for the triage list: the target's values, or the plan's path."""
+        if self.is_plan:
+            return self.request.plan_path or ""
+        target = self.request.target
+        if isinstance(target, Mapping):
+            return ", ".join(_show(value)[0] for value in target.values())[:120]
+        return _show(target)[0][:120] if target else ""
 
 
 def card_version(request: ApprovalRequest, approvals: int) -> str:
@@ -235,18 +260,17 @@ def _plan_diff(before: str, after: str) -> list[DiffLine]:
 def build_cards(requests: Iterable[ApprovalRequest], *, viewer) -> list[Card]:
     """Cards for `requests` (in the given order) as `viewer` sees them.
 
-    Four queries however many requests: the requests with their agent, people and
-    previous revision; all their param revisions; all decisions with reviewers; all
-    audit events. Callers pass a queryset or list; it is evaluated once here.
+    Five queries however many requests: the requests with their agent, people,
+    previous revision and extension; the rules' extension limits; all their param
+    revisions; all decisions with reviewers; all audit events. Callers pass a queryset or list; it is evaluated once here.
     """
-    requests = list(
-        requests.select_related("agent", "agent__owner", "requested_for", "supersedes")
-        if isinstance(requests, QuerySet)
-        else requests
-    )
+    requests = list(requests.select_related(*CARD_RELATIONS) if isinstance(requests, QuerySet) else requests)
     if not requests:
         return []
     ids = [r.pk for r in requests]
+    limits = dict(RuleNotification.objects.filter(
+        rule_name__in={r.rule_name for r in requests if r.rule_name}, max_extension_seconds__gt=0,
+    ).values_list("rule_name", "max_extension_seconds"))
     revisions: dict[Any, dict[int, ParamsRevision]] = defaultdict(dict)
     for revision in ParamsRevision.objects.filter(request_id__in=ids).select_related("created_by"):
         revisions[revision.request_id][revision.number] = revision
@@ -260,7 +284,26 @@ def build_cards(requests: Iterable[ApprovalRequest], *, viewer) -> list[Card]:
         events[event.request_id].append(event)
 
     links = _link_patterns()
-    return [_card(r, revisions[r.pk], decisions[r.pk], events[r.pk], viewer, links) for r in requests]
+    cards = [_card(r, revisions[r.pk], decisions[r.pk], events[r.pk], viewer, links) for r in requests]
+    for card in cards:
+        card.extension_choices = _extension_choices(card.request, limits.get(card.request.rule_name, 0))
+    return cards
+
+
+def _extension_choices(request: ApprovalRequest, limit: int) -> list[tuple[int, str]]:
+    """What `services.extend_decision_deadline` would accept (it still decides)."""
+    if limit <= 0 or _has_extension(request):
+        return []
+    return [(seconds, words) for seconds, words in EXTENSION_CHOICES if seconds <= limit] or [
+        (limit, f"by {limit // 60} minutes" if limit >= 60 else f"by {limit} seconds")]
+
+
+def _has_extension(request: ApprovalRequest) -> bool:
+    try:
+        request.deadline_extension
+    except ApprovalRequest.deadline_extension.RelatedObjectDoesNotExist:
+        return False
+    return True
 
 
 # Each card posts to these views with its own id.

@@ -13,14 +13,27 @@ re-checks its person every SOCKET_RECHECK_SECONDS (still active, same groups,
 session still theirs: approvals/sockets.py), in case the close message was lost.
 
 Messages to the browser are JSON: `{"event": "card.created"|"card.updated"|
-"card.removed", "request_id", "state", "data"}` and `{"event": "emergency.changed",
-"scope": "global"|"agent", "on": bool, "agent": name|null, "reason"}` (from
-`approvals.emergency.set_emergency_stop`).
+"card.removed", "request_id", "state", "data"}` (`data.decided_by` on a decision),
+`{"event": "emergency.changed", "scope": "global"|"agent", "on": bool, "agent":
+name|null, "reason"}` (from `approvals.emergency.set_emergency_stop`) and
+`{"event": "presence", "request_id", "name", "key", "here": bool}`.
+
+Presence (who else is looking at a card) lives only in the channel layer and the
+pages: the page sends `{"type": "presence", "request_id": id|null}` when its
+selection changes; the socket checks once that its person may view that request,
+then tells the approver groups that hold a permission on it (so nobody hears of a
+request they may not see), and "gone" when the selection moves or the socket
+closes. `{"type": "presence.sync"}` (sent by a page on connect) asks the sockets of
+the same groups to say again what they look at. Nothing is written per selection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
+import time
+import uuid
 from importlib import import_module
 from typing import Any
 
@@ -36,7 +49,8 @@ from django.db.models.signals import m2m_changed, post_save, pre_delete
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
-from ..broadcast import approvers_group, user_group
+from ..broadcast import approvers_group, user_group, viewer_group_ids
+from ..permissions import viewable_by
 from ..emergency import EMERGENCY_GROUP
 from ..sockets import PrincipalRecheck
 
@@ -47,6 +61,11 @@ __all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_gr
 # Close codes the page understands: 4001 = membership changed or logged out (reconnect and resync).
 CLOSE_SESSION_CHANGED = 4001
 CLOSE_UNAUTHENTICATED = 4003
+# A page asks the others to re-announce at most this often: each ask fans out to every
+# socket of the person's groups.
+PRESENCE_SYNC_INTERVAL = 5.0
+# A selection is told once it has held this long (j-j-j through the list tells only the last).
+PRESENCE_SETTLE_SECONDS = 0.15
 
 
 class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
@@ -67,6 +86,13 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(name, self.channel_name)
         self.groups_joined = names
         self.user_id, self.group_ids = user.pk, set(group_ids)
+        self.display_name = user.get_username()
+        # Names this socket's presence (one person may have several tabs open); not a secret.
+        self.presence_key = secrets.token_hex(8)
+        self.viewing: tuple[str, list[str]] | None = None  # (request id, groups told)
+        self.wanted: str | None = None
+        self.presence_task: asyncio.Task | None = None
+        self.last_presence_sync = 0.0
         session = self.scope.get("session")
         self.session_key = session.session_key if session is not None else None
         await self.accept()
@@ -89,14 +115,87 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecks()
+        if getattr(self, "presence_task", None) is not None:
+            self.presence_task.cancel()
+        if getattr(self, "viewing", None) is not None:
+            await self._tell_presence(here=False)
+            self.viewing = None
         for name in self.groups_joined:
             await self.channel_layer.group_discard(name, self.channel_name)
         self.groups_joined = []
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        # The page only listens; a ping keeps idle proxies from closing the socket.
-        if isinstance(content, dict) and content.get("type") == "ping":
+        # A ping keeps idle proxies from closing the socket; presence is the one thing a page says.
+        if not isinstance(content, dict) or self.principal_closed:
+            return
+        kind = content.get("type")
+        if kind == "ping":
             await self.send_json({"event": "pong"})
+        elif kind == "presence":
+            await self._look_at(_request_id(content.get("request_id")))
+        elif kind == "presence.sync":
+            await self._ask_for_presence()
+
+    # --- presence ----------------------------------------------------------------------
+
+    async def _look_at(self, request_id: str | None) -> None:
+        """Follow the page's selection, settled: selections arriving faster than
+        PRESENCE_SETTLE_SECONDS only move the target (the last wins), so a page that
+        floods costs one permission read per settle interval, not one per message."""
+        self.wanted = request_id
+        if self.presence_task is None or self.presence_task.done():
+            self.presence_task = asyncio.ensure_future(self._settle_presence())
+
+    async def _settle_presence(self) -> None:
+        await asyncio.sleep(PRESENCE_SETTLE_SECONDS)
+        while not self.principal_closed and (self.viewing[0] if self.viewing else None) != self.wanted:
+            target = self.wanted
+            if self.viewing is not None:
+                await self._tell_presence(here=False)
+                self.viewing = None
+            groups = await self._presence_groups(target) if target else []
+            if target != self.wanted:
+                continue  # moved on while we read: follow the newest
+            if groups:
+                self.viewing = (target, groups)
+                await self._tell_presence(here=True)
+            break  # told, or not a request this person may see: say nothing
+
+    @database_sync_to_async
+    def _presence_groups(self, request_id: str) -> list[str]:
+        """The channel groups to tell that this person looks at `request_id`: those of
+        the groups holding a permission on it; none unless this person may view it."""
+        user = get_user_model().objects.filter(pk=self.user_id, is_active=True).first()
+        if user is None or not viewable_by(user).filter(pk=request_id).exists():
+            return []
+        return [approvers_group(gid) for gid in viewer_group_ids(request_id)]
+
+    async def _tell_presence(self, *, here: bool) -> None:
+        request_id, groups = self.viewing
+        message = {"type": "presence.update", "request_id": request_id, "name": self.display_name,
+                   "key": self.presence_key, "here": here}
+        for name in groups:
+            await self.channel_layer.group_send(name, message)
+
+    async def _ask_for_presence(self) -> None:
+        now = time.monotonic()
+        if now - self.last_presence_sync < PRESENCE_SYNC_INTERVAL:
+            return
+        self.last_presence_sync = now
+        for name in self.groups_joined:
+            if name.startswith("approvers-"):
+                await self.channel_layer.group_send(name, {"type": "presence.ping", "key": self.presence_key})
+
+    async def presence_update(self, message: dict[str, Any]) -> None:
+        if self.principal_closed or message.get("key") == self.presence_key:
+            return
+        await self.send_json({"event": "presence", "request_id": message["request_id"], "name": message["name"],
+                              "key": message["key"], "here": bool(message.get("here"))})
+
+    async def presence_ping(self, message: dict[str, Any]) -> None:
+        if self.principal_closed or message.get("key") == self.presence_key or self.viewing is None:
+            return
+        await self._tell_presence(here=True)
 
     # --- channel layer messages -------------------------------------------------------
 
@@ -123,6 +222,16 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def user_close(self, message: dict[str, Any]) -> None:
         await self.close_for_principal()
+
+
+def _request_id(value: Any) -> str | None:
+    """A request id as the page sent it, or None (nothing selected, or not an id)."""
+    if not isinstance(value, str) or len(value) > 64:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
 
 
 # --- Closing a person's sockets ----------------------------------------------------------

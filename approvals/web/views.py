@@ -53,18 +53,43 @@ def _back_to_queue(request: HttpRequest) -> str:
 # --- Pages ----------------------------------------------------------------------------
 
 
+def _order(request: HttpRequest) -> str:
+    return dashboard.order_of(request.GET.get("order"))
+
+
+def _page_of_cards(request: HttpRequest, filters: ApprovalRequestFilterSet) -> list[cards.Card]:
+    page = dashboard.queue_page(request.user, filters, order=_order(request), related=cards.CARD_RELATIONS)
+    return cards.build_cards(page, viewer=request.user)
+
+
+def _with(query, **changes: str) -> str:
+    """The page's query string with `changes` (an empty value drops the key)."""
+    copy = query.copy()
+    for key, value in changes.items():
+        copy.pop(key, None)
+        if value:
+            copy[key] = value
+    return copy.urlencode()
+
+
 @login_required
 @require_GET
 def queue(request: HttpRequest) -> HttpResponse:
-    """The queue of pending requests the reviewer may decide, most urgent first."""
+    """The queue of pending requests the reviewer may decide, in the chosen order
+    (most urgent first by default), with counts for the filters in use."""
     filters = _filters(request)
-    matching = dashboard.queue(request.user, filters)
-    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
-    counts = dashboard.queue_counts(request.user)
+    order = _order(request)
+    counts = dashboard.queue_counts(request.user, filters)
     return render(request, "approvals/queue.html", {
-        "cards": shown,
+        "cards": _page_of_cards(request, filters),
         "counts": counts,
         "filters": filters.in_use(),
+        "order": order,
+        "order_explained": dashboard.ORDERS[order],
+        "orders": [(name, _with(request.GET, order=name if name != "urgency" else "")) for name in dashboard.ORDERS],
+        "risk_links": [(level, n, colour, _with(request.GET, risk=level))
+                       for level, n, colour in counts["by_risk"]],
+        "expiring_link": _with(request.GET, expiring="1"),
         "shown_limit": dashboard.QUEUE_LIMIT,
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
@@ -132,14 +157,18 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
 @login_required
 @require_GET
 def queue_sync(request: HttpRequest) -> JsonResponse:
-    """What the queue should show now, for the page's resync on (re)connect:
-    `{"count": total matching, "cards": [{"id", "version", "sort"}]}` in queue order.
-    The count is exact up to dashboard.COUNT_CAP, then the string "1,000+"."""
+    """What the queue should show now, for the page's resync on (re)connect and after
+    every push: `{"count", "by_risk": {level: n}, "expiring", "cards": [{"id",
+    "version", "sort"}]}`, cards in the page's order, counts for the page's filters
+    (each exact up to dashboard.COUNT_CAP, then the string "1,000+"). The page shows
+    these counts as they come: it never adds or subtracts in the browser."""
     filters = _filters(request)
-    matching = dashboard.queue(request.user, filters)
-    shown = cards.build_cards(matching[: dashboard.QUEUE_LIMIT], viewer=request.user)
+    counts = dashboard.queue_counts(request.user, filters)
+    shown = _page_of_cards(request, filters)
     return JsonResponse({
-        "count": dashboard.capped_count(matching),
+        "count": counts["total"],
+        "by_risk": {level: n for level, n, _ in counts["by_risk"]},
+        "expiring": counts["expiring"],
         "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in shown],
     })
 
@@ -156,8 +185,9 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     found = cards.build_cards(match, viewer=request.user)
     if not found:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_card.html", {"card": found[0], "next_url": _back_to_queue(request),
-                                                        "step_up_method": _step_up_method(request)})
+    # The card, then its row in the triage list: one fetch keeps the two in step.
+    response = render(request, "approvals/_card_fragment.html", {
+        "card": found[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)})
     response["X-Card-Version"] = found[0].version
     response["X-Card-Sort"] = found[0].sort_key
     return response

@@ -28,9 +28,10 @@ function errorShape(status, parsed) {
   };
 }
 
-async function request(url, { method = "GET", accept = "application/json", json, form } = {}) {
+async function request(url, { method = "GET", accept = "application/json", json, form, keepalive = false } = {}) {
   const headers = { Accept: accept };
-  const init = { method, credentials: "same-origin", headers };
+  // keepalive: the request outlives the page (a decision sent as the reviewer leaves).
+  const init = { method, credentials: "same-origin", headers, keepalive };
   if (method !== "GET" && method !== "HEAD") {
     headers["X-CSRFToken"] = csrfToken(form);
     if (json !== undefined) {
@@ -78,7 +79,8 @@ export function postJSON(url, payload) {
   return request(url, { method: "POST", json: payload });
 }
 
-/** POST a form's fields (as `multipart/form-data`) to its action, with its CSRF token. */
-export function postForm(form) {
-  return request(form.action, { method: "POST", form });
+/** POST a form's fields (as `multipart/form-data`) to its action, with its CSRF token;
+ * `keepalive` lets it finish after the page is gone. */
+export function postForm(form, { keepalive = false } = {}) {
+  return request(form.action, { method: "POST", form, keepalive });
 }

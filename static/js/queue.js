@@ -1,14 +1,18 @@
-// The reviewer queue: live cards over ws/reviewer/, resync on (re)connect,
-// decisions without a reload, countdowns and keyboard shortcuts.
+// The reviewer queue: a triage list beside the selected request's card, live over
+// ws/reviewer/, decisions without a reload, safe keyboard shortcuts and presence.
 //
 // Socket messages are hints (at-most-once): every one triggers a resync against
-// queue/sync.json, which lists the cards that should be shown with a version each;
-// cards that are missing or out of date are fetched as server-rendered fragments.
+// queue/sync.json, which lists the cards that should be shown, in the page's order,
+// with a version each, and the counts for the page's filters. Cards that are missing
+// or out of date are fetched as server-rendered fragments (the card and its row).
+// Counts are only ever shown as the server computed them.
 
 import { CODES } from "./codes.js";
 import { updateEmergency } from "./emergency.js";
 import { getHTML, getJSON, postForm } from "./http.js";
 import { signDecision } from "./passkey.js";
+import { forgetPresence, onPresence, showPresence } from "./presence.js";
+import { offerUndo, say, withdrawUndo } from "./toast.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
 // the server does not register stops the script here, not silently at decision time.
@@ -18,78 +22,122 @@ const {
 } = CODES;
 
 const cardsEl = document.getElementById("cards");
-if (!cardsEl) throw new Error("queue.js runs on the queue page only: it has no #cards");
+const listEl = document.getElementById("queue-list");
+if (!cardsEl || !listEl) throw new Error("queue.js runs on the queue page only: it has no #cards / #queue-list");
 
 const query = cardsEl.dataset.query || "";
 const qs = query ? "?" + query : "";
 const syncUrl = cardsEl.dataset.syncUrl + qs;
 const cardUrl = (id) => cardsEl.dataset.cardUrl.replace("__id__", id) + qs;
 const countEl = document.getElementById("queue-count");
+const expiringEl = document.getElementById("expiring-count");
 const emptyEl = document.getElementById("empty-state");
+const hintEl = document.getElementById("pane-hint");
 const statusEl = document.getElementById("live-status");
-const flashStack = document.getElementById("flash-stack");
+const confirmDialog = document.getElementById("confirm-decision");
 const baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
+// The held-back approval's window: long enough to notice a wrong key, short enough not to matter.
+const UNDO_MS = 5000;
 
-let total = Number(countEl ? countEl.textContent : 0) || 0;
-let selected = null;
+document.body.classList.add("js-triage");  // without this script every card shows, one after the other
 
-// --- Flash messages ---------------------------------------------------------
-function flash(message, kind) {
-  const el = document.createElement("div");
-  el.className = "flash flash-" + (kind || "info");
-  el.setAttribute("role", "status");
-  el.textContent = message;
-  flashStack.appendChild(el);
-  setTimeout(() => { el.classList.add("is-leaving"); setTimeout(() => el.remove(), 450); }, 6000);
-}
-flashStack.querySelectorAll(".flash").forEach((el) => {
-  setTimeout(() => { el.classList.add("is-leaving"); setTimeout(() => el.remove(), 450); }, 6000);
-});
+let selectedId = null;
 
-// --- Count and title ---------------------------------------------------------
-function cards() { return Array.from(cardsEl.querySelectorAll(".card:not(.is-leaving)")); }
-function renderCount() {
-  if (countEl) countEl.textContent = String(total);
-  document.title = (total > 0 ? "(" + total + ") " : "") + baseTitle;
-  emptyEl.hidden = cards().length > 0;
+// --- Rows and cards -------------------------------------------------------------
+const rowOf = (id) => document.getElementById("row-" + id);
+const cardOf = (id) => document.getElementById("card-" + id);
+function rows() { return Array.from(listEl.querySelectorAll(".queue-row:not(.is-leaving)")); }
+function titleOf(id) {
+  const card = cardOf(id);
+  return card ? card.querySelector(".card-title").textContent.trim().replace(/\s+/g, " ") : "The request";
 }
 
-// --- Cards in and out -----------------------------------------------------------
-function fragmentToCard(html) {
+function renderCount(total) {
+  if (total !== undefined && countEl) countEl.textContent = String(total);
+  const shown = countEl ? countEl.textContent : "";
+  document.title = (/^\d+$/.test(shown) && shown !== "0" ? "(" + shown + ") " : "") + baseTitle;
+  const any = rows().length > 0;
+  emptyEl.hidden = any;
+  if (hintEl) hintEl.hidden = !any || selectedId !== null;
+}
+
+function renderCounts(state) {
+  renderCount(state.count);
+  Object.entries(state.by_risk || {}).forEach(([level, n]) => {
+    const el = listEl.ownerDocument.querySelector('[data-risk-count="' + level + '"]');
+    if (el) el.textContent = String(n);
+  });
+  if (expiringEl && state.expiring !== undefined) expiringEl.textContent = String(state.expiring);
+}
+
+function fragmentParts(html) {
   const template = document.createElement("template");
   template.innerHTML = html.trim();
-  return template.content.firstElementChild;
+  return { card: template.content.querySelector(".card"), row: template.content.querySelector(".queue-row") };
 }
 
-function placeCard(card) {
-  const existing = document.getElementById(card.id);
+function fieldKey(field) {
+  const form = field.closest("form");
+  return (form ? form.className : "") + "|" + field.name;
+}
+
+function typedText(card) {
+  const typed = new Map();
+  card.querySelectorAll("textarea, input[type=text]").forEach((field) => {
+    if (field.value !== field.defaultValue) typed.set(fieldKey(field), field.value);
+  });
+  return typed;
+}
+
+function isKept(id) {
+  const card = cardOf(id);
+  return Boolean(card && card.classList.contains("is-decided"));
+}
+
+function placeCard(card, row) {
+  const id = card.dataset.id;
+  if (isKept(id)) return;  // a decided card kept for its draft is not replaced
+  const existing = cardOf(id);
   if (existing) {
-    const wasSelected = existing === selected;
-    const openDetails = Array.from(existing.querySelectorAll("details[open]")).map((d) => d.className);
+    const open = Array.from(existing.querySelectorAll("details[open]")).map((d) => d.className.split(" ")[0]);
+    const drafts = typedText(existing);
+    const focused = existing.contains(document.activeElement) ? fieldKey(document.activeElement) : null;
     existing.replaceWith(card);
-    openDetails.forEach((cls) => { const d = card.querySelector("details." + cls.split(" ")[0]); if (d) d.open = true; });
-    if (wasSelected) select(card, false);
+    open.forEach((cls) => { const d = card.querySelector("details." + cls); if (d) d.open = true; });
+    // Another reviewer's vote re-renders the card: what this reviewer typed stays.
+    card.querySelectorAll("textarea, input[type=text]").forEach((field) => {
+      const key = fieldKey(field);
+      if (drafts.has(key)) field.value = drafts.get(key);
+      if (key === focused) field.focus();
+    });
   } else {
-    const after = cards().find((other) => other.dataset.sort > card.dataset.sort);
-    card.classList.add("is-new");
-    cardsEl.insertBefore(card, after || null);
+    cardsEl.insertBefore(card, hintEl);
   }
+  const oldRow = rowOf(id);
+  if (oldRow) {
+    oldRow.replaceWith(row);
+  } else {
+    const after = rows().find((other) => other.dataset.sort > row.dataset.sort);
+    row.classList.add("is-new");
+    listEl.insertBefore(row, after || null);
+  }
+  if (id === selectedId) markSelected(id);
+  showPresence(id);
   tick();
 }
 
-function removeCard(id, note) {
-  const card = document.getElementById("card-" + id);
-  if (!card || card.classList.contains("is-leaving")) return;
-  if (card === selected) {
-    const list = cards();
-    const i = list.indexOf(card);
-    selected = null;
+function removeCard(id) {
+  if (isKept(id)) return;
+  const row = rowOf(id);
+  const card = cardOf(id);
+  if (id === selectedId) {
+    const list = rows();
+    const i = list.indexOf(row);
     const next = list[i + 1] || list[i - 1];
-    if (next && next !== card) select(next, false);
+    select(next && next !== row ? next.dataset.id : null, { scroll: false });
   }
-  card.classList.add("is-leaving");
-  setTimeout(() => { card.remove(); renderCount(); }, 320);
-  if (note) flash(note, "info");
+  if (row) { row.classList.add("is-leaving"); setTimeout(() => { row.remove(); renderCount(); }, 320); }
+  if (card) card.remove();
   renderCount();
 }
 
@@ -97,8 +145,8 @@ async function fetchCard(id) {
   const answer = await getHTML(cardUrl(id));
   if (answer.status === 204) { removeCard(id); return; }
   if (!answer.ok) return;
-  const card = fragmentToCard(answer.body);
-  if (card) placeCard(card);
+  const { card, row } = fragmentParts(answer.body);
+  if (card && row) placeCard(card, row);
 }
 
 let syncing = null;
@@ -112,14 +160,15 @@ async function resync() {
       if (!answer.ok) return;
       const state = answer.body;
       const wanted = new Map(state.cards.map((c) => [c.id, c]));
-      cards().forEach((card) => { if (!wanted.has(card.dataset.id)) removeCard(card.dataset.id); });
+      rows().forEach((row) => { if (!wanted.has(row.dataset.id)) removeCard(row.dataset.id); });
       const stale = state.cards.filter((c) => {
-        const el = document.getElementById("card-" + c.id);
+        const el = cardOf(c.id);
         return !el || el.dataset.version !== c.version;
       });
       await Promise.all(stale.map((c) => fetchCard(c.id)));
-      total = state.count;
-      renderCount();
+      // The server's order is the order: rows move to match it (kept, decided ones stay on top).
+      state.cards.forEach((c) => { const row = rowOf(c.id); if (row && !isKept(c.id)) listEl.appendChild(row); });
+      renderCounts(state);
     } catch (error) {
       // Offline for a moment: the next socket event or reconnect resyncs again.
     }
@@ -135,7 +184,67 @@ function scheduleResync(delay) {
   syncTimer = setTimeout(resync, delay === undefined ? 60 : delay);
 }
 
-// --- The socket --------------------------------------------------------------
+// --- Selection ------------------------------------------------------------------------
+function markSelected(id) {
+  rows().forEach((row) => row.setAttribute("aria-selected", String(row.dataset.id === id)));
+  cardsEl.querySelectorAll(".card").forEach((card) => card.classList.toggle("is-selected", card.dataset.id === id));
+  if (id) listEl.setAttribute("aria-activedescendant", "row-" + id);
+  else listEl.removeAttribute("aria-activedescendant");
+}
+
+function select(id, { scroll = true } = {}) {
+  if (id === selectedId) return;
+  if (held && held.id !== id) sendHeld();  // moving on is the reviewer's "yes, send it"
+  selectedId = id;
+  markSelected(id);
+  announcePresence();
+  renderCount();
+  if (!id) return;
+  const row = rowOf(id);
+  if (row && scroll) row.scrollIntoView({ block: "nearest" });
+  // Phones stack the pane under the list: bring the card into view there.
+  if (scroll && window.matchMedia("(max-width: 900px)").matches) {
+    const card = cardOf(id);
+    if (card) card.scrollIntoView({ block: "start" });
+  }
+}
+
+function move(step) {
+  const list = rows();
+  if (!list.length) return;
+  const i = selectedId ? list.indexOf(rowOf(selectedId)) : -1;
+  const next = list[Math.max(0, Math.min(list.length - 1, i + step))] || list[0];
+  select(next.dataset.id);
+  // The listbox holds the focus, so assistive technology reads the active row.
+  if (!listEl.contains(document.activeElement)) listEl.focus({ preventScroll: true });
+}
+
+listEl.addEventListener("click", (event) => {
+  const row = event.target.closest(".queue-row");
+  if (!row) return;
+  event.preventDefault();  // the row's link is the no-script way to the card
+  select(row.dataset.id);
+  listEl.focus({ preventScroll: true });
+});
+
+listEl.addEventListener("keydown", (event) => {
+  if (event.key === "ArrowDown") { event.preventDefault(); move(1); }
+  else if (event.key === "ArrowUp") { event.preventDefault(); move(-1); }
+  else if (event.key === "Enter" && selectedId) {
+    event.preventDefault();
+    const card = cardOf(selectedId);
+    if (card) card.focus();
+  }
+});
+
+// --- Presence: who else is looking (presence.js keeps who; this page says what it looks at) ---
+function announcePresence() {
+  if (socket && socket.readyState === WebSocket.OPEN) {
+    socket.send(JSON.stringify({ type: "presence", request_id: selectedId }));
+  }
+}
+
+// --- The socket ------------------------------------------------------------------------
 let socket = null;
 let backoff = 500;
 function setStatus(live) {
@@ -149,7 +258,14 @@ function setStatus(live) {
 function connect() {
   const scheme = window.location.protocol === "https:" ? "wss://" : "ws://";
   socket = new WebSocket(scheme + window.location.host + cardsEl.dataset.socketPath);
-  socket.addEventListener("open", () => { backoff = 500; setStatus(true); resync(); });
+  socket.addEventListener("open", () => {
+    backoff = 500;
+    setStatus(true);
+    forgetPresence();
+    socket.send(JSON.stringify({ type: "presence.sync" }));
+    announcePresence();
+    resync();
+  });
   socket.addEventListener("message", (event) => {
     let message;
     try { message = JSON.parse(event.data); } catch (error) { return; }
@@ -157,20 +273,34 @@ function connect() {
   });
   socket.addEventListener("close", () => {
     setStatus(false);
+    forgetPresence();
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 15000);
   });
 }
 
+const mine = new Set();  // ids this page decided: their pushes need no second toast
+
+function stateWords(state) { return String(state || "").replace(/_/g, " "); }
+
 function handle(message) {
   switch (message.event) {
     case "card.removed": {
-      const card = document.getElementById("card-" + message.request_id);
-      if (card) {
-        const title = card.querySelector(".card-title").textContent.trim();
-        const revoked = message.data && message.data.verb === "access.revoked";
-        removeCard(message.request_id, revoked ? title + " is no longer yours to decide."
-          : title + " is now " + String(message.state).replace(/_/g, " ") + ".");
+      const id = message.request_id;
+      const data = message.data || {};
+      if (mine.has(id)) { mine.delete(id); removeCard(id); scheduleResync(); break; }
+      if (held && held.id === id) cancelHeld();  // someone else was faster: nothing to send
+      if (cardOf(id)) {
+        const title = titleOf(id);
+        if (data.verb === "access.revoked") {
+          say(title + " is no longer yours to decide.", "info");
+          removeCard(id);
+        } else {
+          const by = data.decided_by ? " by " + data.decided_by : "";
+          say(title + " was " + stateWords(message.state) + by + ".", "info");
+          if (hasDraft(id)) keepDecided(id, message.state, data.decided_by);
+          else removeCard(id);
+        }
       }
       scheduleResync();
       break;
@@ -178,6 +308,9 @@ function handle(message) {
     case "card.created":
     case "card.updated":
       scheduleResync(0);
+      break;
+    case "presence":
+      onPresence(message);
       break;
     case "emergency.changed":
       updateEmergency(message);
@@ -187,17 +320,48 @@ function handle(message) {
   }
 }
 
-// --- Countdowns ------------------------------------------------------------------
-function formatLeft(ms) {
+// --- A draft survives another reviewer's decision ---------------------------------------
+function hasDraft(id) {
+  const card = cardOf(id);
+  return Boolean(card && Array.from(typedText(card).values()).some((text) => text.trim() !== ""));
+}
+
+function keepDecided(id, state, by) {
+  const card = cardOf(id);
+  card.classList.add("is-decided");
+  card.querySelectorAll("textarea, input").forEach((field) => { field.readOnly = true; });
+  card.querySelectorAll("button, select").forEach((control) => { control.disabled = true; });
+  card.querySelectorAll("details.reject-details, details.edit-details").forEach((d) => {
+    if (Array.from(d.querySelectorAll("textarea")).some((t) => t.value.trim())) d.open = true;
+  });
+  const note = document.createElement("div");
+  note.className = "decided-note";
+  note.setAttribute("role", "status");
+  const text = document.createElement("p");
+  text.textContent = "Decided by " + (by || "someone else") + " (" + stateWords(state) + "). Your draft is kept below to copy.";
+  const dismiss = document.createElement("button");
+  dismiss.type = "button";
+  dismiss.className = "btn btn-secondary btn-small dismiss-decided";
+  dismiss.textContent = "Dismiss";
+  dismiss.addEventListener("click", () => { card.classList.remove("is-decided"); removeCard(id); scheduleResync(); });
+  note.append(text, dismiss);
+  card.querySelector(".card-head").after(note);
+  const row = rowOf(id);
+  if (row) row.classList.add("is-decided");
+}
+
+// --- Countdowns -------------------------------------------------------------------------
+function formatLeft(ms, short) {
   const s = Math.floor(ms / 1000);
   const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
-  if (d > 0) return d + "d " + h + "h left";
-  if (h > 0) return h + "h " + String(m).padStart(2, "0") + "m left";
-  return m + "m " + String(sec).padStart(2, "0") + "s left";
+  const tail = short ? "" : " left";
+  if (d > 0) return d + "d " + h + "h" + tail;
+  if (h > 0) return h + "h " + String(m).padStart(2, "0") + "m" + tail;
+  return m + "m " + String(sec).padStart(2, "0") + "s" + tail;
 }
 function tick() {
   const now = Date.now();
-  cardsEl.querySelectorAll(".countdown[data-deadline]").forEach((el) => {
+  document.querySelectorAll(".queue .countdown[data-deadline]").forEach((el) => {
     const left = Date.parse(el.dataset.deadline) - now;
     const card = el.closest(".card");
     if (Number.isNaN(left)) return;
@@ -207,90 +371,126 @@ function tick() {
       if (card && !card.classList.contains("is-expired")) { card.classList.add("is-expired"); scheduleResync(1500); }
       return;
     }
-    el.textContent = formatLeft(left);
+    el.textContent = formatLeft(left, !card);
     el.classList.toggle("is-urgent", left < 2 * 60 * 1000);
     el.classList.toggle("is-soon", left >= 2 * 60 * 1000 && left < 15 * 60 * 1000);
   });
 }
 setInterval(tick, 1000);
 
-// --- Decisions without a reload ------------------------------------------------------
+// --- Decisions ----------------------------------------------------------------------------
 // Refusals that mean the card is no longer the reviewer's to decide.
 const GONE = [ALREADY_DECIDED, ILLEGAL_TRANSITION, DECISION_DEADLINE_PASSED];
+const ASK_FIRST = new Set(["critical", "high"]);
+
+// An approval held back for UNDO_MS: {id, form, timer}. Undo drops it; nothing was sent.
+let held = null;
+
+function confirmed(card, what) {
+  if (!ASK_FIRST.has(card.dataset.risk) || !confirmDialog) return Promise.resolve(true);
+  confirmDialog.querySelector(".confirm-level").textContent = card.dataset.risk;
+  confirmDialog.querySelector(".confirm-what").textContent = what;
+  confirmDialog.returnValue = "";
+  return new Promise((done) => {
+    confirmDialog.addEventListener("close", () => done(confirmDialog.returnValue === "confirm"), { once: true });
+    confirmDialog.showModal();
+    confirmDialog.querySelector("button[value=cancel]").focus();  // the safe choice has the focus
+  });
+}
+
+function hold(form) {
+  const id = form.closest(".card").dataset.id;
+  if (held) sendHeld();
+  const seconds = Math.round(UNDO_MS / 1000);
+  held = { id, form, timer: setTimeout(sendHeld, UNDO_MS) };
+  form.closest(".card").classList.add("is-held");
+  offerUndo("Approving " + titleOf(id) + " in " + seconds + " seconds.", cancelHeld);
+}
+
+function cancelHeld() {
+  if (!held) return;
+  clearTimeout(held.timer);
+  const card = cardOf(held.id);
+  if (card) card.classList.remove("is-held");
+  held = null;
+  withdrawUndo();
+}
+
+function sendHeld({ leaving = false } = {}) {
+  if (!held) return;
+  const { form } = held;
+  clearTimeout(held.timer);
+  held = null;
+  withdrawUndo();
+  send(form, { leaving });
+}
+
+// The reviewer leaves: the held approval goes now (keepalive outlives the page).
+window.addEventListener("pagehide", () => sendHeld({ leaving: true }));
+
+async function send(form, { leaving = false } = {}) {
+  const card = form.closest(".card");
+  const id = card.dataset.id;
+  card.classList.remove("is-held");
+  card.classList.add("is-busy");
+  mine.add(id);
+  try {
+    const { ok, status, body } = await postForm(form, { keepalive: leaving });
+    if (ok) {
+      say(body.message, "success");
+      if (body.state && body.state !== "pending_approval") removeCard(id);
+      else { mine.delete(id); fetchCard(id); }
+      scheduleResync(200);
+      return;
+    }
+    mine.delete(id);
+    say(body.message, "warning");
+    if (body.code === SESSION_ENDED) {
+      window.location.reload();
+    } else if (body.code === STEP_UP_REQUIRED || body.code === STEP_UP_FAILED) {
+      const secret = form.querySelector("input[type=password]");
+      if (secret) {
+        secret.closest("label").hidden = false;
+        secret.required = true;
+        secret.value = "";
+        select(id);
+        secret.focus();
+      }
+    } else if (body.code === REVISION_CHANGED) {
+      fetchCard(id);
+    } else if (GONE.includes(body.code) || status === 404) {
+      removeCard(id);
+      scheduleResync(200);
+    }
+  } catch (error) {
+    mine.delete(id);
+    say("Network problem: the decision may not have been recorded. Resyncing…", "warning");
+    scheduleResync(500);
+  } finally {
+    card.classList.remove("is-busy");
+  }
+}
 
 cardsEl.addEventListener("submit", async (event) => {
   const form = event.target.closest("form.decide");
   if (!form) return;
   event.preventDefault();
   const card = form.closest(".card");
-  card.classList.add("is-busy");
-  try {
-    const unsigned = await signDecision(form);
-    if (unsigned) {
-      flash(unsigned.message, "warning");
-      return;
-    }
-    const { ok, status, body } = await postForm(form);
-    if (ok) {
-      flash(body.message, "success");
-      if (body.state && body.state !== "pending_approval") removeCard(card.dataset.id);
-      else fetchCard(card.dataset.id);
-      scheduleResync(200);
-    } else {
-      flash(body.message, "warning");
-      if (body.code === SESSION_ENDED) {
-        window.location.reload();
-      } else if (body.code === STEP_UP_REQUIRED || body.code === STEP_UP_FAILED) {
-        const password = form.querySelector("input[type=password]");
-        if (password) {
-          password.closest("label").hidden = false;
-          password.required = true;
-          password.value = "";
-          password.focus();
-        }
-      } else if (body.code === REVISION_CHANGED) {
-        fetchCard(card.dataset.id);
-      } else if (GONE.includes(body.code) || status === 404) {
-        removeCard(card.dataset.id);
-        scheduleResync(200);
-      }
-    }
-  } catch (error) {
-    flash("Network problem: the decision may not have been recorded. Resyncing…", "warning");
-    scheduleResync(500);
-  } finally {
-    card.classList.remove("is-busy");
+  if (card.classList.contains("is-decided") || card.classList.contains("is-busy")) return;
+  const approving = form.dataset.action === "approve" || form.dataset.action === "edit";
+  if (approving && !(await confirmed(card, titleOf(card.dataset.id) + ": " + card.querySelector(".card-sub").textContent.trim().replace(/\s+/g, " ")))) {
+    say("Not approved.", "info");
+    return;
   }
+  const unsigned = await signDecision(form);
+  if (unsigned) { say(unsigned.message, "warning"); return; }
+  if (form.dataset.action === "approve") hold(form);
+  else send(form);
 });
-
-// --- Keyboard shortcuts -----------------------------------------------------------
-const dialog = document.getElementById("shortcuts");
-function select(card, scroll) {
-  if (selected) selected.classList.remove("is-selected");
-  selected = card;
-  if (!card) return;
-  card.classList.add("is-selected");
-  card.focus({ preventScroll: true });
-  if (scroll !== false) card.scrollIntoView({ block: "nearest", behavior: "smooth" });
-}
-function move(step) {
-  const list = cards();
-  if (!list.length) return;
-  const i = selected ? list.indexOf(selected) : -1;
-  select(list[Math.max(0, Math.min(list.length - 1, i + step))] || list[0]);
-}
-function openDetails(card, cls, focusSelector) {
-  const details = card.querySelector("details." + cls);
-  if (!details) return false;
-  details.open = true;
-  const field = details.querySelector(focusSelector);
-  if (field) field.focus();
-  return true;
-}
 
 cardsEl.addEventListener("click", (event) => {
   const card = event.target.closest(".card");
-  if (card && card !== selected) select(card, false);
+  if (card && card.dataset.id !== selectedId) select(card.dataset.id, { scroll: false });
 });
 
 cardsEl.addEventListener("keydown", (event) => {
@@ -300,31 +500,45 @@ cardsEl.addEventListener("keydown", (event) => {
   }
 });
 
+// --- Keyboard shortcuts ---------------------------------------------------------------
+const dialog = document.getElementById("shortcuts");
+function openDetails(card, cls, focusSelector) {
+  const details = card.querySelector("details." + cls);
+  if (!details) return false;
+  details.open = true;
+  const field = details.querySelector(focusSelector);
+  if (field) field.focus();
+  return true;
+}
+
 document.addEventListener("keydown", (event) => {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(event.target.tagName) || event.target.isContentEditable;
   if (event.key === "Escape" && typing) { event.target.blur(); return; }
   if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  if (document.querySelector("dialog[open]")) return;  // the open dialog has the keys
   switch (event.key) {
     case "j": move(1); break;
     case "k": move(-1); break;
-    case "?": if (dialog && !dialog.open) dialog.showModal(); break;
+    case "?": if (dialog) dialog.showModal(); break;
     case "a":
     case "r":
     case "e":
     case "o": {
-      if (!selected) { move(1); if (!selected) return; }
+      // Only ever the selected card: with nothing selected a key does nothing.
+      const card = selectedId ? cardOf(selectedId) : null;
+      if (!card || card.classList.contains("is-decided")) return;
       event.preventDefault();
       if (event.key === "a") {
-        const password = selected.querySelector(".approve-form input[type=password]");
-        if (password && !password.value) { password.focus(); break; }
-        const button = selected.querySelector(".approve-form button[type=submit]:not([disabled])");
+        const secret = card.querySelector(".approve-form input[type=password]");
+        if (secret && !secret.value) { secret.focus(); break; }
+        const button = card.querySelector(".approve-form button[type=submit]:not([disabled])");
         if (button) button.form.requestSubmit(button);
       } else if (event.key === "r") {
-        openDetails(selected, "reject-details", "textarea");
+        openDetails(card, "reject-details", "textarea");
       } else if (event.key === "e") {
-        openDetails(selected, "edit-details", "textarea");
+        openDetails(card, "edit-details", "textarea");
       } else {
-        const more = selected.querySelector("details.card-more");
+        const more = card.querySelector("details.card-more");
         if (more) more.open = !more.open;
       }
       break;

@@ -92,11 +92,17 @@ def test_a_wrong_step_up_password_is_refused_and_the_field_asks_again(logged_in_
         kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 900, "currency": "EUR"},
         target={"account": "ACME-OPS-001"}), agent=agent)
     alice = logged_in_page("alice", "alice-pw-123!")
+    alice.clock.install()  # the approval is held for its undo window; the test runs the clock past it
+    alice.reload()
     errors = watch_for_errors(alice)
+    alice.locator(f"#row-{transfer.pk}").click()
     card = alice.locator(f"#card-{transfer.pk}")
     password = card.locator(".approve-form input[type=password]")
     password.fill("not-my-password")
     card.locator(".approve-form button[type=submit]").click()
+    alice.locator("#confirm-yes").click()  # critical: asked first
+    alice.locator("#undo-toast").wait_for()
+    alice.clock.run_for(5000)
 
     alice.locator(".flash-warning", has_text="not right").wait_for()  # the step_up_failed branch
     assert password.input_value() == ""

@@ -110,16 +110,24 @@ def test_two_reviewers_see_a_card_live_and_one_approval_removes_it_for_both(
     })
     request_id = submitted["id"]
 
-    for page in (alice, bob):  # no reload: the socket brought it
-        card(page, request_id).wait_for()
+    for page in (alice, bob):  # no reload: the socket brought it (a row; its card shows once selected)
+        page.locator(f"#row-{request_id}").wait_for()
         assert re.match(r"^\(1\) Queue", page.title())
     assert "Numbers attached." not in alice.content()  # the body is masked by the seeded rule
     alice.screenshot(path=str(artifacts_dir / "queue-live-card.png"))
 
+    alice.clock.install()  # the approval is held for its undo window; the test moves the clock past it
+    alice.reload()
+    alice.locator("#live-status.is-live").wait_for()
+    alice.locator(f"#row-{request_id}").click()
     alice.locator(f"#card-{request_id} .approve-form button[type=submit]").click()
+    alice.locator("#undo-toast").wait_for()
+    alice.clock.run_for(5000)
     card(bob, request_id).wait_for(state="detached")
     card(alice, request_id).wait_for(state="detached")
-    assert bob.title().startswith("Queue") and alice.locator("#empty-state").is_visible()
+    # Counts come from the server's resync after the push, never counted down in the browser.
+    bob.wait_for_function("() => document.title.startsWith('Queue')")
+    assert alice.locator("#empty-state").is_visible()
 
     assert ApprovalRequest.objects.get(pk=request_id).state == State.APPROVED
     resume = api(daphne_server.url, agent_token, "GET", f"/api/v1/requests/{request_id}/resume/")
@@ -137,7 +145,7 @@ def test_rejection_feedback_reaches_the_agent_verbatim(
         "idempotency_key": "browser-reject-1",
     })
     request_id = submitted["id"]
-    card(bob, request_id).wait_for()
+    bob.locator(f"#row-{request_id}").wait_for()
     feedback = 'Keep the old keys for 24 hours: clients "cache" them <and> some retry late.'
     bob.keyboard.press("j")
     bob.keyboard.press("r")
@@ -164,6 +172,7 @@ def test_a_hostile_plan_renders_inert(logged_in_page, people, agent_token, daphn
         "path": "plans/hostile.md", "plan": hostile, "idempotency_key": "browser-xss-1",
     })
     alice = logged_in_page("alice", "alice-pw-123!")
+    alice.locator(f"#row-{submitted['id']}").click()  # the pane shows the selected request
     plan = card(alice, submitted["id"]).locator(".plan")
     plan.wait_for()
     assert plan.locator("strong").inner_text() == "real"
@@ -181,15 +190,16 @@ def test_a_hostile_plan_renders_inert(logged_in_page, people, agent_token, daphn
 def test_screenshots_of_a_busy_queue(logged_in_page, people, agent_token, daphne_server, artifacts_dir, submit_demo):
     submit_demo()
     alice = logged_in_page("alice", "alice-pw-123!")
-    alice.locator(".card").first.wait_for()
+    alice.locator(".queue-row").first.wait_for()
     alice.keyboard.press("j")
     alice.screenshot(path=str(artifacts_dir / "queue.png"))
-    critical = alice.locator(".card.risk-red").first
+    alice.locator(".queue-row.risk-red").first.click()
+    critical = alice.locator(".card.risk-red.is-selected")
     critical.screenshot(path=str(artifacts_dir / "card-critical.png"))
     alice.keyboard.press("?")
     alice.locator("#shortcuts[open]").wait_for()
     alice.screenshot(path=str(artifacts_dir / "shortcuts.png"))
     if os.environ.get("UPDATE_DOCS_SCREENSHOTS") == "1":  # refresh the README's pictures on purpose only
         DOCS_SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        for name in ("queue.png", "card-critical.png"):
+        for name in ("card-critical.png",):  # the queue's own pictures: tests/browser/test_inbox.py
             shutil.copy(artifacts_dir / name, DOCS_SCREENSHOTS / name)

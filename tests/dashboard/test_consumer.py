@@ -170,3 +170,54 @@ def test_a_permission_taken_from_one_request_takes_only_that_card_off_the_screen
         assert kept.pk != moved.pk
 
     run(scenario)
+
+
+def test_presence_reaches_only_reviewers_who_may_see_the_request_and_ends_with_the_socket(
+    people, submit, admin_user
+):
+    """alice looks at a transfer: bob (same group) hears it, carol (who may not see it)
+    hears nothing, and a look at a request alice may not see is never relayed."""
+    finance = Group.objects.create(name="finance")
+    people["carol"].groups.remove(Group.objects.get(name="reviewers"))
+    people["carol"].groups.add(finance)
+    policy.save_rule({"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
+                      "approver_group": "finance"}, actor=Person(admin_user), note="finance approves wires")
+    transfer = submit("transfer_funds", params={"amount": 5})
+    wire = submit("wire_money", params={"amount": 5})  # finance's: alice may not see it
+    alice, bob, carol = (session_cookie(people[name]) for name in ("alice", "bob", "carol"))
+
+    async def scenario():
+        async with reviewer_socket(cookie=bob) as bob_socket, reviewer_socket(cookie=carol) as carol_socket:
+            async with reviewer_socket(cookie=alice) as alice_socket:
+                await alice_socket.send_json_to({"type": "presence", "request_id": str(wire.pk)})
+                await alice_socket.send_json_to({"type": "presence", "request_id": "not-an-id"})
+                await alice_socket.send_json_to({"type": "presence", "request_id": str(transfer.pk)})
+                heard = await bob_socket.receive_json_from(timeout=TIMEOUT)
+                assert heard["event"] == "presence" and heard["request_id"] == str(transfer.pk)
+                assert heard["name"] == "alice" and heard["here"] is True
+                assert await alice_socket.receive_nothing(timeout=0.3)  # never told of herself
+                # bob's page connects later and asks: alice's socket says it again.
+                await bob_socket.send_json_to({"type": "presence.sync"})
+                again = await bob_socket.receive_json_from(timeout=TIMEOUT)
+                assert again["request_id"] == str(transfer.pk) and again["here"] is True
+            gone = await bob_socket.receive_json_from(timeout=TIMEOUT)
+            assert gone["request_id"] == str(transfer.pk) and gone["here"] is False and gone["key"] == heard["key"]
+            assert await carol_socket.receive_nothing(timeout=0.3)  # not in a group that sees the transfer
+            assert await bob_socket.receive_nothing(timeout=0.3)  # and the wire was never relayed
+
+    run(scenario)
+
+
+def test_a_decision_push_says_who_decided(people, submit):
+    cookie = session_cookie(people["bob"])
+
+    async def scenario():
+        async with reviewer_socket(cookie=cookie) as socket:
+            email = await database_sync_to_async(submit)("send_email")
+            assert (await socket.receive_json_from(timeout=TIMEOUT))["event"] == "card.created"
+            await database_sync_to_async(services.reject)(email.pk, actor=services.Person(people["alice"]))
+            removed = await socket.receive_json_from(timeout=TIMEOUT)
+            assert removed["event"] == "card.removed" and removed["state"] == "rejected"
+            assert removed["data"]["decided_by"] == "alice"
+
+    run(scenario)
