@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -100,7 +101,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         supersedes=submission.supersedes,
         workflow_id=submission.workflow_id,
         step_id=submission.step_id,
-        resume_schema=submission.resume_schema if is_suspension else None,
+        resume_schema_json=json.dumps(submission.resume_schema, ensure_ascii=False) if is_suspension else "",
     )
     with audited_atomic():
         record(

@@ -101,7 +101,7 @@ def _propose(request: ApprovalRequest, actor: Person, answer: dict[str, Any]) ->
     request.current_revision += 1
     ParamsRevision.objects.create(
         request=request, number=request.current_revision, params=params, created_by=actor.user,
-        changed_keys=["resume_data"], risk_level=request.risk_level,
+        changed_keys=[], risk_level=request.risk_level,  # the params did not change; the answer did
     )
     # ensure_ascii=False keeps the text as sent; json.loads gives back equal values in this order.
     request.resume_data_json = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))

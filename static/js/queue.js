@@ -9,6 +9,7 @@ import { CODES } from "./codes.js";
 import { updateEmergency } from "./emergency.js";
 import { getHTML, getJSON, postForm } from "./http.js";
 import { signDecision } from "./passkey.js";
+import "./schema_form.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
 // the server does not register stops the script here, not silently at decision time.
