@@ -25,8 +25,17 @@ function hasType(value, type) {
   return actual === type || (type === "number" && actual === "integer");
 }
 
+// JSON with sorted keys: equal values compare equal whatever their key order.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
 function same(a, b) {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return canonical(a) === canonical(b);
 }
 
 /** Every way `value` breaks `schema`, as [{path, message}]; paths are JSON pointers. */
@@ -57,6 +66,7 @@ export function validate(schema, value, path = "") {
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) fail(`At least ${schema.minItems} items.`);
     if (schema.maxItems !== undefined && value.length > schema.maxItems) fail(`At most ${schema.maxItems} items.`);
+    if (schema.uniqueItems && new Set(value.map(canonical)).size !== value.length) fail("Items must differ.");
     if (schema.items && typeof schema.items === "object" && !Array.isArray(schema.items)) {
       value.forEach((item, index) => errors.push(...validate(schema.items, item, `${path}/${index}`)));
     }

@@ -10,10 +10,12 @@ import urllib.error
 import urllib.request
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from agents.services import issue_token
 from approvals.models import ApprovalRequest
 from audit.models import AuditEvent
+from tests.suspensions.strategies import SIMPLE, answers, server_accepts
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -155,3 +157,33 @@ def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
     alice.locator(f"#card-{request_id}").wait_for(state="detached")
     status, resumed = agent_call("GET", f"/api/v1/requests/{request_id}/resume/")
     assert resumed["resume_data"] == {"approved": False, "why": "over budget"}
+
+
+# The browser's live check and the server's agree on every answer, for a schema within
+# the browser's subset (no `pattern`: the browser leaves patterns to the server's RE2).
+SUBSET = {key: value for key, value in SIMPLE.items() if key != "patternProperties"}
+SUBSET["properties"] = {key: ({k: v for k, v in value.items() if k != "pattern"} if key == "code" else value)
+                        for key, value in SUBSET["properties"].items()}
+
+
+@pytest.fixture(scope="module")
+def validator_page(browser, daphne_server):
+    context = browser.new_context(base_url=daphne_server.url)
+    page = context.new_page()
+    page.goto("/login/")
+    page.evaluate("import('/static/js/schema_form.js').then((m) => { window.schemaValidate = m.validate; })")
+    page.wait_for_function("() => window.schemaValidate !== undefined")
+    yield page
+    context.close()
+
+
+@pytest.mark.django_db
+def test_the_browsers_check_agrees_with_the_servers_on_any_answer(validator_page):
+    @settings(max_examples=300, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(answer=answers)
+    def agree(answer):
+        in_browser = validator_page.evaluate("([s, v]) => window.schemaValidate(s, v)", [SUBSET, answer])
+        assert (in_browser == []) == server_accepts(SUBSET, answer), (answer, in_browser)
+
+    agree()
