@@ -286,7 +286,8 @@ def check_resume_schema(schema: Any) -> None:
     # Before the metaschema check: its `format: regex` would compile patterns with `re`.
     _refuse_unsafe_parts(schema)
     try:
-        validator_class.check_schema(schema)
+        # `format: regex` in the metaschema is RE2's too: RE2 syntax (\p{Greek}) is not Python's.
+        validator_class.check_schema(schema, format_checker=_FORMATS)
     except SchemaError as error:
         where = "#" + "".join(f"/{part}" for part in error.path)
         raise DomainError(INVALID_RESUME_SCHEMA, f"Not a valid JSON Schema at {where}: {error.message}",
@@ -302,12 +303,13 @@ def check_resume_schema(schema: Any) -> None:
 def _refuse_unresolvable_refs(schema: dict[str, Any], validator_class) -> None:
     resolver = validator_class(schema, registry=_REGISTRY)._resolver
     for path, subschema in _subschemas(schema, "#"):
-        ref = subschema.get("$ref")
-        if isinstance(ref, str):
+        for ref in (subschema.get("$ref"), subschema.get("$dynamicRef")):
+            if not isinstance(ref, str):
+                continue
             try:
                 resolver.lookup(ref)
             except Exception:  # noqa: BLE001 - referencing's Unresolvable and its kin
-                raise DomainError(INVALID_RESUME_SCHEMA, f"$ref {_short(ref)} at {path} does not resolve.",
+                raise DomainError(INVALID_RESUME_SCHEMA, f"The ref {_short(ref)} at {path} does not resolve.",
                                   field="resume_schema", path=path) from None
 
 
@@ -333,7 +335,7 @@ def _errors(schema: dict[str, Any], answer: Any) -> list[AnswerError]:
                           field="resume_schema") from None
     except Exception as error:  # noqa: BLE001 - jsonschema raises referencing's errors for a bad `$ref`
         if type(error).__module__.startswith(("referencing", "jsonschema")):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"A $ref in the resume schema does not resolve: {error}",
+            raise DomainError(INVALID_RESUME_SCHEMA, f"A $ref in the resume schema does not resolve: {str(error)[:200]}",
                               field="resume_schema") from None
         raise
     finally:

@@ -134,6 +134,14 @@ class TestTheResumeSchema:
         body = refused(suspend(resume_schema=schema), "schema_pattern_refused")
         assert body["details"]["path"] == "#/properties/code/pattern"
 
+    def test_re2_syntax_python_lacks_is_accepted_and_matched(self, suspend, reviewer_client):
+        schema = {"type": "object", "properties": {"word": {"type": "string", "pattern": r"^\p{Greek}+$"}}}
+        assert suspend(resume_schema=schema).status_code == 201
+
+    def test_a_dangling_dynamic_ref_is_refused(self, suspend):
+        schema = {"type": "object", "properties": {"a": {"$dynamicRef": "#meta"}}}
+        refused(suspend(resume_schema=schema), "invalid_resume_schema")
+
     def test_a_pattern_property_re2_cannot_run_is_refused(self, suspend):
         schema = {"type": "object", "patternProperties": {r"(x)\1": {"type": "string"}}}
         refused(suspend(resume_schema=schema), "schema_pattern_refused")
