@@ -199,11 +199,10 @@ def _draft(schema: dict[str, Any]) -> str:
     declared = schema.get("$schema")
     if declared is None:
         return DRAFT_2020_12
-    normalized = declared.rstrip("#") if isinstance(declared, str) else declared
-    if normalized in _VALIDATORS:
-        return normalized
+    if isinstance(declared, str) and declared.rstrip("#") in _VALIDATORS:
+        return declared.rstrip("#")
     raise DomainError(UNSUPPORTED_SCHEMA_DRAFT,
-                      f"$schema {declared!r} is not supported: use {DRAFT_2020_12!r} or {DRAFT_07 + '#'!r}.",
+                      f"$schema {_short(declared)} is not supported: use {DRAFT_2020_12!r} or {DRAFT_07 + '#'!r}.",
                       field="resume_schema")
 
 
