@@ -147,7 +147,8 @@ class GrantSerializer(serializers.Serializer):
 
 
 @extend_schema_field({
-    "oneOf": [
+    # anyOf, not oneOf: a suspension's answer is any object, so an action's matches both.
+    "anyOf": [
         {"type": "object", "description": "Actions and plans.", "required": ["action"],
          "properties": {"action": {"type": "string", "enum": ["approved", "rejected"]},
                         "feedback": {"type": "string"}, "path": {"type": "string"}, "title": {"type": "string"},

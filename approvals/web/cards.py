@@ -252,6 +252,7 @@ _CARD_ACTIONS = {
     "reject": "approvals:reject",
     "approve_with_edits": "approvals:approve-with-edits",
     "extend": "rules:extend-deadline",
+    "respond": "approvals:respond",
 }
 _PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 
