@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -366,11 +367,32 @@ def _pointer(error: ValidationError) -> str:
     return path
 
 
+def _non_finite(value: Any, path: str) -> str | None:
+    """The path of the first infinite or NaN number in `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or "/"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = _non_finite(item, f"{path}/{key}")
+        if found is not None:
+            return found
+    return None
+
+
 def validate_resume_data(schema: dict[str, Any], answer: Any) -> None:
     """Refuse an answer the schema does not accept: 422 `invalid_resume_data`, the
     message naming the first failing JSON path (all of them in `details.errors`)."""
     if not isinstance(answer, dict):
         raise DomainError(INVALID_RESUME_DATA, "resume_data must be a JSON object.", path="", field="resume_data")
+    overflow = _non_finite(answer, "")
+    if overflow is not None:  # 1e400 parses as infinity, which no JSON answer can carry back
+        raise DomainError(INVALID_RESUME_DATA, f"resume_data{overflow}: the number is out of range.",
+                          path=overflow, field="resume_data")
     found = _errors(schema, answer)
     if found:
         first = found[0]

@@ -93,6 +93,16 @@ class TestValidation:
         assert answer(reviewer_client("alice"), request_id, {"code": "a" * 5000}).json()["state"] == "approved"
 
 
+    def test_a_number_too_large_for_json_is_refused_on_the_page_path(self, pending, client, people):
+        # The API's JSON field refuses 1e400; the page's form parses it to infinity,
+        # which no resume could carry back as JSON.
+        client.force_login(people["alice"])
+        response = client.post(reverse("approvals:respond", args=[pending()]),
+                               {"resume_data": '{"approved": true, "n": [1e400]}'}, **JSON)
+        assert (response.status_code, response.json()["code"]) == (422, "invalid_resume_data")
+        assert response.json()["details"]["path"] == "/n/0"
+
+
 class TestResume:
     def test_the_host_resumes_with_exactly_the_validated_answer(self, pending, reviewer_client, api):
         request_id = pending(resume_schema=AMOUNT_SCHEMA)
