@@ -72,9 +72,10 @@ DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 DRAFT_07 = "http://json-schema.org/draft-07/schema"
 MAX_SCHEMA_BYTES = 32 * 1024
 MAX_SCHEMA_DEPTH = 32
-# Keyword evaluations one validation may spend. A form's answer needs a few hundred;
-# the budget stops a schema whose `$ref`s fan out exponentially.
-MAX_EVALUATIONS = 100_000
+# Keyword evaluations one validation may spend. An answer a person types needs a few
+# hundred; the budget stops a schema whose `$ref`s fan out exponentially (30 levels of
+# two-way `anyOf` would be a billion) after about a second of one worker's time.
+MAX_EVALUATIONS = 20_000
 
 # Keywords whose value is one subschema, a list of them, or a name -> subschema map.
 _ONE = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",

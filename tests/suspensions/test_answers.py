@@ -103,6 +103,15 @@ class TestValidation:
         assert response.json()["details"]["path"] == "/n/0"
 
 
+    def test_a_large_but_ordinary_answer_fits_the_evaluation_budget(self, pending, reviewer_client, api):
+        schema = {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "number",
+                                                                                          "minimum": 0}}}}
+        request_id = pending(resume_schema=schema)
+        values = list(range(3000))
+        assert answer(reviewer_client("alice"), request_id, {"values": values}).json()["state"] == "approved"
+        assert resume(api, request_id)["resume_data"] == {"values": values}
+
+
 class TestResume:
     def test_the_host_resumes_with_exactly_the_validated_answer(self, pending, reviewer_client, api):
         request_id = pending(resume_schema=AMOUNT_SCHEMA)
