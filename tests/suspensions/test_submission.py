@@ -5,6 +5,8 @@ suspend payload."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from approvals.models import ApprovalRequest
@@ -177,3 +179,18 @@ def test_the_openapi_schema_documents_the_endpoint_with_every_error_code(client)
     for code in ("invalid_resume_data", "resume_data_required", "not_a_suspension"):
         assert code in decide, code
     assert State.PENDING_APPROVAL
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/v1/suspensions/", {**APPROVAL_STEP, "action_type": "approval-flow.approval"}),
+    ("/api/v1/actions/", {"action_type": "send_email", "params": {}}),
+])
+def test_escaped_nul_in_json_sent_as_a_form_field_is_refused_not_stored(api, path, body):
+    # The parser refuses a NUL in a JSON body; in multipart, DRF parses the field's JSON
+    # text itself, so the escape arrives as a real NUL that PostgreSQL cannot store.
+    field = "suspend_payload" if "suspend_payload" in body else "params"
+    form = {key: json.dumps(value) if isinstance(value, dict) else value for key, value in body.items()}
+    form[field] = '{"a\\u0000": "x\\ud800"}'
+    response = api.post(path, form, format="multipart")
+    assert (response.status_code, response.json()["code"]) == (400, "invalid_input")
+    assert not ApprovalRequest.objects.exists()
