@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 from django.conf import settings
@@ -47,7 +48,7 @@ class ApprovalRequest(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    kind = models.CharField(max_length=6, choices=Kind.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="requests")
     requested_for = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -75,6 +76,16 @@ class ApprovalRequest(models.Model):
     plan_markdown = models.TextField(blank=True)
 
     # Correlation with the agent's run (filterable, never an authorization decision)
+    # Suspensions: the paused step, the schema its answer must satisfy, and the answer.
+    # Both are kept as JSON text: the host resumes with exactly the values it was
+    # validated as, in that order, and the form shows the agent's fields in its order
+    # (a jsonb column would reorder keys).
+    workflow_id = models.CharField(max_length=200, blank=True)
+    step_id = models.CharField(max_length=200, blank=True)
+    resume_schema_json = models.TextField(blank=True, help_text="A suspension's resume schema, as JSON text.")
+    resume_data_json = models.TextField(
+        blank=True, help_text="The current revision's proposed answer (a suspension), as validated JSON text."
+    )
     run_id = models.CharField(max_length=200, blank=True, db_index=True)
     thread_id = models.CharField(max_length=200, blank=True, db_index=True)
     resource_id = models.CharField(max_length=200, blank=True, db_index=True)
@@ -177,6 +188,11 @@ class ApprovalRequest(models.Model):
     def execution_key(self) -> str:
         """The idempotency key every executor receives: one per approved revision."""
         return f"cp-{self.pk}-r{self.current_revision}"
+
+    @property
+    def resume_schema(self) -> dict | None:
+        """A suspension's resume schema (None for other kinds), keys in the agent's order."""
+        return json.loads(self.resume_schema_json) if self.resume_schema_json else None
 
     def current_params(self) -> dict:
         return self.revisions.get(number=self.current_revision).params

@@ -368,7 +368,7 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
     card = Card(
         request=request,
         params=rows,
-        plan_html=render_markdown(request.plan_markdown) if request.kind == Kind.PLAN else None,
+        plan_html=render_markdown(request.plan_markdown) if request.kind in (Kind.PLAN, Kind.SUSPENSION) else None,
         approvals=len(approvers),
         required=request.required_approvals,
         approvers=approvers,

@@ -32,7 +32,7 @@ from .. import errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
-from ..states import RiskLevel, State
+from ..states import Kind, RiskLevel, State
 from . import cards, dashboard, request_page
 
 
@@ -223,7 +223,7 @@ def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
 
 def _decidable(request: HttpRequest, pk):
     """The request if the reviewer may decide it; 404 otherwise (no existence leak)."""
-    found = decidable_by(request.user).filter(pk=pk).only("pk").first()
+    found = decidable_by(request.user).filter(pk=pk).only("pk", "kind").first()
     if found is None:
         raise Http404("No such request in your queue.")
     return found
@@ -296,8 +296,13 @@ def reject(request: HttpRequest, pk) -> HttpResponse:
 @login_required
 @require_POST
 def respond(request: HttpRequest, pk) -> HttpResponse:
-    """"Reply instead": the agent's model reads the reply as the tool's result; the tool never runs."""
+    """`respond` by kind: a suspension's answer (the form generated from its schema), or
+    "Reply instead" on an action: the agent's model reads the reply as the tool's
+    result and the tool never runs."""
     target = _decidable(request, pk)
+    if target.kind == Kind.SUSPENSION:
+        from .suspensions import answer  # that module builds on this one's helpers
+        return answer(request, target)
     try:
         decided = services.respond_instead(target.pk, request.POST.get("message", ""), actor=_reviewer(request),
                                            revision=_revision(request))

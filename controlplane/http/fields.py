@@ -8,6 +8,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from .inputs import refuse_problems
+
 __all__ = ["BoundedJSONObject", "json_size"]
 
 
@@ -26,7 +28,11 @@ class BoundedJSONObject(serializers.JSONField):
         value = super().to_internal_value(data)
         if not isinstance(value, dict):
             raise serializers.ValidationError("Must be a JSON object.", code="not_an_object")
+        # A JSON body's NUL, lone surrogates and depth are refused by the parser; JSON text in a
+        # form field is parsed here, by DRF, so its escapes (`\u0000`, `\ud800`) are checked here,
+        # before anything encodes the value.
+        refuse_problems(value, field=self.field_name or "")
         limit = getattr(settings, self.max_bytes_setting)
         if json_size(value) > limit:
             raise serializers.ValidationError(f"Must be at most {limit} bytes as JSON.", code="too_large")
-        return value  # NUL, lone surrogates and depth: refused by the parser (controlplane/http/inputs.py)
+        return value

@@ -6,7 +6,7 @@
 import { postJSON } from "./http.js";
 
 const CHALLENGES = "/api/v1/step-up/challenges/";
-const VERDICTS = { approve: "approve", edit: "approve_with_edits" };
+const VERDICTS = { approve: "approve", edit: "approve_with_edits", respond: "respond" };
 
 /**
  * Sign the decision `form` is about to send, when it asks for a passkey. Resolves to

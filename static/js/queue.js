@@ -13,6 +13,7 @@ import { getHTML, getJSON, postForm } from "./http.js";
 import { signDecision } from "./passkey.js";
 import { forgetPresence, onPresence, showPresence } from "./presence.js";
 import { offerUndo, say, withdrawUndo } from "./toast.js";
+import "./schema_form.js";
 
 // The refusals this page acts on, read from the server's table once, at load: a code
 // the server does not register stops the script here, not silently at decision time.

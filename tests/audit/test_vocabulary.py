@@ -57,6 +57,7 @@ GOLDEN_VERBS = [
     "auth.mfa_removed",
     "auth.recovery_code_used",
     "request.responded",
+    "suspension.answered",
 ]
 
 GOLDEN_TRANSITION_VERBS = {
