@@ -43,7 +43,12 @@ class SubmitResult:
 
 
 def submission_digest(kind: str, data: dict[str, Any]) -> str:
-    return stable_hash({"kind": kind, **{k: v for k, v in data.items() if k not in _NOT_DIGESTED}})
+    # The default `host_applies_edits` is left out, so a body sent before the field
+    # existed keeps its digest (a retry across an upgrade still replays).
+    body = {k: v for k, v in data.items() if k not in _NOT_DIGESTED}
+    if body.get("host_applies_edits") is True:
+        del body["host_applies_edits"]
+    return stable_hash({"kind": kind, **body})
 
 
 def find_by_idempotency_key(agent: Agent, key: str) -> ApprovalRequest | None:
@@ -102,6 +107,7 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
         plan_path=data.get("path", ""),
         plan_title=data.get("title", ""),
         plan_markdown=data.get("plan", ""),
+        host_applies_edits=data.get("host_applies_edits", True),
         run_id=data.get("run_id", ""),
         thread_id=data.get("thread_id", ""),
         resource_id=data.get("resource_id", ""),

@@ -29,6 +29,8 @@ NOT_PERMITTED = register("not_permitted", 403, "You may not do this to this requ
 SEPARATION_OF_DUTIES = register("separation_of_duties", 403, "The agent's owner and the person it acts for cannot approve.")
 PARAM_NOT_EDITABLE = register("param_not_editable", 422, "The rule does not let reviewers edit these params.")
 EDIT_PROHIBITED = register("edit_prohibited", 422, "Policy refuses the call as edited.")
+HOST_CANNOT_APPLY_EDITS = register(
+    "host_cannot_apply_edits", 422, "The agent's host runs the call as submitted; approve or reject it unchanged.")
 NO_CHANGES = register("no_changes", 422, "The edits change nothing.")
 INVALID_EDIT = register("invalid_edit", 422, "An edited value is malformed.")
 INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is outside the documented syntax.")

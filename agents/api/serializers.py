@@ -62,6 +62,12 @@ class ActionSubmissionSerializer(_CorrelationFields):
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict,
         help_text="What the agent says about its own call; rules read it only if they trust it.",
     )
+    host_applies_edits = serializers.BooleanField(
+        required=False, default=True,
+        help_text="Whether your host runs the call with the params the resume returns (a reviewer's edits). "
+                  "Send false when it can only run the call as submitted (e.g. Mastra's `approveToolCall`): "
+                  "reviewers are then not offered an edit, and an edit is refused with `host_cannot_apply_edits`.",
+    )
 
 
 class PlanSubmissionSerializer(_CorrelationFields):

@@ -83,7 +83,7 @@ class ControlPlane:
                       idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
         """Submit a tool call; returns the request as the API shows it (`id`, `state`, `rule`, ...).
 
-        `fields`: run_id, thread_id, resource_id, tool_call_id, declared, callback_url.
+        `fields`: run_id, thread_id, resource_id, tool_call_id, declared, callback_url, host_applies_edits.
         """
         return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, **fields),
                           headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})

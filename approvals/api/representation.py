@@ -28,7 +28,7 @@ REQUEST_FIELDS = (
     "declared", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
     "quorum_reachable", "decide_by", "execute_by", "created_at", "decided_at", "decided_by", "feedback",
     "resolution_code", "plan", "supersedes", "run_id", "thread_id", "resource_id", "tool_call_id",
-    "idempotency_key", "result", "error", "finished_at",
+    "host_applies_edits", "idempotency_key", "result", "error", "finished_at",
 )
 
 
@@ -101,6 +101,7 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "thread_id": request.thread_id,
         "resource_id": request.resource_id,
         "tool_call_id": request.tool_call_id,
+        "host_applies_edits": request.host_applies_edits,
         "idempotency_key": request.idempotency_key,
         "result": request.result,
         "error": request.error,

@@ -78,6 +78,7 @@ class ApprovalRequestSerializer(serializers.Serializer):
     thread_id = serializers.CharField()
     resource_id = serializers.CharField()
     tool_call_id = serializers.CharField()
+    host_applies_edits = serializers.BooleanField(help_text="False: the host runs the call as submitted; no edits.")
     idempotency_key = serializers.CharField(allow_null=True)
     result = serializers.JSONField(allow_null=True)
     error = serializers.CharField()

@@ -58,6 +58,11 @@ class ApprovalRequest(models.Model):
     plan_path = models.CharField(max_length=1000, blank=True)
     plan_title = models.CharField(max_length=500, blank=True)
     plan_markdown = models.TextField(blank=True)
+    host_applies_edits = models.BooleanField(
+        default=True,
+        help_text="Whether the agent's host runs the call with a reviewer's edited params; "
+                  "where it cannot (Mastra's approveToolCall carries no arguments), nobody is offered an edit.",
+    )
 
     # Correlation with the agent's run (filterable, never an authorization decision)
     run_id = models.CharField(max_length=200, blank=True, db_index=True)

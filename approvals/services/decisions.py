@@ -33,6 +33,7 @@ from .execution import server_executor
 from .guards import (
     approvals_counted,
     refuse_if_expired,
+    require_host_applies_edits,
     require_may_approve,
     require_may_decide,
     require_pending,
@@ -150,6 +151,7 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
     with changing(request_id) as request:
         require_pending(request)
         require_may_decide(request, actor)
+        require_host_applies_edits(request)
         previous = request.current_params()
         params, changed = _edited_params(request, previous, edits)
         fresh = classify_params(request, params)

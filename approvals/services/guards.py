@@ -23,6 +23,7 @@ __all__ = [
     "expire_if_due",
     "refuse_if_expired",
     "require_may_approve",
+    "require_host_applies_edits",
     "require_may_decide",
     "require_pending",
     "rule_asks_step_up",
@@ -51,6 +52,17 @@ def require_pending(request: ApprovalRequest) -> None:
     refuse_if_expired(request)
     if request.state != State.PENDING_APPROVAL:
         raise refuse_state(request, State.PENDING_APPROVAL)
+
+
+def require_host_applies_edits(request: ApprovalRequest) -> None:
+    """An edit would be approved here and then silently dropped by a host that runs the
+    call as it submitted it (Mastra's approveToolCall carries no arguments): refuse it."""
+    if not request.host_applies_edits:
+        raise DomainError(
+            errors.HOST_CANNOT_APPLY_EDITS,
+            "The agent's host runs this call exactly as submitted, so an edit would not reach it: "
+            "approve it unchanged or reject it with feedback.",
+        )
 
 
 def require_may_decide(request: ApprovalRequest, reviewer: Person) -> None:

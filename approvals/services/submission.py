@@ -41,6 +41,8 @@ class Submission:
     plan_path: str = ""
     plan_title: str = ""
     plan_markdown: str = ""
+    # False when the host can only run the call as submitted (no edits are offered then).
+    host_applies_edits: bool = True
     run_id: str = ""
     thread_id: str = ""
     resource_id: str = ""
@@ -80,6 +82,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         plan_path=submission.plan_path,
         plan_title=submission.plan_title,
         plan_markdown=submission.plan_markdown,
+        host_applies_edits=submission.host_applies_edits,
         run_id=submission.run_id,
         thread_id=submission.thread_id,
         resource_id=submission.resource_id,
@@ -101,6 +104,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
                 "target_hash": request.target_hash,
                 **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
                 **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
+                **({} if submission.host_applies_edits else {"host_applies_edits": False}),
             },
         )
         classify(request, params=submission.params)

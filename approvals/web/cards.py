@@ -266,7 +266,8 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
           link_patterns: Mapping[str, str]) -> Card:
     classification = request.classification or {}
     masked = set(classification.get("masked_params", ()))
-    editable = set(classification.get("editable_params", ()))
+    # Nothing is editable where the host runs the call as submitted (the core refuses such an edit too).
+    editable = set(classification.get("editable_params", ())) if request.host_applies_edits else set()
     current = revisions.get(request.current_revision)
     params = current.params if current else {}
     changed_now = set(current.changed_keys) if current and request.current_revision > 1 else set()
