@@ -71,8 +71,8 @@ if (started.status !== 'suspended') {
   emit('submitted', { request_id: submitted.id, step: stepId, suspend_payload: started.steps[stepId].suspendPayload });
 
   const decision = await waitForDecision(submitted.id);
-  if (decision.state === 'rejected' || decision.resume_data?.action === 'rejected') {
-    // Refused outright (or expired, cancelled): the step gets no answer; end the run.
+  if (decision.resume_data === null) {
+    // Refused (or expired, cancelled): there is no answer to resume the step with; end the run.
     await run.cancel();
     emit('result', { status: 'cancelled', state: decision.state, resume_data: decision.resume_data, executions });
   } else {

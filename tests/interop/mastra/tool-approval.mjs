@@ -1,6 +1,8 @@
 // Path 2: an Agent whose tool has `requireApproval`. The stream's `tool-call-approval`
 // chunk becomes an action on the control plane; the reviewer's decision becomes
 // approveToolCall (the tool runs) or declineToolCall (the feedback is the reason).
+import { isDeepStrictEqual } from 'node:util';
+
 import { Agent } from '@mastra/core/agent';
 import { Mastra } from '@mastra/core/mastra';
 import { createTool } from '@mastra/core/tools';
@@ -48,7 +50,10 @@ const submitted = await submitAction({
 emit('submitted', { request_id: submitted.id, approval });
 
 const decision = await waitForDecision(submitted.id);
-const approved = decision.resume_data.action === 'approved';
+// approveToolCall runs the model's own args: go ahead only if they are what was approved
+// (the server guarantees it for host_applies_edits: false; a host checks anyway).
+const approved = decision.resume_data.action === 'approved'
+  && isDeepStrictEqual(decision.resume_data.params, approval.args);
 const next = approved
   ? await agent.approveToolCall({ runId: stream.runId, toolCallId })
   : await agent.declineToolCall({
