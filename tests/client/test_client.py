@@ -119,6 +119,13 @@ def test_waiting_can_time_out(cp):
         cp.wait(submitted["id"], timeout=0.5)
 
 
+def test_a_host_that_runs_calls_as_submitted_says_so(cp):
+    fixed = cp.submit_action("send_email", params={"to": ["dana@example.com"]}, host_applies_edits=False)
+    default = cp.submit_action("send_email", params={"to": ["dana@example.com"]})
+    assert (fixed["host_applies_edits"], default["host_applies_edits"]) == (False, True)
+    assert ApprovalRequest.objects.get(pk=fixed["id"]).host_applies_edits is False
+
+
 def test_server_refusals_surface_their_code(cp, daphne_server):
     with pytest.raises(ControlPlaneError) as raised:
         cp.submit_action("bad type!")
