@@ -3,7 +3,8 @@
 Plans mirror Mastra's `submit_plan` tool: resume data `{action, feedback?, path,
 title, plan}` and the tool result texts the model reads. Actions get the same
 three cases in words that fit a tool call, with the exact approved params.
-Expired and cancelled requests resume as `rejected` with feedback saying so; the
+Suspensions resume with the reviewers' answer as the resume data, exactly as
+validated. Expired and cancelled requests resume as `rejected` with feedback saying so; the
 response's `state` tells them apart.
 """
 
@@ -45,6 +46,10 @@ ACTION_REJECTED_WITH_FEEDBACK = (
 ACTION_REJECTED_WITHOUT_FEEDBACK = (
     "Rejected without feedback. Do not retry this call; stop and wait for the user's next message."
 )
+
+SUSPENSION_ANSWERED = "The reviewer answered; resume the step with this data: {answer}"
+SUSPENSION_REJECTED_WITH_FEEDBACK = "The reviewer declined to answer. Feedback from the reviewer:\n\n{feedback}"
+SUSPENSION_REJECTED_WITHOUT_FEEDBACK = "The reviewer declined to answer, without feedback."
 
 # States in which a decision about going ahead exists.
 _APPROVED_STATES = frozenset({State.APPROVED, State.EXECUTING, State.SUCCEEDED})
@@ -88,6 +93,18 @@ def tool_result(kind: str, action: str, feedback: str, params: dict[str, Any] | 
     return ACTION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback else ACTION_REJECTED_WITHOUT_FEEDBACK
 
 
+def _suspension_resume(request: Any, action: str, feedback: str) -> dict[str, Any]:
+    """A suspension resumes with the reviewers' answer itself, exactly as validated (the
+    host passes it straight to `run.resume({step, resumeData})`), or, rejected, expired
+    or cancelled, with no answer and the feedback saying why."""
+    if action == "approved":
+        text = request.resume_data_json
+        return {"resume_data": json.loads(text), "tool_result": SUSPENSION_ANSWERED.format(answer=text)}
+    return {"resume_data": None, "feedback": feedback,
+            "tool_result": (SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback
+                            else SUSPENSION_REJECTED_WITHOUT_FEEDBACK)}
+
+
 def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """`{request_id, state, decided, resume_data, tool_result}` for `request` now.
 
@@ -102,6 +119,8 @@ def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dic
     if decision is None:
         return body
     action, feedback = decision
+    if request.kind == Kind.SUSPENSION:
+        return {**body, **_suspension_resume(request, action, feedback)}
     resume_data: dict[str, Any] = {"action": action}
     if feedback:
         resume_data["feedback"] = feedback

@@ -76,6 +76,11 @@ def previous_plan_revision(agent: Agent, path: str, thread_id: str) -> ApprovalR
     return None
 
 
+def _suspended_step(data: dict[str, Any]) -> dict[str, Any]:
+    """A suspension's target: the step that paused (empty for actions, whose target is their own)."""
+    return {key: data[key] for key in ("workflow_id", "step_id") if data.get(key)}
+
+
 def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempotency_key: str | None) -> SubmitResult:
     """Submit validated API data as `agent`; replay when `idempotency_key` was seen with the same body.
 
@@ -101,12 +106,17 @@ def submit_from_agent(agent: Agent, kind: str, data: dict[str, Any], *, idempote
     submission = services.Submission(
         kind=kind,
         action_type=data.get("action_type", ""),
-        target=data.get("target") or ({"path": data["path"]} if is_plan else {}),
-        params=data.get("params") or {},
+        target=data.get("target") or ({"path": data["path"]} if is_plan else _suspended_step(data)),
+        # A suspension's payload is its params: rules read it as `params.*`.
+        params=data.get("params") or data.get("suspend_payload") or {},
         declared=data.get("declared") or {},
         plan_path=data.get("path", ""),
+        # A suspension's title and summary (Markdown) are shown where a plan's are.
         plan_title=data.get("title", ""),
-        plan_markdown=data.get("plan", ""),
+        plan_markdown=data.get("plan") or data.get("summary", ""),
+        workflow_id=data.get("workflow_id", ""),
+        step_id=data.get("step_id", ""),
+        resume_schema=data.get("resume_schema"),
         host_applies_edits=data.get("host_applies_edits", True),
         run_id=data.get("run_id", ""),
         thread_id=data.get("thread_id", ""),

@@ -55,3 +55,8 @@ EXTENSION_NOT_ALLOWED = register("extension_not_allowed", 422, "The rule allows 
 ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already extended once.")
 
 REVALIDATION_CODES = (APPROVAL_EXPIRED, TARGET_CHANGED, APPROVER_PERMISSION_REVOKED, POLICY_CHANGED, EMERGENCY_STOP)
+# --- Suspensions (services.suspensions; the schema's own codes are in approvals.resume_schema) -----
+RESUME_DATA_REQUIRED = register(
+    "resume_data_required", 422,
+    "A suspension is answered with `respond` and `resume_data`; approve only agrees with an answer already proposed.")
+NOT_A_SUSPENSION = register("not_a_suspension", 422, "Only a suspension is answered with `resume_data`.")

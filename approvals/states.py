@@ -56,6 +56,9 @@ class RiskLevel(models.TextChoices):
 class Kind(models.TextChoices):
     ACTION = "action", "Action"
     PLAN = "plan", "Plan"
+    # A workflow step paused for a typed answer (DESIGN.md "Suspensions"): the
+    # reviewer's answer is an object its resume schema describes.
+    SUSPENSION = "suspension", "Suspension"
 
 
 # Colour by value, for templates and code holding plain strings.

@@ -43,6 +43,7 @@ PHASES = {
     "request.quorum_unreachable": "classification",
     "request.escalated": "classification",
     "decision.recorded": "decision",
+    "suspension.answered": "decision",
     "request.revised": "decision",
     "request.approved": "decision",
     "request.rejected": "decision",

@@ -154,3 +154,5 @@ TRANSITION_VERBS: frozenset[str] = frozenset(
         "failed",
     )
 )
+# Suspensions: a reviewer's typed answer to a paused workflow step (its keyed digest, never the answer).
+register("suspension.answered", "A reviewer answered a suspension: proposed, replaced or agreed with an answer.")

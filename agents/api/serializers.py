@@ -84,6 +84,43 @@ class PlanSubmissionSerializer(_CorrelationFields):
         return value
 
 
+class SuspensionSubmissionSerializer(_CorrelationFields):
+    """A workflow step paused for a typed answer (Mastra's `suspend()` / `resume()`)."""
+
+    title = serializers.CharField(max_length=500)
+    summary = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    workflow_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    step_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    action_type = _ActionTypeField(
+        max_length=200, trim_whitespace=False, required=False,
+        help_text="What rules match on; `<workflow_id>.<step_id>` when not given.",
+    )
+    suspend_payload = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES",
+        help_text="What the step suspended with; rules read it as `params.*`, reviewers see it on the card.",
+    )
+    resume_schema = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES",
+        help_text="JSON Schema (draft 2020-12 by default, or draft-07 by `$schema`) of the answer, `type: object`; "
+                  "local `$ref`s only; patterns must be RE2 syntax.",
+    )
+
+    def validate(self, attrs):
+        if not attrs.get("action_type"):
+            workflow_id, step_id = attrs.get("workflow_id", ""), attrs.get("step_id", "")
+            if not (workflow_id and step_id):
+                raise serializers.ValidationError(
+                    {"action_type": "Give action_type, or workflow_id and step_id to make it from."}, code="required")
+            try:
+                parse_action_type(f"{workflow_id}.{step_id}")
+            except ActionTypeError as error:
+                raise serializers.ValidationError(
+                    {"action_type": f"{workflow_id}.{step_id} is not a valid action type ({error}); give action_type."},
+                    code=INVALID_ACTION_TYPE) from None
+            attrs["action_type"] = f"{workflow_id}.{step_id}"
+        return attrs
+
+
 class CancelSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
@@ -115,18 +152,26 @@ class GrantSerializer(serializers.Serializer):
     lease_until = serializers.DateTimeField()
 
 
-class ResumeDataSerializer(serializers.Serializer):
-    action = serializers.ChoiceField(choices=["approved", "rejected"])
-    feedback = serializers.CharField(required=False)
-    path = serializers.CharField(required=False)
-    title = serializers.CharField(required=False, allow_blank=True)
-    plan = serializers.CharField(required=False)
-    params = serializers.JSONField(required=False, help_text="Actions: exactly the approved params.")
+@extend_schema_field({
+    "oneOf": [
+        {"type": "object", "description": "Actions and plans.", "required": ["action"],
+         "properties": {"action": {"type": "string", "enum": ["approved", "rejected"]},
+                        "feedback": {"type": "string"}, "path": {"type": "string"}, "title": {"type": "string"},
+                        "plan": {"type": "string"}, "params": {"type": "object"}}},
+        {"type": "object", "description": "An approved suspension: the reviewers' answer exactly as validated "
+                                          "against its resume schema (pass it to `run.resume({step, resumeData})`)."},
+    ],
+    "nullable": True,
+})
+class _ResumeDataField(serializers.JSONField):
+    """Documents the two shapes `resume_data` takes."""
 
 
 class ResumeSerializer(serializers.Serializer):
     request_id = serializers.UUIDField()
     state = serializers.ChoiceField(choices=State.choices)
     decided = serializers.BooleanField()
-    resume_data = ResumeDataSerializer(allow_null=True)
+    resume_data = _ResumeDataField(allow_null=True)
     tool_result = serializers.CharField(allow_null=True)
+    feedback = serializers.CharField(
+        required=False, help_text="Suspensions only: why it ended without an answer (rejected, expired, cancelled).")

@@ -8,6 +8,7 @@ from .resume import resume_view
 urlpatterns = [
     path("actions/", views.ActionSubmitView.as_view(), name="submit-action"),
     path("plans/", views.PlanSubmitView.as_view(), name="submit-plan"),
+    path("suspensions/", views.SuspensionSubmitView.as_view(), name="submit-suspension"),
     path("requests/<uuid:pk>/resume/", resume_view, name="request-resume"),
     path("requests/<uuid:pk>/cancel/", views.CancelView.as_view(), name="request-cancel"),
     path("requests/<uuid:pk>/claim/", views.ClaimView.as_view(), name="request-claim"),

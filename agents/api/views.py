@@ -19,6 +19,7 @@ from approvals.api.representation import request_dict, with_current_params
 from approvals.api.serializers import ApprovalRequestSerializer
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
+from approvals.resume_schema import SCHEMA_CODES
 from approvals.states import Kind
 from audit.chain import Actor
 from controlplane.http.auth import HasScope, IsAgent
@@ -37,6 +38,7 @@ from .serializers import (
     CompleteSerializer,
     GrantSerializer,
     PlanSubmissionSerializer,
+    SuspensionSubmissionSerializer,
     ResumeSerializer,
     title_from_markdown,
 )
@@ -141,6 +143,26 @@ class PlanSubmitView(_SubmitView):
 
     @extend_schema(operation_id="submit_plan", summary="Submit a plan", parameters=[IDEMPOTENCY_HEADER],
                    request=PlanSubmissionSerializer, responses=SUBMIT_RESPONSES, tags=["agents"])
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class SuspensionSubmitView(_SubmitView):
+    """`POST /api/v1/suspensions/`: a workflow step paused for a typed answer.
+
+    Reviewers answer with an object the `resume_schema` accepts (validated on the
+    server); the resume gives that object back as `resume_data`, exactly as validated.
+    """
+
+    serializer_class = SuspensionSubmissionSerializer
+    kind = Kind.SUSPENSION
+
+    @extend_schema(operation_id="submit_suspension", summary="Submit a suspension (a step waiting for an answer)",
+                   parameters=[IDEMPOTENCY_HEADER], request=SuspensionSubmissionSerializer,
+                   responses={201: SubmissionResponseSerializer, **error_responses(
+                       *TOKEN_ERRORS, domain_errors.INVALID_ACTION_TYPE, IDEMPOTENCY_KEY_REUSED, *OUTBOUND_CODES,
+                       *SCHEMA_CODES)},
+                   tags=["agents"])
     def post(self, request: Request) -> Response:
         return super().post(request)
 

@@ -10,6 +10,7 @@ path.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +28,7 @@ REQUEST_FIELDS = (
     "id", "kind", "state", "stored_state", "agent", "action_type", "target", "target_hash", "params",
     "declared", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
     "quorum_reachable", "decide_by", "execute_by", "created_at", "decided_at", "decided_by", "feedback",
-    "resolution_code", "plan", "supersedes", "run_id", "thread_id", "resource_id", "tool_call_id",
+    "resolution_code", "plan", "supersedes", "suspension", "run_id", "thread_id", "resource_id", "tool_call_id",
     "host_applies_edits", "idempotency_key", "result", "error", "finished_at",
 )
 
@@ -56,6 +57,13 @@ def _params(request: ApprovalRequest, params: dict[str, Any] | None, *, mask: bo
         params = request.current_params()
     keys = request.classification.get("masked_params") or ()
     return masked(params, keys) if mask and keys else params
+
+
+def _suspension(request: ApprovalRequest) -> dict[str, Any]:
+    answer = request.resume_data_json
+    return {"workflow_id": request.workflow_id, "step_id": request.step_id, "title": request.plan_title,
+            "summary": request.plan_markdown, "resume_schema": request.resume_schema,
+            "answer": json.loads(answer) if answer else None}
 
 
 def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = None, mask: bool = False) -> dict:
@@ -97,6 +105,7 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
                  if request.kind == Kind.PLAN else None),
         "supersedes": (None if previous is None
                        else {"id": str(previous.pk), "state": previous.state, "feedback": previous.feedback}),
+        "suspension": _suspension(request) if request.kind == Kind.SUSPENSION else None,
         "run_id": request.run_id,
         "thread_id": request.thread_id,
         "resource_id": request.resource_id,

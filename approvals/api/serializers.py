@@ -45,6 +45,18 @@ class _SupersedesField(serializers.JSONField):
     """The rejected request this one revises."""
 
 
+@extend_schema_field(
+    {"type": "object", "nullable": True,
+     "description": "Suspensions: the paused step, the schema its answer must satisfy, and the answer proposed "
+                    "for the current revision (the answer, once approved). The suspend payload is `params`.",
+     "properties": {"workflow_id": {"type": "string"}, "step_id": {"type": "string"},
+                    "title": {"type": "string"}, "summary": {"type": "string"},
+                    "resume_schema": {"type": "object"}, "answer": {"type": "object", "nullable": True}}}
+)
+class _SuspensionField(serializers.JSONField):
+    """A suspension's step, schema and answer."""
+
+
 class ApprovalRequestSerializer(serializers.Serializer):
     """A request as agents and people read it (the schema of `request_dict`)."""
 
@@ -74,6 +86,7 @@ class ApprovalRequestSerializer(serializers.Serializer):
     resolution_code = serializers.CharField()
     plan = _PlanField(allow_null=True)
     supersedes = _SupersedesField(allow_null=True)
+    suspension = _SuspensionField(allow_null=True)
     run_id = serializers.CharField()
     thread_id = serializers.CharField()
     resource_id = serializers.CharField()
@@ -128,8 +141,17 @@ class StepUpSerializer(serializers.Serializer):
 
 
 class DecisionSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    decision = serializers.ChoiceField(
+        choices=["approve", "reject", "respond"],
+        help_text="`respond` answers a suspension with `resume_data`; on a suspension `approve` agrees with the "
+                  "answer already proposed.",
+    )
     feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
+    resume_data = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
+        help_text="With `respond` (suspensions): the answer, validated against the suspension's resume schema "
+                  "(422 invalid_resume_data naming the failing path).",
+    )
     edits = BoundedJSONObject(
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
         help_text="Approve with these params changed (only those the rule marks editable).",
@@ -147,14 +169,18 @@ class DecisionSerializer(serializers.Serializer):
     def validate(self, attrs):
         if attrs.get("edits") and attrs["decision"] != "approve":
             raise serializers.ValidationError({"edits": "Edits go with an approval."}, code="edits_with_reject")
+        if "resume_data" in attrs and attrs["decision"] != "respond":
+            raise serializers.ValidationError({"resume_data": "resume_data goes with respond."},
+                                              code="resume_data_with_respond")
         return attrs
 
 
 class DecisionResultSerializer(ApprovalRequestSerializer):
     outcome = serializers.ChoiceField(
-        choices=["approved", "rejected", "vote_recorded", "edit_proposed"], read_only=True,
+        choices=["approved", "rejected", "vote_recorded", "edit_proposed", "answer_proposed"], read_only=True,
         help_text="What this decision did: decided the request, counted toward its quorum, or left an edit "
-                  "as a proposal the deciding group must approve (your approval does not count for it).",
+                  "as a proposal the deciding group must approve (your approval does not count for it); "
+                  "`answer_proposed` is the same for a suspension's answer.",
     )
 
 
@@ -192,7 +218,7 @@ class BatchDecisionsSerializer(serializers.Serializer):
 
 
 class StepUpChallengeSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=["approve", "approve_with_edits"],
+    decision = serializers.ChoiceField(choices=["approve", "approve_with_edits", "respond"],
                                        help_text="The verdict the passkey will confirm.")
     requests = BatchItemSerializer(many=True, min_length=1, max_length=100,
                                    help_text="The requests (at the revisions you looked at) it will confirm it for.")

@@ -26,7 +26,8 @@ from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
 from ..permissions import viewable_by
-from ..states import State
+from ..resume_schema import INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA
+from ..states import Kind, State
 from .representation import request_dict, with_current_params
 from .serializers import (
     ApprovalRequestSerializer,
@@ -136,6 +137,8 @@ DECISION_ERRORS = (
     errors.STEP_UP_FAILED, errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, errors.ALREADY_VOTED,
     errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
     errors.EDIT_PROHIBITED, errors.NO_CHANGES, errors.HOST_CANNOT_APPLY_EDITS,
+    # Suspensions
+    INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA, errors.RESUME_DATA_REQUIRED, errors.NOT_A_SUSPENSION,
 )
 
 
@@ -210,6 +213,9 @@ class BatchDecisionView(PersonView):
 
 
 def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
+    if data["decision"] == "respond":  # a suspension's answer (the service refuses other kinds)
+        return services.respond_to_suspension(pk, actor=actor, resume_data=data.get("resume_data"),
+                                              revision=data.get("revision"), feedback=data["feedback"])
     if data["decision"] == "reject":
         return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
     if data.get("edits"):
@@ -220,4 +226,6 @@ def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
 def _outcome(decided: ApprovalRequest, user) -> str:
     if decided.state != State.PENDING_APPROVAL:
         return decided.state
-    return "edit_proposed" if services.is_proposal(decided, by=user) else "vote_recorded"
+    if services.is_proposal(decided, by=user):
+        return "answer_proposed" if decided.kind == Kind.SUSPENSION else "edit_proposed"
+    return "vote_recorded"

@@ -37,7 +37,7 @@ class ApprovalRequest(models.Model):
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    kind = models.CharField(max_length=6, choices=Kind.choices)
+    kind = models.CharField(max_length=10, choices=Kind.choices)
     agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="requests")
     requested_for = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -65,6 +65,15 @@ class ApprovalRequest(models.Model):
     )
 
     # Correlation with the agent's run (filterable, never an authorization decision)
+    # Suspensions: the paused step, the schema its answer must satisfy, and the answer.
+    # The answer is kept as the JSON text it was validated as, so the host resumes with
+    # exactly those values in that order (a jsonb column would reorder keys).
+    workflow_id = models.CharField(max_length=200, blank=True)
+    step_id = models.CharField(max_length=200, blank=True)
+    resume_schema = models.JSONField(null=True, blank=True)
+    resume_data_json = models.TextField(
+        blank=True, help_text="The current revision's proposed answer (a suspension), as validated JSON text."
+    )
     run_id = models.CharField(max_length=200, blank=True, db_index=True)
     thread_id = models.CharField(max_length=200, blank=True, db_index=True)
     resource_id = models.CharField(max_length=200, blank=True, db_index=True)

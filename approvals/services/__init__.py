@@ -9,6 +9,7 @@ a request's state. The package, by area:
 - `guards` and `step_up`: every check a decision meets, under the row lock;
 - `submission`: an agent's submission, classified into its first state;
 - `decisions`: approve, reject, approve with edits, batches, withdrawal;
+- `suspensions`: a reviewer's typed answer to a paused workflow step;
 - `deadlines`: expiries, the sweeper, deadline extensions;
 - `execution`: re-validation, run-once grants, outcomes and retries;
 - `escalation`: quorum reachability, escalation, regrouping after an edit.
@@ -35,6 +36,7 @@ from .execution import (
 )
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
+from .suspensions import answer_of, respond_to_suspension
 
 __all__ = [
     "PLAN_ACTION_TYPE",
@@ -47,6 +49,7 @@ __all__ = [
     "StepUpProof",
     "Submission",
     "approve",
+    "answer_of",
     "approve_with_edits",
     "cancel",
     "claim_execution",
@@ -69,6 +72,7 @@ __all__ = [
     "reject",
     "release_enqueue",
     "request_changed",
+    "respond_to_suspension",
     "revalidate",
     "revalidation_refusal",
     "server_executor",

@@ -24,7 +24,7 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..permissions import excluded_from_approving, is_eligible_member
-from ..states import RiskLevel, State
+from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
 from ..people import Person
 from .core import announce, changing, refuse_state, transition
@@ -37,6 +37,7 @@ from .guards import (
     require_may_approve,
     require_may_decide,
     require_pending,
+    require_proposed_answer,
     rule_asks_step_up,
 )
 from .step_up import require_step_up
@@ -61,6 +62,7 @@ def approve(request_id, *, actor: Person, feedback: str = "", revision: int | No
         _require_revision(request, revision)
         require_may_decide(request, actor)
         require_may_approve(request, actor)
+        require_proposed_answer(request)
         method = require_step_up(
             request, actor, decision=(str(request.pk), request.current_revision, APPROVE),
             risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
@@ -151,6 +153,8 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
     with changing(request_id) as request:
         require_pending(request)
         require_may_decide(request, actor)
+        if request.kind == Kind.SUSPENSION:  # its payload is what the step paused with, not the answer
+            raise DomainError(errors.RESUME_DATA_REQUIRED, "A suspension is answered, not edited: respond with resume_data.")
         require_host_applies_edits(request)
         previous = request.current_params()
         params, changed = _edited_params(request, previous, edits)

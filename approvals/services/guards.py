@@ -13,7 +13,7 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import ApprovalRequest, Decision
 from ..permissions import can_decide, eligible_approvers, excluded_from_approving
-from ..states import State
+from ..states import Kind, State
 from ..people import Person
 from .core import SYSTEM, PersistedRefusal, refuse_state, transition
 from .step_up import needs_step_up
@@ -26,6 +26,7 @@ __all__ = [
     "require_host_applies_edits",
     "require_may_decide",
     "require_pending",
+    "require_proposed_answer",
     "rule_asks_step_up",
 ]
 
@@ -83,6 +84,16 @@ def require_may_approve(request: ApprovalRequest, reviewer: Person) -> None:
             errors.EMERGENCY_STOP,
             "An emergency stop is on for this agent: approvals wait until it is lifted. You may still reject.",
             state=request.state,
+        )
+
+
+def require_proposed_answer(request: ApprovalRequest) -> None:
+    """A suspension's approval agrees with the answer proposed for its current revision;
+    with none proposed there is nothing to agree with (the answer is the decision)."""
+    if request.kind == Kind.SUSPENSION and not request.resume_data_json:
+        raise DomainError(
+            errors.RESUME_DATA_REQUIRED,
+            "Nobody has answered this suspension yet: answer it (respond with resume_data) instead of approving.",
         )
 
 

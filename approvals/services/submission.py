@@ -16,6 +16,7 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DECIDED_BY_POLICY, ApprovalRequest, ParamsRevision
 from ..permissions import eligible_approver_count, grant_group
+from ..resume_schema import check_resume_schema
 from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
 from ..snapshots import snapshot_hash
 from ..states import Kind, RiskLevel, State
@@ -51,6 +52,10 @@ class Submission:
     submission_digest: str = ""
     requested_for: Any = None
     supersedes: ApprovalRequest | None = None
+    # Suspensions: `params` is the suspend payload; the answer must satisfy `resume_schema`.
+    workflow_id: str = ""
+    step_id: str = ""
+    resume_schema: dict[str, Any] | None = None
 
 
 def submit(submission: Submission, *, agent) -> ApprovalRequest:
@@ -64,10 +69,16 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
     same as a draft inserted and then moved: `request.submitted`, then the
     transition.
 
+    A suspension's resume schema is checked first (`approvals.resume_schema`: 422
+    codes for a schema the server will not validate answers against).
+
     Raises IntegrityError when the agent already used `idempotency_key`; the API
     replays the first response in that case.
     """
     is_plan = submission.kind == Kind.PLAN
+    is_suspension = submission.kind == Kind.SUSPENSION
+    if is_suspension:
+        check_resume_schema(submission.resume_schema)
     name = _action_type_name(PLAN_ACTION_TYPE if is_plan else submission.action_type)
     request = ApprovalRequest(
         kind=submission.kind,
@@ -78,7 +89,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         target=submission.target,
         target_hash=snapshot_hash(name.normalized, submission.target),
         declared=submission.declared,
-        has_execution_step=not is_plan,
+        has_execution_step=submission.kind == Kind.ACTION,
         plan_path=submission.plan_path,
         plan_title=submission.plan_title,
         plan_markdown=submission.plan_markdown,
@@ -90,6 +101,9 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
         idempotency_key=submission.idempotency_key,
         submission_digest=submission.submission_digest,
         supersedes=submission.supersedes,
+        workflow_id=submission.workflow_id,
+        step_id=submission.step_id,
+        resume_schema=submission.resume_schema if is_suspension else None,
     )
     with audited_atomic():
         record(
@@ -105,6 +119,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
                 **({"plan": digest(submission.plan_markdown), "plan_path": submission.plan_path} if is_plan else {}),
                 **({"supersedes": str(submission.supersedes.pk)} if submission.supersedes else {}),
                 **({} if submission.host_applies_edits else {"host_applies_edits": False}),
+                **({"resume_schema": digest(submission.resume_schema)} if is_suspension else {}),
             },
         )
         classify(request, params=submission.params)
@@ -123,7 +138,8 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
 
     `request` is a draft not written yet (`submit` builds it); this inserts it in
     the state decided, with revision 1 of `params`. During an emergency stop
-    nothing auto-approves; low-risk requests queue for people instead.
+    nothing auto-approves; low-risk requests queue for people instead. A low-risk
+    suspension queues as well: its answer is data only a person can give.
     """
     classified = classify_params(request, params)
     classification = classified.classification
@@ -140,7 +156,9 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
         )
         _first_revision(request, params, classified)
         return
-    if classification.risk_level == RiskLevel.LOW and not is_stopped(request.agent):
+    # A suspension waits for an answer only a person can give: low risk queues it too.
+    answer_needed = request.kind == Kind.SUSPENSION
+    if classification.risk_level == RiskLevel.LOW and not answer_needed and not is_stopped(request.agent):
         transition(
             request, State.APPROVED, actor=SYSTEM, metadata=why, insert=True,
             resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
@@ -150,7 +168,7 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
         _first_revision(request, params, classified)
         return
     if classification.risk_level == RiskLevel.LOW:
-        why["emergency_stop"] = True
+        why["answer_needed" if answer_needed else "emergency_stop"] = True
     transition(
         request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why, insert=True,
         decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),

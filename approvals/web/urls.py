@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import suspensions, views
 
 app_name = "approvals"
 
@@ -14,4 +14,5 @@ urlpatterns = [
     path("requests/<uuid:pk>/approve/", views.approve, name="approve"),
     path("requests/<uuid:pk>/reject/", views.reject, name="reject"),
     path("requests/<uuid:pk>/approve-with-edits/", views.approve_with_edits, name="approve-with-edits"),
+    path("requests/<uuid:pk>/respond/", suspensions.respond, name="respond"),
 ]

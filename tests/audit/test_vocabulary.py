@@ -55,6 +55,7 @@ GOLDEN_VERBS = [
     "auth.mfa_enrolled",
     "auth.mfa_removed",
     "auth.recovery_code_used",
+    "suspension.answered",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0007_one_delivery_shape'),
+        ('approvals', '0008_suspensions'),
     ]
 
     operations = [

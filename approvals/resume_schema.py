@@ -1,0 +1,380 @@
+"""A suspension's resume schema: checked once when the agent submits it, then used to
+validate every answer a reviewer gives (DESIGN.md "Agent-facing contract", suspensions).
+
+The schema comes from an agent, so it is treated as hostile input:
+
+- draft 2020-12 (the default, and what zod 4's `toJSONSchema` writes) or draft-07
+  (what Mastra's tool-approval chunk carries), chosen by `$schema`; other drafts are
+  refused rather than guessed at;
+- the top level describes an object (`type: "object"`): the answer is `resumeData`;
+- `$ref`s are local (`#...`) only, and the registry refuses to retrieve anything, so
+  no schema ever makes the server fetch a URL;
+- bounded size and nesting, and a budget of keyword evaluations per validation, so
+  `$ref` fan-out ("billion laughs" for schemas) or recursion cannot stall a worker;
+- every regular expression (`pattern`, `patternProperties`, `format: "regex"`) is
+  compiled and matched by RE2, which runs in linear time; a pattern RE2 cannot
+  compile (backreferences, lookaround) is refused, never handed to Python's `re`.
+
+jsonschema itself calls `re.search` for `pattern`, `patternProperties` and in
+`additionalProperties`; those keywords are replaced here by RE2 versions, and
+`unevaluatedProperties` (whose helper also calls `re`) is refused next to
+`patternProperties`.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import re2
+from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker, validators
+from jsonschema.exceptions import SchemaError, ValidationError
+from referencing import Registry
+from referencing.exceptions import NoSuchResource
+
+from controlplane.http.codes import register
+
+from .errors import DomainError
+
+__all__ = [
+    "INVALID_RESUME_DATA",
+    "INVALID_RESUME_SCHEMA",
+    "SCHEMA_CODES",
+    "SCHEMA_PATTERN_REFUSED",
+    "SCHEMA_REF_REFUSED",
+    "UNSUPPORTED_SCHEMA_DRAFT",
+    "check_resume_schema",
+    "validate_resume_data",
+]
+
+INVALID_RESUME_SCHEMA = register(
+    "invalid_resume_schema", 422,
+    "The resume schema is not a JSON Schema for an object, or is too large, too deep or too complex.")
+UNSUPPORTED_SCHEMA_DRAFT = register(
+    "unsupported_schema_draft", 422, "Resume schemas are JSON Schema draft 2020-12 or draft-07 (`$schema`).")
+SCHEMA_REF_REFUSED = register(
+    "schema_ref_refused", 422, "Resume schemas may only `$ref` within themselves (`#...`); nothing is fetched.")
+SCHEMA_PATTERN_REFUSED = register(
+    "schema_pattern_refused", 422,
+    "A regular expression in the resume schema is not supported by the linear-time engine (RE2).")
+INVALID_RESUME_DATA = register(
+    "invalid_resume_data", 422, "The answer does not satisfy the suspension's resume schema; `details.path` says where.")
+
+# What a submission can be refused with (the OpenAPI schema lists them).
+SCHEMA_CODES = (INVALID_RESUME_SCHEMA, UNSUPPORTED_SCHEMA_DRAFT, SCHEMA_REF_REFUSED, SCHEMA_PATTERN_REFUSED)
+
+DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/schema"
+DRAFT_07 = "http://json-schema.org/draft-07/schema"
+MAX_SCHEMA_BYTES = 32 * 1024
+MAX_SCHEMA_DEPTH = 32
+# Keyword evaluations one validation may spend. A form's answer needs a few hundred;
+# the budget stops a schema whose `$ref`s fan out exponentially.
+MAX_EVALUATIONS = 100_000
+
+# Keywords whose value is one subschema, a list of them, or a name -> subschema map.
+_ONE = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
+        "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
+_MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+
+
+class _OverBudget(Exception):
+    """A validation spent more keyword evaluations than `MAX_EVALUATIONS`."""
+
+
+_spent: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("resume_schema_spent", default=None)
+
+
+def _counted(keyword_function):
+    def counted(validator, value, instance, schema):
+        spent = _spent.get()
+        if spent is not None:
+            spent[0] += 1
+            if spent[0] > MAX_EVALUATIONS:
+                raise _OverBudget
+        return keyword_function(validator, value, instance, schema)
+
+    return counted
+
+
+# --- RE2 versions of the keywords jsonschema matches with `re` ---------------------------------
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # a refused pattern is the agent's error, answered as 422, not logged
+    return options
+
+
+_OPTIONS = _re2_options()
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(pattern: str):
+    return re2.compile(pattern, _OPTIONS)
+
+
+def _re2_error(pattern: str) -> str | None:
+    """Why RE2 cannot compile `pattern`, or None when it can."""
+    try:
+        _compiled(pattern)
+    except re2.error as error:
+        reason = error.args[0] if error.args else ""
+        return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+    return None
+
+
+def _pattern(validator, patrn, instance, schema):
+    if validator.is_type(instance, "string") and not _compiled(patrn).search(instance):
+        yield ValidationError(f"{instance!r} does not match {patrn!r}")
+
+
+def _pattern_properties(validator, pattern_properties, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in pattern_properties.items():
+        regex = _compiled(pattern)
+        for key, value in instance.items():
+            if regex.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _extra_properties(instance, schema) -> Iterator[str]:
+    properties = schema.get("properties", {})
+    patterns = [_compiled(p) for p in schema.get("patternProperties", {})]
+    for key in instance:
+        if key not in properties and not any(regex.search(key) for regex in patterns):
+            yield key
+
+
+def _additional_properties(validator, additional, instance, schema):
+    if not validator.is_type(instance, "object"):
+        return
+    extras = list(_extra_properties(instance, schema))
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        listed = ", ".join(repr(extra) for extra in sorted(extras))
+        yield ValidationError(f"Additional properties are not allowed ({listed} unexpected)")
+
+
+def _regex_format(instance: object) -> bool:
+    if not isinstance(instance, str):
+        return True
+    return _re2_error(instance) is None
+
+
+# Only `regex` is asserted (by RE2); other formats stay annotations, as 2020-12 says.
+_FORMATS = FormatChecker(formats=())
+_FORMATS.checks("regex", raises=())(_regex_format)
+
+
+def _linear(base):
+    keywords = dict(base.VALIDATORS)
+    keywords.update(pattern=_pattern, patternProperties=_pattern_properties,
+                    additionalProperties=_additional_properties)
+    return validators.extend(base, {name: _counted(function) for name, function in keywords.items()})
+
+
+_VALIDATORS = {DRAFT_2020_12: _linear(Draft202012Validator), DRAFT_07: _linear(Draft7Validator)}
+
+
+def _refuse_retrieval(uri: str):
+    raise NoSuchResource(ref=uri)
+
+
+# Nothing is ever fetched: a `$ref` the schema does not contain is unresolvable.
+_REGISTRY = Registry(retrieve=_refuse_retrieval)
+
+
+# --- Checking a submitted schema --------------------------------------------------------------
+
+
+def _draft(schema: dict[str, Any]) -> str:
+    declared = schema.get("$schema")
+    if declared is None:
+        return DRAFT_2020_12
+    normalized = declared.rstrip("#") if isinstance(declared, str) else declared
+    if normalized in _VALIDATORS:
+        return normalized
+    raise DomainError(UNSUPPORTED_SCHEMA_DRAFT,
+                      f"$schema {declared!r} is not supported: use {DRAFT_2020_12!r} or {DRAFT_07 + '#'!r}.",
+                      field="resume_schema")
+
+
+def _subschemas(schema: Any, path: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every subschema of `schema` with its JSON pointer, not descending into data
+    (`enum`, `const`, `default`, `examples`), so a value there is never read as a keyword."""
+    if not isinstance(schema, dict):
+        return
+    yield path, schema
+    for keyword in _ONE:
+        if keyword in schema:
+            yield from _subschemas(schema[keyword], f"{path}/{keyword}")
+    for keyword in _LIST:
+        if isinstance(schema.get(keyword), list):
+            for index, item in enumerate(schema[keyword]):
+                yield from _subschemas(item, f"{path}/{keyword}/{index}")
+    if isinstance(schema.get("items"), list):  # draft-07's tuple form
+        for index, item in enumerate(schema["items"]):
+            yield from _subschemas(item, f"{path}/items/{index}")
+    for keyword in _MAP:
+        if isinstance(schema.get(keyword), dict):
+            for name, item in schema[keyword].items():
+                yield from _subschemas(item, f"{path}/{keyword}/{name}")
+    if isinstance(schema.get("dependencies"), dict):  # draft-07: a schema or a list of names
+        for name, item in schema["dependencies"].items():
+            yield from _subschemas(item, f"{path}/dependencies/{name}")
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
+
+
+def _refuse_unsafe_parts(schema: dict[str, Any]) -> None:
+    uses_pattern_properties = False
+    for path, subschema in _subschemas(schema, "#"):
+        for keyword in ("$ref", "$dynamicRef", "$recursiveRef"):
+            ref = subschema.get(keyword)
+            if isinstance(ref, str) and not ref.startswith("#"):
+                raise DomainError(SCHEMA_REF_REFUSED,
+                                  f"{keyword} {ref!r} at {path} points outside the schema; only '#...' refs are allowed.",
+                                  field="resume_schema", path=path)
+        patterns = []
+        if isinstance(subschema.get("pattern"), str):
+            patterns.append((f"{path}/pattern", subschema["pattern"]))
+        if isinstance(subschema.get("patternProperties"), dict):
+            uses_pattern_properties = True
+            patterns += [(f"{path}/patternProperties", key) for key in subschema["patternProperties"]]
+        for where, pattern in patterns:
+            reason = _re2_error(pattern)
+            if reason is not None:
+                raise DomainError(SCHEMA_PATTERN_REFUSED,
+                                  f"The pattern {_short(pattern)} at {where} is not supported by RE2 ({reason}); "
+                                  "rewrite it without backreferences or lookaround.",
+                                  field="resume_schema", path=where)
+    if uses_pattern_properties and any("unevaluatedProperties" in sub for _, sub in _subschemas(schema, "#")):
+        raise DomainError(INVALID_RESUME_SCHEMA, "unevaluatedProperties cannot be combined with patternProperties here.",
+                          field="resume_schema")
+
+
+def check_resume_schema(schema: Any) -> None:
+    """Refuse a resume schema the server will not validate answers against.
+
+    Raises DomainError: `invalid_resume_schema`, `unsupported_schema_draft`,
+    `schema_ref_refused` or `schema_pattern_refused` (all 422).
+    """
+    if not isinstance(schema, dict):
+        raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema must be a JSON object.", field="resume_schema")
+    size = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > MAX_SCHEMA_BYTES:
+        raise DomainError(INVALID_RESUME_SCHEMA, f"The resume schema is {size} bytes; at most {MAX_SCHEMA_BYTES}.",
+                          field="resume_schema")
+    if _depth(schema) > MAX_SCHEMA_DEPTH:
+        raise DomainError(INVALID_RESUME_SCHEMA, f"The resume schema nests deeper than {MAX_SCHEMA_DEPTH} levels.",
+                          field="resume_schema")
+    validator_class = _VALIDATORS[_draft(schema)]
+    # Before the metaschema check: its `format: regex` would compile patterns with `re`.
+    _refuse_unsafe_parts(schema)
+    try:
+        validator_class.check_schema(schema)
+    except SchemaError as error:
+        where = "#" + "".join(f"/{part}" for part in error.path)
+        raise DomainError(INVALID_RESUME_SCHEMA, f"Not a valid JSON Schema at {where}: {error.message}",
+                          field="resume_schema", path=where) from None
+    if schema.get("type") != "object":
+        raise DomainError(INVALID_RESUME_SCHEMA, 'The resume schema must describe an object ("type": "object").',
+                          field="resume_schema")
+    _refuse_unresolvable_refs(schema, validator_class)
+    # A trial run finds `$ref`s that loop, or fan out beyond the budget.
+    _errors(schema, {})
+
+
+def _refuse_unresolvable_refs(schema: dict[str, Any], validator_class) -> None:
+    resolver = validator_class(schema, registry=_REGISTRY)._resolver
+    for path, subschema in _subschemas(schema, "#"):
+        ref = subschema.get("$ref")
+        if isinstance(ref, str):
+            try:
+                resolver.lookup(ref)
+            except Exception:  # noqa: BLE001 - referencing's Unresolvable and its kin
+                raise DomainError(INVALID_RESUME_SCHEMA, f"$ref {_short(ref)} at {path} does not resolve.",
+                                  field="resume_schema", path=path) from None
+
+
+# --- Validating an answer ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerError:
+    path: str  # a JSON pointer into the answer ("" is the answer itself)
+    message: str
+
+
+def _errors(schema: dict[str, Any], answer: Any) -> list[AnswerError]:
+    validator = _VALIDATORS[_draft(schema)](schema, registry=_REGISTRY, format_checker=_FORMATS)
+    token = _spent.set([0])
+    try:
+        found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
+    except _OverBudget:
+        raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema is too complex to validate an answer against.",
+                          field="resume_schema") from None
+    except RecursionError:
+        raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema refers to itself without end.",
+                          field="resume_schema") from None
+    except Exception as error:  # noqa: BLE001 - jsonschema raises referencing's errors for a bad `$ref`
+        if type(error).__module__.startswith(("referencing", "jsonschema")):
+            raise DomainError(INVALID_RESUME_SCHEMA, f"A $ref in the resume schema does not resolve: {error}",
+                              field="resume_schema") from None
+        raise
+    finally:
+        _spent.reset(token)
+    return [AnswerError(_pointer(error), _message(error)) for error in found]
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _message(error: ValidationError) -> str:
+    """jsonschema's message, with the offending value shortened: it may be 64 KB long."""
+    text = error.message
+    if len(text) > 300:
+        text = text.replace(repr(error.instance), _short(error.instance))
+    return text[:300]
+
+
+def _pointer(error: ValidationError) -> str:
+    """Where the answer fails, as a JSON pointer; a missing required property is named
+    by the path it should have been at."""
+    path = "".join(f"/{part}" for part in error.absolute_path)
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [name for name in error.validator_value if name not in error.instance and repr(name) in error.message]
+        if missing:
+            path += f"/{missing[0]}"
+    return path
+
+
+def validate_resume_data(schema: dict[str, Any], answer: Any) -> None:
+    """Refuse an answer the schema does not accept: 422 `invalid_resume_data`, the
+    message naming the first failing JSON path (all of them in `details.errors`)."""
+    if not isinstance(answer, dict):
+        raise DomainError(INVALID_RESUME_DATA, "resume_data must be a JSON object.", path="", field="resume_data")
+    found = _errors(schema, answer)
+    if found:
+        first = found[0]
+        raise DomainError(
+            INVALID_RESUME_DATA, f"resume_data{first.path or ''}: {first.message}",
+            path=first.path, field="resume_data",
+            errors=[{"path": error.path, "message": error.message} for error in found[:20]],
+        )
