@@ -13,8 +13,6 @@ model is then shown exactly our `tool_result`.
 from __future__ import annotations
 
 import pytest
-from django.urls import Resolver404, resolve
-
 from approvals.models import ApprovalRequest
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -31,23 +29,23 @@ PLAN_WAIT = ("Plan was not approved. The user will send revision instructions in
 # --- (1) a workflow step's suspend() and resume() ------------------------------------------
 
 
-def _suspensions_endpoint() -> bool:
-    try:
-        resolve("/api/v1/suspensions/")
-    except Resolver404:
-        return False
-    return True
-
-
 @pytest.mark.parametrize(("approved", "receipt"), [(False, "rejected:150.13"), (True, "approved:150.13")])
 def test_seed_002s_workflow_resumes_with_the_reviewers_typed_answer(run_host, decide, approved, receipt):
-    if not _suspensions_endpoint():
-        pytest.skip("POST /api/v1/suspensions/ is not on this branch yet (issue 15, branch `suspend`)")
     host = run_host("approval-flow.mjs")
     submitted = host.next_event("submitted")
     assert submitted["suspend_payload"] == {"amount": 150.13, "reason": "Amount exceeds automatic approval limit"}
     request = ApprovalRequest.objects.get(pk=submitted["request_id"])
-    assert request.run_id and request.state == "pending_approval"
+    assert (request.kind, request.action_type, request.state) == ("suspension", "approval-flow.approval",
+                                                                   "pending_approval")
+    assert request.current_params() == submitted["suspend_payload"]  # rules read it as params.*
+    # zod 4's own JSON Schema for the step's resumeSchema, as the host sent it.
+    assert request.resume_schema == {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+        "properties": {"approved": {"type": "boolean"}}, "required": ["approved"], "additionalProperties": False,
+    }
+    # An answer the step's schema refuses never reaches the run; the host keeps waiting.
+    with pytest.raises(AssertionError, match="invalid_resume_data"):
+        decide("alice", submitted["request_id"], {"decision": "respond", "resume_data": {"approved": "yes"}})
 
     decide("alice", submitted["request_id"], {"decision": "respond", "resume_data": {"approved": approved}})
 
@@ -58,6 +56,18 @@ def test_seed_002s_workflow_resumes_with_the_reviewers_typed_answer(run_host, de
     assert result["result"]["receipt"] == receipt
     # normalize ran once; approval ran again on resume (Mastra re-enters the step); receipt once.
     assert result["executions"] == {"normalize": 1, "approval": 2, "receipt": 1}
+
+
+def test_a_refused_suspension_gives_the_step_no_answer_and_the_host_ends_the_run(run_host, decide):
+    host = run_host("approval-flow.mjs")
+    submitted = host.next_event("submitted")
+
+    decide("bob", submitted["request_id"], {"decision": "reject", "feedback": "Ask finance first."})
+
+    result = host.next_event("result")
+    host.finish()
+    assert (result["state"], result["resume_data"], result["status"]) == ("rejected", None, "canceled")  # Mastra's spelling
+    assert result["executions"] == {"normalize": 1, "approval": 1, "receipt": 0}
 
 
 # --- (2) a requireApproval tool -------------------------------------------------------------

@@ -74,7 +74,8 @@ if (started.status !== 'suspended') {
   if (decision.resume_data === null) {
     // Refused (or expired, cancelled): there is no answer to resume the step with; end the run.
     await run.cancel();
-    emit('result', { status: 'cancelled', state: decision.state, resume_data: decision.resume_data, executions });
+    const { status } = await mastra.getWorkflow('workflow').getWorkflowRunById(run.runId);
+    emit('result', { status, state: decision.state, resume_data: decision.resume_data, executions });
   } else {
     const resumed = await run.resume({ step: stepId, resumeData: decision.resume_data });
     emit('result', { status: resumed.status, result: resumed.result, state: decision.state,
