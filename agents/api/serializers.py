@@ -117,7 +117,9 @@ class ActionSubmissionSerializer(_CorrelationFields):
     allowed_decisions = serializers.ListField(
         child=serializers.ChoiceField(choices=list(ACTION_DECISIONS)), min_length=1, max_length=4, required=False,
         help_text="What the agent's host can apply (LangChain HITL's `allowed_decisions`); default "
-                  "`[approve, edit, reject]`. `respond`: a reviewer may reply in place of the tool. Any other "
+                  "`[approve, edit, reject]`. Leave out `edit` where your host runs the call only as submitted "
+                  "(Mastra's `approveToolCall` carries no arguments): reviewers are then offered no edit. "
+                  "`respond`: a reviewer may reply in place of the tool. Any other "
                   "decision is refused with 422 `decision_not_allowed` (a person may always reject).",
     )
 

@@ -248,7 +248,7 @@ class RevealView(PersonView):
 
 def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
     if data["decision"] == "respond":  # a suspension's answer, or a reply in place of an action's tool
-        if ApprovalRequest.objects.filter(pk=pk, kind=Kind.SUSPENSION).exists():
+        if "resume_data" in data or ApprovalRequest.objects.filter(pk=pk, kind=Kind.SUSPENSION).exists():
             return services.respond_to_suspension(pk, actor=actor, resume_data=data.get("resume_data"),
                                                   revision=data.get("revision"), feedback=data["feedback"])
         return services.respond_instead(pk, data["message"], actor=actor, revision=data.get("revision"))

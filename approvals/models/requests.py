@@ -197,6 +197,11 @@ class ApprovalRequest(models.Model):
     def current_params(self) -> dict:
         return self.revisions.get(number=self.current_revision).params
 
+    def allows(self, decision: str) -> bool:
+        """Whether the agent's host can apply `decision` (the submission's `allowed_decisions`).
+        Rejecting always is: a person can always stop a call."""
+        return decision == "reject" or decision in (self.allowed_decisions or DEFAULT_ALLOWED_DECISIONS)
+
 
 class ParamsRevision(models.Model):
     """One numbered version of a request's params. Approve-with-edits adds one;

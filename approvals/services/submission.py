@@ -45,6 +45,7 @@ class Submission:
     plan_path: str = ""
     plan_title: str = ""
     plan_markdown: str = ""
+    # False when the host can only run the call as submitted (no edits are offered then).
     run_id: str = ""
     thread_id: str = ""
     resource_id: str = ""

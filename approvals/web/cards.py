@@ -164,7 +164,7 @@ class Card:
     @property
     def allows_reply(self) -> bool:
         """The agent's host takes a reply in place of the tool (the services check it; this only offers it)."""
-        return self.request.kind == Kind.ACTION and "respond" in (self.request.allowed_decisions or ())
+        return self.request.kind == Kind.ACTION and self.request.allows("respond")
 
     @property
     def editable_params(self) -> list[ParamRow]:
@@ -327,7 +327,8 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
           link_patterns: Mapping[str, str]) -> Card:
     classification = request.classification or {}
     masked = set(classification.get("masked_params", ()))
-    editable = set(classification.get("editable_params", ()))
+    # Nothing is editable where the host runs the call only as submitted (the core refuses such an edit too).
+    editable = set(classification.get("editable_params", ())) if request.allows("edit") else set()
     current = revisions.get(request.current_revision)
     params = current.params if current else {}
     changed_now = set(current.changed_keys) if current and request.current_revision > 1 else set()

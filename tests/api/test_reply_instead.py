@@ -71,7 +71,8 @@ def test_the_schema_documents_allowed_decisions_batch_and_the_reply(api):
     assert {"batch_id", "allowed_decisions"} <= set(parts["DecisionResult"]["properties"])
     assert "message" in parts["DecisionRequest"]["properties"]
     assert "respond" in enum(parts["DecisionRequest"]["properties"]["decision"])
-    assert "responded" in enum(parts["ResumeData"]["properties"]["action"])
+    actions_and_plans = parts["Resume"]["properties"]["resume_data"]["anyOf"][0]
+    assert "responded" in actions_and_plans["properties"]["action"]["enum"]
     decide = schema["paths"]["/api/v1/requests/{id}/decisions/"]["post"]["responses"]["422"]
     assert "decision_not_allowed" in str(decide) and "reply_required" in str(decide)
     listed = [p["name"] for p in schema["paths"]["/api/v1/requests/"]["get"]["parameters"]]

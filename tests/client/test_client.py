@@ -119,6 +119,15 @@ def test_waiting_can_time_out(cp):
         cp.wait(submitted["id"], timeout=0.5)
 
 
+def test_a_host_that_runs_calls_as_submitted_says_so(cp):
+    fixed = cp.submit_action("send_email", params={"to": ["dana@example.com"]},
+                             allowed_decisions=["approve", "reject"])
+    default = cp.submit_action("send_email", params={"to": ["dana@example.com"]})
+    assert (fixed["allowed_decisions"], default["allowed_decisions"]) == (["approve", "reject"],
+                                                                          ["approve", "edit", "reject"])
+    assert not ApprovalRequest.objects.get(pk=fixed["id"]).allows("edit")
+
+
 def test_server_refusals_surface_their_code(cp, daphne_server):
     with pytest.raises(ControlPlaneError) as raised:
         cp.submit_action("bad type!")

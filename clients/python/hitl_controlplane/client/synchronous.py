@@ -93,7 +93,7 @@ class ControlPlane:
         `reason`: why the agent wants this, in plain text; `context`: `{"links": [{"label", "url"}],
         "turns": [{"role", "text"}]}` (the run or thread, the last few conversation turns). Reviewers
         see both labelled as the agent's own claim. `fields`: run_id, thread_id, resource_id,
-        tool_call_id, declared, callback_url.
+        tool_call_id, declared, callback_url, allowed_decisions, batch_id.
         """
         return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, reason=reason,
                                                                         context=context, **fields),
