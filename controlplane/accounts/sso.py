@@ -6,6 +6,10 @@ risk-admins, auditors, any rule's approver group); every other group is taken aw
 So removing someone in the provider removes their power at their next sign-in. The
 change goes through the group membership audit (`group.membership_changed`, the
 provider named as the actor), which also closes their open sockets.
+
+The session is remembered with the person's `sub` and the provider's `sid`
+(`provider_sessions`), so the provider can end it later (back-channel logout, the
+user-info re-check).
 """
 
 from __future__ import annotations
@@ -17,8 +21,7 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
 
-from audit.chain import Actor
-
+from . import provider_sessions
 from .membership import acting_as
 
 __all__ = ["claimed_groups", "connect"]
@@ -39,8 +42,11 @@ def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any
         return
     wanted = Group.objects.filter(name__in=claimed_groups(sociallogin))
     provider = sociallogin.account.provider
-    with acting_as(Actor.system(f"identity provider {provider}"), via="sso"):
+    with acting_as(provider_sessions.provider_actor(provider), via="sso"):
         user.groups.set(wanted)
+    id_token = (sociallogin.account.extra_data or {}).get("id_token") or {}
+    provider_sessions.remember(request, user=user, provider=provider, sub=sociallogin.account.uid,
+                               sid=id_token.get("sid", ""))
 
 
 def connect() -> None:
