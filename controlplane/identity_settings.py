@@ -50,7 +50,14 @@ SOCIALACCOUNT_PROVIDERS = {
 
 
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account
-SOCIALACCOUNT_STORE_TOKENS = False
+# The access (and refresh) token of each sign-in through a provider is kept, so the
+# user-info re-check can ask the provider about the person later (controlplane.accounts.recheck).
+SOCIALACCOUNT_STORE_TOKENS = True
+# Sessions signed in through a provider are re-checked against its user info when their
+# last check is this old (the beat task looks every SSO_RECHECK_SWEEP_SECONDS): a person
+# it no longer knows is signed out; changed groups apply at once.
+SSO_RECHECK_SECONDS = int(os.environ.get("SSO_RECHECK_SECONDS", str(50 * 60)))
+SSO_RECHECK_SWEEP_SECONDS = int(os.environ.get("SSO_RECHECK_SWEEP_SECONDS", str(5 * 60)))
 # Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")

@@ -1,18 +1,26 @@
 // A loopback OpenID Connect provider for the identity tests: the `oidc-provider` package
 // with its development login and consent pages. Any password signs an account in; each
 // account's claims (its groups) are read from ACCOUNTS_FILE at every request, so a test
-// changes someone's groups by rewriting that file.
+// changes someone's groups by rewriting that file, and removes someone (`"disabled": true`:
+// the provider no longer knows them, so its user info answers 401).
 //
-//   PORT=... CLIENT_ID=... CLIENT_SECRET=... REDIRECT_URI=... ACCOUNTS_FILE=... node server.mjs
+// Back-channel logout is on: signing out here (GET /session/end, "Yes, sign me out") POSTs
+// a logout token naming the sub and sid to BACKCHANNEL_URI. ID tokens always carry
+// auth_time; `prompt=login` / `max_age=0` ask for the password again.
+//
+//   PORT=... CLIENT_ID=... CLIENT_SECRET=... REDIRECT_URI=... BACKCHANNEL_URI=... ACCOUNTS_FILE=... node server.mjs
 
 import { readFileSync } from "node:fs";
 import Provider from "oidc-provider";
 
-const { PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, ACCOUNTS_FILE } = process.env;
+const { PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, BACKCHANNEL_URI, ACCOUNTS_FILE } = process.env;
+
+function accountOf(id) {
+  return JSON.parse(readFileSync(ACCOUNTS_FILE, "utf8"))[id] || {};
+}
 
 function claimsOf(id) {
-  const accounts = JSON.parse(readFileSync(ACCOUNTS_FILE, "utf8"));
-  const account = accounts[id] || {};
+  const account = accountOf(id);
   return { sub: id, preferred_username: id, name: account.name || id, groups: account.groups || [] };
 }
 
@@ -24,9 +32,13 @@ const provider = new Provider(`http://localhost:${PORT}`, {
     grant_types: ["authorization_code"],
     response_types: ["code"],
     token_endpoint_auth_method: "client_secret_post",
+    require_auth_time: true,
+    ...(BACKCHANNEL_URI ? { backchannel_logout_uri: BACKCHANNEL_URI, backchannel_logout_session_required: true } : {}),
   }],
+  features: { backchannelLogout: { enabled: true } },
   claims: { openid: ["sub"], profile: ["preferred_username", "name", "groups"] },
-  findAccount: async (ctx, id) => ({ accountId: id, claims: async () => claimsOf(id) }),
+  findAccount: async (ctx, id) => (accountOf(id).disabled ? undefined
+    : { accountId: id, claims: async () => claimsOf(id) }),
   pkce: { required: () => false },
   cookies: { keys: ["identity-tests-only"] },
 });
