@@ -36,17 +36,24 @@ OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]"
 OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
 # Off: only identity providers sign people in (the password form is gone, posted passwords refused).
 LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
-SOCIALACCOUNT_PROVIDERS = {
-    "openid_connect": {
-        "OAUTH_PKCE_ENABLED": True,
-        "APPS": [
-            {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
-             "client_id": provider["client_id"], "secret": provider.get("secret", ""),
-             "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
-            for provider in OIDC_PROVIDERS
-        ],
+
+
+def social_providers(providers: list[dict]) -> dict:
+    """allauth's SOCIALACCOUNT_PROVIDERS for a list shaped like OIDC_PROVIDERS."""
+    return {
+        "openid_connect": {
+            "OAUTH_PKCE_ENABLED": True,
+            "APPS": [
+                {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
+                 "client_id": provider["client_id"], "secret": provider.get("secret", ""),
+                 "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
+                for provider in providers
+            ],
+        }
     }
-}
+
+
+SOCIALACCOUNT_PROVIDERS = social_providers(OIDC_PROVIDERS)
 
 
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account

@@ -40,7 +40,15 @@ const provider = new Provider(`http://localhost:${PORT}`, {
   findAccount: async (ctx, id) => (accountOf(id).disabled ? undefined
     : { accountId: id, claims: async () => claimsOf(id) }),
   pkce: { required: () => false },
+  // The control plane is on loopback too, which oidc-provider's outgoing requests refuse
+  // (SSRF protection); a test machine under load also needs more than its 2.5 s.
+  fetch: (url, options) => {
+    delete options.dispatcher;
+    return fetch(url, { ...options, signal: AbortSignal.timeout(20000) });
+  },
   cookies: { keys: ["identity-tests-only"] },
 });
 provider.proxy = false;
+provider.on("backchannel.success", (ctx, client, accountId, sid) => console.log(`backchannel logout sent: ${accountId} ${sid}`));
+provider.on("backchannel.error", (ctx, err) => console.log(`backchannel logout failed: ${err}`));
 provider.listen(Number(PORT), "127.0.0.1", () => console.log(`idp listening on ${PORT}`));
