@@ -18,7 +18,6 @@ import pytest
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
