@@ -64,6 +64,8 @@ SOCIALACCOUNT_STORE_TOKENS = True
 # last check is this old (the beat task looks every SSO_RECHECK_SWEEP_SECONDS): a person
 # it no longer knows is signed out; changed groups apply at once.
 SSO_RECHECK_SECONDS = int(os.environ.get("SSO_RECHECK_SECONDS", str(50 * 60)))
+# Step-up by the provider: its sign-in must be at most this old (and after the challenge).
+PROVIDER_STEP_UP_MAX_AGE_SECONDS = int(os.environ.get("PROVIDER_STEP_UP_MAX_AGE_SECONDS", "120"))
 SSO_RECHECK_SWEEP_SECONDS = int(os.environ.get("SSO_RECHECK_SWEEP_SECONDS", str(5 * 60)))
 # Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
