@@ -21,6 +21,10 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from approvals import policy, services
+from approvals.models import ApprovalRequest
+from approvals.people import Person
+from approvals.states import Kind, State
 from audit.models import AuditEvent
 from controlplane.accounts.recheck import recheck_provider_sessions
 from controlplane.identity_settings import social_providers
@@ -68,7 +72,8 @@ def sso_site(django_db_setup, django_db_blocker, tmp_path_factory):
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     port = free_port()
-    callback = f"http://localhost:{port}/accounts/oidc/{PROVIDER_ID}/login/callback/"
+    callback = (f"http://localhost:{port}/accounts/oidc/{PROVIDER_ID}/login/callback/,"
+                f"http://localhost:{port}/accounts/step-up/provider/callback/")
     # 127.0.0.1, not localhost: daphne listens on IPv4 only, and node may try ::1 first.
     backchannel = f"http://127.0.0.1:{port}/accounts/oidc/{PROVIDER_ID}/backchannel-logout/"
     idp = LoopbackIdP(tmp_path_factory.mktemp("idp"), callback, backchannel)
@@ -210,3 +215,64 @@ def test_a_person_the_provider_no_longer_knows_is_signed_out_by_the_recheck(sso_
     assert page.url.startswith(server.url + "/login/")
     event = AuditEvent.objects.filter(verb="auth.provider_signed_out").latest("seq")
     assert event.metadata["reason"] == "provider_refused"
+
+
+API = """async ({ url, body }) => {
+  const csrf = document.querySelector("meta[name=csrf-token]").content;
+  const answer = await fetch(url, { method: "POST", body: JSON.stringify(body), headers: {
+    "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": csrf } });
+  return { status: answer.status, body: await answer.json() };
+}"""
+
+
+def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
+        sso_site, new_context, people, agent, admin_user):
+    server, idp = sso_site
+    idp.grant("sso-alice", ["reviewers"])
+    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
+                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
+    a, b = (services.submit(services.Submission(
+        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": amount, "currency": "EUR"},
+        target={"account": "ACME-OPS-001"}), agent=agent) for amount in (100, 200))
+    page = new_context(base_url=server.url).new_page()
+    sign_in_through_the_provider(page, server, idp, asks_to_log_in=True)
+
+    def call(url: str, body: dict) -> dict:
+        return page.evaluate(API, {"url": url, "body": body})
+
+    def decide(request, step_up=None) -> dict:
+        return call(f"/api/v1/requests/{request.pk}/decisions/",
+                    {"decision": "approve", "revision": 1, **({"step_up": step_up} if step_up else {})})
+
+    bare = decide(a)
+    assert bare["status"] == 403 and bare["body"]["details"]["method"] == "provider"
+    challenge = call("/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk),
+                                                                                            "revision": 1}]})
+    assert challenge["status"] == 200 and challenge["body"]["method"] == "provider"
+
+    page.goto(challenge["body"]["redirect"] + "?next=/")
+    page.wait_for_url(idp.issuer + "/interaction/**")  # prompt=login: asked again, signed in or not
+    page.fill("input[name=login]", "sso-alice")
+    page.fill("input[name=password]", "anything")
+    page.locator("button[type=submit]").first.click()
+    page.wait_for_url(server.url + "/")
+
+    proof = {"method": "provider", "nonce": challenge["body"]["nonce"]}
+    on_b = decide(b, proof)
+    assert on_b["status"] == 403  # made for a, and spent by trying
+    assert ApprovalRequest.objects.get(pk=b.pk).state == State.PENDING_APPROVAL
+
+    challenge = call("/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk),
+                                                                                            "revision": 1}]})
+    page.goto(challenge["body"]["redirect"] + "?next=/")
+    page.wait_for_url(idp.issuer + "/interaction/**")
+    page.fill("input[name=login]", "sso-alice")
+    page.fill("input[name=password]", "anything")
+    page.locator("button[type=submit]").first.click()
+    page.wait_for_url(server.url + "/")
+    on_a = decide(a, {"method": "provider", "nonce": challenge["body"]["nonce"]})
+
+    assert on_a["status"] == 200 and on_a["body"]["state"] == "approved", on_a
+    recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=a.pk)
+    assert (recorded.metadata["step_up"], recorded.metadata["step_up_credential"]) == ("provider", PROVIDER_ID)
+    assert decide(a, {"method": "provider", "nonce": challenge["body"]["nonce"]})["status"] in (403, 409)

@@ -28,7 +28,7 @@ const provider = new Provider(`http://localhost:${PORT}`, {
   clients: [{
     client_id: CLIENT_ID,
     client_secret: CLIENT_SECRET,
-    redirect_uris: [REDIRECT_URI],
+    redirect_uris: REDIRECT_URI.split(","),  // sign-in, and the step-up's own callback
     grant_types: ["authorization_code"],
     response_types: ["code"],
     token_endpoint_auth_method: "client_secret_post",
