@@ -32,6 +32,8 @@ urlpatterns = [
     path("accounts/oidc/<str:provider_id>/backchannel-logout/", backchannel_logout, name="backchannel-logout"),
     # Step-up by signing in again at the provider (for people who sign in only there).
     path("accounts/step-up/provider/callback/", provider_step_up.callback, name="provider-step-up-callback"),
+    path("accounts/step-up/provider/done/", provider_step_up.done, name="provider-step-up-done"),
+    path("accounts/step-up/provider/<str:nonce>/status/", provider_step_up.status, name="provider-step-up-status"),
     path("accounts/step-up/provider/<str:nonce>/", provider_step_up.start, name="provider-step-up"),
     path("accounts/", include("allauth.urls")),
     path("audit/", include("audit.urls")),

@@ -27,7 +27,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 
-__all__ = ["CHALLENGE_SECONDS", "issue_challenge", "record_reauthentication", "spend"]
+__all__ = ["CHALLENGE_SECONDS", "issue_challenge", "pending", "proven", "record_reauthentication", "spend"]
 
 CHALLENGE_SECONDS = 300
 CLOCK_SKEW_SECONDS = 5
@@ -49,6 +49,12 @@ def pending(user: Any, nonce: str) -> bool:
     """Whether `nonce` is an unproven challenge of `user` (worth sending them to the provider for)."""
     entry = cache.get(_key(user, nonce)) if nonce else None
     return bool(entry) and not entry["proven_by"]
+
+
+def proven(user: Any, nonce: str) -> bool:
+    """Whether `nonce` is a challenge of `user` proven and not yet spent (the page waits for it)."""
+    entry = cache.get(_key(user, nonce)) if nonce else None
+    return bool(entry) and bool(entry["proven_by"])
 
 
 def record_reauthentication(user: Any, nonce: str, *, provider: str, auth_time: Any,

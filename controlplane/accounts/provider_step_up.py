@@ -25,7 +25,8 @@ from allauth.socialaccount.internal import jwtkit
 from allauth.socialaccount.models import SocialAccount, SocialApp
 from allauth.socialaccount.providers.oauth2.client import OAuth2Error
 from allauth.socialaccount.providers.openid_connect.views import OpenIDConnectOAuth2Adapter
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
@@ -34,7 +35,7 @@ from django.views.decorators.http import require_GET
 from approvals.services import provider_step_up
 from audit.chain import Actor, record
 
-__all__ = ["callback", "start"]
+__all__ = ["callback", "done", "start", "status"]
 
 logger = logging.getLogger(__name__)
 
@@ -149,3 +150,22 @@ def _failed(user: Any, trip: dict[str, Any], reason: str) -> HttpResponse:
            metadata={"method": "provider", "provider": trip["provider"], "reason": reason})
     return _refusal("Your identity provider did not confirm a fresh sign-in for this decision; start it again.",
                     status=403)
+
+
+@never_cache
+@require_GET
+def status(request: HttpRequest, nonce: str) -> JsonResponse:
+    """Whether the challenge is proven yet: the deciding page polls this while the
+    provider's window is open (the window cannot tell it: the pages' opener policy
+    severs a window that went to another origin)."""
+    if not request.user.is_authenticated:
+        return JsonResponse({"code": "not_authenticated", "message": "Sign in first."}, status=401)
+    return JsonResponse({"proven": provider_step_up.proven(request.user, nonce),
+                         "pending": provider_step_up.pending(request.user, nonce)})
+
+
+@never_cache
+@require_GET
+def done(request: HttpRequest) -> HttpResponse:
+    """The end of the round trip, in the provider's window."""
+    return render(request, "account/provider_step_up_done.html")

@@ -276,3 +276,32 @@ def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
     recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=a.pk)
     assert (recorded.metadata["step_up"], recorded.metadata["step_up_credential"]) == ("provider", PROVIDER_ID)
     assert decide(a, {"method": "provider", "nonce": challenge["body"]["nonce"]})["status"] in (403, 409)
+
+
+def test_the_cards_approve_button_asks_the_provider_in_a_window(sso_site, new_context, people, agent, admin_user):
+    server, idp = sso_site
+    idp.grant("sso-alice", ["reviewers"])
+    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
+                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
+    request = services.submit(services.Submission(
+        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 300, "currency": "EUR"},
+        target={"account": "ACME-OPS-001"}), agent=agent)
+    context = new_context(base_url=server.url)
+    page = context.new_page()
+    sign_in_through_the_provider(page, server, idp, asks_to_log_in=True)
+
+    card = page.locator(f"#card-{request.pk}")
+    card.get_by_text("signing in again at your identity provider").wait_for()
+    with context.expect_page() as opened:
+        card.locator(".approve-form button[type=submit]").click()
+    window = opened.value
+    window.wait_for_url(idp.issuer + "/interaction/**")
+    window.fill("input[name=login]", "sso-alice")
+    window.fill("input[name=password]", "anything")
+    window.locator("button[type=submit]").first.click()
+
+    card.wait_for(state="detached")  # the page saw the proof and sent the decision
+    assert window.is_closed() or window.url == server.url + "/accounts/step-up/provider/done/"
+    assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
+    recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=request.pk)
+    assert recorded.metadata["step_up"] == "provider"

@@ -251,3 +251,15 @@ def test_someone_with_a_password_is_not_sent_to_the_provider(provider, people, p
                       format="json")
     assert answer.status_code == 409 and answer.json()["code"] == "no_passkey"
     assert method_for(people["bob"]) == "password"
+
+
+def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on_a_page(sso_alice, provider,
+                                                                                         payrolls):
+    answer = challenge(sso_alice, payrolls[0])
+    status = answer["redirect"] + "status/"
+    assert sso_alice.get(status).json() == {"proven": False, "pending": True}
+    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    assert sso_alice.get(status).json() == {"proven": True, "pending": False}
+    assert APIClient().get(status).status_code == 401
+    done = sso_alice.get("/accounts/step-up/provider/done/")
+    assert done.status_code == 200 and b"step_up_done.js" in done.content
