@@ -120,15 +120,28 @@ def sessions_named(provider: str, claims: dict[str, Any]) -> Any:
     return found.filter(sub=sub) if sub else found
 
 
-def _provider_keys(request: HttpRequest, provider_id: str) -> tuple[str, str, dict[str, Any]]:
-    """(issuer, client id, JWKS) of a configured provider, fetched from its discovery document."""
+JWKS_CACHE_SECONDS = 300
+
+
+def _provider_keys(request: HttpRequest, provider_id: str, *, kid: str | None) -> tuple[str, str, dict[str, Any]]:
+    """(issuer, client id, JWKS) of a configured provider, from its discovery document.
+    Kept for JWKS_CACHE_SECONDS, so refused tokens cannot make us fetch them again and
+    again; fetched anew when the token names a key id we do not have (a rotation)."""
     adapter = OpenIDConnectOAuth2Adapter(request, provider_id)
     client_id = adapter.get_provider().app.client_id
+    cache_key = f"backchannel-keys:{provider_id}"
+    kept = cache.get(cache_key)
+    if kept and (kid is None or any(key.get("kid") == kid for key in kept["jwks"].get("keys") or [])):
+        return kept["issuer"], client_id, kept["jwks"]
     config = adapter.openid_config
     with get_adapter().get_requests_session() as session:
         response = session.get(config["jwks_uri"])
         response.raise_for_status()
-        return config["issuer"], client_id, response.json()
+        jwks = response.json()
+    if not isinstance(jwks, dict):
+        raise ValueError("the JWKS is not an object")
+    cache.set(cache_key, {"issuer": config["issuer"], "jwks": jwks}, timeout=JWKS_CACHE_SECONDS)
+    return config["issuer"], client_id, jwks
 
 
 def _refuse(description: str, status: int = 400, error: str = "invalid_request") -> JsonResponse:
@@ -143,9 +156,15 @@ def backchannel_logout(request: HttpRequest, provider_id: str) -> JsonResponse:
     if not token:
         return _refuse("logout_token is missing")
     try:
-        issuer, client_id, jwks = _provider_keys(request, provider_id)
+        OpenIDConnectOAuth2Adapter(request, provider_id).get_provider()
     except SocialApp.DoesNotExist:
         return _refuse("no such provider", status=404, error="not_found")
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError as error:  # not even a JWT: refused before asking the provider anything
+        return _refuse(f"logout_token refused: {error}")
+    try:
+        issuer, client_id, jwks = _provider_keys(request, provider_id, kid=header.get("kid"))
     except (requests.RequestException, ValueError, KeyError):
         logger.warning("back-channel logout: could not read the keys of provider %s", provider_id, exc_info=True)
         return _refuse("the provider's keys could not be read; try again", status=503,

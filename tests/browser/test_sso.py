@@ -165,11 +165,15 @@ def in_a_worker(function, **kwargs):
         return pool.submit(function, **kwargs).result()
 
 
-def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(sso_site, new_context, people):
+def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(sso_site, new_context, people,
+                                                                             agent):
     server, idp = sso_site
     idp.grant("sso-alice", ["reviewers"])
+    request = services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email",
+                                                  params={"to": "a@example.com", "subject": "hi"}), agent=agent)
     _, page = live_reviewer_page(new_context, server, idp)
     assert groups_of("sso-alice") == {"reviewers"}
+    page.locator(f"#card-{request.pk}").wait_for()  # hers to decide
 
     idp.grant("sso-alice", [])
     elsewhere = new_context(base_url=server.url).new_page()
@@ -177,6 +181,9 @@ def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(s
 
     closed_by_the_server(page)
     assert groups_of("sso-alice") == set()
+    refused = page.evaluate(API, {"url": f"/api/v1/requests/{request.pk}/decisions/", "body": {"decision": "approve"}})
+    assert refused["status"] in (403, 404), refused  # the open page can no longer decide
+    assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL
 
 
 def test_signing_out_at_the_provider_ends_the_session_here_at_once(sso_site, new_context, people):

@@ -38,6 +38,7 @@ class LocalProvider:
         self.userinfo: dict[str, Any] = {}
         self.token_responses: list[dict[str, Any]] = []
         self.token_requests: list[dict[str, str]] = []
+        self.jwks_fetches = 0
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -56,6 +57,7 @@ class LocalProvider:
                 if self.path == "/.well-known/openid-configuration":
                     self._answer(200, provider.discovery())
                 elif self.path == "/jwks":
+                    provider.jwks_fetches += 1
                     self._answer(200, provider.jwks())
                 elif self.path == "/userinfo":
                     token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
@@ -80,6 +82,9 @@ class LocalProvider:
         self.issuer = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def rotate_key(self, kid: str) -> None:
+        self.key, self.kid = new_key(), kid
 
     def discovery(self) -> dict[str, Any]:
         return {"issuer": self.issuer, "jwks_uri": f"{self.issuer}/jwks",

@@ -199,3 +199,23 @@ def test_any_garbage_token_is_a_400_never_a_500(provider, token):
     assert response.status_code == 400
     assert response.json()["error"] == "invalid_request"
 
+
+
+def test_the_providers_keys_are_fetched_once_and_again_after_a_rotation(provider, people):
+    provider.jwks_fetches = 0
+    provider_session(people["alice"], sub="alice-sub")
+    provider_session(people["bob"], sub="bob-sub")
+    assert post_logout("not a token at all").status_code == 400
+    assert provider.jwks_fetches == 0  # refused before asking the provider anything
+
+    assert post_logout(provider.sign(provider.logout_claims(sub="alice-sub"))).status_code == 200
+    assert post_logout(provider.sign(provider.logout_claims(sub="nobody"))).status_code == 200
+    assert provider.jwks_fetches == 1
+
+    old = (provider.key, provider.kid)
+    provider.rotate_key("test-key-2")
+    try:
+        assert post_logout(provider.sign(provider.logout_claims(sub="bob-sub"))).status_code == 200
+    finally:
+        provider.key, provider.kid = old
+    assert provider.jwks_fetches == 2
