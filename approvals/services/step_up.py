@@ -171,9 +171,13 @@ _VERIFY = {
 
 
 def signs_in_only_through_a_provider(user: Any) -> bool:
+    """Has an account at a provider, and no password that signs in here (none set, or
+    passwords turned off: LOCAL_PASSWORD_LOGIN=0)."""
     from allauth.socialaccount.models import SocialAccount
 
-    return not user.has_usable_password() and SocialAccount.objects.filter(user_id=user.pk).exists()
+    if user.has_usable_password() and settings.LOCAL_PASSWORD_LOGIN:
+        return False
+    return SocialAccount.objects.filter(user_id=user.pk).exists()
 
 
 def method_for(user: Any) -> str:

@@ -263,3 +263,11 @@ def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on
     assert APIClient().get(status).status_code == 401
     done = sso_alice.get("/accounts/step-up/provider/done/")
     assert done.status_code == 200 and b"step_up_done.js" in done.content
+
+
+def test_with_passwords_turned_off_a_provider_account_steps_up_at_the_provider(provider, people, settings):
+    bob = people["bob"]  # has a password, and an account at the provider
+    SocialAccount.objects.create(user=bob, provider="local", uid="bob-sub")
+    assert method_for(bob) == "password"
+    settings.LOCAL_PASSWORD_LOGIN = False
+    assert method_for(bob) == "provider"
