@@ -18,12 +18,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from allauth.socialaccount.models import SocialAccount
 from django.urls import reverse
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 from rest_framework.test import APIClient
 
 from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.people import Person
-from approvals.services import method_for
+from approvals.services import method_for, provider_step_up
 from approvals.states import State
 from audit.models import AuditEvent
 from tests.identity.provider import CLIENT_ID, LocalProvider, new_key
@@ -271,3 +272,32 @@ def test_with_passwords_turned_off_a_provider_account_steps_up_at_the_provider(p
     assert method_for(bob) == "password"
     settings.LOCAL_PASSWORD_LOGIN = False
     assert method_for(bob) == "provider"
+
+
+def test_one_fresh_sign_in_approves_the_batch_it_was_made_for(sso_alice, provider, payrolls):
+    first, second = payrolls
+    answer = challenge(sso_alice, first, second)
+    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    body = {"decision": "approve", "requests": [{"id": str(r.pk), "revision": 1} for r in (first, second)],
+            "step_up": {"method": "provider", "nonce": answer["nonce"]}}
+    results = sso_alice.post("/api/v1/decisions/", body, format="json").json()["results"]
+    assert {result.get("outcome") for result in results} == {"approved"}
+    assert [state_of(first), state_of(second)] == [State.APPROVED, State.APPROVED]
+
+
+@hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(issued=st.integers(0, 10**6), auth_delta=st.integers(-1000, 1000), now_delta=st.integers(0, 1000),
+       max_age=st.integers(0, 600))
+def test_a_sign_in_proves_the_challenge_exactly_when_it_is_after_it_and_recent(
+        people, settings, issued, auth_delta, now_delta, max_age):
+    """auth_time is accepted iff it is no earlier than the challenge (less the clock skew),
+    no later than now (plus the skew), and at most PROVIDER_STEP_UP_MAX_AGE_SECONDS old."""
+    settings.PROVIDER_STEP_UP_MAX_AGE_SECONDS = max_age
+    alice = people["alice"]
+    issued_at, auth_time, now = float(issued), issued + auth_delta, float(issued + now_delta)
+    nonce = provider_step_up.issue_challenge(alice, "digest", now=issued_at)
+    proven = provider_step_up.record_reauthentication(alice, nonce, provider="local", auth_time=auth_time, now=now)
+    skew = provider_step_up.CLOCK_SKEW_SECONDS
+    assert proven == (issued_at - skew <= auth_time <= now + skew and now - auth_time <= max_age)
+    assert (provider_step_up.spend(alice, nonce, "digest") == "local") == proven
+    assert provider_step_up.spend(alice, nonce, "digest") == ""  # once
