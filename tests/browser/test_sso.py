@@ -312,3 +312,19 @@ def test_the_cards_approve_button_asks_the_provider_in_a_window(sso_site, new_co
     assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
     recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=request.pk)
     assert recorded.metadata["step_up"] == "provider"
+
+
+def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_recheck(sso_site, new_context, people,
+                                                                               settings):
+    server, idp = sso_site
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers(server.providers)
+    idp.grant("sso-alice", ["reviewers"])
+    _, page = live_reviewer_page(new_context, server, idp)
+
+    idp.grant("sso-alice", [])
+    in_a_worker(recheck_provider_sessions, now=timezone.now() + timedelta(seconds=settings.SSO_RECHECK_SECONDS + 1))
+
+    closed_by_the_server(page)
+    assert groups_of("sso-alice") == set()
+    page.reload()
+    assert page.url == server.url + "/"  # still signed in: the provider still knows her, with no groups
