@@ -128,8 +128,10 @@ def _provider_keys(request: HttpRequest, provider_id: str, *, kid: str | None) -
     Kept for JWKS_CACHE_SECONDS, so refused tokens cannot make us fetch them again and
     again; fetched anew when the token names a key id we do not have (a rotation)."""
     adapter = OpenIDConnectOAuth2Adapter(request, provider_id)
-    client_id = adapter.get_provider().app.client_id
-    cache_key = f"backchannel-keys:{provider_id}"
+    provider = adapter.get_provider()
+    client_id = provider.app.client_id
+    # Keyed by where the provider is, so a changed configuration never meets old keys.
+    cache_key = f"backchannel-keys:{hashlib.sha256(provider.server_url.encode()).hexdigest()}"
     kept = cache.get(cache_key)
     if kept and (kid is None or any(key.get("kid") == kid for key in kept["jwks"].get("keys") or [])):
         return kept["issuer"], client_id, kept["jwks"]

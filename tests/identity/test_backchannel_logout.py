@@ -219,3 +219,17 @@ def test_the_providers_keys_are_fetched_once_and_again_after_a_rotation(provider
     finally:
         provider.key, provider.kid = old
     assert provider.jwks_fetches == 2
+
+
+def test_a_provider_moved_in_the_configuration_is_not_judged_by_its_old_keys(provider, people, settings):
+    """The kept keys (and issuer) belong to where the provider was, not to its id."""
+    assert post_logout(provider.sign(provider.logout_claims(sub="nobody"))).status_code == 200  # keys kept
+    moved = LocalProvider()
+    try:
+        moved.kid = provider.kid  # the same key id, as two deployments of one product may have
+        settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [moved.app("local")]}}
+        provider_session(people["alice"], sub="alice-sub")
+        assert post_logout(moved.sign(moved.logout_claims(sub="alice-sub"))).status_code == 200
+        assert post_logout(provider.sign(provider.logout_claims(sub="alice-sub"))).status_code == 400
+    finally:
+        moved.stop()
