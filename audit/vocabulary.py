@@ -138,6 +138,8 @@ register("auth.sign_in_failed", "A password or second-factor code given to sign 
 register("auth.mfa_enrolled", "A person added a second factor (authenticator app, recovery codes, passkey).")
 register("auth.mfa_removed", "A person removed a second factor.")
 register("auth.recovery_code_used", "A person used one of their single-use recovery codes.")
+register("auth.provider_signed_out",
+         "An identity provider ended a person's sessions (back-channel logout, or it no longer vouches for them).")
 # LangChain HITL and the like: a reviewer answers in place of the tool (it never runs).
 register("request.responded", "A reviewer replied in place of the tool call; the request ended rejected, unrun.")
 

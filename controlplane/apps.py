@@ -31,6 +31,10 @@ class ControlplaneConfig(AppConfig):
         from .accounts import sso
 
         sso.connect()
+        # ...and the provider can end those sessions (back-channel logout, user-info re-check).
+        from .accounts import provider_sessions
+
+        provider_sessions.connect()
 
         # The admin signs in through the dashboard's login: one throttle, one second factor.
         from allauth.account.decorators import secure_admin_login

@@ -17,7 +17,7 @@ app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Apps whose tasks live in a subpackage (`approvals.execution.tasks`, `approvals.notifications.tasks`).
-app.autodiscover_tasks(["approvals.execution", "approvals.notifications"])
+app.autodiscover_tasks(["approvals.execution", "approvals.notifications", "controlplane.accounts"])
 
 
 @worker_init.connect
@@ -43,11 +43,13 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
     from agents.tasks import beat_schedule as agents_schedule
     from approvals.notifications.tasks import beat_schedule as notifications_schedule
     from approvals.execution.tasks import beat_schedule as approvals_schedule
+    from controlplane.accounts.tasks import beat_schedule as accounts_schedule
 
     schedule = {
         **approvals_schedule(),
         **agents_schedule(),
         **notifications_schedule(),
+        **accounts_schedule(),
         # audit/tasks.py: incremental verification + signed checkpoint, and a nightly full pass.
         "audit-verify-incremental": {"task": "audit.verify_chain", "schedule": 300.0},
         "audit-verify-full": {"task": "audit.verify_chain", "schedule": crontab(hour=3, minute=17),

@@ -36,21 +36,37 @@ OIDC_PROVIDERS: list[dict] = json.loads(os.environ.get("OIDC_PROVIDERS") or "[]"
 OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
 # Off: only identity providers sign people in (the password form is gone, posted passwords refused).
 LOCAL_PASSWORD_LOGIN = env_bool("LOCAL_PASSWORD_LOGIN", True)
-SOCIALACCOUNT_PROVIDERS = {
-    "openid_connect": {
-        "OAUTH_PKCE_ENABLED": True,
-        "APPS": [
-            {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
-             "client_id": provider["client_id"], "secret": provider.get("secret", ""),
-             "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
-            for provider in OIDC_PROVIDERS
-        ],
+
+
+def social_providers(providers: list[dict]) -> dict:
+    """allauth's SOCIALACCOUNT_PROVIDERS for a list shaped like OIDC_PROVIDERS."""
+    return {
+        "openid_connect": {
+            "OAUTH_PKCE_ENABLED": True,
+            "APPS": [
+                {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
+                 "client_id": provider["client_id"], "secret": provider.get("secret", ""),
+                 "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
+                for provider in providers
+            ],
+        }
     }
-}
+
+
+SOCIALACCOUNT_PROVIDERS = social_providers(OIDC_PROVIDERS)
 
 
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False  # an email claim never links to a local account
-SOCIALACCOUNT_STORE_TOKENS = False
+# The access (and refresh) token of each sign-in through a provider is kept, so the
+# user-info re-check can ask the provider about the person later (controlplane.accounts.recheck).
+SOCIALACCOUNT_STORE_TOKENS = True
+# Sessions signed in through a provider are re-checked against its user info when their
+# last check is this old (the beat task looks every SSO_RECHECK_SWEEP_SECONDS): a person
+# it no longer knows is signed out; changed groups apply at once.
+SSO_RECHECK_SECONDS = int(os.environ.get("SSO_RECHECK_SECONDS", str(50 * 60)))
+# Step-up by the provider: its sign-in must be at most this old (and after the challenge).
+PROVIDER_STEP_UP_MAX_AGE_SECONDS = int(os.environ.get("PROVIDER_STEP_UP_MAX_AGE_SECONDS", "120"))
+SSO_RECHECK_SWEEP_SECONDS = int(os.environ.get("SSO_RECHECK_SWEEP_SECONDS", str(5 * 60)))
 # Passkeys (WebAuthn) need a secure context: https, or http://localhost in development.
 MFA_SUPPORTED_TYPES = ["totp", "recovery_codes", "webauthn"]
 MFA_TOTP_ISSUER = os.environ.get("MFA_TOTP_ISSUER", "HITL control plane")

@@ -3,6 +3,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from controlplane.accounts import provider_step_up
+from controlplane.accounts.backchannel import backchannel_logout
 from controlplane.accounts.events import audited_logout
 from controlplane.accounts.login import LoginView
 from controlplane.channel_relay import relay_endpoint
@@ -26,6 +28,13 @@ urlpatterns = [
     path("logout/", audited_logout(auth_views.LogoutView.as_view()), name="logout"),
     # allauth's pages: the second factor at sign-in, enrolling one, recovery codes.
     path("accounts/login/", LoginView.as_view()),  # allauth's own sign-in address, the same page
+    # An identity provider signing someone out here (OpenID Connect back-channel logout).
+    path("accounts/oidc/<str:provider_id>/backchannel-logout/", backchannel_logout, name="backchannel-logout"),
+    # Step-up by signing in again at the provider (for people who sign in only there).
+    path("accounts/step-up/provider/callback/", provider_step_up.callback, name="provider-step-up-callback"),
+    path("accounts/step-up/provider/done/", provider_step_up.done, name="provider-step-up-done"),
+    path("accounts/step-up/provider/<str:nonce>/status/", provider_step_up.status, name="provider-step-up-status"),
+    path("accounts/step-up/provider/<str:nonce>/", provider_step_up.start, name="provider-step-up"),
     path("accounts/", include("allauth.urls")),
     path("audit/", include("audit.urls")),
     path("rules/", include("approvals.web.rules_urls")),

@@ -116,10 +116,11 @@ class StepUpSerializer(serializers.Serializer):
     """A proof of presence made for this one decision (DESIGN.md "Guards")."""
 
     method = serializers.ChoiceField(
-        choices=["password", "totp", "passkey"],
+        choices=["password", "totp", "passkey", "provider"],
         help_text="How the reviewer proves presence: `passkey` once they have one, else `totp` (their "
-                  "authenticator app's current code) once they have one, else `password`; another is answered "
-                  "403 step_up_required naming `details.method`.",
+                  "authenticator app's current code) once they have one, else `provider` for someone who signs "
+                  "in only through an identity provider (a fresh sign-in there), else `password`; another is "
+                  "answered 403 step_up_required naming `details.method`.",
     )
     password = serializers.CharField(max_length=4096, write_only=True, trim_whitespace=False, required=False,
                                      help_text="With `password`: the reviewer's password, checked for this decision only.")
@@ -127,16 +128,19 @@ class StepUpSerializer(serializers.Serializer):
                                   help_text="With `totp`: the code the app shows now; each code is accepted once.")
 
     nonce = serializers.CharField(max_length=200, required=False,
-                                  help_text="With `passkey`: the nonce of the challenge from POST /api/v1/step-up/challenges/.")
+                                  help_text="With `passkey` or `provider`: the nonce of the challenge from "
+                                            "POST /api/v1/step-up/challenges/ (for `provider`, proven by the "
+                                            "sign-in at the provider its `redirect` leads to).")
     assertion = serializers.JSONField(
         required=False, help_text="With `passkey`: the WebAuthn assertion (PublicKeyCredential.toJSON()) over that "
                                   "challenge, made with user verification. Valid once, for those decisions only.")
 
-    _SECRETS = {"password": "password", "totp": "code", "passkey": "assertion"}
+    _SECRETS = {"password": "password", "totp": "code", "passkey": "assertion", "provider": "nonce"}
 
     def validate(self, attrs):
-        if attrs["method"] == "passkey" and not attrs.get("nonce"):
-            raise serializers.ValidationError({"nonce": "The passkey step-up needs `nonce`."}, code="required")
+        if attrs["method"] in ("passkey", "provider") and not attrs.get("nonce"):
+            raise serializers.ValidationError({"nonce": f"The {attrs['method']} step-up needs `nonce`."},
+                                              code="required")
         secret = self._SECRETS[attrs["method"]]
         if not attrs.get(secret):
             raise serializers.ValidationError({secret: f"The {attrs['method']} step-up needs `{secret}`."},
@@ -239,9 +243,14 @@ class StepUpChallengeSerializer(serializers.Serializer):
 
 
 class StepUpChallengeResultSerializer(serializers.Serializer):
+    method = serializers.ChoiceField(choices=["passkey", "provider"], help_text="How to prove it.")
     nonce = serializers.CharField(help_text="Send it back with the assertion, in `step_up.nonce`.")
     expires_in = serializers.IntegerField(help_text="Seconds the challenge stays valid; it is valid once.")
-    publicKey = serializers.DictField(help_text="Options for navigator.credentials.get() (JSON encoding).")  # noqa: N815
+    publicKey = serializers.DictField(required=False,  # noqa: N815
+                                      help_text="With `passkey`: options for navigator.credentials.get() (JSON encoding).")
+    redirect = serializers.CharField(required=False, help_text=(
+        "With `provider`: open this address in the reviewer's browser (same session); it signs them in again at "
+        "their identity provider (prompt=login, max_age=0) and proves the nonce; add `?next=` to come back."))
 
 
 class RevealSerializer(serializers.Serializer):

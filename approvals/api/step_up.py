@@ -4,10 +4,15 @@ The answer's challenge is derived from the person, a fresh nonce and the (reques
 revision, verdict) triples named (`services.passkeys`), so the assertion made over it
 confirms exactly those decisions, once. Send it with the decision(s) as
 `step_up: {"method": "passkey", "nonce": ..., "assertion": ...}`.
+
+For someone who signs in only through an identity provider the answer is a nonce and a
+`redirect`: the sign-in there that address leads to proves the nonce for those
+decisions (`services.provider_step_up`); send `step_up: {"method": "provider", "nonce": ...}`.
 """
 
 from __future__ import annotations
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -15,7 +20,8 @@ from controlplane.http.schema import error_responses
 
 from .. import errors
 from ..errors import DomainError
-from ..services import decision_digest, passkeys
+from ..services import decision_digest, method_for, passkeys, provider_step_up
+from ..services.step_up import PROVIDER
 from .serializers import StepUpChallengeResultSerializer, StepUpChallengeSerializer
 from .views import PersonView
 
@@ -27,7 +33,7 @@ class StepUpChallengeView(PersonView):
 
     @extend_schema(
         operation_id="step_up_challenge",
-        summary="A passkey challenge for these decisions (reviewers, session + CSRF)",
+        summary="A passkey (or identity provider) challenge for these decisions (reviewers, session + CSRF)",
         request=StepUpChallengeSerializer,
         responses={200: StepUpChallengeResultSerializer, **error_responses(errors.NO_PASSKEY)},
         tags=["reviewers"],
@@ -36,7 +42,11 @@ class StepUpChallengeView(PersonView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        digest = decision_digest((str(item["id"]), item["revision"], data["decision"]) for item in data["requests"])
+        if method_for(request.user) == PROVIDER:
+            nonce = provider_step_up.issue_challenge(request.user, digest)
+            return Response({"method": PROVIDER, "nonce": nonce, "expires_in": provider_step_up.CHALLENGE_SECONDS,
+                             "redirect": reverse("provider-step-up", args=[nonce])})
         if not passkeys.has_passkey(request.user):
             raise DomainError(errors.NO_PASSKEY, "You have no passkey: confirm with your code or password instead.")
-        digest = decision_digest((str(item["id"]), item["revision"], data["decision"]) for item in data["requests"])
-        return Response(passkeys.issue_challenge(request.user, digest, rp_id=self.rp_id()))
+        return Response({"method": "passkey", **passkeys.issue_challenge(request.user, digest, rp_id=self.rp_id())})

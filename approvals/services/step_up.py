@@ -5,7 +5,9 @@ critical, or a rule with `step_up`) takes a proof given with that decision: the 
 of the reviewer's authenticator app once they have one (allauth.mfa's TOTP; each code
 is accepted once), and their passkey once they have one: an assertion over a challenge
 derived from the decision, valid once (`passkeys`); else their password (`method_for`).
-Provider re-authentication is to plug in as a further method. The decision services call `require_step_up` after any
+For someone who signs in only through an identity provider (no usable password, no
+passkey, no app): a fresh sign-in there, after the challenge and within a short window
+(`provider_step_up`). The decision services call `require_step_up` after any
 re-classification, so an edit that raises the level raises the bar too.
 
 A proof is valid for the decision it came with: a single decision's proof binds
@@ -32,12 +34,13 @@ from audit.chain import record
 from .. import errors
 from ..errors import DomainError
 from ..people import Person
-from . import passkeys
+from . import passkeys, provider_step_up
 from .core import PersistedRefusal
 
 __all__ = [
     "PASSKEY",
     "PASSWORD",
+    "PROVIDER",
     "TOTP",
     "StepUpProof",
     "decision_digest",
@@ -49,10 +52,13 @@ __all__ = [
 PASSWORD = "password"
 TOTP = "totp"
 PASSKEY = "passkey"
-METHODS = (PASSWORD, TOTP, PASSKEY)
+PROVIDER = "provider"
+METHODS = (PASSWORD, TOTP, PASSKEY, PROVIDER)
 _ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app",
-         PASSKEY: "your passkey, for this decision"}
-_NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation"}
+         PASSKEY: "your passkey, for this decision",
+         PROVIDER: "signing in again at your identity provider, for this decision"}
+_NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation",
+          PROVIDER: "sign-in at your identity provider"}
 
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
@@ -85,7 +91,7 @@ class StepUpProof:
         self._refused = False  # a wrong proof is counted once, however many decisions it came with
         self._nonce = nonce  # passkey: the challenge's nonce, and the host the browser signed for
         self._rp_id = rp_id
-        self.credential_id = ""  # passkey: which one signed, once verified
+        self.credential_id = ""  # passkey: which one signed; provider: which provider; once verified
 
     @classmethod
     def password(cls, password: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
@@ -100,6 +106,11 @@ class StepUpProof:
                 covers: Iterable[Decision] | None = None) -> StepUpProof:
         """A WebAuthn assertion over the challenge `passkeys.issue_challenge` gave for these decisions."""
         return cls(PASSKEY, assertion, covers=covers, nonce=nonce, rp_id=rp_id)
+
+    @classmethod
+    def provider(cls, nonce: str, *, covers: Iterable[Decision] | None = None) -> StepUpProof:
+        """The nonce of a challenge `provider_step_up` saw proven by a fresh sign-in at the provider."""
+        return cls(PROVIDER, nonce, covers=covers, nonce=nonce)
 
     @property
     def digest(self) -> str:
@@ -146,19 +157,38 @@ def _passkey_signed(user: Any, proof: StepUpProof) -> bool:
     return bool(proof.credential_id)
 
 
+def _provider_proved(user: Any, proof: StepUpProof) -> bool:
+    proof.credential_id = provider_step_up.spend(user, proof._secret, proof.digest)
+    return bool(proof.credential_id)
+
+
 _VERIFY = {
     PASSWORD: lambda user, proof: user.check_password(proof._secret),
     TOTP: lambda user, proof: _code_is_right(user, proof._secret),
     PASSKEY: _passkey_signed,
+    PROVIDER: _provider_proved,
 }
+
+
+def signs_in_only_through_a_provider(user: Any) -> bool:
+    """Has an account at a provider, and no password that signs in here (none set, or
+    passwords turned off: LOCAL_PASSWORD_LOGIN=0)."""
+    from allauth.socialaccount.models import SocialAccount
+
+    if user.has_usable_password() and settings.LOCAL_PASSWORD_LOGIN:
+        return False
+    return SocialAccount.objects.filter(user_id=user.pk).exists()
 
 
 def method_for(user: Any) -> str:
     """The proof `user` gives: their passkey once they have one, else their authenticator
-    app's code once they have one, else their password (the weaker ones are then refused)."""
+    app's code once they have one, else a fresh sign-in at their identity provider when
+    that is the only way they sign in, else their password (the weaker ones are then refused)."""
     if passkeys.has_passkey(user):
         return PASSKEY
-    return TOTP if _totp_authenticator(user) is not None else PASSWORD
+    if _totp_authenticator(user) is not None:
+        return TOTP
+    return PROVIDER if signs_in_only_through_a_provider(user) else PASSWORD
 
 
 def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:

@@ -235,7 +235,10 @@ def _reviewer(request: HttpRequest) -> services.Person:
     after any re-classification, and which of the two it takes)."""
     code, password = request.POST.get("code", ""), request.POST.get("password", "")
     assertion = request.POST.get("passkey_assertion", "")
-    if assertion:
+    provider_nonce = request.POST.get("provider_nonce", "")
+    if provider_nonce:
+        proof = services.StepUpProof.provider(provider_nonce)
+    elif assertion:
         proof = services.StepUpProof.passkey(_json_or_none(assertion), nonce=request.POST.get("passkey_nonce", ""),
                                              rp_id=request.get_host().rsplit(":", 1)[0])
     else:

@@ -6,6 +6,10 @@ risk-admins, auditors, any rule's approver group); every other group is taken aw
 So removing someone in the provider removes their power at their next sign-in. The
 change goes through the group membership audit (`group.membership_changed`, the
 provider named as the actor), which also closes their open sockets.
+
+The session is remembered with the person's `sub` and the provider's `sid`
+(`provider_sessions`), so the provider can end it later (back-channel logout, the
+user-info re-check).
 """
 
 from __future__ import annotations
@@ -17,30 +21,43 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.http import HttpRequest
 
-from audit.chain import Actor
-
+from . import provider_sessions
 from .membership import acting_as
 
-__all__ = ["claimed_groups", "connect"]
+__all__ = ["apply_claims", "claimed_groups", "connect", "groups_in"]
 
 DISPATCH_UID = "controlplane.accounts.sso"
+
+
+def groups_in(claims: dict[str, Any]) -> set[str]:
+    """The group names a set of claims (an ID token's, or user info) gives."""
+    value = claims.get(settings.OIDC_GROUPS_CLAIM) or []
+    if isinstance(value, str):
+        value = [value]
+    return {str(name) for name in value} if isinstance(value, list) else set()
 
 
 def claimed_groups(sociallogin: Any) -> set[str]:
     """The group names the provider's claims give (userinfo first, then the ID token)."""
     data = sociallogin.account.extra_data or {}
-    claims = data.get("userinfo") or data.get("id_token") or {}
-    value = claims.get(settings.OIDC_GROUPS_CLAIM) or []
-    return {str(name) for name in ([value] if isinstance(value, str) else value)}
+    return groups_in(data.get("userinfo") or data.get("id_token") or {})
+
+
+def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
+    """Make `user`'s groups exactly those of `groups` that exist here, the provider acting.
+    Nothing changes (and nothing is audited) when they already are."""
+    with acting_as(provider_sessions.provider_actor(provider), via="sso"):
+        user.groups.set(Group.objects.filter(name__in=groups))
 
 
 def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any = None, **kwargs: Any) -> None:
     if sociallogin is None:
         return
-    wanted = Group.objects.filter(name__in=claimed_groups(sociallogin))
     provider = sociallogin.account.provider
-    with acting_as(Actor.system(f"identity provider {provider}"), via="sso"):
-        user.groups.set(wanted)
+    apply_claims(user, provider, claimed_groups(sociallogin))
+    id_token = (sociallogin.account.extra_data or {}).get("id_token") or {}
+    provider_sessions.remember(request, user=user, provider=provider, sub=sociallogin.account.uid,
+                               sid=id_token.get("sid", ""))
 
 
 def connect() -> None:

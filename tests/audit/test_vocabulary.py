@@ -56,6 +56,7 @@ GOLDEN_VERBS = [
     "auth.mfa_enrolled",
     "auth.mfa_removed",
     "auth.recovery_code_used",
+    "auth.provider_signed_out",
     "request.responded",
     "suspension.answered",
 ]
