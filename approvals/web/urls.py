@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import respond, views
 
 app_name = "approvals"
 
@@ -16,5 +16,5 @@ urlpatterns = [
     path("requests/<uuid:pk>/approve/", views.approve, name="approve"),
     path("requests/<uuid:pk>/reject/", views.reject, name="reject"),
     path("requests/<uuid:pk>/approve-with-edits/", views.approve_with_edits, name="approve-with-edits"),
-    path("requests/<uuid:pk>/respond/", views.respond, name="respond"),
+    path("requests/<uuid:pk>/respond/", respond.respond, name="respond"),
 ]

@@ -32,7 +32,7 @@ from .. import errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
-from ..states import Kind, RiskLevel, State
+from ..states import RiskLevel, State
 from . import cards, dashboard, request_page
 
 
@@ -296,16 +296,9 @@ def reject(request: HttpRequest, pk) -> HttpResponse:
     return _outcome(request, ok=True, message=_decided_message(decided, "rejection"), state=decided.state)
 
 
-@login_required
-@require_POST
-def respond(request: HttpRequest, pk) -> HttpResponse:
-    """`respond` by kind: a suspension's answer (the form generated from its schema), or
-    "Reply instead" on an action: the agent's model reads the reply as the tool's
-    result and the tool never runs."""
-    target = _decidable(request, pk)
-    if target.kind == Kind.SUSPENSION:
-        from .suspensions import answer  # that module builds on this one's helpers
-        return answer(request, target)
+def reply(request: HttpRequest, target) -> HttpResponse:
+    """"Reply instead" on an action: the agent's model reads the reply as the tool's
+    result and the tool never runs (respond.py routes it here by kind)."""
     try:
         decided = services.respond_instead(target.pk, request.POST.get("message", ""), actor=_reviewer(request),
                                            revision=_revision(request))

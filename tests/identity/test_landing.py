@@ -105,7 +105,7 @@ def provider_sign_in(user, groups: list[str], *, next_url: str = ""):
     request.session = SessionStore()
     request._messages = FallbackStorage(request)
     request.user = user
-    sociallogin = SimpleNamespace(account=SimpleNamespace(provider="test-idp",
+    sociallogin = SimpleNamespace(account=SimpleNamespace(provider="test-idp", uid=f"sub-{user.username}",
                                                           extra_data={"userinfo": {"groups": groups}}))
     with context.request_context(request):  # allauth's middleware sets this on a real request
         return AccountAdapter().post_login(request, user, email_verification="none", email=None, signup=False,
