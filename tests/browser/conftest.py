@@ -149,3 +149,18 @@ def logged_in_page(new_context, daphne_server) -> Callable:
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+def select_card(page, request_id) -> None:
+    """Pick a request in the queue's list: its card opens in the pane beside it (the
+    triage layout shows one card at a time; keys act only on the selected one)."""
+    page.locator(f"#row-{request_id}").click()
+    page.locator(f"#row-{request_id}[aria-selected=true]").wait_for()
+    page.locator(f"#card-{request_id}.is-selected").wait_for()
+
+
+def confirm_decision(page) -> None:
+    """Say yes to the explicit confirm a high or critical approval asks for; the
+    approval is then held for the undo window and sent when it closes."""
+    page.locator("#confirm-decision[open]").wait_for()
+    page.locator("#confirm-yes").click()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agents.services import issue_token
+from tests.browser.conftest import select_card
 from tests.browser.test_reviewer_dashboard import api, card
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -26,16 +27,16 @@ def test_e_opens_an_edit_only_where_the_host_can_apply_it(logged_in_page, people
     editable = api(daphne_server.url, token, "POST", "/api/v1/actions/", {**EMAIL, "idempotency_key": "edit-1"})["id"]
     alice = logged_in_page("alice", "alice-pw-123!")
 
-    card(alice, editable).locator(".card-head").click()
+    select_card(alice, editable)
     alice.keyboard.press("e")
     assert (_focused_edit_field(alice) or "").startswith("edit:")  # the same keys reach an edit elsewhere
 
-    card(alice, fixed).locator(".card-head").click()
+    select_card(alice, fixed)
     alice.keyboard.press("e")
     assert _focused_edit_field(alice) is None
     assert card(alice, fixed).locator("details.edit-details, form.edit-form").count() == 0
 
-    alice.keyboard.press("a")
+    alice.keyboard.press("a")  # held for the undo window, then sent
     card(alice, fixed).wait_for(state="detached")
     resume = api(daphne_server.url, token, "GET", f"/api/v1/requests/{fixed}/resume/")
     assert resume["resume_data"] == {"action": "approved", "params": EMAIL["params"]}

@@ -12,6 +12,7 @@ from approvals import policy, services
 from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import Kind, State
+from tests.browser.conftest import confirm_decision, select_card
 from tests.identity.conftest import totp_code
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -46,11 +47,13 @@ def test_enroll_an_app_sign_in_with_it_and_decide_a_critical_request_with_a_code
     alice.click("main form button[type=submit]")
     alice.wait_for_url(server + "/")
 
+    select_card(alice, transfer.pk)
     card = alice.locator(f"#card-{transfer.pk}")
     field = card.locator(".approve-form input[name=code]")
     assert card.locator(".approve-form input[name=password]").count() == 0
     field.fill(totp_code(secret, time.time() + STEP))  # the current code was spent signing in
     card.locator(".approve-form button[type=submit]").click()
+    confirm_decision(alice)  # critical: asked explicitly, then held for the undo window
     card.wait_for(state="detached")
     assert ApprovalRequest.objects.get(pk=transfer.pk).state == State.APPROVED
     assert Decision.objects.get(request=transfer).step_up_method == "totp"

@@ -14,7 +14,7 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import Kind, State
 from audit.models import AuditEvent
-from tests.browser.conftest import _server_can_check
+from tests.browser.conftest import _server_can_check, confirm_decision, select_card
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -97,9 +97,11 @@ def test_a_critical_decision_takes_a_passkey_assertion_made_for_it_once(
         target={"account": "ACME-OPS-001"}), agent=agent) for amount in (100, 200, 300))
     page, server = _signed_in_with_a_passkey(new_context, daphne_server, people["alice"])
 
+    select_card(page, on_card.pk)
     card = page.locator(f"#card-{on_card.pk}")
     card.get_by_text("with your passkey").wait_for()
     card.locator(".approve-form button[type=submit]").click()
+    confirm_decision(page)  # critical: asked explicitly, then held for the undo window
     card.wait_for(state="detached")
     assert ApprovalRequest.objects.get(pk=on_card.pk).state == State.APPROVED
     vote = Decision.objects.get(request=on_card)

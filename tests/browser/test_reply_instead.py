@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agents.services import issue_token
+from tests.browser.conftest import select_card
 from tests.browser.test_reviewer_dashboard import api, card
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -30,9 +31,9 @@ def test_a_reply_from_the_card_reaches_the_agent_in_place_of_the_tool(logged_in_
     })
     assert other["state"] == "pending_approval"
     bob.reload()
-    card(bob, ask["id"]).wait_for()
-    card(bob, other["id"]).wait_for()
+    select_card(bob, other["id"])
     assert card(bob, other["id"]).get_by_text("Reply instead").count() == 0
+    select_card(bob, ask["id"])
 
     reply = 'The shared outbox; "B" <not A>.'
     card(bob, ask["id"]).get_by_text("Reply instead").click()

@@ -15,6 +15,7 @@ from approvals import services
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent
+from tests.browser.conftest import select_card
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -41,8 +42,8 @@ def test_a_masked_body_is_revealed_on_the_card_and_the_reveal_is_audited(logged_
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET},
                      reason="Dana asked for the numbers.")
     alice = logged_in_page("alice", "alice-pw-123!")
+    select_card(alice, request.pk)
     card = alice.locator(f"#card-{request.pk}")
-    card.wait_for()
     assert SECRET not in alice.content()
     assert "The agent says" in card.inner_text()
 

@@ -28,6 +28,7 @@ from approvals.states import Kind, State
 from audit.models import AuditEvent
 from controlplane.accounts.recheck import recheck_provider_sessions
 from controlplane.identity_settings import social_providers
+from tests.browser.conftest import confirm_decision, select_card
 from tests.live import DaphneServer, child_environment, free_port, stop_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -173,7 +174,7 @@ def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(s
                                                   params={"to": "a@example.com", "subject": "hi"}), agent=agent)
     _, page = live_reviewer_page(new_context, server, idp)
     assert groups_of("sso-alice") == {"reviewers"}
-    page.locator(f"#card-{request.pk}").wait_for()  # hers to decide
+    page.locator(f"#row-{request.pk}").wait_for()  # hers to decide
 
     idp.grant("sso-alice", [])
     elsewhere = new_context(base_url=server.url).new_page()
@@ -297,17 +298,19 @@ def test_the_cards_approve_button_asks_the_provider_in_a_window(sso_site, new_co
     page = context.new_page()
     sign_in_through_the_provider(page, server, idp, asks_to_log_in=True)
 
+    select_card(page, request.pk)
     card = page.locator(f"#card-{request.pk}")
     card.get_by_text("signing in again at your identity provider").wait_for()
+    card.locator(".approve-form button[type=submit]").click()
     with context.expect_page() as opened:
-        card.locator(".approve-form button[type=submit]").click()
+        confirm_decision(page)  # critical: asked explicitly first; the provider's window opens on the yes
     window = opened.value
     window.wait_for_url(idp.issuer + "/interaction/**")
     window.fill("input[name=login]", "sso-alice")
     window.fill("input[name=password]", "anything")
     window.locator("button[type=submit]").first.click()
 
-    card.wait_for(state="detached")  # the page saw the proof and sent the decision
+    card.wait_for(state="detached")  # held for the undo window, then sent  # the page saw the proof and sent the decision
     assert window.is_closed() or window.url == server.url + "/accounts/step-up/provider/done/"
     assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
     recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=request.pk)

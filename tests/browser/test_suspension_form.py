@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from agents.services import issue_token
 from approvals.models import ApprovalRequest
 from audit.models import AuditEvent
+from tests.browser.conftest import select_card
 from tests.suspensions.strategies import SIMPLE, answers, server_accepts
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -87,6 +88,7 @@ def test_the_generated_form_produces_exactly_the_object_the_host_resumes_with(
     alice = logged_in_page("alice", "alice-pw-123!")
     errors = console_errors(alice)
     alice.reload()
+    select_card(alice, request_id)
     form = alice.locator(f"#card-{request_id} form.respond-form")
     form.wait_for()
     form.locator(".sf-field").first.wait_for()  # the script built the fields
@@ -122,6 +124,7 @@ def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
     request_id = suspend(agent_call, EDITOR_SCHEMA, "editor-1")
     alice = logged_in_page("alice", "alice-pw-123!")
     alice.reload()
+    select_card(alice, request_id)
     form = alice.locator(f"#card-{request_id} form.respond-form")
     editor = form.locator("textarea[name=resume_data]")
     editor.wait_for()
