@@ -88,7 +88,7 @@ def with_links(document: dict) -> dict:
     return linked
 
 
-CORRELATION_FIELDS = ("run_id", "thread_id", "resource_id", "tool_call_id")
+CORRELATION_FIELDS = ("run_id", "thread_id", "resource_id", "tool_call_id", "batch_id")
 
 
 def linked_schema(document: dict):
