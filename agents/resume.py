@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from hitl_controlplane.canonical import format_timestamp
-from hitl_controlplane.decisions import decision_document, sign_decision
+from hitl_controlplane.decisions import decision_document, sign_decision, suspension_document
 
 from approvals.errors import REVALIDATION_CODES
 from approvals.states import Kind, State
@@ -116,10 +116,13 @@ def _suspension_resume(request: Any, action: str, feedback: str) -> dict[str, An
     or cancelled, with no answer and the feedback saying why."""
     if action == "approved":
         text = request.resume_data_json
-        return {"resume_data": json.loads(text), "tool_result": SUSPENSION_ANSWERED.format(answer=text)}
+        answer = json.loads(text)
+        return {"resume_data": answer, "tool_result": SUSPENSION_ANSWERED.format(answer=text),
+                "decision_signature": _signed(request, suspension_document, answer=answer)}
     return {"resume_data": None, "feedback": feedback,
             "tool_result": (SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback
-                            else SUSPENSION_REJECTED_WITHOUT_FEEDBACK)}
+                            else SUSPENSION_REJECTED_WITHOUT_FEEDBACK),
+            "decision_signature": _signed(request, suspension_document, answer=None)}
 
 
 def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -159,9 +162,13 @@ def decision_signature(request: Any, resume_data: dict[str, Any]) -> dict[str, A
     Signed with the audit signing key, whose public half `manage.py audit_public_key`
     prints, so an agent trusts the same key an auditor pins.
     """
-    document = decision_document(
+    return _signed(request, decision_document, resume_data=resume_data)
+
+
+def _signed(request: Any, document_of, **decided: Any) -> dict[str, Any]:
+    document = document_of(
         request_id=str(request.pk), revision=request.current_revision, action_type=request.action_type,
-        tool_call_id=request.tool_call_id, resume_data=resume_data,
-        execute_by=format_timestamp(request.execute_by) if request.execute_by else None,
+        tool_call_id=request.tool_call_id,
+        execute_by=format_timestamp(request.execute_by) if request.execute_by else None, **decided,
     )
     return sign_decision(signer().current, document)

@@ -69,3 +69,15 @@ def fresh_counters():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture
+def pending(suspend):
+    """Submit a suspension (overrides as for `suspend`); its id."""
+
+    def _pending(**overrides) -> str:
+        response = suspend(**overrides)
+        assert response.status_code == 201, response.json()
+        return response.json()["id"]
+
+    return _pending

@@ -31,18 +31,6 @@ AMOUNT_SCHEMA = {
 }
 
 
-@pytest.fixture
-def pending(suspend):
-    """Submit a suspension (overrides as for `suspend`); its id."""
-
-    def _pending(**overrides) -> str:
-        response = suspend(**overrides)
-        assert response.status_code == 201, response.json()
-        return response.json()["id"]
-
-    return _pending
-
-
 def resume(api, request_id) -> dict:
     return api.get(f"/api/v1/requests/{request_id}/resume/").json()
 

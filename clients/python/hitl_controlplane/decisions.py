@@ -18,6 +18,11 @@ plan, or null for a rejection); `execute_by` is the execution deadline (UTC,
 `format_timestamp`) or null. Both sides compute `signed_payload` with this module,
 so server and client cannot drift apart.
 
+A suspension resumes with the reviewers' answer itself, an object of the host's own
+schema that may hold an `action` key of its own, so its verdict is not read from the
+answer: it is `answered` (the payload is the answer) or `rejected` (no answer), and
+the caller says it is verifying a suspension (`verify_decision(..., suspension=True)`).
+
 Params are agents' JSON and carry floats, which the audit chain's canonical form
 refuses; `payload_bytes` writes them as RFC 8785 (JCS) does: keys sorted by UTF-16
 code units, numbers as ECMAScript prints them, so a non-Python verifier can
@@ -43,6 +48,7 @@ __all__ = [
     "ALGORITHM",
     "DecisionRefused",
     "decision_document",
+    "suspension_document",
     "payload_bytes",
     "payload_sha256",
     "sign_decision",
@@ -147,6 +153,18 @@ def decision_document(*, request_id: str, revision: int, action_type: str, tool_
             "payload_sha256": payload_sha256(signed_payload(resume_data)), "execute_by": execute_by}
 
 
+def suspension_document(*, request_id: str, revision: int, action_type: str, tool_call_id: str,
+                        answer: Any, execute_by: str | None) -> dict[str, Any]:
+    """The signed document of a suspension's resume: `answer` is its resume_data (None unanswered)."""
+    return {"v": VERSION, "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
+            "tool_call_id": tool_call_id, "verdict": _suspension_verdict(answer),
+            "payload_sha256": payload_sha256(answer), "execute_by": execute_by}
+
+
+def _suspension_verdict(answer: Any) -> str:
+    return "rejected" if answer is None else "answered"
+
+
 def _message(document: Mapping[str, Any]) -> bytes:
     return _CONTEXT + canonical_bytes(dict(document))
 
@@ -165,7 +183,7 @@ def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519Pub
 
 def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
                     tool_call_id: str | None = None, action_type: str | None = None,
-                    now: datetime | None = None) -> dict[str, Any]:
+                    now: datetime | None = None, suspension: bool = False) -> dict[str, Any]:
     """Check that a decided resume payload is the server's decision for exactly this call.
 
     `request_id` is the request the client submitted; `tool_call_id` and `action_type`,
@@ -194,10 +212,14 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
     if not verify_bytes(key, message, signature):
         raise DecisionRefused(f"request {request_id}: the decision_signature does not match (forged or altered)")
     resume_data = payload.get("resume_data")
-    if not isinstance(resume_data, Mapping):
+    if suspension:
+        expected = {"v": VERSION, "request_id": str(request_id), "verdict": _suspension_verdict(resume_data),
+                    "payload_sha256": payload_sha256(resume_data)}
+    elif isinstance(resume_data, Mapping):
+        expected = {"v": VERSION, "request_id": str(request_id), "verdict": resume_data.get("action"),
+                    "payload_sha256": payload_sha256(signed_payload(resume_data))}
+    else:
         raise DecisionRefused(f"request {request_id}: the resume carries no resume data")
-    expected = {"v": VERSION, "request_id": str(request_id), "verdict": resume_data.get("action"),
-                "payload_sha256": payload_sha256(signed_payload(resume_data))}
     if tool_call_id is not None:
         expected["tool_call_id"] = tool_call_id
     if action_type is not None:
