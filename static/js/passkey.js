@@ -16,10 +16,14 @@ export async function signDecision(form) {
   const nonce = form.querySelector("input[name=passkey_nonce]");
   if (!nonce || nonce.closest("label").hidden) return null;
   const card = form.closest(".card");
-  const revision = Number(card.querySelector("input[name=revision]").value);
-  const answer = await postJSON(CHALLENGES, {
-    decision: VERDICTS[form.dataset.action], requests: [{ id: card.dataset.id, revision }],
-  });
+  // A batch's "approve all": one assertion over the digest of every member it lists.
+  const requests = form.dataset.batch
+    ? Array.from(form.querySelectorAll("input[name=request]"), (field) => {
+      const [id, revision] = field.value.split(":");
+      return { id, revision: Number(revision) };
+    })
+    : [{ id: card.dataset.id, revision: Number(card.querySelector("input[name=revision]").value) }];
+  const answer = await postJSON(CHALLENGES, { decision: VERDICTS[form.dataset.action], requests });
   if (!answer.ok) return answer.body;
   let credential;
   try {
