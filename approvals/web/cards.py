@@ -168,7 +168,7 @@ class Card:
     def params_summary(self) -> str:
         """One line of the params for a batch's member list (masked ones stay masked)."""
         shown = ", ".join(f"{row.key}={row.value}" for row in self.params if row.is_set)
-        return shown if len(shown) <= 140 else shown[:139] + "…"
+        return shown if len(shown) <= 100 else shown[:99] + "…"
 
     @property
     def allows_reply(self) -> bool:
