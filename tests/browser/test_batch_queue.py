@@ -16,11 +16,19 @@ from agents.services import issue_token
 from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
 from audit.models import AuditEvent
-from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, api, critical_wires, select, with_clock  # noqa: F401
+from approvals import policy
+from approvals.people import Person
+from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, api, select, with_clock
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 EMAIL = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
+
+
+@pytest.fixture
+def critical_wires(admin_user):
+    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+                     actor=Person(admin_user), note="wires are critical")
 
 
 def group_head(page):
