@@ -14,10 +14,11 @@ import pytest
 
 from agents.services import issue_token
 from approvals.models import ApprovalRequest, Decision
-from approvals.states import State
+from approvals.states import Kind, State
 from audit.models import AuditEvent
-from approvals import policy
+from approvals import policy, services
 from approvals.people import Person
+from tests.browser.test_passkeys import _signed_in_with_a_passkey
 from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, api, select, with_clock
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -114,6 +115,30 @@ def test_a_member_the_reviewer_may_not_approve_is_shown_refused_and_the_rest_dec
 
     pane.locator(".dismiss-decided").click()
     alice.locator(f"#card-{group_id}").wait_for(state="detached")
+
+
+def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_whole_batch(
+        new_context, daphne_server, people, agent, admin_user):
+    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
+                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
+    batch = [services.submit(services.Submission(
+        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": amount, "currency": "EUR"},
+        target={"account": "ACME-OPS-001"}, batch_id="payouts"), agent=agent) for amount in (100, 200, 300)]
+    page, _ = _signed_in_with_a_passkey(new_context, daphne_server, people["alice"])
+    page = with_clock(page)
+    head = group_head(page)
+    select(page, head.get_attribute("data-id"))
+    page.keyboard.press("Shift+A")
+    page.locator("#confirm-decision[open]").wait_for()
+    assert "critical" in page.locator("#confirm-title").inner_text()
+    page.locator("#confirm-yes").click()
+    page.locator("#undo-toast").wait_for()  # the browser signed once, for the batch's digest
+    page.clock.run_for(UNDO_MS)
+    page.locator("#flash-stack .flash-success").filter(has_text="3 of 3 approved").wait_for()
+    assert {r.state for r in ApprovalRequest.objects.filter(pk__in=[r.pk for r in batch])} == {State.APPROVED}
+    assert set(Decision.objects.filter(request__in=batch).values_list("step_up_method", flat=True)) == {"passkey"}
+    recorded = AuditEvent.objects.filter(verb="decision.recorded", request_id__in=[r.pk for r in batch])
+    assert len({event.metadata["step_up_credential"] for event in recorded}) == 1 and recorded.count() == 3
 
 
 def test_the_card_opens_its_request_page(logged_in_page, people, submit):
