@@ -272,3 +272,14 @@ def test_a_batch_of_more_than_the_group_limit_is_refused_whole(client, people, s
     many = [f"{uuid.uuid4()}:1" for _ in range(dashboard.GROUP_LIMIT + 1)]
     answer = client.post(DECIDE, {"decision": "approve", "request": many}, HTTP_ACCEPT="application/json")
     assert answer.status_code == 422 and answer.json()["code"] == "validation_error"
+
+
+def test_the_first_25_note_comes_with_every_sync(client, people, submit):
+    client.force_login(people["alice"])
+    for _ in range(dashboard.QUEUE_LIMIT):
+        submit("send_email")
+    assert client.get(SYNC).json()["more"] is False
+    assert '<span id="shown-note" hidden>' in client.get(QUEUE).content.decode()
+    submit("send_email")
+    assert client.get(SYNC).json()["more"] is True  # the page un-hides the note from this
+    assert '<span id="shown-note">Showing the first 25.</span>' in client.get(QUEUE).content.decode()
