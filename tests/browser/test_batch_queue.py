@@ -19,7 +19,7 @@ from audit.models import AuditEvent
 from approvals import policy, services
 from approvals.people import Person
 from tests.browser.test_passkeys import _signed_in_with_a_passkey
-from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, api, select, with_clock
+from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, _signed_in, api, select, with_clock
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -139,6 +139,19 @@ def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_wh
     assert set(Decision.objects.filter(request__in=batch).values_list("step_up_method", flat=True)) == {"passkey"}
     recorded = AuditEvent.objects.filter(verb="decision.recorded", request_id__in=[r.pk for r in batch])
     assert len({event.metadata["step_up_credential"] for event in recorded}) == 1 and recorded.count() == 3
+
+
+def test_a_batch_fits_a_phone(new_context, daphne_server, people, submit):
+    for _ in range(3):
+        submit("send_email", params=MANY, batch_id="a-rather-long-batch-id-" + "x" * 60, run_id="run-" + "y" * 80)
+    phone = _signed_in(new_context, daphne_server, "bob", "bob-pw-123!",
+                       viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    head = group_head(phone)
+    head.wait_for()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+    select(phone, head.get_attribute("data-id"))
+    phone.locator(".group-card.is-selected details.reject-details summary").click()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def test_the_card_opens_its_request_page(logged_in_page, people, submit):
