@@ -7,6 +7,7 @@ in a constant number of queries (`build_cards`).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -25,10 +26,10 @@ from ..models import ApprovalRequest, Decision, ParamsRevision, RuleNotification
 from ..services.step_up import needs_step_up
 from ..snapshots import resolver_for, stable_hash
 from ..states import STATE_COLOURS, Kind, RiskLevel
-from .dashboard import queue_rank
+from .dashboard import batch_key, queue_rank
 from .markdown import render_markdown
 
-__all__ = ["CARD_RELATIONS", "Card", "build_cards", "card_version"]
+__all__ = ["CARD_RELATIONS", "BatchGroup", "Card", "build_cards", "card_version", "group_batches"]
 
 # What every card reads beside the request row; `dashboard.queue_page` joins them in
 # the page's own query. The reverse one-to-one says whether the one extension is used.
@@ -97,6 +98,7 @@ class TargetView:
 class Card:
     """Everything one card shows, precomputed so the template only lays it out."""
 
+    is_group = False  # the queue's entries are cards and `BatchGroup`s
     request: ApprovalRequest
     params: list[ParamRow]
     plan_html: SafeString | None
@@ -119,6 +121,8 @@ class Card:
     proposed_by: str = ""
     # The deadline extensions that can work: within the rule's limit, none used yet.
     extension_choices: list[tuple[int, str]] = field(default_factory=list)
+    # The page id of the batch group this card shows in (`group_batches`), if any.
+    group_id: str = ""
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -156,10 +160,15 @@ class Card:
 
     @property
     def batch_group(self) -> str:
-        """What the queue groups a batch by: the agent and its batch id. Batch ids are the
-        agents' own words, so another agent reusing one must not slip into the group
-        (and into a reviewer's "decide all")."""
-        return f"{self.request.agent_id}:{self.request.batch_id}" if self.request.batch_id else ""
+        """What the queue groups a batch by (`dashboard.batch_key`): the agent and its batch id."""
+        key = batch_key(self.request)
+        return f"{key[0]}:{key[1]}" if key else ""
+
+    @property
+    def params_summary(self) -> str:
+        """One line of the params for a batch's member list (masked ones stay masked)."""
+        shown = ", ".join(f"{row.key}={row.value}" for row in self.params if row.is_set)
+        return shown if len(shown) <= 100 else shown[:99] + "…"
 
     @property
     def allows_reply(self) -> bool:
@@ -196,6 +205,95 @@ class Card:
         if isinstance(target, Mapping):
             return ", ".join(_show(value)[0] for value in target.values())[:120]
         return _show(target)[0][:120] if target else ""
+
+
+@dataclass
+class BatchGroup:
+    """The members of one batch (one agent step with several calls) as the queue shows
+    them together: a header row and a pane to decide them all at once. Each member
+    keeps its own card, row, decision and audit."""
+
+    members: list[Card]
+    is_group = True
+
+    @property
+    def key(self) -> str:
+        return self.members[0].batch_group
+
+    @property
+    def id(self) -> str:
+        """The page's id for the group: stable while the batch lasts, whichever members
+        are left, and free of the agent's text (it goes into element ids)."""
+        return "batch-" + hashlib.sha256(self.key.encode()).hexdigest()[:16]
+
+    @property
+    def first(self) -> Card:
+        return self.members[0]
+
+    @property
+    def agent_name(self) -> str:
+        return self.first.request.agent.name
+
+    @property
+    def run_id(self) -> str:
+        return next((card.request.run_id for card in self.members if card.request.run_id), "")
+
+    @property
+    def batch_id(self) -> str:
+        return self.first.request.batch_id
+
+    @property
+    def most_severe(self) -> Card:
+        return min(self.members, key=lambda card: queue_rank(card.request.risk_level))
+
+    @property
+    def risk_level(self) -> str:
+        return self.most_severe.request.risk_level
+
+    @property
+    def risk_colour(self) -> str:
+        return self.most_severe.risk_colour
+
+    @property
+    def decide_by(self):
+        """The most urgent member's deadline: the group's time left."""
+        return min(card.request.decide_by for card in self.members)
+
+    @property
+    def needs_step_up(self) -> bool:
+        """Whether "approve all" asks for a proof (one, over the whole batch's digest)."""
+        return any(card.needs_step_up for card in self.members)
+
+    @property
+    def version(self) -> str:
+        """Changes whenever a member's card would (or the membership does)."""
+        text = "|".join(f"{card.id}={card.version}" for card in self.members)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    @property
+    def sort_key(self) -> str:
+        return self.first.sort_key
+
+
+def group_batches(cards: list[Card]) -> list[Card | BatchGroup]:
+    """The page's entries: single cards, and a `BatchGroup` where two or more cards of
+    one batch are on the page (`dashboard.queue_page` put them side by side). A batch
+    with one member left is a plain card again."""
+    by_key: dict[str, list[Card]] = {}
+    for card in cards:
+        if card.batch_group:
+            by_key.setdefault(card.batch_group, []).append(card)
+    entries: list[Card | BatchGroup] = []
+    for card in cards:
+        members = by_key.get(card.batch_group) if card.batch_group else None
+        if not members or len(members) < 2:
+            entries.append(card)
+        elif members[0] is card:
+            group = BatchGroup(members)
+            for member in members:
+                member.group_id = group.id
+            entries.append(group)
+    return entries
 
 
 def card_version(request: ApprovalRequest, approvals: int) -> str:
@@ -306,13 +404,14 @@ def _has_extension(request: ApprovalRequest) -> bool:
     return True
 
 
-# Each card posts to these views with its own id.
+# Each card posts to these views with its own id (and links to its page).
 _CARD_ACTIONS = {
     "approve": "approvals:approve",
     "reject": "approvals:reject",
     "approve_with_edits": "approvals:approve-with-edits",
     "extend": "rules:extend-deadline",
     "respond": "approvals:respond",
+    "page": "approvals:request",  # not a form: the request's own page, linked from the card
 }
 _PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 

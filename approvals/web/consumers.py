@@ -25,6 +25,9 @@ then tells the approver groups that hold a permission on it (so nobody hears of 
 request they may not see), and "gone" when the selection moves or the socket
 closes. `{"type": "presence.sync"}` (sent by a page on connect) asks the sockets of
 the same groups to say again what they look at. Nothing is written per selection.
+A page repeats its selection every ~20 s as a heartbeat: the socket says "here"
+again to the groups it already knows (no permission read), and pages forget a look
+not heard of for ~45 s, so a lost "gone" cannot leave a stale name for good.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         self.wanted: str | None = None
         self.presence_task: asyncio.Task | None = None
         self.last_presence_sync = 0.0
+        self.heartbeat = False
         session = self.scope.get("session")
         self.session_key = session.session_key if session is not None else None
         await self.accept()
@@ -143,11 +147,17 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         PRESENCE_SETTLE_SECONDS only move the target (the last wins), so a page that
         floods costs one permission read per settle interval, not one per message."""
         self.wanted = request_id
+        if self.viewing is not None and self.viewing[0] == request_id:
+            self.heartbeat = True  # the same look again: say "here" again, once per settle
         if self.presence_task is None or self.presence_task.done():
             self.presence_task = asyncio.ensure_future(self._settle_presence())
 
     async def _settle_presence(self) -> None:
         await asyncio.sleep(PRESENCE_SETTLE_SECONDS)
+        if self.heartbeat and not self.principal_closed and self.viewing is not None and (
+                self.viewing[0] == self.wanted):
+            await self._tell_presence(here=True)
+        self.heartbeat = False
         while not self.principal_closed and (self.viewing[0] if self.viewing else None) != self.wanted:
             target = self.wanted
             if self.viewing is not None:

@@ -11,6 +11,7 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -25,6 +26,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
@@ -62,6 +64,20 @@ def _page_of_cards(request: HttpRequest, filters: ApprovalRequestFilterSet) -> l
     return cards.build_cards(page, viewer=request.user)
 
 
+def _entries(request: HttpRequest, shown: list[cards.Card]) -> list[dict[str, str]]:
+    """The sync's list: each entry the page shows, in order; a batch group (its header
+    row and pane, fetched from its own URL) before its members."""
+    entries = []
+    for entry in cards.group_batches(shown):
+        members = entry.members if entry.is_group else [entry]
+        if entry.is_group:
+            entries.append({"id": entry.id, "version": entry.version, "sort": entry.sort_key,
+                            "url": reverse("approvals:batch-card", args=[entry.first.id])})
+        entries += [{"id": card.id, "version": card.version, "sort": card.sort_key, "group": card.group_id}
+                    for card in members]
+    return entries
+
+
 def _with(query, **changes: str) -> str:
     """The page's query string with `changes` (an empty value drops the key)."""
     copy = query.copy()
@@ -80,8 +96,10 @@ def queue(request: HttpRequest) -> HttpResponse:
     filters = _filters(request)
     order = _order(request)
     counts = dashboard.queue_counts(request.user, filters)
+    shown = _page_of_cards(request, filters)
     return render(request, "approvals/queue.html", {
-        "cards": _page_of_cards(request, filters),
+        "cards": shown,
+        "entries": cards.group_batches(shown),
         "counts": counts,
         "filters": filters.in_use(),
         "order": order,
@@ -91,6 +109,7 @@ def queue(request: HttpRequest) -> HttpResponse:
                        for level, n, colour in counts["by_risk"]],
         "expiring_link": _with(request.GET, expiring="1"),
         "shown_limit": dashboard.QUEUE_LIMIT,
+        "more_than_shown": _more_than_shown(counts),
         "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
         "query": request.GET.urlencode(),
         "next_url": _back_to_queue(request),
@@ -158,10 +177,13 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
 @require_GET
 def queue_sync(request: HttpRequest) -> JsonResponse:
     """What the queue should show now, for the page's resync on (re)connect and after
-    every push: `{"count", "by_risk": {level: n}, "expiring", "cards": [{"id",
-    "version", "sort"}]}`, cards in the page's order, counts for the page's filters
-    (each exact up to dashboard.COUNT_CAP, then the string "1,000+"). The page shows
-    these counts as they come: it never adds or subtracts in the browser."""
+    every push: `{"count", "by_risk": {level: n}, "expiring", "more", "cards": [{"id",
+    "version", "sort", "group"?, "url"?}]}`: entries in the page's order (a batch
+    group's entry, with the `url` of its fragment, before its members, which name it
+    in `group`); counts for the page's filters (each exact up to
+    dashboard.COUNT_CAP, then the string "1,000+"); `more`: the page lists only the
+    first QUEUE_LIMIT. The page shows these counts as they come: it never adds or
+    subtracts in the browser."""
     filters = _filters(request)
     counts = dashboard.queue_counts(request.user, filters)
     shown = _page_of_cards(request, filters)
@@ -169,8 +191,14 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
         "count": counts["total"],
         "by_risk": {level: n for level, n, _ in counts["by_risk"]},
         "expiring": counts["expiring"],
-        "cards": [{"id": card.id, "version": card.version, "sort": card.sort_key} for card in shown],
+        "more": _more_than_shown(counts),
+        "cards": _entries(request, shown),
     })
+
+
+def _more_than_shown(counts: dict[str, Any]) -> bool:
+    """Whether the queue holds more than the page lists ("Showing the first 25.")."""
+    return bool(counts["capped"] or counts["total"] > dashboard.QUEUE_LIMIT)
 
 
 @login_required
@@ -190,6 +218,26 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
         "card": found[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)})
     response["X-Card-Version"] = found[0].version
     response["X-Card-Sort"] = found[0].sort_key
+    return response
+
+
+@login_required
+@require_GET
+def batch_card(request: HttpRequest, pk) -> HttpResponse:
+    """The batch group of request `pk` (its pane, then its header row), over the members
+    in the viewer's queue under the page's filters; 204 when fewer than two are left
+    (the page then drops the group and shows the one left as a plain row)."""
+    queue = dashboard.queue(request.user, _filters(request), order=_order(request))
+    member = queue.filter(pk=pk).only("agent_id", "batch_id").first()
+    if member is None or not member.batch_id:
+        return HttpResponse(status=204)
+    same = queue.filter(agent_id=member.agent_id, batch_id=member.batch_id)[: dashboard.GROUP_LIMIT]
+    groups = [entry for entry in cards.group_batches(cards.build_cards(same, viewer=request.user)) if entry.is_group]
+    if not groups:
+        return HttpResponse(status=204)
+    response = render(request, "approvals/_group_fragment.html", {
+        "group": groups[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)})
+    response["X-Card-Version"] = groups[0].version
     return response
 
 
@@ -229,10 +277,11 @@ def _decidable(request: HttpRequest, pk):
     return found
 
 
-def _reviewer(request: HttpRequest) -> services.Person:
+def _reviewer(request: HttpRequest, *, covers=None) -> services.Person:
     """The signed-in reviewer, with the step-up they gave (a passkey assertion, an
     authenticator code or their password), if any (the service decides whether the deciding level needs it,
-    after any re-classification, and which of the two it takes)."""
+    after any re-classification, and which of the two it takes). `covers`: the
+    (request, revision, verdict) triples of a batch the one proof is for."""
     code, password = request.POST.get("code", ""), request.POST.get("password", "")
     assertion = request.POST.get("passkey_assertion", "")
     provider_nonce = request.POST.get("provider_nonce", "")
@@ -240,10 +289,10 @@ def _reviewer(request: HttpRequest) -> services.Person:
         proof = services.StepUpProof.provider(provider_nonce)
     elif assertion:
         proof = services.StepUpProof.passkey(_json_or_none(assertion), nonce=request.POST.get("passkey_nonce", ""),
-                                             rp_id=request.get_host().rsplit(":", 1)[0])
+                                             rp_id=request.get_host().rsplit(":", 1)[0], covers=covers)
     else:
-        proof = (services.StepUpProof.totp(code) if code
-                 else services.StepUpProof.password(password) if password else None)
+        proof = (services.StepUpProof.totp(code, covers=covers) if code
+                 else services.StepUpProof.password(password, covers=covers) if password else None)
     return services.Person.from_request(request, step_up=proof)
 
 
@@ -355,3 +404,67 @@ def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
                                 f"({decided.required_approvals} needed), and your approval does not count for it.")
     return _outcome(request, ok=True, state=decided.state,
                     message=f"Approved with edits to {changed}. " + _decided_message(decided, "approval"))
+
+
+_BATCH_VERDICTS = {"approve": "approval", "reject": "rejection"}
+
+
+def _batch_items(values: list[str]) -> list[tuple[str, int]] | None:
+    """The `request` fields of a batch form ("<uuid>:<revision>", each once), or None
+    when any is malformed."""
+    items: list[tuple[str, int]] = []
+    for value in values:
+        pk, _, revision = value.partition(":")
+        try:
+            items.append((str(uuid.UUID(pk)), int(revision)))
+        except ValueError:
+            return None
+        if not revision.isdigit() or items[-1][1] < 1:
+            return None
+    ids = [pk for pk, _ in items]
+    return items if items and len(set(ids)) == len(ids) and len(items) <= dashboard.GROUP_LIMIT else None
+
+
+@login_required
+@require_POST
+def decide_batch(request: HttpRequest) -> HttpResponse:
+    """A batch group's "Approve all" / "Reject all": each member decided at the revision
+    its row showed, with every guard of a single decision (`services.decide_batch`);
+    one step-up proof covers the whole batch's digest. The page's fetch gets `{"ok",
+    "message", "results": [{"id", "ok", "state"?, "code"?, "message"}]}`, a refusal per
+    request (one not in the reviewer's queue reads as missing); a plain form POST,
+    the queue again with the messages."""
+    verdict = request.POST.get("decision", "")
+    items = _batch_items(request.POST.getlist("request"))
+    if verdict not in _BATCH_VERDICTS or items is None:
+        return _outcome(request, ok=False, status=422, code=VALIDATION_ERROR,
+                        message="A batch decision needs approve or reject and each request once as id:revision.",
+                        details={"fields": ["decision", "request"]})
+    covered = [(pk, revision, verdict) for pk, revision in items]
+    actor = _reviewer(request, covers=covered)
+    decidable = {str(pk) for pk in decidable_by(request.user).filter(pk__in=[pk for pk, _ in items])
+                 .values_list("pk", flat=True)}
+    decided = {item.request_id: item for item in services.decide_batch(
+        [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
+        feedback=request.POST.get("feedback", ""))}
+    results = []
+    for pk, _ in items:
+        item = decided.get(pk)
+        if item is None:
+            results.append({"id": pk, "ok": False, "code": errors.NOT_FOUND, "message": "No such request in your queue."})
+        elif item.error is not None:
+            results.append({"id": pk, "ok": False, "code": item.error.code, "message": item.error.message})
+        else:
+            results.append({"id": pk, "ok": True, "state": item.request.state,
+                            "message": _decided_message(item.request, _BATCH_VERDICTS[verdict])})
+    if any(result.get("code") == errors.SESSION_ENDED for result in results):
+        logout(request)
+    done = sum(result["ok"] for result in results)
+    refused = len(results) - done
+    message = f"{done} of {len(results)} {'approved' if verdict == 'approve' else 'rejected'}" + (
+        f"; {refused} refused (see each)." if refused else ".")
+    if not _wants_json(request):  # the no-script form: the queue again, with each refusal said
+        for result in results:
+            if not result["ok"]:
+                messages.warning(request, f"{result['id']}: {result['message']}")
+    return _outcome(request, ok=True, message=message, results=results)

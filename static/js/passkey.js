@@ -36,10 +36,14 @@ export async function signDecision(form) {
 
 function challengeFor(form) {
   const card = form.closest(".card");
-  const revision = Number(card.querySelector("input[name=revision]").value);
-  return postJSON(CHALLENGES, {
-    decision: VERDICTS[form.dataset.action], requests: [{ id: card.dataset.id, revision }],
-  });
+  // A batch's "approve all": one proof over the digest of every member it lists.
+  const requests = form.dataset.batch
+    ? Array.from(form.querySelectorAll("input[name=request]"), (field) => {
+      const [id, revision] = field.value.split(":");
+      return { id, revision: Number(revision) };
+    })
+    : [{ id: card.dataset.id, revision: Number(card.querySelector("input[name=revision]").value) }];
+  return postJSON(CHALLENGES, { decision: VERDICTS[form.dataset.action], requests });
 }
 
 const DONE = "/accounts/step-up/provider/done/";

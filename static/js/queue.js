@@ -32,6 +32,7 @@ const syncUrl = cardsEl.dataset.syncUrl + qs;
 const cardUrl = (id) => cardsEl.dataset.cardUrl.replace("__id__", id) + qs;
 const countEl = document.getElementById("queue-count");
 const expiringEl = document.getElementById("expiring-count");
+const shownNoteEl = document.getElementById("shown-note");
 const emptyEl = document.getElementById("empty-state");
 const hintEl = document.getElementById("pane-hint");
 const statusEl = document.getElementById("live-status");
@@ -39,6 +40,7 @@ const confirmDialog = document.getElementById("confirm-decision");
 const baseTitle = document.title.replace(/^\(\d+\)\s*/, "");
 // The held-back approval's window: long enough to notice a wrong key, short enough not to matter.
 const UNDO_MS = 5000;
+const HEARTBEAT_MS = 20000;
 
 document.body.classList.add("js-triage");  // without this script every card shows, one after the other
 
@@ -69,6 +71,18 @@ function renderCounts(state) {
     if (el) el.textContent = String(n);
   });
   if (expiringEl && state.expiring !== undefined) expiringEl.textContent = String(state.expiring);
+  if (shownNoteEl && state.more !== undefined) shownNoteEl.hidden = !state.more;
+}
+
+// A batch's members follow its header row, indented; the sync says which group each is in.
+function markGroups(entries) {
+  entries.forEach((c) => {
+    const row = rowOf(c.id);
+    if (!row || row.classList.contains("group-row")) return;
+    if (c.group) row.dataset.group = c.group; else delete row.dataset.group;
+  });
+  const heads = new Set(rows().filter((row) => row.classList.contains("group-row")).map((row) => row.dataset.id));
+  rows().forEach((row) => row.classList.toggle("in-group", Boolean(row.dataset.group) && heads.has(row.dataset.group)));
 }
 
 function fragmentParts(html) {
@@ -142,8 +156,9 @@ function removeCard(id) {
   renderCount();
 }
 
-async function fetchCard(id) {
-  const answer = await getHTML(cardUrl(id));
+// A batch group's fragment has its own URL (the sync gives it); a request's is cardUrl.
+async function fetchCard(id, url) {
+  const answer = await getHTML(url ? url + qs : cardUrl(id));
   if (answer.status === 204) { removeCard(id); return; }
   if (!answer.ok) return;
   const { card, row } = fragmentParts(answer.body);
@@ -166,9 +181,10 @@ async function resync() {
         const el = cardOf(c.id);
         return !el || el.dataset.version !== c.version;
       });
-      await Promise.all(stale.map((c) => fetchCard(c.id)));
+      await Promise.all(stale.map((c) => fetchCard(c.id, c.url)));
       // The server's order is the order: rows move to match it (kept, decided ones stay on top).
       state.cards.forEach((c) => { const row = rowOf(c.id); if (row && !isKept(c.id)) listEl.appendChild(row); });
+      markGroups(state.cards);
       renderCounts(state);
     } catch (error) {
       // Offline for a moment: the next socket event or reconnect resyncs again.
@@ -244,6 +260,10 @@ function announcePresence() {
     socket.send(JSON.stringify({ type: "presence", request_id: selectedId }));
   }
 }
+// Said again every HEARTBEAT_MS: the other pages forget a look not heard of for
+// presence.js's EXPIRE_MS, so a lost "gone" (a dropped socket, a sleeping laptop)
+// does not leave a name on a card for good. Batch panes are not requests: nothing to say.
+setInterval(() => { if (selectedId && !selectedId.startsWith("batch-")) announcePresence(); }, HEARTBEAT_MS);
 
 // --- The socket ------------------------------------------------------------------------
 let socket = null;
@@ -430,6 +450,7 @@ function sendHeld({ leaving = false } = {}) {
 window.addEventListener("pagehide", () => sendHeld({ leaving: true }));
 
 async function send(form, { leaving = false } = {}) {
+  if (form.dataset.batch) { await sendBatch(form, { leaving }); return; }
   const card = form.closest(".card");
   const id = card.dataset.id;
   card.classList.remove("is-held");
@@ -472,6 +493,69 @@ async function send(form, { leaving = false } = {}) {
   }
 }
 
+// "Approve all" / "Reject all" on a batch: the server decides each member on its own
+// (every guard of a single decision) and answers per request; refusals stay on show.
+async function sendBatch(form, { leaving = false } = {}) {
+  const card = form.closest(".card");
+  const members = Array.from(form.querySelectorAll("input[name=request]")).map((field) => field.value.split(":")[0]);
+  card.classList.remove("is-held");
+  card.classList.add("is-busy");
+  members.forEach((id) => mine.add(id));
+  try {
+    const { ok, body } = await postForm(form, { keepalive: leaving });
+    if (!ok) {
+      members.forEach((id) => mine.delete(id));
+      say(body.message, "warning");
+      if (body.code === SESSION_ENDED) window.location.reload();
+      return;
+    }
+    const results = body.results || [];
+    results.forEach((result) => {
+      const cell = card.querySelector('tr[data-member="' + result.id + '"] .member-result');
+      if (cell) {
+        cell.textContent = result.ok ? result.message : "Refused: " + result.message;
+        cell.className = "member-result " + (result.ok ? "is-done" : "is-refused");
+        cell.dataset.code = result.code || "";
+      }
+      if (!result.ok || result.state === "pending_approval") mine.delete(result.id);
+      if (result.ok && result.state !== "pending_approval") removeCard(result.id);
+    });
+    const refused = results.filter((result) => !result.ok);
+    say(body.message, refused.length ? "warning" : "success");
+    if (refused.length) keepReport(card, body.message);
+    else removeCard(card.dataset.id);
+    scheduleResync(200);
+    if (refused.some((result) => result.code === SESSION_ENDED)) window.location.reload();
+  } catch (error) {
+    members.forEach((id) => mine.delete(id));
+    say("Network problem: the decisions may not have been recorded. Resyncing…", "warning");
+    scheduleResync(500);
+  } finally {
+    card.classList.remove("is-busy");
+  }
+}
+
+// A batch with refusals keeps its pane (the per-request results) until dismissed;
+// the refused members stay in the queue as their own rows.
+function keepReport(card, message) {
+  card.classList.add("is-decided");
+  card.querySelectorAll("button, textarea, input").forEach((control) => { control.disabled = true; });
+  const note = document.createElement("div");
+  note.className = "decided-note";
+  note.setAttribute("role", "status");
+  const text = document.createElement("p");
+  text.textContent = message;
+  const dismiss = document.createElement("button");
+  dismiss.type = "button";
+  dismiss.className = "btn btn-secondary btn-small dismiss-decided";
+  dismiss.textContent = "Dismiss";
+  dismiss.addEventListener("click", () => { card.classList.remove("is-decided"); removeCard(card.dataset.id); scheduleResync(0); });
+  note.append(text, dismiss);
+  card.querySelector(".card-head").after(note);
+  const row = rowOf(card.dataset.id);
+  if (row) row.classList.add("is-decided");
+}
+
 cardsEl.addEventListener("submit", async (event) => {
   const form = event.target.closest("form.decide");
   if (!form) return;
@@ -490,6 +574,13 @@ cardsEl.addEventListener("submit", async (event) => {
 });
 
 cardsEl.addEventListener("click", (event) => {
+  // A batch pane's member opens that member's own card (to decide it alone).
+  const member = event.target.closest(".member-link");
+  if (member) {
+    event.preventDefault();
+    select(member.closest("tr").dataset.member);
+    return;
+  }
   const card = event.target.closest(".card");
   if (card && card.dataset.id !== selectedId) select(card.dataset.id, { scroll: false });
 });
@@ -529,7 +620,9 @@ document.addEventListener("keydown", (event) => {
       const card = selectedId ? cardOf(selectedId) : null;
       if (!card || card.classList.contains("is-decided")) return;
       event.preventDefault();
-      if (event.key === "a") {
+      if (event.key === "a" && card.classList.contains("group-card")) {
+        say("Shift+A approves every call of this batch; select a call to approve it alone.", "info");
+      } else if (event.key === "a") {
         const secret = card.querySelector(".approve-form input[type=password]");
         if (secret && !secret.value) { secret.focus(); break; }
         const button = card.querySelector(".approve-form button[type=submit]:not([disabled])");
@@ -542,6 +635,17 @@ document.addEventListener("keydown", (event) => {
         const more = card.querySelector("details.card-more");
         if (more) more.open = !more.open;
       }
+      break;
+    }
+    case "A": {
+      // Approve all, on a batch's header only, with the single approval's confirm and undo.
+      const card = selectedId ? cardOf(selectedId) : null;
+      if (!card || !card.classList.contains("group-card") || card.classList.contains("is-decided")) return;
+      event.preventDefault();
+      const secret = card.querySelector(".approve-all-form input[type=password]");
+      if (secret && !secret.value) { secret.focus(); break; }
+      const button = card.querySelector(".approve-all-form button[type=submit]:not([disabled])");
+      if (button) button.form.requestSubmit(button);
       break;
     }
     default: return;

@@ -208,6 +208,25 @@ def test_presence_reaches_only_reviewers_who_may_see_the_request_and_ends_with_t
     run(scenario)
 
 
+def test_a_repeated_look_is_a_heartbeat_said_again(people, submit):
+    """The page repeats its selection every ~20 s; the other pages forget a look they
+    have not heard of for ~45 s (presence.js), so each repeat must reach them again
+    (from the groups the socket already knows: no permission read per heartbeat)."""
+    email = submit("send_email")
+    alice, bob = (session_cookie(people[name]) for name in ("alice", "bob"))
+
+    async def scenario():
+        async with reviewer_socket(cookie=bob) as bob_socket, reviewer_socket(cookie=alice) as alice_socket:
+            await alice_socket.send_json_to({"type": "presence", "request_id": str(email.pk)})
+            first = await bob_socket.receive_json_from(timeout=TIMEOUT)
+            assert first["here"] is True
+            await alice_socket.send_json_to({"type": "presence", "request_id": str(email.pk)})
+            again = await bob_socket.receive_json_from(timeout=TIMEOUT)
+            assert again["here"] is True and again["key"] == first["key"] and again["request_id"] == str(email.pk)
+
+    run(scenario)
+
+
 def test_a_decision_push_says_who_decided(people, submit):
     cookie = session_cookie(people["bob"])
 

@@ -149,7 +149,7 @@ def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client
     services.reject(rejected.pk, actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     assert card_ids(client.get(QUEUE, query)) == []
-    assert client.get(SYNC, query).json() == {"count": 0, "cards": [], "expiring": 0,
+    assert client.get(SYNC, query).json() == {"count": 0, "cards": [], "expiring": 0, "more": False,
                                               "by_risk": {"critical": 0, "high": 0, "medium": 0, "low": 0}}
     assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []
 

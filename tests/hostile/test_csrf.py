@@ -32,6 +32,7 @@ def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
         f"/requests/{pending.pk}/approve-with-edits/": {"subject": "forged"},
         f"/api/v1/requests/{pending.pk}/decisions/": {"decision": "approve"},
         f"/requests/{pending.pk}/reveal/": {"field": "body"},
+        "/queue/batch/decide/": {"decision": "approve", "request": f"{pending.pk}:1"},
         f"/api/v1/requests/{pending.pk}/reveal/": {"field": "body"},
         f"/rules/requests/{pending.pk}/extend-deadline/": {"seconds": "60", "reason": "forged"},
         "/rules/new/": {"rule_json": '{"name": "evil", "priority": 1, "action_type": "*", "risk_level": "low"}'},

@@ -94,11 +94,16 @@ def hostile_requests(people, risk_admin):
     plan = services.submit(services.Submission(
         kind=Kind.PLAN, plan_path=f"plans/{PAYLOAD}.md", plan_title=PAYLOAD,
         plan_markdown=f"# {PAYLOAD}\n\n{PAYLOAD}\n\n[x](javascript:alert('{MARK}'))"), agent=evil_agent)
+    # Two calls of one step: the queue shows them as a batch group, whose header and pane
+    # carry the agent's own batch and run ids.
+    batched = [services.submit(services.Submission(
+        kind=Kind.ACTION, action_type="send_probe", params={"subject": PAYLOAD}, batch_id=PAYLOAD, run_id=PAYLOAD),
+        agent=evil_agent) for _ in range(2)]
     rejected = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
         agent=evil_agent)
     services.reject(rejected.pk, actor=services.Person(people["bob"]), feedback=PAYLOAD)
-    return {"action": action, "plan": plan, "rejected": rejected}
+    return {"action": action, "plan": plan, "rejected": rejected, "batched": batched[0]}
 
 
 def test_payloads_render_escaped_on_every_page(hostile_requests, risk_admin):
@@ -110,6 +115,7 @@ def test_payloads_render_escaped_on_every_page(hostile_requests, risk_admin):
         "history": "/history/",
         "action card": f"/requests/{hostile_requests['action'].pk}/card/",
         "plan card": f"/requests/{hostile_requests['plan'].pk}/card/",
+        "batch group": f"/requests/{hostile_requests['batched'].pk}/batch/",
         "action page": f"/requests/{hostile_requests['action'].pk}/",
         "plan page": f"/requests/{hostile_requests['plan'].pk}/",
         "rejected page": f"/requests/{hostile_requests['rejected'].pk}/",
