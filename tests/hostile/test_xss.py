@@ -95,9 +95,10 @@ def hostile_requests(people, risk_admin):
         kind=Kind.PLAN, plan_path=f"plans/{PAYLOAD}.md", plan_title=PAYLOAD,
         plan_markdown=f"# {PAYLOAD}\n\n{PAYLOAD}\n\n[x](javascript:alert('{MARK}'))"), agent=evil_agent)
     # Two calls of one step: the queue shows them as a batch group, whose header and pane
-    # carry the agent's own batch and run ids.
+    # carry the agent's own batch and run ids (at most 200 characters, as the API allows).
     batched = [services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="send_probe", params={"subject": PAYLOAD}, batch_id=PAYLOAD, run_id=PAYLOAD),
+        kind=Kind.ACTION, action_type="send_probe", params={"subject": PAYLOAD},
+        batch_id=SHORT_PAYLOAD, run_id=SHORT_PAYLOAD),
         agent=evil_agent) for _ in range(2)]
     rejected = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
