@@ -14,8 +14,8 @@ from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from ..filters import EXPIRING_SOON, ApprovalRequestFilterSet
-from ..permissions import decidable_by, viewable_by
-from ..states import RiskLevel, State
+from ..permissions import decidable_by
+from ..states import RiskLevel
 
 __all__ = [
     "COUNT_CAP",
@@ -25,7 +25,6 @@ __all__ = [
     "QUEUE_LIMIT",
     "batch_key",
     "capped_count",
-    "history",
     "queue",
     "queue_counts",
     "queue_page",
@@ -221,13 +220,3 @@ def capped_count(requests: QuerySet) -> int | str:
 
 def _shown(n: int) -> int | str:
     return f"{COUNT_CAP:,}+" if n > COUNT_CAP else n
-
-
-def history(user, filters: ApprovalRequestFilterSet | None = None) -> QuerySet:
-    """Decided (no longer pending) requests `user` may view, most recently decided first."""
-    decided = viewable_by(user).exclude(state__in=(State.DRAFT, State.PENDING_APPROVAL))
-    return (
-        _narrowed(filters, decided)
-        .select_related("agent", "requested_for")
-        .order_by("-decided_at", "-created_at")
-    )
