@@ -20,7 +20,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import requests
-from allauth.socialaccount.adapter import get_adapter
 from allauth.socialaccount.internal import jwtkit
 from allauth.socialaccount.models import SocialAccount, SocialApp
 from allauth.socialaccount.providers.oauth2.client import OAuth2Error
@@ -34,6 +33,8 @@ from django.views.decorators.http import require_GET
 
 from approvals.services import provider_step_up
 from audit.chain import Actor, record
+
+from .token_endpoint import post_to_token_endpoint
 
 __all__ = ["callback", "done", "start", "status"]
 
@@ -91,19 +92,12 @@ def start(request: HttpRequest, nonce: str) -> HttpResponse:
 
 def _id_token(request: HttpRequest, adapter: OpenIDConnectOAuth2Adapter, code: str) -> dict[str, Any]:
     """The verified claims of the ID token the provider gives for `code`."""
-    app = adapter.get_provider().app
-    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": _callback_url(request)}
-    auth = None
-    if adapter.basic_auth:
-        auth = (app.client_id, app.secret)
-    else:
-        form.update(client_id=app.client_id, client_secret=app.secret)
-    with get_adapter().get_requests_session() as session:
-        response = session.post(adapter.access_token_url, data=form, auth=auth)
+    response = post_to_token_endpoint(
+        adapter, {"grant_type": "authorization_code", "code": code, "redirect_uri": _callback_url(request)})
     response.raise_for_status()
     config = adapter.openid_config
     return jwtkit.verify_and_decode(credential=response.json()["id_token"], keys_url=config["jwks_uri"],
-                                    issuer=config["issuer"], audience=app.client_id,
+                                    issuer=config["issuer"], audience=adapter.get_provider().app.client_id,
                                     lookup_kid=jwtkit.lookup_kid_jwk)
 
 

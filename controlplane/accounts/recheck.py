@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from . import provider_sessions, sso
 from .models import ProviderSession
+from .token_endpoint import post_to_token_endpoint
 
 __all__ = ["Answer", "ask_provider", "recheck_provider_sessions"]
 
@@ -59,15 +60,7 @@ def _adapter(provider_id: str) -> OpenIDConnectOAuth2Adapter:
 
 def _refreshed(adapter: OpenIDConnectOAuth2Adapter, token: SocialToken, now: datetime) -> bool:
     """Trade the stored refresh token for a new access token; False when the provider refuses."""
-    app = adapter.get_provider().app
-    form = {"grant_type": "refresh_token", "refresh_token": token.token_secret}
-    auth = None
-    if adapter.basic_auth:
-        auth = (app.client_id, app.secret)
-    else:
-        form.update(client_id=app.client_id, client_secret=app.secret)
-    with get_adapter().get_requests_session() as session:
-        response = session.post(adapter.access_token_url, data=form, auth=auth)
+    response = post_to_token_endpoint(adapter, {"grant_type": "refresh_token", "refresh_token": token.token_secret})
     if response.status_code in (400, 401, 403):
         return False
     response.raise_for_status()

@@ -17,6 +17,8 @@ from django.test import Client
 from django.urls import reverse
 from freezegun import freeze_time
 
+from tests.identity.provider import LocalProvider
+
 LOGIN = reverse("login")
 ACTIVATE = "/accounts/2fa/totp/activate/"
 
@@ -75,3 +77,11 @@ def enroll_totp(django_capture_on_commit_callbacks):
         return secret
 
     return _enroll
+
+
+@pytest.fixture(scope="module")
+def local_provider():
+    """The in-process OpenID provider (tests/identity/provider.py), one per test module."""
+    provider = LocalProvider()
+    yield provider
+    provider.stop()

@@ -25,13 +25,6 @@ URL = "/accounts/oidc/local/backchannel-logout/"
 CLOSED = {"type": "websocket.close", "code": 4001}
 
 
-@pytest.fixture(scope="module")
-def local_provider():
-    provider = LocalProvider()
-    yield provider
-    provider.stop()
-
-
 @pytest.fixture
 def provider(local_provider, settings):
     settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [local_provider.app("local")]}}

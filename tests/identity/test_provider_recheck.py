@@ -19,18 +19,10 @@ from audit.models import AuditEvent
 from controlplane.accounts.models import ProviderSession
 from controlplane.accounts.recheck import recheck_provider_sessions
 from tests.dashboard.test_consumer import TIMEOUT, reviewer_socket
-from tests.identity.provider import LocalProvider
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CLOSED = {"type": "websocket.close", "code": 4001}
-
-
-@pytest.fixture(scope="module")
-def local_provider():
-    provider = LocalProvider()
-    yield provider
-    provider.stop()
 
 
 @pytest.fixture

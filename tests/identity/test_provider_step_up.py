@@ -27,19 +27,12 @@ from approvals.people import Person
 from approvals.services import method_for, provider_step_up
 from approvals.states import State
 from audit.models import AuditEvent
-from tests.identity.provider import CLIENT_ID, LocalProvider, new_key
+from tests.identity.provider import CLIENT_ID, new_key
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CHALLENGES = "/api/v1/step-up/challenges/"
 CALLBACK = "/accounts/step-up/provider/callback/"
-
-
-@pytest.fixture(scope="module")
-def local_provider():
-    provider = LocalProvider()
-    yield provider
-    provider.stop()
 
 
 @pytest.fixture
