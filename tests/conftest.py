@@ -8,7 +8,12 @@ stories need.
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
+
+from hitl_controlplane.decisions import trusted_keys
 
 pytest_plugins = ["tests.fixtures.services", "tests.fixtures.cast"]
 
@@ -30,3 +35,23 @@ def policy_changes_apply_at_once(settings):
 def fast_password_hashing(settings):
     """Real hashing costs ~0.5 s a user; tests create dozens."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def server_public_keys() -> list[str]:
+    """What an agent developer pins to verify decision signatures: the `ed25519:...`
+    lines `manage.py audit_public_key` prints, the current key first."""
+    out = io.StringIO()
+    call_command("audit_public_key", stdout=out)
+    return [line.split("#")[0].strip() for line in out.getvalue().splitlines() if line.split("#")[0].strip()]
+
+
+@pytest.fixture
+def server_public_key(server_public_keys) -> str:
+    return server_public_keys[0]
+
+
+@pytest.fixture
+def server_keys(server_public_keys) -> dict:
+    """The pinned keys as the client holds them, by key id."""
+    return trusted_keys(server_public_keys)

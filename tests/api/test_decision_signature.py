@@ -4,30 +4,20 @@ the resume long-poll and the webhook callback (the agent socket sends the same
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
-from django.core.management import call_command
 from freezegun import freeze_time
 
 from agents.callbacks import deliver_due_callbacks
 from approvals import services
 from approvals.models import ApprovalRequest
 from hitl_controlplane.canonical import format_timestamp
-from hitl_controlplane.decisions import DecisionRefused, payload_sha256, trusted_keys, verify_decision
+from hitl_controlplane.decisions import DecisionRefused, payload_sha256, verify_decision
 from tests.api.conftest import EMAIL
 from tests.api.test_callbacks import Receiver
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def server_keys() -> dict:
-    """What an agent developer pins: the lines `manage.py audit_public_key` prints."""
-    out = io.StringIO()
-    call_command("audit_public_key", stdout=out)
-    return trusted_keys(line.split("#")[0].strip() for line in out.getvalue().splitlines() if line.strip())
 
 
 def _resume(api, request_id: str) -> dict:

@@ -7,13 +7,11 @@ DecisionRefused naming what did not match.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 
 import httpx
 import pytest
-from django.core.management import call_command
 
 from approvals import policy, services
 from approvals.people import Person
@@ -26,13 +24,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 EDITABLE_TRANSFER = {"name": "transfer_one_person", "priority": 5, "action_type": "transfer_funds",
                      "risk_level": "high", "required_approvals": 1, "editable_params": ["amount"], "conditions": []}
-
-
-@pytest.fixture
-def server_public_key() -> str:
-    out = io.StringIO()
-    call_command("audit_public_key", stdout=out)
-    return out.getvalue().split()[0]
 
 
 @pytest.fixture

@@ -5,24 +5,14 @@ the client before the workflow moves on."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
-from hitl_controlplane.decisions import DecisionRefused, payload_sha256, trusted_keys, verify_decision
+from hitl_controlplane.decisions import DecisionRefused, payload_sha256, verify_decision
 
 from .conftest import decide
 from .test_answers import AMOUNT_SCHEMA, answer, resume
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def server_keys() -> dict:
-    out = io.StringIO()
-    call_command("audit_public_key", stdout=out)
-    return trusted_keys(line.split("#")[0].strip() for line in out.getvalue().splitlines() if line.strip())
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ network. Reviewers answer through the reviewer JSON API of a real daphne.
 
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -17,7 +16,6 @@ import time
 
 import httpx
 import pytest
-from django.core.management import call_command
 
 from approvals import policy
 from approvals.models import ApprovalRequest
@@ -39,13 +37,6 @@ TRANSFER = {"name": "transfers_one_person", "priority": 5, "action_type": "trans
 @pytest.fixture
 def transfer_rule(admin_user):
     return policy.save_rule(TRANSFER, actor=Person(admin_user), note="transfers need one person")
-
-
-@pytest.fixture
-def server_public_key() -> str:
-    out = io.StringIO()
-    call_command("audit_public_key", stdout=out)
-    return out.getvalue().split()[0]
 
 
 class Host:
