@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 
-
 class ChainMovedOn(RuntimeError):
     """The chain's head is signed by a key this process does not hold: restart it with the current key."""
 

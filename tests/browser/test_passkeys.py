@@ -62,7 +62,6 @@ def test_add_a_passkey_then_sign_in_with_password_and_passkey(new_context, daphn
     assert latest.metadata["methods"] == ["password", "webauthn"]
 
 
-
 DECIDE_BY_API = """async ({ a, b, revision }) => {
   const csrf = document.querySelector("meta[name=csrf-token]").content;
   const post = async (url, body) => {

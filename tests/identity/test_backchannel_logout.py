@@ -193,7 +193,6 @@ def test_any_garbage_token_is_a_400_never_a_500(provider, token):
     assert response.json()["error"] == "invalid_request"
 
 
-
 def test_the_providers_keys_are_fetched_once_and_again_after_a_rotation(provider, people):
     provider.jwks_fetches = 0
     provider_session(people["alice"], sub="alice-sub")

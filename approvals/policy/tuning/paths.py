@@ -84,9 +84,6 @@ def _observed(requests: Iterable[StoredRequest]) -> dict[str, tuple[set[str], se
     return seen
 
 
-
-
-
 def catalogue_for(pattern: Any, *, executor_params: Mapping[str, Sequence[str]],
                   requests: Sequence[StoredRequest] | None = None) -> PathCatalogue:
     """The paths known for the action types `pattern` (a rule's glob) matches.
