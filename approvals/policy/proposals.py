@@ -13,6 +13,7 @@ from audit.chain import Actor
 
 from ..models import PolicyProposal, PolicyVersion
 from .rules.engine import RuleSpec
+from . import authority
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
 from .checks import (
     FOUR_EYES_SAME_PERSON,
@@ -68,6 +69,22 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
             refusal = PolicyError(PROPOSAL_STALE, (
                 f"The policy changed since this was proposed (now v{newest.number if newest else 0}): "
                 "nothing was applied; propose it again against the current policy."))
+        elif proposal.kind != PolicyProposal.Kind.RULES:
+            try:
+                authority.apply_payload(proposal, acting_user)
+            except PolicyError as exc:
+                _close(proposal, Status.STALE, acting_user, note)
+                refusal = exc
+            else:
+                # The rules stay; the version records that who may decide changed, and who agreed.
+                rules, verbs = rules_and_verbs(newest)
+                version = apply_rules(
+                    rules, verbs, groups_for(RuleSpec.from_dict(rule) for rule in rules), newest,
+                    diff=proposal.diff, note=proposal.note, created_by=proposal.proposed_by, how="approved",
+                    approved_by=acting_user, proposal=proposal,
+                )
+                proposal.applied_version = version
+                _close(proposal, Status.APPLIED, acting_user, note)
         else:
             before, before_verbs = rules_and_verbs(newest)
             groups = groups_for(RuleSpec.from_dict(rule) for rule in proposal.rules)

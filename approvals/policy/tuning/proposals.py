@@ -195,7 +195,10 @@ def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> l
 
 
 def waits_because(proposal: PolicyProposal) -> str | None:
-    """The first change in `proposal` that needs a second risk-admin (against its base)."""
+    """The first change in `proposal` that needs a second risk-admin (against its base):
+    as stored when it was made, else (older rows) the rule-field reason."""
+    if proposal.waits_because:
+        return proposal.waits_because
     before, before_verbs = rules_and_verbs(proposal.base_version)
     return first_change_needing_approval(before, before_verbs, proposal.rules, proposal.destructive_verbs)
 

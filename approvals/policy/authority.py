@@ -1,0 +1,169 @@
+"""The four-eyes gate over everything that decides who may decide (DESIGN.md "Who may
+decide is policy").
+
+`approvals.policy.rules.authority.first_widening` is the one pure test; this module
+reads the snapshots it compares from the database (rules of the newest version,
+notification settings, group membership, settings) and proposes what waits:
+
+- `waits_because(...)`: why a change (of rules and verbs, notification settings or
+  membership) needs a second risk-admin, or None when it applies at once;
+- `propose(kind, payload, ...)`: a pending PolicyProposal of kind ``notifications`` or
+  ``membership`` (rules and verbs are proposed by `approvals.policy.changes`);
+- `apply_payload(proposal)`: what approving such a proposal changes.
+
+Settings: ``POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS`` (default 300) is the shortest decision
+deadline or execution window a change may set at once; ``POLICY_MAX_SHORTENED_RULES_PER_HOUR``
+(default 3) is how many rules one risk-admin may shorten at once within an hour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from audit.chain import record
+
+from ..models import PolicyProposal, PolicyVersion, RuleNotification
+from .checks import PROPOSAL_STALE, PolicyError, audit_actor, user_label
+from .rules.authority import Limits, Snapshot, first_widening, shortened_rules
+
+__all__ = ["AUTHORITY_FIELDS", "apply_payload", "current_notifications", "limits_for", "membership_waits_because", "notification_values",
+           "propose", "snapshot", "waits_because"]
+
+# The notification settings that grant something (who may decide, and until when).
+# notify_on_arrival, remind_before_seconds and webhook_url only inform: they apply at once.
+AUTHORITY_FIELDS = ("escalation_group", "escalate_after_seconds", "max_extension_seconds")
+Kind = PolicyProposal.Kind
+
+
+def notification_values(row: RuleNotification | None) -> dict[str, Any]:
+    if row is None:
+        return {}
+    return {"escalation_group": row.escalation_group.name if row.escalation_group_id else None,
+            "escalate_after_seconds": row.escalate_after_seconds or 0,
+            "max_extension_seconds": row.max_extension_seconds or 0}
+
+
+def current_notifications() -> dict[str, dict[str, Any]]:
+    return {row.rule_name: notification_values(row)
+            for row in RuleNotification.objects.select_related("escalation_group")}
+
+
+def _members() -> dict[str, frozenset]:
+    through = get_user_model().groups.through
+    found: dict[str, set] = {}
+    for name, user_id in through.objects.filter(user__is_active=True).values_list("group__name", "user_id"):
+        found.setdefault(name, set()).add(user_id)
+    return {name: frozenset(ids) for name, ids in found.items()}
+
+
+def snapshot(rules, verbs, *, notifications: Mapping[str, Mapping[str, Any]] | None = None,
+             members: Mapping[str, frozenset] | None = None) -> Snapshot:
+    """The policy as it would stand with these rules and verbs (the database's notification
+    settings and membership unless given)."""
+    return Snapshot(
+        rules=tuple(rules), verbs=frozenset(verbs),
+        notifications=current_notifications() if notifications is None else notifications,
+        members=_members() if members is None else members,
+        default={"risk_level": settings.DEFAULT_RISK_LEVEL, "approver_group": settings.DEFAULT_APPROVER_GROUP,
+                 "decision_ttl_seconds": settings.DEFAULT_DECISION_TTL_SECONDS,
+                 "execution_window_seconds": settings.DEFAULT_EXECUTION_WINDOW_SECONDS},
+        step_up_levels=frozenset(settings.STEP_UP_RISK_LEVELS),
+    )
+
+
+def limits_for(user) -> Limits:
+    """The deadline limits, with the rules `user` shortened at once within the last hour."""
+    recent: set[str] = set()
+    if user is not None:
+        since = timezone.now() - timedelta(hours=1)
+        for diff in PolicyVersion.objects.filter(created_by=user, approved_by=None, created_at__gte=since) \
+                .values_list("diff", flat=True):
+            for name, fields in (diff or {}).get("changed", {}).items():
+                for key in ("decision_ttl_seconds", "execution_window_seconds"):
+                    pair = fields.get(key)
+                    if pair and None not in pair and pair[1] < pair[0]:
+                        recent.add(name)
+    return Limits(min_deadline_seconds=int(settings.POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS),
+                  max_shortened_rules=int(settings.POLICY_MAX_SHORTENED_RULES_PER_HOUR),
+                  recently_shortened=frozenset(recent))
+
+
+def waits_because(before_rules, before_verbs, after_rules=None, after_verbs=None, *, user,
+                  notifications: Mapping[str, Mapping[str, Any]] | None = None,
+                  members: Mapping[str, frozenset] | None = None) -> str | None:
+    """Why replacing the policy (rules `before_rules`, verbs `before_verbs`, as the database
+    has the rest) by `after_*` (None: unchanged), `notifications` and `members` (None:
+    unchanged) needs a second risk-admin; None when it applies at once."""
+    now_notifications, now_members = current_notifications(), _members()
+    before = snapshot(before_rules, before_verbs, notifications=now_notifications, members=now_members)
+    after = snapshot(before_rules if after_rules is None else after_rules,
+                     before_verbs if after_verbs is None else after_verbs,
+                     notifications=now_notifications if notifications is None else notifications,
+                     members=now_members if members is None else members)
+    return first_widening(before, after, limits_for(user))
+
+
+def membership_waits_because(additions: Mapping[str, set]) -> str | None:
+    """Why adding these people (group name -> user ids) needs a second risk-admin, or None."""
+    from .changes import rules_and_verbs
+
+    rules, verbs = rules_and_verbs(PolicyVersion.objects.order_by("-number").first())
+    members = dict(_members())
+    for group, ids in additions.items():
+        members[group] = frozenset(members.get(group, frozenset()) | set(ids))
+    return waits_because(rules, verbs, user=None, members=members)
+
+
+def propose(kind: str, payload: dict[str, Any], *, acting_user, note: str, waits: str,
+            diff: dict[str, Any]) -> PolicyProposal:
+    """A pending proposal of a notification or membership change, against the newest version.
+
+    Call inside audited_atomic(); audited ``policy.proposed``.
+    """
+    from .changes import lock_newest_version, rules_and_verbs
+
+    newest = lock_newest_version()
+    rules, verbs = rules_and_verbs(newest)
+    proposal = PolicyProposal.objects.create(
+        kind=kind, payload=payload, waits_because=waits, proposed_by=acting_user,
+        proposed_by_label=user_label(acting_user), note=note, base_version=newest, rules=rules,
+        destructive_verbs=verbs, diff=diff,
+        dry_run={"summary": "No request is classified differently: this changes who may decide or until when."},
+    )
+    record("policy.proposed", actor=audit_actor(acting_user), metadata={
+        "proposal": proposal.pk, "kind": kind, "base_version": newest.number if newest else None, "note": note,
+        "diff": diff, "waits_because": waits,
+    })
+    return proposal
+
+
+def apply_payload(proposal: PolicyProposal, approver) -> None:
+    """Make what a notification or membership proposal says, for `approver`
+    (under the policy lock, inside the approval's transaction). Raises PolicyError
+    `proposal_stale` when the settings it was made against have changed since."""
+    payload = proposal.payload
+    if proposal.kind == Kind.NOTIFICATIONS:
+        from ..notifications import dispatch
+
+        current = RuleNotification.objects.select_for_update().filter(rule_name=payload["rule"]).first()
+        if dispatch.settings_dict(current) != payload["before"]:
+            raise PolicyError(PROPOSAL_STALE, "The notification settings changed since this was proposed: propose "
+                                              "it again against the current settings.")
+        dispatch.write_settings(payload["rule"], current, payload["values"], acting_user=approver,
+                                proposed_by=proposal.proposed_by)
+    elif proposal.kind == Kind.MEMBERSHIP:
+        from django.contrib.auth.models import Group
+
+        from controlplane.accounts.membership import acting_as, approved_membership
+
+        group = Group.objects.filter(name=payload["group"]).first()
+        if group is None:
+            raise PolicyError(PROPOSAL_STALE, f"The group {payload['group']!r} no longer exists.")
+        with acting_as(audit_actor(approver), via="four_eyes"), approved_membership():
+            group.user_set.add(*get_user_model().objects.filter(pk__in=payload["add"], is_active=True))
