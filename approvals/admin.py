@@ -8,7 +8,10 @@ are read-only.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 from django.shortcuts import redirect
 
 from . import policy
@@ -206,3 +209,40 @@ class EmergencyStopAdmin(admin.ModelAdmin):
                            reason=form.cleaned_data.get("reason", ""))
         saved = EmergencyStop.objects.get(scope=EmergencyStop.scope_for(obj.agent))
         obj.pk = saved.pk
+
+
+# --- People: adding someone to a group that can decide waits for a second risk-admin ------------
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class FourEyesUserAdmin(UserAdmin):
+    """Django's user admin, except that adding a person to a group that can decide
+    something (or to risk-admins) is not saved: it becomes a policy proposal that a
+    second risk-admin approves on the rules pages, and the page says so. Removing
+    people from groups applies at once (it only narrows)."""
+
+    def save_related(self, request, form, formsets, change):
+        from .policy import authority
+
+        user = form.instance
+        wanted = list(form.cleaned_data.get("groups") or [])
+        current = set(user.groups.values_list("pk", flat=True)) if change else set()
+        waiting = []
+        if settings.POLICY_FOUR_EYES and "groups" in form.cleaned_data:
+            for group in wanted:
+                if group.pk not in current and authority.membership_waits_because({group.name: {user.pk}}):
+                    waiting.append(group)
+            if waiting:
+                form.cleaned_data["groups"] = [group for group in wanted if group not in waiting]
+        super().save_related(request, form, formsets, change)
+        for group in waiting:
+            proposal = authority.propose_membership(group, [user], acting_user=request.user,
+                                                    note=f"Add {user.get_username()} to {group.name} (admin)")
+            if proposal is not None:
+                messages.warning(request, f"Adding {user.get_username()} to {group.name} waits for a second "
+                                          f"risk-admin: {proposal.waits_because} (proposal {proposal.pk}).")

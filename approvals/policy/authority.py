@@ -32,7 +32,8 @@ from ..models import PolicyProposal, PolicyVersion, RuleNotification
 from .checks import PROPOSAL_STALE, PolicyError, audit_actor, user_label
 from .rules.authority import Limits, Snapshot, first_widening, shortened_rules
 
-__all__ = ["AUTHORITY_FIELDS", "apply_payload", "current_notifications", "limits_for", "membership_waits_because", "notification_values",
+__all__ = ["AUTHORITY_FIELDS", "apply_payload", "current_notifications", "limits_for", "membership_waits_because",
+           "notification_values", "propose_membership",
            "propose", "snapshot", "waits_because"]
 
 # The notification settings that grant something (who may decide, and until when).
@@ -167,3 +168,21 @@ def apply_payload(proposal: PolicyProposal, approver) -> None:
             raise PolicyError(PROPOSAL_STALE, f"The group {payload['group']!r} no longer exists.")
         with acting_as(audit_actor(approver), via="four_eyes"), approved_membership():
             group.user_set.add(*get_user_model().objects.filter(pk__in=payload["add"], is_active=True))
+
+
+def propose_membership(group, users, *, acting_user, note: str = "") -> PolicyProposal | None:
+    """Propose adding `users` to `group` when that needs a second risk-admin (the pending
+    proposal is returned); None when adding them grants nothing and may apply at once."""
+    from audit.chain import audited_atomic
+
+    users = sorted(users, key=lambda user: user.pk)
+    ids = [user.pk for user in users]
+    waits = membership_waits_because({group.name: set(ids)})
+    if waits is None:
+        return None
+    names = [user.get_username() for user in users]
+    diff = {"added": [], "removed": [], "changed": {}, "membership": {group.name: {"added": names}}}
+    with audited_atomic():
+        return propose(Kind.MEMBERSHIP, {"group": group.name, "add": ids, "usernames": names},
+                       acting_user=acting_user, waits=waits, diff=diff,
+                       note=(note or "").strip() or f"Add {', '.join(names)} to {group.name}")

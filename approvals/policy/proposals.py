@@ -39,8 +39,8 @@ def pending_proposals():
     """Pending proposals, oldest first, without their rule sets (one query)."""
     return (PolicyProposal.objects.filter(status=Status.PENDING).order_by("created_at")
             .select_related("base_version").only(
-                "id", "created_at", "proposed_by_id", "proposed_by_label", "note", "diff", "status",
-                "base_version__number"))
+                "id", "created_at", "proposed_by_id", "proposed_by_label", "note", "diff", "status", "kind",
+                "waits_because", "base_version__number"))
 
 
 def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -> PolicyVersion:

@@ -74,9 +74,14 @@ OPERATOR_LABELS = {
 def rule_list(request: HttpRequest) -> HttpResponse:
     rules = list(RiskRule.objects.select_related("approver_group", "escalation_group").order_by("priority", "name"))
     latest = PolicyVersion.objects.order_by("-number").defer("rules", "diff").first()
+    from audit.models import AuditEvent
+
     return render(request, "rules/list.html", {
         "rules": rules, "latest": latest, "proposals": list(policy.pending_proposals()),
         "verbs_text": "\n".join(latest.destructive_verbs if latest else []),
+        "identity_providers": [provider.get("id", "") for provider in settings.OIDC_PROVIDERS],
+        "groups_claim": settings.OIDC_GROUPS_CLAIM,
+        "claim_changes": list(AuditEvent.objects.filter(verb="membership.claims_applied").order_by("-seq")[:10]),
     })
 
 

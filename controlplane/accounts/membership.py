@@ -40,6 +40,7 @@ from audit.chain import Actor, audited_atomic, record
 __all__ = [
     "MembershipActorMiddleware",
     "acting_as",
+    "approved_membership",
     "connect",
     "current_actor",
     "on_membership_changed",
@@ -64,6 +65,10 @@ class _Acting:
 _current_request: ContextVar[HttpRequest | None] = ContextVar("membership_request", default=None)
 # An explicit actor for the current block, if any (set by acting_as()).
 _explicit: ContextVar[_Acting | None] = ContextVar("membership_actor", default=None)
+# Set while a second risk-admin's approval applies a membership proposal.
+_approved: ContextVar[bool] = ContextVar("membership_approved", default=False)
+# Where a person changes membership by hand: these paths go through four eyes.
+GATED_VIA = frozenset({"admin", "web", "api"})
 
 
 @contextmanager
@@ -78,6 +83,17 @@ def acting_as(actor: Actor, *, via: str) -> Iterator[None]:
         yield
     finally:
         _explicit.reset(token)
+
+
+@contextmanager
+def approved_membership() -> Iterator[None]:
+    """Additions made inside the block were approved by a second risk-admin
+    (`approvals.policy.approve_proposal`): the four-eyes gate lets them through."""
+    token = _approved.set(True)
+    try:
+        yield
+    finally:
+        _approved.reset(token)
 
 
 def current_actor() -> tuple[Actor, str]:
@@ -183,7 +199,9 @@ def on_membership_changed(
     `reverse` is False for `user.groups.*` (instance is a user, pk_set group ids)
     and True for `group.user_set.*` (instance is a group, pk_set user ids).
     """
-    if action == "pre_remove":
+    if action == "pre_add":
+        _gate_additions(instance, reverse, pk_set or set())
+    elif action == "pre_remove":
         _remember(instance, "remove", _linked(sender, instance, reverse, using, only=pk_set or set()))
     elif action == "pre_clear":
         _remember(instance, "clear", _linked(sender, instance, reverse, using))
@@ -193,6 +211,37 @@ def on_membership_changed(
         _audit(_changes(instance, reverse, removed=_recall(instance, "remove")))
     elif action == "post_clear":
         _audit(_changes(instance, reverse, removed=_recall(instance, "clear")))
+
+
+def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
+    """Refuse, on a page, the admin or the API, an addition that gives someone decide on
+    something (or makes a risk-admin) without a second risk-admin's approval.
+
+    Removing people only narrows, so it is never gated. Commands and shells are the
+    operator's deploy-time tools and identity-provider claims are deploy-time
+    configuration (`controlplane.accounts.sso`, which never adds risk-admins): both
+    are audited, not gated. The admin turns such an addition into a proposal before it
+    reaches this check (`approvals.admin`); this is the net under every other path.
+    """
+    from django.conf import settings
+
+    if not pk_set or not settings.POLICY_FOUR_EYES or _approved.get():
+        return
+    _actor, via = current_actor()
+    if via not in GATED_VIA:
+        return
+    from approvals.errors import NOT_PERMITTED
+    from approvals.policy.authority import membership_waits_because
+    from approvals.policy.checks import PolicyError
+
+    if reverse:
+        additions = {instance.name: set(pk_set)}
+    else:
+        additions = {name: {instance.pk} for name in Group.objects.filter(pk__in=pk_set).values_list("name", flat=True)}
+    waits = membership_waits_because(additions)
+    if waits is not None:
+        raise PolicyError(NOT_PERMITTED, f"Not added: {waits}. Propose it in the admin, where a second risk-admin "
+                                         "approves it.")
 
 
 def connect() -> None:
