@@ -11,7 +11,8 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
 from django.shortcuts import redirect
 
 from . import policy
@@ -226,6 +227,12 @@ class FourEyesUserAdmin(UserAdmin):
     second risk-admin approves on the rules pages, and the page says so. Removing
     people from groups applies at once (it only narrows)."""
 
+    def get_readonly_fields(self, request, obj=None):
+        # A superuser, or a direct policy or decide permission, is a risk-admin (or decider)
+        # that no group membership shows: not settable here while four eyes holds.
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "is_superuser", "user_permissions"] if settings.POLICY_FOUR_EYES else fields
+
     def save_related(self, request, form, formsets, change):
         from .policy import authority
 
@@ -246,3 +253,17 @@ class FourEyesUserAdmin(UserAdmin):
             if proposal is not None:
                 messages.warning(request, f"Adding {user.get_username()} to {group.name} waits for a second "
                                           f"risk-admin: {proposal.waits_because} (proposal {proposal.pk}).")
+
+
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class FourEyesGroupAdmin(GroupAdmin):
+    """Django's group admin, except that a group's permissions cannot be changed here
+    while four eyes holds: the policy permission makes every member a risk-admin."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "permissions"] if settings.POLICY_FOUR_EYES else fields

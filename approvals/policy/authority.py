@@ -24,12 +24,15 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db.models import Q
 from django.utils import timezone
 
 from audit.chain import record
 
 from ..models import PolicyProposal, PolicyVersion, RuleNotification
-from .checks import PROPOSAL_STALE, PolicyError, audit_actor, user_label
+from ..permissions import RISK_ADMINS
+from .checks import CHANGE_POLICY, PROPOSAL_STALE, PolicyError, audit_actor, user_label
 from .rules.authority import Limits, Snapshot, first_widening, shortened_rules
 
 __all__ = ["AUTHORITY_FIELDS", "apply_payload", "current_notifications", "limits_for", "membership_waits_because",
@@ -55,11 +58,25 @@ def current_notifications() -> dict[str, dict[str, Any]]:
             for row in RuleNotification.objects.select_related("escalation_group")}
 
 
-def _members() -> dict[str, frozenset]:
-    through = get_user_model().groups.through
+def _members(additions: Mapping[str, set] | None = None) -> dict[str, frozenset]:
+    """Group name -> its active members' ids (with `additions` made), and under
+    ``risk-admins`` everyone who may change the policy, derived as `is_risk_admin` does:
+    members of any group holding the policy permission, people holding it directly,
+    and superusers (the Django admin does not let one risk-admin set those alone)."""
+    User = get_user_model()
     found: dict[str, set] = {}
-    for name, user_id in through.objects.filter(user__is_active=True).values_list("group__name", "user_id"):
+    for name, user_id in User.groups.through.objects.filter(user__is_active=True).values_list("group__name",
+                                                                                            "user_id"):
         found.setdefault(name, set()).add(user_id)
+    for name, ids in (additions or {}).items():
+        found.setdefault(name, set()).update(ids)
+    app_label, codename = CHANGE_POLICY.split(".")
+    policy_groups = Group.objects.filter(permissions__codename=codename, permissions__content_type__app_label=app_label)
+    admins = set().union(*(found.get(name, set()) for name in policy_groups.values_list("name", flat=True)))
+    admins |= set(User.objects.filter(is_active=True).filter(
+        Q(is_superuser=True) | Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app_label)
+    ).values_list("pk", flat=True))
+    found[RISK_ADMINS] = admins | found.get(RISK_ADMINS, set())
     return {name: frozenset(ids) for name, ids in found.items()}
 
 
@@ -115,10 +132,7 @@ def membership_waits_because(additions: Mapping[str, set]) -> str | None:
     from .changes import rules_and_verbs
 
     rules, verbs = rules_and_verbs(PolicyVersion.objects.order_by("-number").first())
-    members = dict(_members())
-    for group, ids in additions.items():
-        members[group] = frozenset(members.get(group, frozenset()) | set(ids))
-    return waits_because(rules, verbs, user=None, members=members)
+    return waits_because(rules, verbs, user=None, members=_members(additions))
 
 
 def propose(kind: str, payload: dict[str, Any], *, acting_user, note: str, waits: str,
@@ -159,8 +173,6 @@ def apply_payload(proposal: PolicyProposal, approver) -> None:
         dispatch.write_settings(payload["rule"], current, payload["values"], acting_user=approver,
                                 proposed_by=proposal.proposed_by)
     elif proposal.kind == Kind.MEMBERSHIP:
-        from django.contrib.auth.models import Group
-
         from controlplane.accounts.membership import acting_as, approved_membership
 
         group = Group.objects.filter(name=payload["group"]).first()

@@ -350,6 +350,34 @@ def test_adding_someone_to_a_deciding_group_in_the_admin_waits_for_a_second_risk
     assert events("group.membership_changed")[-1].metadata["via"] == "four_eyes"
 
 
+def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(four_eyes, client):
+    """A superuser flag or the policy permission on a person or a group makes a risk-admin
+    that no membership shows: the admin does not set them while four eyes holds."""
+    from django.contrib.auth.models import Permission
+
+    cast = four_eyes
+    root = _person("root", is_staff=True, is_superuser=True)
+    mallory = cast["mallory"]
+    change_policy = Permission.objects.get(codename="change_riskrule")
+    club = Group.objects.create(name="book-club")
+    mallory.groups.add(club)
+    client.force_login(root)
+
+    client.post(f"/admin/auth/user/{mallory.pk}/change/", {
+        **_admin_change_form(mallory, [club]), "is_superuser": "on", "is_staff": "on",
+        "user_permissions": [str(change_policy.pk)]})
+    client.post(f"/admin/auth/group/{club.pk}/change/", {"name": "book-club", "permissions": [str(change_policy.pk)]})
+
+    mallory.refresh_from_db()
+    assert not mallory.is_superuser and not mallory.user_permissions.exists()
+    assert not club.permissions.exists()
+    assert not policy.is_risk_admin(get_user_model().objects.get(pk=mallory.pk))
+    proposal = dispatch.save_settings("wire_critical", actor=Person(cast["ada"]), max_extension_seconds=600)
+    with pytest.raises(PolicyError) as refused:
+        policy.approve_proposal(proposal.pk, actor=Person(mallory))
+    assert refused.value.code == errors.NOT_PERMITTED
+
+
 def test_a_risk_admin_cannot_make_a_second_risk_admin_alone(four_eyes):
     cast = four_eyes
     proposal = propose_membership(Group.objects.get(name=RISK_ADMINS), [cast["mallory"]], acting_user=cast["ada"])
