@@ -234,7 +234,7 @@ class FourEyesUserAdmin(UserAdmin):
         return [*fields, "is_superuser", "user_permissions"] if settings.POLICY_FOUR_EYES else fields
 
     def save_related(self, request, form, formsets, change):
-        from .policy import authority
+        from .policy import membership
 
         user = form.instance
         wanted = list(form.cleaned_data.get("groups") or [])
@@ -242,13 +242,13 @@ class FourEyesUserAdmin(UserAdmin):
         waiting = []
         if settings.POLICY_FOUR_EYES and "groups" in form.cleaned_data:
             for group in wanted:
-                if group.pk not in current and authority.membership_waits_because({group.name: {user.pk}}):
+                if group.pk not in current and membership.membership_waits_because({group.name: {user.pk}}):
                     waiting.append(group)
             if waiting:
                 form.cleaned_data["groups"] = [group for group in wanted if group not in waiting]
         super().save_related(request, form, formsets, change)
         for group in waiting:
-            proposal = authority.propose_membership(group, [user], acting_user=request.user,
+            proposal = membership.propose_membership(group, [user], acting_user=request.user,
                                                     note=f"Add {user.get_username()} to {group.name} (admin)")
             if proposal is not None:
                 messages.warning(request, f"Adding {user.get_username()} to {group.name} waits for a second "

@@ -6,10 +6,10 @@ reads the snapshots it compares from the database (rules of the newest version,
 notification settings, group membership, settings) and proposes what waits:
 
 - `waits_because(...)`: why a change (of rules and verbs, notification settings or
-  membership) needs a second risk-admin, or None when it applies at once;
-- `propose(kind, payload, ...)`: a pending PolicyProposal of kind ``notifications`` or
-  ``membership`` (rules and verbs are proposed by `approvals.policy.changes`);
-- `apply_payload(proposal)`: what approving such a proposal changes.
+  membership) needs a second risk-admin, or None when it applies at once.
+
+Proposing and applying what waits: `approvals.policy.changes` (rules and verbs),
+`approvals.policy.notification_settings`, `approvals.policy.membership`.
 
 Settings: ``POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS`` (default 300) is the shortest decision
 deadline or execution window a change may set at once; ``POLICY_MAX_SHORTENED_RULES_PER_HOUR``
@@ -28,21 +28,17 @@ from django.contrib.auth.models import Group
 from django.db.models import Q
 from django.utils import timezone
 
-from audit.chain import record
-
-from ..models import PolicyProposal, PolicyVersion, RuleNotification
+from ..models import PolicyVersion, RuleNotification
 from ..permissions import RISK_ADMINS
-from .checks import CHANGE_POLICY, PROPOSAL_STALE, PolicyError, audit_actor, user_label
-from .rules.authority import Limits, Snapshot, first_widening, shortened_rules
+from .checks import CHANGE_POLICY
+from .rules.authority import Limits, Snapshot, first_widening
 
-__all__ = ["AUTHORITY_FIELDS", "apply_payload", "current_notifications", "limits_for", "membership_waits_because",
-           "notification_values", "propose_membership",
-           "propose", "snapshot", "waits_because"]
+__all__ = ["AUTHORITY_FIELDS", "current_notifications", "group_members", "limits_for", "notification_values", "snapshot",
+           "waits_because"]
 
 # The notification settings that grant something (who may decide, and until when).
 # notify_on_arrival, remind_before_seconds and webhook_url only inform: they apply at once.
 AUTHORITY_FIELDS = ("escalation_group", "escalate_after_seconds", "max_extension_seconds")
-Kind = PolicyProposal.Kind
 
 
 def notification_values(row: RuleNotification | None) -> dict[str, Any]:
@@ -58,7 +54,7 @@ def current_notifications() -> dict[str, dict[str, Any]]:
             for row in RuleNotification.objects.select_related("escalation_group")}
 
 
-def _members(additions: Mapping[str, set] | None = None) -> dict[str, frozenset]:
+def group_members(additions: Mapping[str, set] | None = None) -> dict[str, frozenset]:
     """Group name -> its active members' ids (with `additions` made), and under
     ``risk-admins`` everyone who may change the policy, derived as `is_risk_admin` does:
     members of any group holding the policy permission, people holding it directly,
@@ -87,7 +83,7 @@ def snapshot(rules, verbs, *, notifications: Mapping[str, Mapping[str, Any]] | N
     return Snapshot(
         rules=tuple(rules), verbs=frozenset(verbs),
         notifications=current_notifications() if notifications is None else notifications,
-        members=_members() if members is None else members,
+        members=group_members() if members is None else members,
         default={"risk_level": settings.DEFAULT_RISK_LEVEL, "approver_group": settings.DEFAULT_APPROVER_GROUP,
                  "decision_ttl_seconds": settings.DEFAULT_DECISION_TTL_SECONDS,
                  "execution_window_seconds": settings.DEFAULT_EXECUTION_WINDOW_SECONDS},
@@ -118,83 +114,10 @@ def waits_because(before_rules, before_verbs, after_rules=None, after_verbs=None
     """Why replacing the policy (rules `before_rules`, verbs `before_verbs`, as the database
     has the rest) by `after_*` (None: unchanged), `notifications` and `members` (None:
     unchanged) needs a second risk-admin; None when it applies at once."""
-    now_notifications, now_members = current_notifications(), _members()
+    now_notifications, now_members = current_notifications(), group_members()
     before = snapshot(before_rules, before_verbs, notifications=now_notifications, members=now_members)
     after = snapshot(before_rules if after_rules is None else after_rules,
                      before_verbs if after_verbs is None else after_verbs,
                      notifications=now_notifications if notifications is None else notifications,
                      members=now_members if members is None else members)
     return first_widening(before, after, limits_for(user))
-
-
-def membership_waits_because(additions: Mapping[str, set]) -> str | None:
-    """Why adding these people (group name -> user ids) needs a second risk-admin, or None."""
-    from .changes import rules_and_verbs
-
-    rules, verbs = rules_and_verbs(PolicyVersion.objects.order_by("-number").first())
-    return waits_because(rules, verbs, user=None, members=_members(additions))
-
-
-def propose(kind: str, payload: dict[str, Any], *, acting_user, note: str, waits: str,
-            diff: dict[str, Any]) -> PolicyProposal:
-    """A pending proposal of a notification or membership change, against the newest version.
-
-    Call inside audited_atomic(); audited ``policy.proposed``.
-    """
-    from .changes import lock_newest_version, rules_and_verbs
-
-    newest = lock_newest_version()
-    rules, verbs = rules_and_verbs(newest)
-    proposal = PolicyProposal.objects.create(
-        kind=kind, payload=payload, waits_because=waits, proposed_by=acting_user,
-        proposed_by_label=user_label(acting_user), note=note, base_version=newest, rules=rules,
-        destructive_verbs=verbs, diff=diff,
-        dry_run={"summary": "No request is classified differently: this changes who may decide or until when."},
-    )
-    record("policy.proposed", actor=audit_actor(acting_user), metadata={
-        "proposal": proposal.pk, "kind": kind, "base_version": newest.number if newest else None, "note": note,
-        "diff": diff, "waits_because": waits,
-    })
-    return proposal
-
-
-def apply_payload(proposal: PolicyProposal, approver) -> None:
-    """Make what a notification or membership proposal says, for `approver`
-    (under the policy lock, inside the approval's transaction). Raises PolicyError
-    `proposal_stale` when the settings it was made against have changed since."""
-    payload = proposal.payload
-    if proposal.kind == Kind.NOTIFICATIONS:
-        from ..notifications import dispatch
-
-        current = RuleNotification.objects.select_for_update().filter(rule_name=payload["rule"]).first()
-        if dispatch.settings_dict(current) != payload["before"]:
-            raise PolicyError(PROPOSAL_STALE, "The notification settings changed since this was proposed: propose "
-                                              "it again against the current settings.")
-        dispatch.write_settings(payload["rule"], current, payload["values"], acting_user=approver,
-                                proposed_by=proposal.proposed_by)
-    elif proposal.kind == Kind.MEMBERSHIP:
-        from controlplane.accounts.membership import acting_as, approved_membership
-
-        group = Group.objects.filter(name=payload["group"]).first()
-        if group is None:
-            raise PolicyError(PROPOSAL_STALE, f"The group {payload['group']!r} no longer exists.")
-        with acting_as(audit_actor(approver), via="four_eyes"), approved_membership():
-            group.user_set.add(*get_user_model().objects.filter(pk__in=payload["add"], is_active=True))
-
-
-def propose_membership(group, users, *, acting_user, note: str = "") -> PolicyProposal | None:
-    """Propose adding `users` to `group` when that needs a second risk-admin (the pending
-    proposal is returned); None when adding them grants nothing and may apply at once."""
-    from audit.chain import audited_atomic
-
-    users = sorted(users, key=lambda user: user.pk)
-    ids = [user.pk for user in users]
-    waits = membership_waits_because({group.name: set(ids)})
-    if waits is None:
-        return None
-    names = [user.get_username() for user in users]
-    diff = {"added": [], "removed": [], "changed": {}, "membership": {group.name: {"added": names}}}
-    with audited_atomic():
-        return propose(Kind.MEMBERSHIP, {"group": group.name, "add": ids, "usernames": names},
-                       acting_user=acting_user, waits=waits, diff=diff,
-                       note=(note or "").strip() or f"Add {', '.join(names)} to {group.name}")

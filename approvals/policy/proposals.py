@@ -13,7 +13,6 @@ from audit.chain import Actor
 
 from ..models import PolicyProposal, PolicyVersion
 from .rules.engine import RuleSpec
-from . import authority
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
 from .checks import (
     FOUR_EYES_SAME_PERSON,
@@ -29,6 +28,8 @@ from .checks import (
     user_label,
 )
 from ..people import user_of
+from .membership import apply_membership
+from .notification_settings import apply_notifications
 
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 
@@ -71,7 +72,10 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
                 "nothing was applied; propose it again against the current policy."))
         elif proposal.kind != PolicyProposal.Kind.RULES:
             try:
-                authority.apply_payload(proposal, acting_user)
+                if proposal.kind == PolicyProposal.Kind.MEMBERSHIP:
+                    apply_membership(proposal, acting_user)
+                else:
+                    apply_notifications(proposal, acting_user)
             except PolicyError as exc:
                 _close(proposal, Status.STALE, acting_user, note)
                 refusal = exc

@@ -40,7 +40,6 @@ from audit.chain import Actor, audited_atomic, record
 __all__ = [
     "MembershipActorMiddleware",
     "acting_as",
-    "approved_membership",
     "connect",
     "current_actor",
     "on_membership_changed",
@@ -65,8 +64,6 @@ class _Acting:
 _current_request: ContextVar[HttpRequest | None] = ContextVar("membership_request", default=None)
 # An explicit actor for the current block, if any (set by acting_as()).
 _explicit: ContextVar[_Acting | None] = ContextVar("membership_actor", default=None)
-# Set while a second risk-admin's approval applies a membership proposal.
-_approved: ContextVar[bool] = ContextVar("membership_approved", default=False)
 # Where a person changes membership by hand: these paths go through four eyes.
 GATED_VIA = frozenset({"admin", "web", "api"})
 
@@ -85,23 +82,15 @@ def acting_as(actor: Actor, *, via: str) -> Iterator[None]:
         _explicit.reset(token)
 
 
-@contextmanager
-def approved_membership() -> Iterator[None]:
-    """Additions made inside the block were approved by a second risk-admin
-    (`approvals.policy.approve_proposal`): the four-eyes gate lets them through."""
-    token = _approved.set(True)
-    try:
-        yield
-    finally:
-        _approved.reset(token)
-
-
 def current_actor() -> tuple[Actor, str]:
     """Who is changing membership right now, and through what ("admin", "api", "web",
     "shell", "command", "process", or what `acting_as` said)."""
     explicit = _explicit.get()
     if explicit is not None:
         return explicit.actor, explicit.via
+    approver = _approver()
+    if approver is not None:  # a second risk-admin's approval is being applied
+        return approver, "four_eyes"
     request = _current_request.get()
     if request is not None:
         return _request_actor(request)
@@ -213,6 +202,12 @@ def on_membership_changed(
         _audit(_changes(instance, reverse, removed=_recall(instance, "clear")))
 
 
+def _approver() -> Actor | None:
+    from approvals.policy.membership import membership_approved_by
+
+    return membership_approved_by()
+
+
 def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
     """Refuse, on a page, the admin or the API, an addition that gives someone decide on
     something (or makes a risk-admin) without a second risk-admin's approval.
@@ -225,14 +220,14 @@ def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
     """
     from django.conf import settings
 
-    if not pk_set or not settings.POLICY_FOUR_EYES or _approved.get():
+    if not pk_set or not settings.POLICY_FOUR_EYES or _approver() is not None:
         return
     _actor, via = current_actor()
     if via not in GATED_VIA:
         return
     from approvals.errors import NOT_PERMITTED
-    from approvals.policy.authority import membership_waits_because
     from approvals.policy.checks import PolicyError
+    from approvals.policy.membership import membership_waits_because
 
     if reverse:
         additions = {instance.name: set(pk_set)}

@@ -29,7 +29,7 @@ from approvals.notifications import dispatch
 from approvals.people import Person
 from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
 from approvals.policy import PolicyError
-from approvals.policy.authority import propose_membership
+from approvals.policy.membership import propose_membership
 from approvals.policy.rules.authority import Limits, Snapshot, effective_authority, first_widening
 from approvals.policy.rules.conditions import RuleValidationError
 from approvals.policy.tuning import editing
