@@ -233,6 +233,20 @@ class FourEyesUserAdmin(UserAdmin):
         fields = list(super().get_readonly_fields(request, obj))
         return [*fields, "is_superuser", "user_permissions"] if settings.POLICY_FOUR_EYES else fields
 
+    def save_model(self, request, obj, form, change):
+        from .policy import membership
+
+        if settings.POLICY_FOUR_EYES and change and "is_active" in form.changed_data and obj.is_active:
+            # Reactivating someone gives them back whatever their groups decide.
+            waits = membership.membership_waits_because(
+                {name: {obj.pk} for name in obj.groups.values_list("name", flat=True)})
+            if waits is not None:
+                obj.is_active = False
+                messages.error(request, f"{obj.get_username()} stays inactive: {waits} (reactivating them gives "
+                                        "back what their groups decide). Remove them from those groups, reactivate "
+                                        "them, then add them back: each addition is a proposal.")
+        super().save_model(request, obj, form, change)
+
     def save_related(self, request, form, formsets, change):
         from .policy import membership
 
@@ -261,9 +275,12 @@ if admin.site.is_registered(Group):
 
 @admin.register(Group)
 class FourEyesGroupAdmin(GroupAdmin):
-    """Django's group admin, except that a group's permissions cannot be changed here
-    while four eyes holds: the policy permission makes every member a risk-admin."""
+    """Django's group admin, except that while four eyes holds a group's permissions
+    cannot be changed here (the policy permission makes every member a risk-admin), nor
+    an existing group renamed (rules and requests name their groups: a rename re-routes)."""
 
     def get_readonly_fields(self, request, obj=None):
         fields = list(super().get_readonly_fields(request, obj))
-        return [*fields, "permissions"] if settings.POLICY_FOUR_EYES else fields
+        if not settings.POLICY_FOUR_EYES:
+            return fields
+        return [*fields, "permissions", *(["name"] if obj is not None else [])]

@@ -368,9 +368,21 @@ def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(fou
         "user_permissions": [str(change_policy.pk)]})
     client.post(f"/admin/auth/group/{club.pk}/change/", {"name": "book-club", "permissions": [str(change_policy.pk)]})
 
+    # Nor rename a group into one that rules route to, nor reactivate a decider alone.
+    treasury = Group.objects.get(name="treasury")
+    client.post(f"/admin/auth/group/{treasury.pk}/change/", {"name": "old-treasury"})
+    carol = cast["carol"]
+    carol.is_active = False
+    carol.save(update_fields=["is_active"])
+    answer = client.post(f"/admin/auth/user/{carol.pk}/change/", _admin_change_form(carol, [treasury]), follow=True)
+    assert "carol stays inactive: giving 1 person decide on wire_critical needs a second risk-admin" in (
+        answer.content.decode().lower())
+
     mallory.refresh_from_db()
+    carol.refresh_from_db()
     assert not mallory.is_superuser and not mallory.user_permissions.exists()
     assert not club.permissions.exists()
+    assert Group.objects.filter(name="treasury").exists() and not carol.is_active
     assert not policy.is_risk_admin(get_user_model().objects.get(pk=mallory.pk))
     proposal = dispatch.save_settings("wire_critical", actor=Person(cast["ada"]), max_extension_seconds=600)
     with pytest.raises(PolicyError) as refused:
