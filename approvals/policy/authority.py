@@ -33,8 +33,8 @@ from ..permissions import RISK_ADMINS
 from .checks import CHANGE_POLICY
 from .rules.authority import Limits, Snapshot, first_widening
 
-__all__ = ["AUTHORITY_FIELDS", "current_notifications", "group_members", "limits_for", "notification_values", "snapshot",
-           "waits_because"]
+__all__ = ["AUTHORITY_FIELDS", "current_notifications", "group_members", "limits_for", "notification_values",
+           "snapshot", "waits_because"]
 
 # The notification settings that grant something (who may decide, and until when).
 # notify_on_arrival, remind_before_seconds and webhook_url only inform: they apply at once.
@@ -69,9 +69,8 @@ def group_members(additions: Mapping[str, set] | None = None) -> dict[str, froze
     app_label, codename = CHANGE_POLICY.split(".")
     policy_groups = Group.objects.filter(permissions__codename=codename, permissions__content_type__app_label=app_label)
     admins = set().union(*(found.get(name, set()) for name in policy_groups.values_list("name", flat=True)))
-    admins |= set(User.objects.filter(is_active=True).filter(
-        Q(is_superuser=True) | Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app_label)
-    ).values_list("pk", flat=True))
+    direct = Q(user_permissions__codename=codename, user_permissions__content_type__app_label=app_label)
+    admins |= set(User.objects.filter(is_active=True).filter(Q(is_superuser=True) | direct).values_list("pk", flat=True))
     found[RISK_ADMINS] = admins | found.get(RISK_ADMINS, set())
     return {name: frozenset(ids) for name, ids in found.items()}
 

@@ -139,7 +139,8 @@ def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_ap
 
     assert isinstance(outcome, PolicyProposal) and outcome.kind == "notifications"
     assert outcome.status == PolicyProposal.Status.PENDING
-    assert outcome.waits_because == "escalating wire_critical to 2 people who could not decide it needs a second risk-admin"
+    assert outcome.waits_because == (
+        "escalating wire_critical to 2 people who could not decide it needs a second risk-admin")
     assert not RuleNotification.objects.filter(rule_name="wire_critical").exists()
     assert events("policy.proposed")[-1].metadata["kind"] == "notifications"
 

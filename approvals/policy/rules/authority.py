@@ -182,7 +182,8 @@ def _deadline_limits(before: Snapshot, after: Snapshot, limits: Limits) -> str |
     floor = limits.min_deadline_seconds
     for rule in sorted(after.rules, key=lambda r: (r["priority"], r["name"])):
         previous = old.get(rule["name"])
-        for key, what in (("decision_ttl_seconds", "decision deadline"), ("execution_window_seconds", "execution window")):
+        for key, what in (("decision_ttl_seconds", "decision deadline"),
+                          ("execution_window_seconds", "execution window")):
             if previous is not None and rule[key] < previous[key] and rule[key] < floor:
                 return f"shortening the {what} of {rule['name']} to {rule[key]} s (below {floor} s)"
     now = shortened_rules(before.rules, after.rules)
