@@ -8,7 +8,11 @@ are read-only.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
 from django.shortcuts import redirect
 
 from . import policy
@@ -206,3 +210,77 @@ class EmergencyStopAdmin(admin.ModelAdmin):
                            reason=form.cleaned_data.get("reason", ""))
         saved = EmergencyStop.objects.get(scope=EmergencyStop.scope_for(obj.agent))
         obj.pk = saved.pk
+
+
+# --- People: adding someone to a group that can decide waits for a second risk-admin ------------
+
+
+User = get_user_model()
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class FourEyesUserAdmin(UserAdmin):
+    """Django's user admin, except that adding a person to a group that can decide
+    something (or to risk-admins) is not saved: it becomes a policy proposal that a
+    second risk-admin approves on the rules pages, and the page says so. Removing
+    people from groups applies at once (it only narrows)."""
+
+    def get_readonly_fields(self, request, obj=None):
+        # A superuser, or a direct policy or decide permission, is a risk-admin (or decider)
+        # that no group membership shows: not settable here while four eyes holds.
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "is_superuser", "user_permissions"] if settings.POLICY_FOUR_EYES else fields
+
+    def save_model(self, request, obj, form, change):
+        from .policy import membership
+
+        if settings.POLICY_FOUR_EYES and change and "is_active" in form.changed_data and obj.is_active:
+            # Reactivating someone gives them back whatever their groups decide.
+            waits = membership.membership_waits_because(
+                {name: {obj.pk} for name in obj.groups.values_list("name", flat=True)})
+            if waits is not None:
+                obj.is_active = False
+                messages.error(request, f"{obj.get_username()} stays inactive: {waits} (reactivating them gives "
+                                        "back what their groups decide). Remove them from those groups, reactivate "
+                                        "them, then add them back: each addition is a proposal.")
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        from .policy import membership
+
+        user = form.instance
+        wanted = list(form.cleaned_data.get("groups") or [])
+        current = set(user.groups.values_list("pk", flat=True)) if change else set()
+        waiting = []
+        if settings.POLICY_FOUR_EYES and "groups" in form.cleaned_data:
+            for group in wanted:
+                if group.pk not in current and membership.membership_waits_because({group.name: {user.pk}}):
+                    waiting.append(group)
+            if waiting:
+                form.cleaned_data["groups"] = [group for group in wanted if group not in waiting]
+        super().save_related(request, form, formsets, change)
+        for group in waiting:
+            proposal = membership.propose_membership(group, [user], acting_user=request.user,
+                                                    note=f"Add {user.get_username()} to {group.name} (admin)")
+            if proposal is not None:
+                messages.warning(request, f"Adding {user.get_username()} to {group.name} waits for a second "
+                                          f"risk-admin: {proposal.waits_because} (proposal {proposal.pk}).")
+
+
+if admin.site.is_registered(Group):
+    admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class FourEyesGroupAdmin(GroupAdmin):
+    """Django's group admin, except that while four eyes holds a group's permissions
+    cannot be changed here (the policy permission makes every member a risk-admin), nor
+    an existing group renamed (rules and requests name their groups: a rename re-routes)."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = list(super().get_readonly_fields(request, obj))
+        if not settings.POLICY_FOUR_EYES:
+            return fields
+        return [*fields, "permissions", *(["name"] if obj is not None else [])]

@@ -162,3 +162,8 @@ TRANSITION_VERBS: frozenset[str] = frozenset(
 )
 # Suspensions: a reviewer's typed answer to a paused workflow step (its keyed digest, never the answer).
 register("suspension.answered", "A reviewer answered a suspension: proposed, replaced or agreed with an answer.")
+# Who may decide is policy (approvals.policy.authority).
+register("request.escalation_refused",
+         "An escalation was refused: its group is neither the rule's own nor an approved escalation target.")
+register("membership.claims_applied",
+         "An identity provider's group claims changed a person's groups at sign-in (never risk-admins).")

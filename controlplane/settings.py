@@ -290,6 +290,10 @@ STEP_UP_FAILURE_LIMIT = int(os.environ.get("STEP_UP_FAILURE_LIMIT", "3"))
 # Four eyes on policy: a change that is not provably stricter waits for a second
 # risk-admin's approval (approvals.policy). Off only for a one-person demo.
 POLICY_FOUR_EYES = env_bool("POLICY_FOUR_EYES", True)
+# Deadlines a change may shorten at once (approvals.policy.authority): not below this many
+# seconds, and for at most this many rules per risk-admin per hour; beyond, it waits too.
+POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS = int(os.environ.get("POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS", "300"))
+POLICY_MAX_SHORTENED_RULES_PER_HOUR = int(os.environ.get("POLICY_MAX_SHORTENED_RULES_PER_HOUR", "3"))
 
 # --- Misc -------------------------------------------------------------------
 

@@ -106,6 +106,17 @@ class PolicyProposal(models.Model):
     diff = models.JSONField(default=dict)
     dry_run = models.JSONField(default=dict, blank=True, help_text="The replay summary shown to the approver.")
     restored_from = models.PositiveIntegerField(null=True, blank=True)
+
+    class Kind(models.TextChoices):
+        RULES = "rules", "Rules and destructive verbs"
+        NOTIFICATIONS = "notifications", "Notification and escalation settings"
+        MEMBERSHIP = "membership", "Membership of a group that can decide"
+
+    # What the proposal changes: the rule set (`rules`, `destructive_verbs`), or, for the
+    # other kinds, `payload` (`rules` then holds the base version's rules unchanged).
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.RULES)
+    payload = models.JSONField(default=dict, blank=True)
+    waits_because = models.TextField(blank=True, help_text="Why it needs a second risk-admin, in words.")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decided_by = models.ForeignKey(

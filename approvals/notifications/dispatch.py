@@ -22,16 +22,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, Subquery
 from django.utils import timezone
 
-from audit.chain import Actor, audited_atomic, record
 from controlplane.http import outbound
-from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .. import services
 from ..services.core import RequestChange
 from ..masking import MASK, masked
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
-from ..people import user_of
+from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
 from .channels import DeliveryError, post_webhook, send_email
 
 __all__ = [
@@ -66,8 +64,7 @@ def backoff(attempt: int) -> timedelta:
 # --- Settings -------------------------------------------------------------------------------
 
 
-SETTINGS_FIELDS = ("notify_on_arrival", "remind_before_seconds", "escalate_after_seconds", "escalation_group",
-                   "max_extension_seconds", "webhook_url")
+# save_settings (re-exported here) is approvals.policy.notification_settings: through four eyes.
 
 
 def settings_for(rule_name: str) -> RuleNotification:
@@ -77,51 +74,6 @@ def settings_for(rule_name: str) -> RuleNotification:
         or RuleNotification(rule_name=rule_name)
 
 
-def save_settings(rule_name: str, *, actor: Actor | None, **values: Any) -> RuleNotification:
-    """Create or update a rule's notification settings, audited before and after.
-
-    `values`: any of SETTINGS_FIELDS (escalation_group a Group or None). Raises
-    ValueError naming the field for a negative number or a webhook URL the
-    outbound allow-list refuses.
-    """
-    acting_user = user_of(actor)
-    unknown = sorted(set(values) - set(SETTINGS_FIELDS))
-    if unknown:
-        raise ValueError(f"{unknown[0]}: not a notification setting")
-    for name in ("remind_before_seconds", "escalate_after_seconds", "max_extension_seconds"):
-        value = values.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ValueError(f"{name}: must be a whole number of seconds, 0 or more")
-    if values.get("webhook_url"):
-        try:
-            check_outbound_url(values["webhook_url"])
-        except OutboundURLRefused as exc:
-            raise ValueError(f"webhook_url: {exc.message}") from None
-    with audited_atomic():
-        current = RuleNotification.objects.select_for_update().filter(rule_name=rule_name).first()
-        before = _settings_dict(current) if current else None
-        current = current or RuleNotification(rule_name=rule_name)
-        for name, value in values.items():
-            setattr(current, name, value)
-        current.updated_by_label = acting_user.get_username() if acting_user else "system"
-        current.save()
-        record(
-            "rule.notifications_changed",
-            actor=Actor.for_user(acting_user) if acting_user else Actor.system(),
-            metadata={"rule": rule_name, "before": before, "after": _settings_dict(current)},
-        )
-    return current
-
-
-def _settings_dict(row: RuleNotification) -> dict[str, Any]:
-    return {
-        "notify_on_arrival": row.notify_on_arrival,
-        "remind_before_seconds": row.remind_before_seconds,
-        "escalate_after_seconds": row.escalate_after_seconds,
-        "escalation_group": row.escalation_group.name if row.escalation_group_id else None,
-        "max_extension_seconds": row.max_extension_seconds,
-        "webhook_url": row.webhook_url,
-    }
 
 
 # --- What is sent ------------------------------------------------------------------------------

@@ -5,8 +5,11 @@ with the complete proposed rule set and verb list. It validates everything and,
 under the policy lock, compares the proposal with the newest version:
 
 - it APPLIES at once (RiskRule rows written, a new PolicyVersion, `policy.changed`)
-  when `settings.POLICY_FOUR_EYES` is off, when every difference is provably
-  stricter (`approvals.policy.rules.stricter`), or for the system seeding an empty policy;
+  when `settings.POLICY_FOUR_EYES` is off, when it passes the one all-or-nothing
+  authority test (`approvals.policy.rules.authority.first_widening`: every rule-field
+  difference provably stricter, `rules.stricter`; no deadline below the floor or too
+  many shortened; nobody gains decide, nothing re-routed), or for the system seeding
+  an empty policy;
 - otherwise it stores a pending `PolicyProposal` (diff, dry-run, `policy.proposed`)
   and changes no rule: a second risk-admin applies it with `approve_proposal`; a
   risk-admin rejects it, or its author withdraws it, with `reject_proposal`.
@@ -17,6 +20,12 @@ newest version (under the lock, so nothing committed meanwhile is silently undon
 and call it; each returns the PolicyVersion (applied) or the PolicyProposal
 (waiting). Only risk-admins (`is_risk_admin`) change the policy; refusals are
 `PolicyError` (a DomainError with a stable code) or `RuleValidationError`.
+
+The other things that decide who may decide go through the same test and the same
+proposals (kinds ``notifications`` and ``membership``): `notification_settings.save_settings`
+(escalation and extension settings) and `membership` (adding people to a group that
+decides; the Django admin proposes, every other page is refused). `approve_proposal`
+applies any kind as a new PolicyVersion naming both risk-admins.
 
 Classification compiles a policy version once and reuses it until the next appears
 (`current_policy`).

@@ -20,7 +20,7 @@ from ..models import PolicyProposal, PolicyVersion, RiskRule
 from .rules.conditions import RuleValidationError
 from .rules.engine import RuleSpec
 from .rules.seed import SEED_DESTRUCTIVE_VERBS
-from .rules.stricter import first_change_needing_approval
+from . import authority
 from .checks import (
     PolicyError,
     audit_actor,
@@ -121,7 +121,8 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
             return apply_rules(after, verbs, groups, newest, **change, created_by=None, how="seed")
         if not settings.POLICY_FOUR_EYES:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="four_eyes_off")
-        waits_because = first_change_needing_approval(before, before_verbs, after, verbs)
+        # One all-or-nothing test over the whole effective authority (rules.authority).
+        waits_because = authority.waits_because(before, before_verbs, after, verbs, user=acting_user)
         if waits_because is None:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="stricter_only")
         return _propose(after, verbs, newest, **change, acting_user=acting_user, waits_because=waits_because)
@@ -199,7 +200,7 @@ def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, di
     proposal = PolicyProposal.objects.create(
         proposed_by=acting_user, proposed_by_label=user_label(acting_user), note=note, base_version=newest,
         rules=after, destructive_verbs=verbs, diff=diff, restored_from=restored_from,
-        dry_run=proposal_summary(after, verbs),
+        dry_run=proposal_summary(after, verbs), waits_because=waits_because,
     )
     record("policy.proposed", actor=audit_actor(acting_user), metadata={
         "proposal": proposal.pk, "base_version": newest.number if newest else None, "note": note, "diff": diff,

@@ -13,6 +13,7 @@ from audit.chain import Actor
 from controlplane.http.codes import register
 
 from ..errors import NOT_FOUND, NOT_PERMITTED, DomainError
+from ..permissions import AUDITORS
 from .rules.conditions import RuleValidationError
 from .rules.engine import RuleSpec
 
@@ -139,6 +140,8 @@ def groups_for(specs: Iterable[RuleSpec]) -> dict[str, Group]:
             name = getattr(spec, field)
             if name is not None and name not in found:
                 raise RuleValidationError(field, f"group {name!r} does not exist (rule {spec.name})")
+            if name == AUDITORS:  # DESIGN.md: auditors read and export the audit log and decide nothing
+                raise RuleValidationError(field, f"auditors decide nothing: choose another group (rule {spec.name})")
     return found
 
 

@@ -28,6 +28,8 @@ from .checks import (
     user_label,
 )
 from ..people import user_of
+from .membership import apply_membership
+from .notification_settings import apply_notifications
 
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 
@@ -38,8 +40,8 @@ def pending_proposals():
     """Pending proposals, oldest first, without their rule sets (one query)."""
     return (PolicyProposal.objects.filter(status=Status.PENDING).order_by("created_at")
             .select_related("base_version").only(
-                "id", "created_at", "proposed_by_id", "proposed_by_label", "note", "diff", "status",
-                "base_version__number"))
+                "id", "created_at", "proposed_by_id", "proposed_by_label", "note", "diff", "status", "kind",
+                "waits_because", "base_version__number"))
 
 
 def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -> PolicyVersion:
@@ -68,6 +70,25 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
             refusal = PolicyError(PROPOSAL_STALE, (
                 f"The policy changed since this was proposed (now v{newest.number if newest else 0}): "
                 "nothing was applied; propose it again against the current policy."))
+        elif proposal.kind != PolicyProposal.Kind.RULES:
+            try:
+                if proposal.kind == PolicyProposal.Kind.MEMBERSHIP:
+                    apply_membership(proposal, acting_user)
+                else:
+                    apply_notifications(proposal, acting_user)
+            except PolicyError as exc:
+                _close(proposal, Status.STALE, acting_user, note)
+                refusal = exc
+            else:
+                # The rules stay; the version records that who may decide changed, and who agreed.
+                rules, verbs = rules_and_verbs(newest)
+                version = apply_rules(
+                    rules, verbs, groups_for(RuleSpec.from_dict(rule) for rule in rules), newest,
+                    diff=proposal.diff, note=proposal.note, created_by=proposal.proposed_by, how="approved",
+                    approved_by=acting_user, proposal=proposal,
+                )
+                proposal.applied_version = version
+                _close(proposal, Status.APPLIED, acting_user, note)
         else:
             before, before_verbs = rules_and_verbs(newest)
             groups = groups_for(RuleSpec.from_dict(rule) for rule in proposal.rules)

@@ -8,13 +8,13 @@ from django.contrib.auth.models import Group
 from audit.chain import Actor, record
 
 from ..models import ApprovalRequest
-from ..permissions import eligible_approver_count, grant_group, revoke_decide_except
+from ..permissions import AUDITORS, eligible_approver_count, grant_group, revoke_decide_except
 from ..states import State
 from .classification import Classified, apply_classification
 from .core import SYSTEM, announce, changing
 from .guards import expire_if_due
 
-__all__ = ["check_quorum_reachable", "escalate_request", "regroup"]
+__all__ = ["check_quorum_reachable", "escalate_request", "escalation_refusal", "regroup"]
 
 
 def check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = None) -> None:
@@ -31,7 +31,7 @@ def check_quorum_reachable(request: ApprovalRequest, *, eligible: int | None = N
         return
     escalation = request.classification.get("escalation_group")
     group = Group.objects.filter(name=escalation).first() if escalation else None
-    if group is not None and not request.escalated:
+    if group is not None and not request.escalated and escalation_refusal(request, group) is None:
         _escalate(request, group, reason="quorum_unreachable")
         eligible = eligible_approver_count(request)
         if eligible >= request.required_approvals:
@@ -55,14 +55,41 @@ def _escalate(request: ApprovalRequest, group: Group, *, reason: str) -> None:
     announce(request, "request.escalated", escalated_to=group.name)
 
 
+def escalation_refusal(request: ApprovalRequest, group: Group) -> str | None:
+    """Why `group` may not be handed decide on `request`, or None.
+
+    Escalation hands a request only to its rule's own approver group, to the rule's
+    escalation group (part of the rule, which changes under four eyes) or to the
+    escalation group of the rule's notification settings (saved only through the same
+    four-eyes gate, `approvals.notifications.save_settings`). Never to auditors: they
+    decide nothing (DESIGN.md).
+    """
+    from ..models import RuleNotification
+
+    if group.name == AUDITORS:
+        return "auditors decide nothing"
+    if group.pk == request.approver_group_id or group.name == request.classification.get("escalation_group"):
+        return None
+    if request.rule_name and RuleNotification.objects.filter(rule_name=request.rule_name,
+                                                             escalation_group=group).exists():
+        return None
+    return f"{group.name} is neither this rule's approver group nor an approved escalation target"
+
+
 def escalate_request(request_id, *, group: Group, reason: str) -> bool:
     """Escalate a pending request to `group` (view and decide); False if it is no
-    longer pending or was escalated before. A deadline that passed is persisted
-    (the request expires) and False is returned."""
+    longer pending or was escalated before, or if `group` is not one escalation may
+    hand it to (`escalation_refusal`: audited ``request.escalation_refused``). A
+    deadline that passed is persisted (the request expires) and False is returned."""
     with changing(request_id) as request:
         if expire_if_due(request) is not None:
             return False
         if request.state != State.PENDING_APPROVAL or request.escalated:
+            return False
+        refused = escalation_refusal(request, group)
+        if refused is not None:
+            record("request.escalation_refused", actor=SYSTEM, request=request,
+                   metadata={"group": group.name, "reason": reason, "refused_because": refused})
             return False
         _escalate(request, group, reason=reason)
     return True

@@ -29,14 +29,14 @@ from controlplane.http.inputs import parse_json_text
 
 from .. import errors, policy, services
 from ..errors import DomainError
-from ..models import PolicyVersion, RiskRule
+from ..models import PolicyProposal, PolicyVersion, RiskRule
 from ..notifications import dispatch as notifications
 from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
 from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
-from ..policy.rules.stricter import first_change_needing_approval
+from ..policy import authority as policy_authority
 from ..policy.tuning import dry_run as dry_runs
 from ..execution.executors import params_by_action_type
 from ..policy.tuning import editing
@@ -74,9 +74,14 @@ OPERATOR_LABELS = {
 def rule_list(request: HttpRequest) -> HttpResponse:
     rules = list(RiskRule.objects.select_related("approver_group", "escalation_group").order_by("priority", "name"))
     latest = PolicyVersion.objects.order_by("-number").defer("rules", "diff").first()
+    from audit.models import AuditEvent
+
     return render(request, "rules/list.html", {
         "rules": rules, "latest": latest, "proposals": list(policy.pending_proposals()),
         "verbs_text": "\n".join(latest.destructive_verbs if latest else []),
+        "identity_providers": [provider.get("id", "") for provider in settings.OIDC_PROVIDERS],
+        "groups_claim": settings.OIDC_GROUPS_CLAIM,
+        "claim_changes": list(AuditEvent.objects.filter(verb="membership.claims_applied").order_by("-seq")[:10]),
     })
 
 
@@ -242,8 +247,8 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         group = Group.objects.filter(name=group_name).first() if group_name else None
         if group_name and group is None:
             raise ValueError(f"escalation_group: no group named {group_name!r}")
-        notifications.save_settings(
-            name, actor=Person.from_request(request),
+        outcome = notifications.save_settings(
+            name, actor=Person.from_request(request), note=request.POST.get("note", ""),
             notify_on_arrival=request.POST.get("notify_on_arrival") == "1",
             remind_before_seconds=seconds("remind_before_seconds"),
             escalate_after_seconds=seconds("escalate_after_seconds"),
@@ -253,7 +258,12 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         )
     except ValueError as exc:
         messages.error(request, f"Notification settings not saved: {exc}")
+    except PolicyError as exc:
+        messages.error(request, f"Notification settings not saved: {exc.message}")
     else:
+        if isinstance(outcome, PolicyProposal):  # it grants something: a second risk-admin decides
+            flash_outcome(request, outcome, f"Notification settings of {name}:")
+            return redirect_after(outcome)
         messages.success(request, f"Notification settings of {name} saved.")
     return redirect("rules:edit", name=name)
 
@@ -316,8 +326,9 @@ def dry_run(request: HttpRequest) -> JsonResponse:
     for change in report["changes"]:  # each row opens the request it would affect
         change["url"] = request_url(change["request_id"])
     current = policy.current_policy()
-    waits = first_change_needing_approval(
+    waits = policy_authority.waits_because(
         current.compiled.to_dicts(), current.destructive_verbs, proposed, current.destructive_verbs,
+        user=request.user,
     ) if settings.POLICY_FOUR_EYES else None
     return JsonResponse({"ok": True, **report,
                          "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})

@@ -64,6 +64,8 @@ class _Acting:
 _current_request: ContextVar[HttpRequest | None] = ContextVar("membership_request", default=None)
 # An explicit actor for the current block, if any (set by acting_as()).
 _explicit: ContextVar[_Acting | None] = ContextVar("membership_actor", default=None)
+# Where a person changes membership by hand: these paths go through four eyes.
+GATED_VIA = frozenset({"admin", "web", "api"})
 
 
 @contextmanager
@@ -86,6 +88,9 @@ def current_actor() -> tuple[Actor, str]:
     explicit = _explicit.get()
     if explicit is not None:
         return explicit.actor, explicit.via
+    approver = _approver()
+    if approver is not None:  # a second risk-admin's approval is being applied
+        return approver, "four_eyes"
     request = _current_request.get()
     if request is not None:
         return _request_actor(request)
@@ -183,7 +188,9 @@ def on_membership_changed(
     `reverse` is False for `user.groups.*` (instance is a user, pk_set group ids)
     and True for `group.user_set.*` (instance is a group, pk_set user ids).
     """
-    if action == "pre_remove":
+    if action == "pre_add":
+        _gate_additions(instance, reverse, pk_set or set())
+    elif action == "pre_remove":
         _remember(instance, "remove", _linked(sender, instance, reverse, using, only=pk_set or set()))
     elif action == "pre_clear":
         _remember(instance, "clear", _linked(sender, instance, reverse, using))
@@ -193,6 +200,43 @@ def on_membership_changed(
         _audit(_changes(instance, reverse, removed=_recall(instance, "remove")))
     elif action == "post_clear":
         _audit(_changes(instance, reverse, removed=_recall(instance, "clear")))
+
+
+def _approver() -> Actor | None:
+    from approvals.policy.membership import membership_approved_by
+
+    return membership_approved_by()
+
+
+def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
+    """Refuse, on a page, the admin or the API, an addition that gives someone decide on
+    something (or makes a risk-admin) without a second risk-admin's approval.
+
+    Removing people only narrows, so it is never gated. Commands and shells are the
+    operator's deploy-time tools and identity-provider claims are deploy-time
+    configuration (`controlplane.accounts.sso`, which never adds risk-admins): both
+    are audited, not gated. The admin turns such an addition into a proposal before it
+    reaches this check (`approvals.admin`); this is the net under every other path.
+    """
+    from django.conf import settings
+
+    if not pk_set or not settings.POLICY_FOUR_EYES or _approver() is not None:
+        return
+    _actor, via = current_actor()
+    if via not in GATED_VIA:
+        return
+    from approvals.errors import NOT_PERMITTED
+    from approvals.policy.checks import PolicyError
+    from approvals.policy.membership import membership_waits_because
+
+    if reverse:
+        additions = {instance.name: set(pk_set)}
+    else:
+        additions = {name: {instance.pk} for name in Group.objects.filter(pk__in=pk_set).values_list("name", flat=True)}
+    waits = membership_waits_because(additions)
+    if waits is not None:
+        raise PolicyError(NOT_PERMITTED, f"Not added: {waits}. Propose it in the admin, where a second risk-admin "
+                                         "approves it.")
 
 
 def connect() -> None:

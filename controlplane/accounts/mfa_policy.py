@@ -2,7 +2,8 @@
 
 `settings.MFA_REQUIRED_GROUPS` names the groups; unset, it is every group that may
 decide a request needing step-up: the approver and escalation groups of enabled rules
-at a step-up level (`STEP_UP_RISK_LEVELS`) or with `step_up`, and the default approver
+at a step-up level (`STEP_UP_RISK_LEVELS`) or with `step_up`, the escalation groups their
+notification settings name (every group escalation can hand them to), and the default approver
 group when the default level needs step-up. Read at each sign-in, so a rule change or
 a new member applies at their next sign-in.
 
@@ -25,7 +26,7 @@ from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
-from approvals.models import RiskRule
+from approvals.models import RiskRule, RuleNotification
 from controlplane.http.codes import MFA_ENROLLMENT_REQUIRED
 from controlplane.http.errors import is_api_path, json_error
 
@@ -48,6 +49,9 @@ def required_groups() -> set[str]:
     )
     names = set(deciding.values_list("approver_group__name", flat=True))
     names |= set(deciding.exclude(escalation_group=None).values_list("escalation_group__name", flat=True))
+    # Escalation targets of the rules' notification settings decide those levels too.
+    names |= set(RuleNotification.objects.filter(rule_name__in=deciding.values("name"))
+                 .exclude(escalation_group=None).values_list("escalation_group__name", flat=True))
     if settings.DEFAULT_RISK_LEVEL in settings.STEP_UP_RISK_LEVELS:
         names.add(settings.DEFAULT_APPROVER_GROUP)
     return names

@@ -2,7 +2,8 @@
 
 A person signing in through an OpenID Connect provider (settings.OIDC_PROVIDERS) gets
 exactly the groups named in its `OIDC_GROUPS_CLAIM` claim that exist here (reviewers,
-risk-admins, auditors, any rule's approver group); every other group is taken away.
+auditors, any rule's approver group); every other group is taken away. A claim never
+adds anyone to risk-admins (it can only take them out of it).
 So removing someone in the provider removes their power at their next sign-in. The
 change goes through the group membership audit (`group.membership_changed`, the
 provider named as the actor), which also closes their open sockets.
@@ -44,10 +45,33 @@ def claimed_groups(sociallogin: Any) -> set[str]:
 
 
 def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
-    """Make `user`'s groups exactly those of `groups` that exist here, the provider acting.
-    Nothing changes (and nothing is audited) when they already are."""
-    with acting_as(provider_sessions.provider_actor(provider), via="sso"):
-        user.groups.set(Group.objects.filter(name__in=groups))
+    """Make `user`'s groups exactly those of `groups` that exist here, the provider acting,
+    except that a claim never makes anyone a risk-admin: membership of risk-admins is
+    granted here, under four eyes, and a claim can only take it away (by not naming it).
+
+    Claims are deploy-time configuration (`OIDC_PROVIDERS`), trusted as such, so they
+    are not gated; every change they make is audited twice: `group.membership_changed`
+    per group, and one `membership.claims_applied` naming the provider, what was added
+    and removed, and any risk-admins claim that was ignored. Nothing changes (and
+    nothing is audited) when the groups already are as claimed.
+    """
+    from approvals.permissions import RISK_ADMINS
+
+    from audit.chain import audited_atomic, record
+
+    actor = provider_sessions.provider_actor(provider)
+    before = set(user.groups.values_list("name", flat=True))
+    wanted = set(Group.objects.filter(name__in=groups).values_list("name", flat=True))
+    ignored = sorted(wanted & {RISK_ADMINS} - before)
+    wanted -= set(ignored)
+    if wanted == before:
+        return
+    with audited_atomic(), acting_as(actor, via="sso"):
+        user.groups.set(Group.objects.filter(name__in=wanted))
+        record("membership.claims_applied", actor=actor, metadata={
+            "user": user.get_username(), "provider": provider, "added": sorted(wanted - before),
+            "removed": sorted(before - wanted), "ignored": ignored,
+        })
 
 
 def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any = None, **kwargs: Any) -> None:

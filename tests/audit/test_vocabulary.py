@@ -59,6 +59,8 @@ GOLDEN_VERBS = [
     "auth.provider_signed_out",
     "request.responded",
     "suspension.answered",
+    "request.escalation_refused",
+    "membership.claims_applied",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

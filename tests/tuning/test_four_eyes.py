@@ -98,7 +98,7 @@ STRICTER_EDITS = {
     "masking a param": {"masked_params": ["memo"]},
     "removing an editable param": {"editable_params": ["memo"]},
     "shortening the decision deadline": {"decision_ttl_seconds": 600},
-    "shortening the execution window": {"execution_window_seconds": 60},
+    "shortening the execution window": {"execution_window_seconds": 300},  # not below the 300 s floor
     "turning step-up on": {"step_up": True},
 }
 

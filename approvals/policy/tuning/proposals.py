@@ -15,7 +15,7 @@ from .. import rules_and_verbs
 from ..rules.stricter import first_change_needing_approval
 
 __all__ = ["FieldChange", "ProposalDetail", "RuleChange", "condition_text", "conditions_text", "describe_field",
-           "proposal_detail", "rule_changes", "waits_because"]
+           "authority_lines", "proposal_detail", "rule_changes", "waits_because"]
 
 FIELD_LABELS: dict[str, str] = {
     "priority": "Order (priority)",
@@ -77,6 +77,8 @@ class ProposalDetail:
     waits_because: str | None
     base_number: int | None
     current_number: int | None
+    # For a notification or membership proposal: what changes, one sentence each.
+    authority_lines: tuple[str, ...] = ()
 
     @property
     def dry_run_changes(self) -> list[dict[str, Any]]:
@@ -195,7 +197,10 @@ def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> l
 
 
 def waits_because(proposal: PolicyProposal) -> str | None:
-    """The first change in `proposal` that needs a second risk-admin (against its base)."""
+    """The first change in `proposal` that needs a second risk-admin (against its base):
+    as stored when it was made, else (older rows) the rule-field reason."""
+    if proposal.waits_because:
+        return proposal.waits_because
     before, before_verbs = rules_and_verbs(proposal.base_version)
     return first_change_needing_approval(before, before_verbs, proposal.rules, proposal.destructive_verbs)
 
@@ -207,6 +212,13 @@ def proposal_detail(pk: int) -> ProposalDetail | None:
         return None
     current = PolicyVersion.objects.order_by("-number").values_list("number", flat=True).first()
     before, before_verbs = rules_and_verbs(proposal.base_version)
+    if proposal.kind != PolicyProposal.Kind.RULES:
+        return ProposalDetail(
+            proposal=proposal, changes=[], verbs_added=[], verbs_removed=[],
+            waits_because=waits_because(proposal),
+            base_number=proposal.base_version.number if proposal.base_version else None,
+            current_number=current, authority_lines=authority_lines(proposal),
+        )
     return ProposalDetail(
         proposal=proposal,
         changes=rule_changes(before, proposal.rules),
@@ -216,3 +228,29 @@ def proposal_detail(pk: int) -> ProposalDetail | None:
         base_number=proposal.base_version.number if proposal.base_version else None,
         current_number=current,
     )
+
+
+_SETTING_LABELS = {
+    "notify_on_arrival": "Email the approver group on arrival",
+    "remind_before_seconds": "Remind before the deadline (s)",
+    "escalate_after_seconds": "Escalate after undecided (s)",
+    "escalation_group": "Escalation group",
+    "max_extension_seconds": "Reviewers may extend the deadline by (s)",
+    "webhook_url": "Webhook URL",
+}
+
+
+def authority_lines(proposal: PolicyProposal) -> tuple[str, ...]:
+    """A notification or membership proposal in words, one line per change."""
+    payload = proposal.payload or {}
+    if proposal.kind == PolicyProposal.Kind.MEMBERSHIP:
+        names = ", ".join(payload.get("usernames") or [])
+        return (f"Add {names} to the group {payload.get('group')} (they may then decide what it decides).",)
+    before = payload.get("before") or {}
+    lines = []
+    for key, label in _SETTING_LABELS.items():
+        old, new = before.get(key), (payload.get("values") or {}).get(key)
+        if old != new:
+            lines.append(f"{payload.get('rule')}: {label}: {_value(old) if old not in (None, '') else ABSENT} "
+                         f"→ {_value(new) if new not in (None, '') else ABSENT}")
+    return tuple(lines)
