@@ -27,6 +27,7 @@ import contextvars
 import functools
 import json
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +38,9 @@ from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
 from referencing.exceptions import NoSuchResource
 
-from controlplane.http.codes import register
+from django.conf import settings
+
+from controlplane.http.codes import VALIDATION_ERROR, register
 
 from .errors import DomainError
 
@@ -48,7 +51,9 @@ __all__ = [
     "SCHEMA_PATTERN_REFUSED",
     "SCHEMA_REF_REFUSED",
     "UNSUPPORTED_SCHEMA_DRAFT",
+    "answer_size",
     "check_resume_schema",
+    "max_answer_bytes",
     "validate_resume_data",
 ]
 
@@ -518,32 +523,53 @@ def _pointer(error: ValidationError) -> str:
     return path
 
 
-def _non_finite(value: Any, path: str) -> str | None:
-    """The path of the first infinite or NaN number in `value`, or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return path or "/"
-    if isinstance(value, dict):
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value)
-    else:
-        return None
-    for key, item in items:
-        found = _non_finite(item, f"{path}/{key}")
-        if found is not None:
-            return found
+def _first_problem(answer: Any) -> tuple[str, str] | None:
+    """(path, what) for the first infinite or NaN number, or array longer than
+    `MAX_ANSWER_ITEMS`, in `answer`; one pass without recursion."""
+    stack: list[tuple[str, Any]] = [("", answer)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return path or "/", "the number is out of range"
+        if isinstance(value, dict):
+            stack.extend((f"{path}/{key}", item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            if len(value) > MAX_ANSWER_ITEMS:
+                return path or "/", f"the list has {len(value)} items; at most {MAX_ANSWER_ITEMS}"
+            stack.extend((f"{path}/{index}", item) for index, item in reversed(list(enumerate(value))))
     return None
+
+
+def answer_size(answer: Any) -> int:
+    """The answer's size in bytes as compact JSON: what `max_answer_bytes` bounds."""
+    try:
+        return len(json.dumps(answer, separators=(",", ":"), ensure_ascii=False, allow_nan=True).encode())
+    except (TypeError, ValueError, RecursionError):
+        return sys.maxsize
+
+
+def max_answer_bytes() -> int:
+    """The API's limit for `resume_data` (`API_MAX_PARAMS_BYTES`), for every path."""
+    return settings.API_MAX_PARAMS_BYTES
 
 
 def validate_resume_data(schema: dict[str, Any], answer: Any) -> None:
     """Refuse an answer the schema does not accept: 422 `invalid_resume_data`, the
-    message naming the first failing JSON path (all of them in `details.errors`)."""
+    message naming the first failing JSON path (all of them in `details.errors`); an
+    answer over `max_answer_bytes()` is 422 `validation_error` naming `resume_data`,
+    as the API's serializer answers it. Bounded cost: the size, `MAX_ANSWER_ITEMS`, the
+    evaluation budget and a linear `uniqueItems`. Callers run it before taking a
+    request's row lock."""
     if not isinstance(answer, dict):
         raise DomainError(INVALID_RESUME_DATA, "resume_data must be a JSON object.", path="", field="resume_data")
-    overflow = _non_finite(answer, "")
-    if overflow is not None:  # 1e400 parses as infinity, which no JSON answer can carry back
-        raise DomainError(INVALID_RESUME_DATA, f"resume_data{overflow}: the number is out of range.",
-                          path=overflow, field="resume_data")
+    limit = max_answer_bytes()
+    if answer_size(answer) > limit:  # the API's serializer answers the same, before this is reached
+        raise DomainError(VALIDATION_ERROR, "The request is not valid; see details.",
+                          fields={"resume_data": [f"Must be at most {limit} bytes as JSON."]})
+    problem = _first_problem(answer)
+    if problem is not None:  # 1e400 parses as infinity, which no JSON answer can carry back
+        where, what = problem
+        raise DomainError(INVALID_RESUME_DATA, f"resume_data{where}: {what}.", path=where, field="resume_data")
     found = _errors(schema, answer)
     if found:
         first = found[0]
