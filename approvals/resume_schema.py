@@ -311,6 +311,7 @@ class _SchemaGraph:
         self.paths: dict[int, str] = {}
         self.nodes: dict[int, dict[str, Any]] = {}
         self.edges: dict[int, list[tuple[bool, Any]]] = {}  # (through a $ref?, child)
+        self.targets: list[tuple[str, dict[str, Any]]] = []
         self._walk(schema)
 
     def _walk(self, root: dict[str, Any]) -> None:
@@ -356,15 +357,23 @@ class _SchemaGraph:
         if not isinstance(target, dict):
             raise DomainError(INVALID_RESUME_SCHEMA, f"The ref {_short(ref)} at {path} points to something not a schema.",
                               field="resume_schema", path=path)
-        if id(target) not in self.nodes:
-            # What a ref points to outside the tree's keywords was never seen by the metaschema.
+        self.targets.append((ref, target))
+        return target
+
+    def check_targets(self) -> None:
+        """What a ref points to, outside the keywords the metaschema checks from the top,
+        checked against the metaschema too (after the walk: patterns are named first)."""
+        checked: set[int] = set()
+        for ref, target in self.targets:
+            if id(target) in checked:
+                continue
+            checked.add(id(target))
             try:
                 self.validator_class.check_schema(target, format_checker=_FORMATS)
             except SchemaError as error:
                 where = ref + "".join(f"/{part}" for part in error.path)
                 raise DomainError(INVALID_RESUME_SCHEMA, f"Not a valid JSON Schema at {where}: {error.message}",
                                   field="resume_schema", path=where) from None
-        return target
 
     def refuse_loops_and_fan_out(self, root: dict[str, Any]) -> None:
         """Iterative post-order over the graph: a node met again while still open is a
@@ -431,6 +440,7 @@ def _check_patterns(node: dict[str, Any], path: str) -> None:
 def _refuse_unsafe_parts(schema: dict[str, Any], validator_class) -> None:
     graph = _SchemaGraph(schema, validator_class)
     graph.refuse_loops_and_fan_out(schema)
+    graph.check_targets()
     nodes = graph.nodes.values()
     if any("patternProperties" in node for node in nodes) and any("unevaluatedProperties" in node for node in nodes):
         raise DomainError(INVALID_RESUME_SCHEMA, "unevaluatedProperties cannot be combined with patternProperties here.",

@@ -19,6 +19,7 @@ comparison on a ``params.*`` value that is missing or not plainly a number is
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
@@ -115,7 +116,9 @@ def _check_pattern(value: Any, field: str, op: str) -> LinearPattern:
     pattern = compile_pattern(value)
     if pattern.engine != "re2":
         try:  # only to tell "not a pattern at all" from "a Python-only pattern"; re never searches
-            re.compile(value)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": a problem already
+                re.compile(value)
         except (re.error, OverflowError, RecursionError) as exc:
             raise RuleValidationError(field, f"pattern does not compile: {pattern.problem or exc}") from None
     return pattern
