@@ -9,11 +9,21 @@ The schema comes from an agent, so it is treated as hostile input:
 - the top level describes an object (`type: "object"`): the answer is `resumeData`;
 - `$ref`s are local (`#...`) only, and the registry refuses to retrieve anything, so
   no schema ever makes the server fetch a URL;
-- bounded size and nesting, and a budget of keyword evaluations per validation, so
-  `$ref` fan-out ("billion laughs" for schemas) or recursion cannot stall a worker;
+- bounded size and nesting; the whole schema graph is walked at submission
+  (`_SchemaGraph`: every node reachable through the tree and through every `$ref`,
+  wherever it points, even into `enum` data or an unknown keyword), each node's
+  refs and patterns checked, and `$ref` loops, more than `MAX_SCHEMA_NODES` nodes
+  with refs expanded (fan-out, "billion laughs" for schemas) and refs nested deeper
+  than `MAX_REF_DEPTH` refused there; a budget of keyword evaluations per validation
+  stays as the last guard;
 - every regular expression (`pattern`, `patternProperties`, `format: "regex"`) is
   compiled and matched by RE2, which runs in linear time; a pattern RE2 cannot
-  compile (backreferences, lookaround) is refused, never handed to Python's `re`.
+  compile (backreferences, lookaround) is refused, never handed to Python's `re`,
+  and a `pattern` that is not a string is refused too;
+- answers have bounded cost: at most `API_MAX_PARAMS_BYTES` as JSON (the API's limit,
+  on every path), arrays of at most `MAX_ANSWER_ITEMS`, and `uniqueItems` checked by
+  hashing each item's canonical form into a set (jsonschema's own check is
+  quadratic). Callers validate before taking the request's row lock.
 
 jsonschema itself calls `re.search` for `pattern`, `patternProperties` and in
 `additionalProperties`; those keywords are replaced here by RE2 versions, and
