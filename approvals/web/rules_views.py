@@ -200,7 +200,10 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
     else:
         rule = dict(NEW_RULE)
     if request.method == "GET":
-        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing))
+        problems = _pattern_problems(stored) if existing is not None else []
+        # A pattern stored before RE2 that it cannot run: named at once, where the admin rewrites it.
+        error = RuleValidationError(problems[0][0], f"pattern refused: {problems[0][1]}") if problems else None
+        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error))
 
     note = note_from(request)
     try:

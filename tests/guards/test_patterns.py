@@ -139,6 +139,8 @@ class TestStoredPatternsRE2CannotRun:
         client.force_login(admin_user)
         page = client.get(reverse("rules:list")).content.decode()
         assert 'id="pattern-problems"' in page and "pattern needs rewriting (conditions[0].value)" in page
+        editor = client.get(reverse("rules:edit", args=[legacy]))
+        assert editor.status_code == 200 and "conditions[0].value" in editor.content.decode()
 
     def test_other_changes_still_save_and_it_stays_until_rewritten(self, legacy, admin_user):
         actor = Person(admin_user)
