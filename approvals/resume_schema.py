@@ -322,6 +322,7 @@ class _SchemaGraph:
         self.nodes: dict[int, dict[str, Any]] = {}
         self.edges: dict[int, list[tuple[bool, Any]]] = {}  # (through a $ref?, child)
         self.targets: list[tuple[str, dict[str, Any]]] = []
+        self.root = schema
         self._walk(schema)
 
     def _walk(self, root: dict[str, Any]) -> None:
@@ -373,11 +374,13 @@ class _SchemaGraph:
     def check_targets(self) -> None:
         """What a ref points to, outside the keywords the metaschema checks from the top,
         checked against the metaschema too (after the walk: patterns are named first)."""
-        checked: set[int] = set()
-        for ref, target in self.targets:
-            if id(target) in checked:
+        # The top's own metaschema check covers its tree; each target checked covers its own.
+        # Outermost first, so no node is checked twice: linear in the schema.
+        covered = {id(node) for _, node in _subschemas(self.root, "#")}
+        for ref, target in sorted(self.targets, key=lambda item: len(self.paths[id(item[1])])):
+            if id(target) in covered:
                 continue
-            checked.add(id(target))
+            covered.update(id(node) for _, node in _subschemas(target, ref))
             try:
                 self.validator_class.check_schema(target, format_checker=_FORMATS)
             except SchemaError as error:

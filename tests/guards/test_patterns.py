@@ -352,6 +352,23 @@ class TestHostileSchemasAreRefusedAtSubmission:
         assert len(calls) == 1 + 200 + 1  # the top, each property's ref, $defs/s once: nothing twice
 
 
+    def test_each_part_of_the_schema_meets_the_metaschema_once(self, monkeypatch):
+        # The top's check covers its tree; a target outside it is checked with what it holds, once.
+        checked = []
+        validator_class = resume_schema._VALIDATORS[resume_schema.DRAFT_2020_12]
+        original = validator_class.check_schema.__func__
+        monkeypatch.setattr(validator_class, "check_schema",
+                            classmethod(lambda cls, schema, **kw: (checked.append(schema), original(cls, schema, **kw))))
+        inner = {"type": "string"}
+        hidden = {"type": "object", "properties": {"b": inner}}
+        schema = {"type": "object", "$defs": {"s": {"type": "string"}}, "x-hidden": {"a": hidden},
+                  "properties": {**{f"p{i}": {"$ref": "#/$defs/s"} for i in range(50)},
+                                 **{f"q{i}": {"$ref": "#/x-hidden/a/properties/b"} for i in range(50)},
+                                 "r": {"$ref": "#/x-hidden/a"}}}
+        resume_schema.check_resume_schema(schema)
+        assert [id(part) for part in checked] == [id(hidden), id(schema)]
+
+
 # --- Answers: bounded, validated before the lock ---------------------------------------------------
 
 UNIQUE = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
