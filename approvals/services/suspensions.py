@@ -32,7 +32,7 @@ from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..people import Person
 from ..permissions import excluded_from_approving
 from ..resume_schema import validate_resume_data
-from ..states import Kind
+from ..states import Kind, State
 from .core import announce, changing
 from .decisions import _approve_if_quorum, _record_vote, _require_revision
 from .guards import require_may_decide, require_pending, rule_asks_step_up
@@ -109,13 +109,16 @@ def _validated_before_the_lock(request_id, resume_data: Any) -> Any:
     then refuses)."""
     try:
         found = ApprovalRequest.objects.filter(pk=getattr(request_id, "pk", request_id)).values_list(
-            "kind", "resume_schema_json").first()
+            "kind", "state", "resume_schema_json").first()
     except (ValueError, ValidationError):  # not an id at all: the locked read answers it as missing
         return None
-    if found is None or found[0] != Kind.SUSPENSION:
+    if found is None:
         return None
-    validate_resume_data(json.loads(found[1]) if found[1] else None, resume_data)
-    return found[1]
+    kind, state, schema = found
+    if kind != Kind.SUSPENSION or state != State.PENDING_APPROVAL or not schema:
+        return None  # the locked read refuses it (or, had it just become pending, validates it there)
+    validate_resume_data(json.loads(schema), resume_data)
+    return schema
 
 
 def _propose(request: ApprovalRequest, actor: Person, answer: dict[str, Any]) -> None:

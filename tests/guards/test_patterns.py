@@ -422,6 +422,14 @@ class TestAnswersHaveBoundedCost:
         assert ApprovalRequest.objects.get(pk=request_id).resume_data_json == ""
 
 
+    def test_a_decided_suspension_refuses_any_answer_as_decided_before_reading_it(self, pending, reviewer_client):
+        request_id = pending()
+        answered = decide(reviewer_client("alice"), request_id, {"decision": "respond", "resume_data": {"approved": True}})
+        assert answered.json()["state"] == "approved"
+        late = decide(reviewer_client("bob"), request_id, {"decision": "respond", "resume_data": {"approved": "no"}})
+        assert late.status_code == 409
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_row_lock_is_never_held_during_answer_validation(require_postgres, people, api):
     """Another transaction holds the request's row lock (SELECT ... FOR UPDATE). An invalid
