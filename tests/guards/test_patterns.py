@@ -369,6 +369,39 @@ class TestHostileSchemasAreRefusedAtSubmission:
         assert [id(part) for part in checked] == [id(hidden), id(schema)]
 
 
+SCHEMA_KEYWORDS = ["type", "properties", "items", "prefixItems", "additionalProperties", "dependentSchemas", "if",
+                   "then", "else", "not", "contains", "propertyNames", "unevaluatedProperties", "patternProperties",
+                   "pattern", "enum", "anyOf", "$defs", "$ref", "$id", "uniqueItems", "x", "format"]
+POINTERS = ["#", "#/x", "#/x/0", "#/x/x", "#/properties/x", "#/properties/x/enum/0", "#/$defs/x", "#/$defs/x/items",
+            "#/anyOf/0", "#/not", "#/enum", "#/x/pattern"]
+hostile_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(
+        ["string", "object", "array", r"(a)\1", "^(a+)+$", "(?=a)", "regex", *POINTERS, "https://x.test/s"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(SCHEMA_KEYWORDS), inner, max_size=4),
+    max_leaves=20,
+)
+hostile_schemas = st.builds(lambda extra: {"type": "object", **extra},
+                            st.dictionaries(st.sampled_from(SCHEMA_KEYWORDS), hostile_values, max_size=6))
+small_answers = st.recursive(st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from(["a", "aaa!", "x"]),
+                             lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                                 st.sampled_from(["x", "a", "b"]), inner, max_size=3), max_leaves=10)
+
+
+@settings(max_examples=500, deadline=None)
+@given(schema=hostile_schemas, answer=st.dictionaries(st.sampled_from(["x", "a", "b"]), small_answers, max_size=3))
+def test_a_hostile_schema_and_any_answer_are_answered_with_a_code_never_an_exception(schema, answer):
+    try:
+        resume_schema.check_resume_schema(schema)
+    except DomainError as refused:
+        assert refused.code in {"invalid_resume_schema", "unsupported_schema_draft", "schema_ref_refused",
+                                "schema_pattern_refused"}
+        return
+    try:
+        resume_schema.validate_resume_data(schema, answer)
+    except DomainError as refused:
+        assert refused.code in {"invalid_resume_data", "invalid_resume_schema"}
+
+
 # --- Answers: bounded, validated before the lock ---------------------------------------------------
 
 UNIQUE = {"type": "object", "properties": {"rows": {"type": "array", "uniqueItems": True}}}
