@@ -128,6 +128,14 @@ class TestStoredPatternsRE2CannotRun:
         _store_as_before_the_switch("no_aaa", r"(?<!x)y")
         return "no_aaa"
 
+    def test_loading_the_policy_logs_it(self, legacy, caplog):
+        from approvals.policy import current
+
+        current._compiled_by_key.clear()
+        with caplog.at_level("WARNING", logger="approvals.policy.current"):
+            policy.current_policy()
+        assert "rule no_aaa, conditions[0].value" in caplog.text and "could-match" in caplog.text
+
     @pytest.mark.parametrize("code", ["zy", "xy", "nothing"])
     def test_it_reads_as_could_match_on_every_input(self, legacy, code):
         decided = policy.current_policy().compiled.classify(
