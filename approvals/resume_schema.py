@@ -332,8 +332,8 @@ class _SchemaGraph:
             if not isinstance(node, dict) or id(node) in self.nodes:
                 continue
             if len(self.nodes) >= MAX_SCHEMA_NODES:
-                raise DomainError(INVALID_RESUME_SCHEMA, f"The resume schema has more than {MAX_SCHEMA_NODES} subschemas.",
-                                  field="resume_schema")
+                raise DomainError(INVALID_RESUME_SCHEMA,
+                                  f"The resume schema has more than {MAX_SCHEMA_NODES} subschemas.", field="resume_schema")
             self.nodes[id(node)] = node
             self.paths[id(node)] = path
             edges = self.edges[id(node)] = []
@@ -366,7 +366,8 @@ class _SchemaGraph:
         if isinstance(target, bool):
             return target
         if not isinstance(target, dict):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"The ref {_short(ref)} at {path} points to something not a schema.",
+            raise DomainError(INVALID_RESUME_SCHEMA,
+                              f"The ref {_short(ref)} at {path} points to something not a schema.",
                               field="resume_schema", path=path)
         self.targets.append((ref, target))
         return target
