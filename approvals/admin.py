@@ -19,6 +19,7 @@ from . import policy
 from .models import ApprovalRequest, Decision, EmergencyStop, PolicyProposal, PolicyVersion, RiskRule
 from .people import Person
 from .policy.rules.conditions import RuleValidationError
+from .policy.rules.patterns import refuse_problem_patterns
 from .web.rules_http import outcome_message
 
 
@@ -47,7 +48,7 @@ class RiskRuleForm(forms.ModelForm):
             raise forms.ValidationError("Rules cannot be renamed; create a new rule instead.")
         data = _rule_data(cleaned)
         try:
-            policy.RuleSpec.from_dict(data)
+            refuse_problem_patterns(policy.RuleSpec.from_dict(data))
         except RuleValidationError as exc:
             raise forms.ValidationError(f"{exc.field}: {exc.message}") from exc
         return cleaned

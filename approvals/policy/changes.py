@@ -19,6 +19,7 @@ from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
 from .rules.conditions import RuleValidationError
 from .rules.engine import RuleSpec
+from .rules.patterns import refuse_problem_patterns
 from .rules.seed import SEED_DESTRUCTIVE_VERBS
 from . import authority
 from .checks import (
@@ -114,6 +115,7 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
         newest = lock_newest_version()
         before, before_verbs = rules_and_verbs(newest)
         diff = policy_diff(before, before_verbs, after, verbs)
+        _refuse_new_problem_patterns(specs, before)
         change = {"diff": diff, "note": note, "restored_from": restored_from}
         if acting_user is None:
             if newest is not None:
@@ -126,6 +128,22 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
         if waits_because is None:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="stricter_only")
         return _propose(after, verbs, newest, **change, acting_user=acting_user, waits_because=waits_because)
+
+
+def _refuse_new_problem_patterns(specs: Sequence[RuleSpec], before: Rules) -> None:
+    """A pattern RE2 cannot run as written is refused wherever this change brings it in;
+    one a rule already had (stored before the switch to RE2) may stay through a
+    reorder or a toggle: it reads as UNKNOWN, and the rules page flags it, until a
+    risk-admin rewrites it."""
+    had = {rule.get("name"): {c.get("value") for c in rule.get("conditions") or () if isinstance(c, dict)
+                              and c.get("op") == "matches" and isinstance(c.get("value"), str)}
+           for rule in before if isinstance(rule, dict)}
+    for index, spec in enumerate(specs):
+        old = had.get(spec.name, set())
+        for condition_index, condition in enumerate(spec.compiled_conditions):
+            if condition.pattern_problem is not None and condition.value not in old:
+                raise RuleValidationError(f"rules[{index}].conditions[{condition_index}].value",
+                                          f"pattern refused: {condition.pattern_problem}")
 
 
 def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, actor: Actor | None, note: str) -> Outcome:
@@ -228,6 +246,8 @@ def save_rules(rules: list[dict[str, Any]], *, actor: Actor | None, note: str) -
         require_risk_admin(acting_user)
     # Validate what the caller sent first, so errors name the caller's own fields.
     specs = [RuleSpec.from_dict(data) for data in rules]
+    for spec in specs:
+        refuse_problem_patterns(spec)
     groups_for(specs)
     replacing = {spec.name: spec.to_dict() for spec in specs}
 

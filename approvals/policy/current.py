@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from django.db import connection
 
 from ..models import PolicyVersion, RiskRule
 from .rules.engine import CompiledPolicy, PolicyDefaults, RuleSpec
+from .rules.patterns import pattern_problems
 from .rules.seed import SEED_DESTRUCTIVE_VERBS
 
 __all__ = ["ActivePolicy", "compile_policy", "current_policy", "policy_defaults", "rule_to_spec"]
@@ -24,6 +26,8 @@ class ActivePolicy:
     compiled: CompiledPolicy
     destructive_verbs: tuple[str, ...] = tuple(SEED_DESTRUCTIVE_VERBS)
 
+
+logger = logging.getLogger(__name__)
 
 _compiled_by_key: dict[tuple, ActivePolicy] = {}
 def policy_defaults() -> PolicyDefaults:
@@ -53,11 +57,22 @@ def current_policy() -> ActivePolicy:
     if cached is None:
         pk, number, _ = latest
         rules, verbs = PolicyVersion.objects.values_list("rules", "destructive_verbs").get(pk=pk)
-        compiled = compile_policy(number, [RuleSpec.from_dict(rule) for rule in rules], verbs)
+        specs = [RuleSpec.from_dict(rule) for rule in rules]
+        _warn_of_problem_patterns(number, specs)
+        compiled = compile_policy(number, specs, verbs)
         cached = ActivePolicy(pk, compiled, tuple(verbs))
         _compiled_by_key.clear()  # only the newest version is ever classified against
         _compiled_by_key[latest] = cached
     return cached
+
+
+def _warn_of_problem_patterns(number: int, specs: Sequence[RuleSpec]) -> None:
+    """The start-up check for patterns stored before RE2: logged once per compiled
+    version; each reads as UNKNOWN (could match) until a risk-admin rewrites it."""
+    for spec in specs:
+        for field, why in pattern_problems(spec):
+            logger.warning("policy v%s, rule %s, %s: %s; it reads as could-match until rewritten",
+                           number, spec.name, field, why)
 
 
 def _latest_version_key() -> tuple | None:

@@ -11,14 +11,17 @@ cannot count (separation of duties, emergency stop) stands as a proposal only.
 
 Every guard of a decision applies, under the row lock: pending, the revision the
 reviewer saw, decide permission, step-up where the level or rule asks for it (over
-(request, revision seen, "respond")), and the answer validated against the stored
-resume schema (`approvals.resume_schema`).
+(request, revision seen, "respond")). The answer is validated against the stored
+resume schema (`approvals.resume_schema`) before the row lock is taken, so no
+answer, however large or hostile, holds the lock while it is checked.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from django.core.exceptions import ValidationError
 
 from audit.chain import digest, record
 
@@ -29,7 +32,7 @@ from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..people import Person
 from ..permissions import excluded_from_approving
 from ..resume_schema import validate_resume_data
-from ..states import Kind
+from ..states import Kind, State
 from .core import announce, changing
 from .decisions import _approve_if_quorum, _record_vote, _require_revision
 from .guards import require_may_decide, require_pending, rule_asks_step_up
@@ -63,13 +66,15 @@ def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revisi
     failing path), and every refusal of a decision (`revision_changed`,
     `not_permitted`, `step_up_required`, `already_voted`, ...).
     """
+    schema = _validated_before_the_lock(request_id, resume_data)
     with changing(request_id) as request:
         if request.kind != Kind.SUSPENSION:
             raise DomainError(errors.NOT_A_SUSPENSION, "Only a suspension is answered with resume_data.")
         require_pending(request)
         _require_revision(request, revision)
         require_may_decide(request, actor)
-        validate_resume_data(request.resume_schema, resume_data)
+        if request.resume_schema_json != schema:  # never changes after submission; if it ever did, check again
+            validate_resume_data(request.resume_schema, resume_data)
         proposed = answer_of(request)
         agrees = proposed is not None and _same_answer(proposed, resume_data)
         counts = actor.user.pk not in excluded_from_approving(request) and not is_stopped(request.agent)
@@ -93,6 +98,27 @@ def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revisi
         else:
             announce(request, "suspension.answered")
     return request
+
+
+def _validated_before_the_lock(request_id, resume_data: Any) -> Any:
+    """Validate the answer against the stored schema without holding the request's row
+    lock (DESIGN.md "Patterns run in linear time"): a slow or hostile answer never
+    holds the lock, and every decision waiting on it. The schema is written once, at
+    submission; the guards under the lock check it is still the one validated against.
+    Returns the schema's stored text (None for no such suspension: the locked read
+    then refuses)."""
+    try:
+        found = ApprovalRequest.objects.filter(pk=getattr(request_id, "pk", request_id)).values_list(
+            "kind", "state", "resume_schema_json").first()
+    except (ValueError, ValidationError):  # not an id at all: the locked read answers it as missing
+        return None
+    if found is None:
+        return None
+    kind, state, schema = found
+    if kind != Kind.SUSPENSION or state != State.PENDING_APPROVAL or not schema:
+        return None  # the locked read refuses it (or, had it just become pending, validates it there)
+    validate_resume_data(json.loads(schema), resume_data)
+    return schema
 
 
 def _propose(request: ApprovalRequest, actor: Person, answer: dict[str, Any]) -> None:

@@ -34,6 +34,7 @@ from ..notifications import dispatch as notifications
 from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
+from ..policy.rules.patterns import pattern_problems
 from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
 from ..policy import authority as policy_authority
@@ -76,13 +77,23 @@ def rule_list(request: HttpRequest) -> HttpResponse:
     latest = PolicyVersion.objects.order_by("-number").defer("rules", "diff").first()
     from audit.models import AuditEvent
 
+    for rule in rules:  # a pattern stored before RE2 that it cannot run as written: flagged until rewritten
+        rule.pattern_problems = _pattern_problems(rule)
     return render(request, "rules/list.html", {
         "rules": rules, "latest": latest, "proposals": list(policy.pending_proposals()),
+        "pattern_problem_rules": [rule.name for rule in rules if rule.pattern_problems],
         "verbs_text": "\n".join(latest.destructive_verbs if latest else []),
         "identity_providers": [provider.get("id", "") for provider in settings.OIDC_PROVIDERS],
         "groups_claim": settings.OIDC_GROUPS_CLAIM,
         "claim_changes": list(AuditEvent.objects.filter(verb="membership.claims_applied").order_by("-seq")[:10]),
     })
+
+
+def _pattern_problems(rule: RiskRule) -> list[tuple[str, str]]:
+    try:
+        return pattern_problems(policy.rule_to_spec(rule))
+    except RuleValidationError as exc:  # a row a later engine refuses outright
+        return [(exc.field, exc.message)]
 
 
 @risk_admin_required
@@ -194,7 +205,10 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
     else:
         rule = dict(NEW_RULE)
     if request.method == "GET":
-        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing))
+        problems = _pattern_problems(stored) if existing is not None else []
+        # A pattern stored before RE2 that it cannot run: named at once, where the admin rewrites it.
+        error = RuleValidationError(problems[0][0], f"pattern refused: {problems[0][1]}") if problems else None
+        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error))
 
     note = note_from(request)
     try:

@@ -19,11 +19,13 @@ comparison on a ``params.*`` value that is missing or not plainly a number is
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
 from ...masking import MASK
+from .patterns import MAX_PATTERN_LENGTH, LinearPattern, compile_pattern
 from .values import (
     MISSING,
     PATH_ROOTS,
@@ -38,6 +40,7 @@ from .values import (
 
 __all__ = [
     "MISSING",
+    "MAX_PATTERN_LENGTH",
     "NUMERIC_OPERATORS",
     "OPERATORS",
     "PATH_ROOTS",
@@ -54,7 +57,6 @@ OPERATORS: Final[tuple[str, ...]] = (
     "eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "matches", "len_gt", "exists",
 )
 NUMERIC_OPERATORS: Final[frozenset[str]] = frozenset({"gt", "gte", "lt", "lte"})
-MAX_PATTERN_LENGTH: Final = 500
 CONDITION_KEYS: Final[tuple[str, ...]] = ("path", "op", "value")
 
 _SYMBOLS: Final[dict[str, str]] = {
@@ -102,15 +104,29 @@ def _check_list(value: Any, field: str, op: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _check_pattern(value: Any, field: str, op: str) -> re.Pattern[str]:
+def _check_pattern(value: Any, field: str, op: str) -> LinearPattern:
+    """RE2's compiled pattern (``patterns``). Text neither RE2 nor Python's ``re``
+    compiles is refused here; one only ``re`` compiles (a rule stored before RE2)
+    comes back with ``problem`` set: it reads as UNKNOWN, and saving it is refused
+    by ``patterns.refuse_problem_patterns`` on every write path."""
     if not isinstance(value, str):
         raise RuleValidationError(field, f"'{op}' needs a regular expression string")
     if len(value) > MAX_PATTERN_LENGTH:
         raise RuleValidationError(field, f"pattern is longer than {MAX_PATTERN_LENGTH} characters")
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise RuleValidationError(field, f"pattern does not compile: {exc}") from None
+    pattern = compile_pattern(value)
+    if pattern.engine != "re2":
+        try:  # only to tell "not a pattern at all" from "a Python-only pattern"; re never searches
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": a problem already
+                re.compile(value)
+        except (re.error, OverflowError, RecursionError) as exc:
+            raise RuleValidationError(field, f"pattern does not compile: {pattern.problem or exc}") from None
+    return pattern
+
+
+def _matches(operand: LinearPattern, actual: Any) -> bool | None:
+    # None (UNKNOWN) where RE2 cannot answer for this pattern or this input (patterns.py).
+    return operand.search(actual) if isinstance(actual, str) else False
 
 
 def _check_length(value: Any, field: str, op: str) -> int:
@@ -162,7 +178,7 @@ _OPERATORS: Final[dict[str, tuple[_Validator, _Test]]] = {
     "lte": (_check_number, _compare(lambda a, b: a <= b)),
     "in": (_check_list, lambda operand, actual: any(json_equal(item, actual) for item in operand)),
     "contains": (_check_scalar, _contains),
-    "matches": (_check_pattern, lambda operand, actual: isinstance(actual, str) and operand.search(actual) is not None),
+    "matches": (_check_pattern, _matches),
     "len_gt": (_check_length, lambda operand, actual: (n := _length(actual)) is not None and n > operand),
     "exists": (_check_bool, lambda operand, actual: (actual is not None) is operand),
 }
@@ -242,9 +258,16 @@ class Condition:
         elif actual is MISSING:
             return self.op == "exists" and self._operand is False
         try:
-            return bool(self._test(self._operand, actual))
+            result = self._test(self._operand, actual)
         except Exception:  # noqa: BLE001 - evaluation must never break classification
             return False
+        return UNKNOWN if result is None else bool(result)  # only `matches` answers None
+
+    @property
+    def pattern_problem(self) -> str | None:
+        """Why RE2 cannot run this condition's ``matches`` pattern as written (it then
+        reads as UNKNOWN), or None."""
+        return self._operand.problem if isinstance(self._operand, LinearPattern) else None
 
     def evaluate(self, doc: Mapping[str, Any]) -> tuple[bool, Any]:
         """Return (held, actual). ``actual`` is ``MISSING`` when the path does not resolve.

@@ -8,7 +8,10 @@ A condition is UNKNOWN when its value could be read either way (DESIGN.md
 - it reads ``impact.<key>`` and ``<key>`` is listed in ``impact["unknown"]`` (the
   extractor could not read that fact with certainty);
 - it compares a ``params.*`` value that is missing or not plainly a number with
-  gt, gte, lt or lte (``Condition.truth``).
+  gt, gte, lt or lte (``Condition.truth``);
+- it is a ``matches`` whose pattern RE2 cannot run as written (a rule stored before
+  the switch to RE2), or whose reading could differ between RE2 and Python's ``re``
+  on this input (``patterns.py``).
 
 A rule with match "all" is False if any condition is False, else UNKNOWN if any is
 UNKNOWN, else True; "any" is True if any is True, else UNKNOWN if any is, else False.
@@ -133,6 +136,10 @@ def unknown_conditions(rule: RuleSpec, reading: Reading) -> list[tuple[Condition
             why = "is only the agent's word"
         elif reading.is_unreadable(condition):
             why = "could not be read"
+        elif condition.pattern_problem is not None:
+            why = "has a pattern the linear-time engine cannot run as written (a risk-admin must rewrite it)"
+        elif condition.op == "matches":
+            why = "could read differently in RE2 than in Python's re (characters outside plain ASCII)"
         elif reading.value(condition) is MISSING:
             why = "is missing"
         else:

@@ -30,6 +30,7 @@ from ..rules.conditions import RuleValidationError
 from ..rules.engine import Classification, ClassificationInput, CompiledPolicy, RuleSpec
 from ..rules.impact import compute_impact
 from ..rules.levels import LEVELS, level_rank
+from ..rules.patterns import refuse_problem_patterns
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -205,6 +206,7 @@ def propose_rule(rule: Mapping[str, Any], *, base: Sequence[Mapping[str, Any]] |
     the rule named `replaces` (default: the rule of the same name). Validates `rule`
     (raises RuleValidationError naming the field)."""
     spec = RuleSpec.from_dict(dict(rule))
+    refuse_problem_patterns(spec)  # as saving would: a pattern RE2 cannot run is named, not previewed
     drop = {replaces or spec.name, spec.name}
     rules = [dict(r) for r in (current_rules() if base is None else base) if r["name"] not in drop]
     rules.append(spec.to_dict())

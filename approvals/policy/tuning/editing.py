@@ -20,6 +20,7 @@ from ..rules.conditions import MISSING, RuleValidationError
 from ..rules.engine import ClassificationInput, RuleSpec
 from ..rules.impact import compute_impact
 from ..rules.names import ActionTypeError, parse_action_type
+from ..rules.patterns import refuse_problem_patterns
 from .dry_run import compile_proposal, propose_rule, recent_requests
 
 __all__ = [
@@ -44,6 +45,7 @@ def validate_rule(data: Any) -> dict[str, Any]:
     """
     try:
         spec = RuleSpec.from_dict(data)
+        refuse_problem_patterns(spec)
     except RuleValidationError as exc:
         return {"ok": False, "field": exc.field, "message": exc.message}
     return {"ok": True, "rule": spec.to_dict()}
@@ -195,6 +197,7 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
         spec = None
     else:
         spec = RuleSpec.from_dict(dict(rule))
+        refuse_problem_patterns(spec)
         policy = compile_proposal(propose_rule(spec.to_dict(), replaces=replaces))
     classification = policy.classify(inp)
     results: list[ConditionResult] = []
