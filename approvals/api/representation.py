@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 
-from ..masking import masked
+from ..masking import shown_impact, shown_params
 from ..models import ApprovalRequest, ParamsRevision
 from ..states import Kind
 
@@ -55,8 +55,8 @@ def _params(request: ApprovalRequest, params: dict[str, Any] | None, *, mask: bo
         params = getattr(request, CURRENT_PARAMS, None)
     if params is None:
         params = request.current_params()
-    keys = request.classification.get("masked_params") or ()
-    return masked(params, keys) if mask and keys else params
+    # People get the one choke point's copy; an agent its own call as it sent it.
+    return shown_params(request, params) if mask else params
 
 
 def _suspension(request: ApprovalRequest) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "declared": request.declared,
         "reason": request.reason,
         "context": request.context,
-        "impact": request.impact,
+        "impact": shown_impact(request) if mask else request.impact,
         "revision": request.current_revision,
         "risk_level": request.risk_level,
         "rule": {"name": request.rule_name or None, "reason": classification.get("reason", "")},

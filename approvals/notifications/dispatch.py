@@ -28,7 +28,7 @@ from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .. import services
 from ..services.core import RequestChange
-from ..masking import MASK, masked
+from ..masking import MASK, masked_paths, shown_params
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
 from ..people import user_of
@@ -128,7 +128,7 @@ def _settings_dict(row: RuleNotification) -> dict[str, Any]:
 
 
 def _masked_params(request: ApprovalRequest) -> dict[str, Any]:
-    return masked(request.current_params(), set(request.classification.get("masked_params", ())))
+    return shown_params(request)
 
 
 def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[st
         "rule": request.rule_name or None,
         "reason": request.classification.get("reason", ""),
         "params": _masked_params(request),
-        "masked_params": sorted(request.classification.get("masked_params", ())),
+        "masked_params": sorted(masked_paths(request)),
         "plan_title": request.plan_title or None,
         "decide_by": request.decide_by.isoformat() if request.decide_by else None,
         "url": f"{base_url}/#request-{request.pk}",

@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db import connection
 
+from ..masking import masked_paths
 from ..models import ApprovalRequest, RiskRule
 from ..policy import ActivePolicy, current_policy
 from ..policy.rules.engine import Classification, ClassificationInput
@@ -52,6 +53,9 @@ def classification_input(request: ApprovalRequest, params: dict[str, Any], *,
         impact=compute_impact(action_type, params, request.target,
                               destructive_verbs=policy.compiled.destructive_verbs),
         declared=request.declared,
+        # A re-classification (an edit, re-validation) explains itself with the
+        # request's masked params still masked, whichever rule decides now.
+        masked=masked_paths(request),
     )
 
 
