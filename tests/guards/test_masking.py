@@ -377,6 +377,13 @@ def _errors(stage) -> str:
     return "".join(answer.content.decode() for answer in answers)
 
 
+def _django_admin(stage) -> str:
+    root = get_user_model().objects.create_superuser("root", password="root-pw-123!")
+    pk = stage["request"].pk
+    return _get(root, f"/admin/approvals/approvalrequest/{pk}/change/") + _get(
+        root, "/admin/approvals/approvalrequest/") + _get(root, "/admin/audit/auditevent/")
+
+
 # Every surface that shows a request to people. A new one joins with one entry.
 SURFACES: list[tuple[str, Callable[[dict], str]]] = [
     ("queue page (cards)", _queue_page),
@@ -391,6 +398,7 @@ SURFACES: list[tuple[str, Callable[[dict], str]]] = [
     ("audit exports (JSONL, CSV) and timeline", _audit_exports),
     ("notifications (email, webhook)", _notifications),
     ("error answers", _errors),
+    ("Django admin", _django_admin),
 ]
 
 
