@@ -452,3 +452,23 @@ def test_the_reviewer_socket_never_carries_a_masked_value(canary, masked_rule, s
     async_to_sync(scenario)()
     assert heard
     canary.assert_absent("the reviewer socket", "\n".join(heard))
+
+
+def test_an_edit_that_hands_the_request_to_a_rule_masking_less_keeps_it_masked(seeded, canary, risk_admin, people):
+    """Masking follows the request, never shrinking: an edit re-routing it to a rule
+    that masks nothing does not show the body to the new rule's group."""
+    Group.objects.get_or_create(name="treasury")
+    carol = get_user_model().objects.get(username="carol")
+    carol.groups.add(Group.objects.get(name="treasury"))
+    policy.save_rule({"name": "urgent_mail", "priority": 0, "action_type": "send_email", "risk_level": "critical",
+                      "required_approvals": 2, "approver_group": "treasury", "masked_params": [],
+                      "conditions": [{"path": "params.subject", "op": "eq", "value": "URGENT"}]},
+                     actor=Person(risk_admin), note="urgent mail goes to treasury")
+
+    services.approve_with_edits(seeded.pk, actor=Person(people["alice"]), edits={"subject": "URGENT"})
+    seeded.refresh_from_db()
+
+    assert seeded.rule_name == "urgent_mail"
+    assert {"body", "amount"} <= set(seeded.classification["masked_params"])
+    page = _get(carol, reverse("approvals:card", args=[seeded.pk]))
+    canary.assert_absent("the re-routed card", page)
