@@ -377,6 +377,17 @@ def _errors(stage) -> str:
     return "".join(answer.content.decode() for answer in answers)
 
 
+def _once_decided(stage) -> str:
+    """History, the request page and the API once the request is decided (nobody may
+    reveal anything on it any more)."""
+    pk = stage["request"].pk
+    services.reject(pk, actor=Person(stage["people"]["carol"]), feedback="not this week", revision=2)
+    carol = stage["people"]["carol"]
+    return (_get(carol, reverse("approvals:history")) + _get(carol, reverse("approvals:request", args=[pk]))
+            + _get(stage["auditor"], reverse("approvals:request", args=[pk]))
+            + _get(carol, f"/api/v1/requests/{pk}/") + _get(stage["auditor"], reverse("audit:log")))
+
+
 def _django_admin(stage) -> str:
     root = get_user_model().objects.create_superuser("root", password="root-pw-123!")
     pk = stage["request"].pk
@@ -399,6 +410,7 @@ SURFACES: list[tuple[str, Callable[[dict], str]]] = [
     ("notifications (email, webhook)", _notifications),
     ("error answers", _errors),
     ("Django admin", _django_admin),
+    ("history, request page and API once decided", _once_decided),
 ]
 
 
