@@ -26,6 +26,7 @@ Pure Python (no Django): the rules engine imports `MASK`.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = [
     "MASK",
     "blinded",
     "masked",
+    "masked_facts",
     "masked_impact",
     "masked_paths",
     "reads_masked",
@@ -79,20 +81,46 @@ def shown_params(request: Any, params: Mapping[str, Any] | None = None) -> dict[
     return masked(params, masked_paths(request))
 
 
-def masked_impact(impact: Mapping[str, Any], paths: Collection[str]) -> dict[str, Any]:
-    """`impact` with the facts that may copy a value (anything but
-    `COARSE_IMPACT_FACTS`: `amount` is the `amount` param) masked when any param is
-    masked (`paths`); nothing says which params an extractor's own facts read."""
+def masked_impact(impact: Mapping[str, Any], paths: Collection[str],
+                  params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`impact` with the facts that may copy a masked param's value masked: `amount`
+    when a masked param (`paths`, of `params`) may be where it was read (a key naming
+    an amount, or a nested value; without `params`, whenever anything is masked), and
+    any fact a registered extractor adds whenever anything is masked (nothing says
+    which params it reads). `COARSE_IMPACT_FACTS` stay as computed."""
     if not paths:
         return dict(impact)
-    return {key: (value if key in COARSE_IMPACT_FACTS or value is None else MASK) for key, value in impact.items()}
+    amount_masked = params is None or any(_may_hold_amount(key, params.get(key)) for key in paths if key in params)
+    shown = {}
+    for key, value in impact.items():
+        copies = key not in COARSE_IMPACT_FACTS and (key != "amount" or amount_masked)
+        shown[key] = MASK if copies and value is not None else value
+    return shown
 
 
-def shown_impact(request: Any, impact: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`impact` (default: the request's) as anyone may see it (`masked_impact`)."""
+def masked_facts(impact: Mapping[str, Any], paths: Collection[str],
+                 params: Mapping[str, Any] | None = None) -> frozenset[str]:
+    """The impact facts `masked_impact` masks."""
+    shown = masked_impact(impact, paths, params)
+    return frozenset(key for key, value in impact.items() if shown[key] is MASK and value is not MASK)
+
+
+def _may_hold_amount(key: str, value: Any) -> bool:
+    # Wider than fact extraction's own test (`facts.normalize_key(key) == "amount"`),
+    # so a fact it reads from a masked param is always masked.
+    return "amount" in unicodedata.normalize("NFKC", key).casefold() or isinstance(value, (Mapping, list, tuple))
+
+
+def shown_impact(request: Any, impact: Mapping[str, Any] | None = None,
+                 params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`impact` (default: the request's) as anyone may see it (`masked_impact`);
+    `params`: the current revision's, when the caller has them."""
     if impact is None:
         impact = getattr(request, "impact", None) or {}
-    return masked_impact(impact, masked_paths(request))
+    paths = masked_paths(request)
+    if paths and params is None:
+        params = _current_params(request)
+    return masked_impact(impact, paths, params)
 
 
 def blinded(params: Mapping[str, Any], paths: Collection[str]) -> dict[str, Any]:
@@ -102,18 +130,19 @@ def blinded(params: Mapping[str, Any], paths: Collection[str]) -> dict[str, Any]
     return masked(params, paths)
 
 
-def reads_masked(conditions: Any, paths: Collection[str]) -> list[str]:
+def reads_masked(conditions: Any, paths: Collection[str], facts: Collection[str] | None = None) -> list[str]:
     """The paths of `conditions` (compiled conditions: `path`, `op`, `param_name`,
     `impact_key`) that read a masked value: a masked param (`paths`), or an impact
-    fact `masked_impact` masks. `exists` is left out: that a masked param is set
-    shows on every card already."""
+    fact among `facts` (`masked_facts`; None: any fact but the coarse ones). `exists`
+    is left out: that a masked param is set shows on every card already."""
     if not paths:
         return []
     found = []
     for condition in conditions:
         if condition.op == "exists":
             continue
-        impact_key = getattr(condition, "impact_key", None)
-        if condition.param_name in paths or (impact_key is not None and impact_key not in COARSE_IMPACT_FACTS):
+        key = getattr(condition, "impact_key", None)
+        fact = key is not None and (key not in COARSE_IMPACT_FACTS if facts is None else key in facts)
+        if condition.param_name in paths or fact:
             found.append(condition.path)
     return list(dict.fromkeys(found))

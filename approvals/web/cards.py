@@ -477,7 +477,7 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         viewer_may_approve=not excluded_reason and mine is None,
         viewer_excluded_reason=excluded_reason,
         history=[HistoryRow(e.occurred_at, e.actor_label, e.verb, _describe(e.verb)) for e in events],
-        impact=_impact_rows(shown_impact(request)),
+        impact=_impact_rows(shown_impact(request, params=params)),
         explanation=list(classification.get("explanation", ())) or [classification.get("reason", "")],
         param_changes=param_changes,
         target_view=_target_view(request, params, masked),

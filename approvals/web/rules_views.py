@@ -348,7 +348,7 @@ def try_sample(request: HttpRequest) -> JsonResponse:
         if found is None:
             raise BadInput(NOT_FOUND, "No such request.", "request_id")
         sample, shown, masked = found.sample, found.shown, found.masked
-        probes = editing.masked_reads(rule, masked)
+        probes = editing.masked_reads(rule, found)
         if probes:
             services.allow_masked_probe(found.request_id, probes, actor=Person.from_request(request))
             reveal = True

@@ -524,3 +524,24 @@ def test_a_blind_rule_test_answers_the_same_whatever_the_masked_value(masked_rul
 def _coarse(body) -> tuple:
     impact = compute_impact("send_email", {"to": ["a@example.com"], "body": body})
     return impact["sensitive"], tuple(impact["sensitive_kinds"]), tuple(impact["unknown"])
+
+
+def test_the_amount_fact_is_masked_only_where_it_may_copy_a_masked_param(risk_admin, submit, people):
+    """A payment whose memo is masked still shows its amount (and may be tested on it);
+    one whose amount is masked shows neither."""
+    for name, masked in (("memo_masked", ["memo"]), ("amount_masked", ["amount"])):
+        policy.save_rule({"name": name, "priority": 1, "action_type": f"pay_{name}", "risk_level": "high",
+                          "masked_params": masked, "conditions": []}, actor=Person(risk_admin), note="masks")
+    memo = submit("pay_memo_masked", {"amount": 1234, "memo": "secret memo"})
+    amount = submit("pay_amount_masked", {"amount": 98765, "memo": "visible memo"})
+    alice = APIClient()
+    alice.force_login(people["alice"])
+
+    assert alice.get(f"/api/v1/requests/{memo.pk}/").json()["impact"]["amount"] == "1234"
+    assert alice.get(f"/api/v1/requests/{amount.pk}/").json()["impact"]["amount"] == MASK
+    probe = {**PROBE, "action_type": "pay_*", "conditions": [{"path": "impact.amount", "op": "gt", "value": 1000}]}
+    allowed = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": probe, "request_id": str(memo.pk)})
+    assert allowed.status_code == 200 and allowed.json()["conditions"][0]["held"] is True
+    refused = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": probe, "request_id": str(amount.pk)})
+    assert refused.status_code == 403 and refused.json()["code"] == "masked_probe_refused"
+    assert "98765" not in refused.content.decode()

@@ -94,7 +94,7 @@ class StoredRequest:
             action_type=action_type,
             params=blinded(self.params, self.masked),
             target=self.target,
-            impact=masked_impact(impact, self.masked),
+            impact=masked_impact(impact, self.masked, self.params),
             declared=self.declared,
             masked=self.masked,
         )

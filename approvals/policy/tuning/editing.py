@@ -13,7 +13,7 @@ from typing import Any
 
 from audit.chain import Actor
 
-from ...masking import MASK, blinded, masked_impact, masked_paths, reads_masked, shown_params
+from ...masking import MASK, blinded, masked_facts, masked_impact, masked_paths, reads_masked, shown_params
 from ...models import ApprovalRequest
 from .. import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
@@ -146,6 +146,8 @@ class RequestSample:
     sample: dict[str, Any]
     shown: dict[str, Any]
     masked: frozenset[str]
+    # The impact facts that may copy one of them (`masking.masked_facts`), masked too.
+    facts: frozenset[str] = frozenset()
 
 
 def sample_from_request(request_id: str) -> RequestSample | None:
@@ -163,17 +165,19 @@ def sample_from_request(request_id: str) -> RequestSample | None:
     sample = {"action_type": request.action_type, "params": params, "target": request.target,
               "declared": request.declared}
     shown = {**sample, "params": shown_params(request, params)}
-    return RequestSample(str(request.pk), sample, shown, masked_paths(request))
+    masked = masked_paths(request)
+    facts = masked_facts(_sample_input(sample).impact, masked, params) if masked else frozenset()
+    return RequestSample(str(request.pk), sample, shown, masked, facts)
 
 
-def masked_reads(rule: Mapping[str, Any] | None, masked: Collection[str]) -> list[str]:
+def masked_reads(rule: Mapping[str, Any] | None, found: RequestSample) -> list[str]:
     """The condition paths of `rule` (the rule under test) that read one of the
-    `masked` params (or an impact fact copying one) by value: each one an oracle for a
-    masked value. Raises RuleValidationError for a broken rule."""
-    if rule is None or not masked:
+    stored request's masked params (or an impact fact that may copy one) by value:
+    each one an oracle for a masked value. Raises RuleValidationError for a broken rule."""
+    if rule is None or not found.masked:
         return []
     spec = RuleSpec.from_dict(dict(rule))
-    return reads_masked(spec.compiled_conditions, masked)
+    return reads_masked(spec.compiled_conditions, found.masked, found.facts)
 
 
 def recent_samples(limit: int = 20) -> list[dict[str, Any]]:
@@ -227,7 +231,8 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
     """
     inp = _sample_input(sample)
     masked = frozenset(masked)
-    shown_impact = masked_impact(inp.impact, masked)
+    shown_impact = masked_impact(inp.impact, masked, inp.params)
+    facts = masked_facts(inp.impact, masked, inp.params)
     if masked and not reveal:
         inp = replace(inp, params=blinded(inp.params, masked), impact=shown_impact)
     inp = replace(inp, masked=masked)
@@ -248,7 +253,7 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
         for condition in spec.compiled_conditions:
             held, actual = condition.evaluate(doc)
             redact = condition.param_name in redacted or (
-                bool(reads_masked([condition], masked)))
+                bool(reads_masked([condition], masked, facts)))
             shown = "missing" if actual is MISSING else (MASK if redact else _shown(actual))
             results.append(ConditionResult(
                 path=condition.path, op=condition.op, value=condition.value, held=held, actual=shown,
@@ -258,7 +263,7 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
         held = [r.held for r in results]
         conditions_hold = not held or (all(held) if spec.match == "all" else any(held))
         rule_matches = spec.enabled and action_type_matches and conditions_hold
-    read_blind = sorted(reads_masked(_all_conditions(policy, inp.action_type), masked)) if not reveal else []
+    read_blind = sorted(reads_masked(_all_conditions(policy, inp.action_type), masked, facts)) if not reveal else []
     return RuleTest(
         action_type_matches=action_type_matches, rule_matches=rule_matches, conditions=results,
         classification=classification.to_dict(), matched_rule=classification.rule_name, impact=shown_impact,
