@@ -182,11 +182,13 @@ def test_a_probe_on_a_decided_request_is_refused_even_to_a_decider(seeded, canar
 def test_a_tester_who_may_reveal_gets_the_probe_and_it_is_audited_naming_the_field(seeded, canary, risk_admin):
     risk_admin.groups.add(Group.objects.get(name="reviewers"))  # ada may decide the pending request
 
-    response = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": PROBE, "request_id": str(seeded.pk)})
+    probe = {**PROBE, "conditions": [{"path": "params.body", "op": "matches", "value": "^canary[0-9a-f]+$"}]}
+    response = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": probe, "request_id": str(seeded.pk)})
 
     assert response.status_code == 200
     result = response.json()
-    assert result["conditions"][0]["held"] is (canary.text.startswith("s"))  # the real value was read
+    assert result["conditions"][0]["held"] is True  # the real value was read (the mask would not match)
+    assert result["rule_matches"] is True and result["read_blind"] == []
     assert result["conditions"][0]["actual"] == MASK  # still shown only as masked
     canary.assert_absent("the permitted probe", response.content.decode())
     event = AuditEvent.objects.get(request_id=seeded.pk, verb="rules.masked_probe")
