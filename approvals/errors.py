@@ -52,6 +52,8 @@ EMERGENCY_STOP = register("emergency_stop", 409, "An emergency stop is on: nothi
 OUTCOME_UNKNOWN = register("outcome_unknown", 409, "The execution's outcome is unknown (its lease ran out).")
 # --- Masked params (services.reveal_field) -------------------------------------------------------
 FIELD_NOT_MASKED = register("field_not_masked", 422, "The field is not a masked parameter of this request.")
+MASKED_PROBE_REFUSED = register("masked_probe_refused", 403, "A rule test on a real request reads a masked param "
+                                "by value; only someone who may reveal it on that request, while it is pending, may.")
 # --- Deadline extensions (services.extend_decision_deadline) -----------------------------------
 EXTENSION_NOT_ALLOWED = register("extension_not_allowed", 422, "The rule allows no such extension.")
 ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already extended once.")

@@ -10,6 +10,7 @@ recorded, because the recorded text is what gets hashed and exported.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from django.conf import settings
@@ -37,6 +38,10 @@ def params_digest(action_type: str, params: Any) -> dict[str, Any]:
     return {**digest(kept), **({"redacted": left_out} if left_out else {})}
 
 
-def value_digest(action_type: str, field: str, value: Any) -> dict[str, Any]:
-    """`digest()` of one param's value, or a bare marker when that field is redacted."""
-    return dict(REDACTED) if field in redacted_fields(action_type) else digest(value)
+def value_digest(action_type: str, field: str, value: Any, *, hidden: Collection[str] = ()) -> dict[str, Any]:
+    """`digest()` of one param's value, or a bare marker when that field is redacted
+    (configured, or among `hidden`: the params a request masks, whose own digest
+    would confirm a guess of the value to anyone holding the key)."""
+    if field in hidden or field in redacted_fields(action_type):
+        return dict(REDACTED)
+    return digest(value)

@@ -124,6 +124,7 @@ register("rule.notifications_changed", "An admin changed a rule's notification, 
 register("request.reclassified", "An edit re-classified a pending request under a stricter rule, group or quorum.")
 register("request.edit_proposed", "A reviewer proposed edited params that others must approve.")
 register("request.field_revealed", "A reviewer who may decide the request revealed one masked param (the field, never its value).")
+register("rules.masked_probe", "A risk-admin who may reveal them tested a rule reading masked params of a pending request (the fields, never their values).")
 register("auth.step_up_failed", "A reviewer gave a wrong step-up proof for a decision.")
 register("auth.session_ended", "A reviewer's session was ended (repeated failed step-ups).")
 register("auth.throttled", "Repeated failed sign-ins: that account must wait before trying again from that address.")

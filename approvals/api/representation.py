@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 
-from ..masking import masked
+from ..masking import shown_impact, shown_params
 from ..models import ApprovalRequest, ParamsRevision
 from ..states import Kind
 
@@ -50,13 +50,14 @@ def _iso(value: datetime | None) -> str | None:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
-def _params(request: ApprovalRequest, params: dict[str, Any] | None, *, mask: bool) -> dict[str, Any]:
+def _params(request: ApprovalRequest, params: dict[str, Any] | None) -> dict[str, Any]:
+    """The current revision's params as stored: people get them through the one
+    choke point (`masking.shown_params`), an agent its own call as it sent it."""
     if params is None:
         params = getattr(request, CURRENT_PARAMS, None)
     if params is None:
         params = request.current_params()
-    keys = request.classification.get("masked_params") or ()
-    return masked(params, keys) if mask and keys else params
+    return params
 
 
 def _suspension(request: ApprovalRequest) -> dict[str, Any]:
@@ -76,6 +77,7 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
     """
     classification = request.classification or {}
     previous = request.supersedes
+    current = _params(request, params)
     return {
         "id": str(request.pk),
         "kind": request.kind,
@@ -85,11 +87,11 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "action_type": request.action_type,
         "target": request.target,
         "target_hash": request.target_hash,
-        "params": _params(request, params, mask=mask),
+        "params": shown_params(request, current) if mask else current,
         "declared": request.declared,
         "reason": request.reason,
         "context": request.context,
-        "impact": request.impact,
+        "impact": shown_impact(request, params=current) if mask else request.impact,
         "revision": request.current_revision,
         "risk_level": request.risk_level,
         "rule": {"name": request.rule_name or None, "reason": classification.get("reason", "")},

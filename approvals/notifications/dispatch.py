@@ -26,7 +26,7 @@ from controlplane.http import outbound
 
 from .. import services
 from ..services.core import RequestChange
-from ..masking import MASK, masked
+from ..masking import MASK, masked_paths, shown_params
 from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
 from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
@@ -80,7 +80,7 @@ def settings_for(rule_name: str) -> RuleNotification:
 
 
 def _masked_params(request: ApprovalRequest) -> dict[str, Any]:
-    return masked(request.current_params(), set(request.classification.get("masked_params", ())))
+    return shown_params(request)
 
 
 def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[st
         "rule": request.rule_name or None,
         "reason": request.classification.get("reason", ""),
         "params": _masked_params(request),
-        "masked_params": sorted(request.classification.get("masked_params", ())),
+        "masked_params": sorted(masked_paths(request)),
         "plan_title": request.plan_title or None,
         "decide_by": request.decide_by.isoformat() if request.decide_by else None,
         "url": f"{base_url}/#request-{request.pk}",

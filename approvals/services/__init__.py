@@ -36,7 +36,7 @@ from .execution import (
     revalidate,
     revalidation_refusal,
 )
-from .reveal import Revealed, reveal_field
+from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
 from .suspensions import answer_of, respond_to_suspension
@@ -75,6 +75,8 @@ __all__ = [
     "reject",
     "respond_instead",
     "reveal_field",
+    "allow_masked_probe",
+    "may_reveal",
     "Revealed",
     "release_enqueue",
     "request_changed",

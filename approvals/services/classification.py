@@ -12,6 +12,7 @@ from typing import Any
 from django.contrib.auth.models import Group
 from django.db import connection
 
+from ..masking import masked_paths
 from ..models import ApprovalRequest, RiskRule
 from ..policy import ActivePolicy, current_policy
 from ..policy.rules.engine import Classification, ClassificationInput
@@ -52,6 +53,9 @@ def classification_input(request: ApprovalRequest, params: dict[str, Any], *,
         impact=compute_impact(action_type, params, request.target,
                               destructive_verbs=policy.compiled.destructive_verbs),
         declared=request.declared,
+        # A re-classification (an edit, re-validation) explains itself with the
+        # request's masked params still masked, whichever rule decides now.
+        masked=masked_paths(request),
     )
 
 
@@ -77,9 +81,16 @@ def stricter_than_request(request: ApprovalRequest, fresh: Classification) -> bo
 def apply_classification(request: ApprovalRequest, classified: Classified) -> None:
     """Copy a classification onto the request (not saved: the caller saves or inserts)."""
     classification = classified.classification
+    # Masking never shrinks on a request: a param its earlier rule masked stays masked
+    # when an edit or escalation hands it to a rule that masks less (reviewers there
+    # would otherwise read what the first group was shown only masked).
+    masked_before = masked_paths(request)
     request.risk_level = classification.risk_level
     request.rule_name = classification.rule_name or ""
     request.classification = classification.to_dict()
+    if masked_before - set(classification.masked_params):
+        request.classification["masked_params"] = [
+            *classification.masked_params, *sorted(masked_before - set(classification.masked_params))]
     request.policy_version_id = classified.policy_version_id
     request.required_approvals = max(1, classification.required_approvals)
     request.impact = classified.impact

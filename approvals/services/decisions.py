@@ -22,6 +22,7 @@ from audit.privacy import value_digest
 from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
+from ..masking import masked_paths
 from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..permissions import excluded_from_approving, is_eligible_member
 from ..states import Kind, RiskLevel, State
@@ -246,6 +247,7 @@ def _deciding_step_up(request: ApprovalRequest, deciding: Classified | None) -> 
 def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, Any], changed: list[str],
                     previous: dict[str, Any], fresh: Classified, *, deciding: Classified | None, regroups: bool,
                     proposal: bool) -> None:
+    hidden = masked_paths(request)  # masked before the edit; a regroup may add more below
     request.current_revision += 1
     ParamsRevision.objects.create(
         request=request, number=request.current_revision, params=params, created_by=actor.user,
@@ -259,6 +261,7 @@ def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, A
     else:
         request.impact = fresh.impact
         request.save(update_fields=["current_revision", "impact"])
+    hidden |= masked_paths(request)
     record(
         "request.revised",
         actor=actor,
@@ -266,8 +269,8 @@ def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, A
         metadata={
             "revision": request.current_revision,
             "changed": {
-                key: {"before": value_digest(request.action_type, key, previous.get(key)),
-                      "after": value_digest(request.action_type, key, params[key])}
+                key: {"before": value_digest(request.action_type, key, previous.get(key), hidden=hidden),
+                      "after": value_digest(request.action_type, key, params[key], hidden=hidden)}
                 for key in changed
             },
             "risk_level": fresh.classification.risk_level,

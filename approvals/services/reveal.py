@@ -15,12 +15,14 @@ from audit.chain import audited_atomic, record
 
 from .. import errors
 from ..errors import DomainError
+from ..masking import masked_paths
 from ..models import ApprovalRequest
 from ..people import Person
+from ..permissions import can_decide
 from ..states import State
 from .guards import require_may_decide
 
-__all__ = ["Revealed", "reveal_field"]
+__all__ = ["Revealed", "allow_masked_probe", "may_reveal", "reveal_field"]
 
 
 @dataclass(frozen=True)
@@ -65,3 +67,42 @@ def reveal_field(request_id, path: Any, *, actor: Person) -> Revealed:
         record("request.field_revealed", actor=actor, request=request,
                metadata={"field": path, "revision": request.current_revision})
     return Revealed(field=path, value=params[path], revision=request.current_revision)
+
+
+def may_reveal(request: ApprovalRequest, actor: Person | None) -> bool:
+    """Whether `actor` holds reveal permission on `request`: the one `reveal_field`
+    checks (they may decide it, and it still awaits a decision). Holding it never
+    unmasks a surface by itself; each read of a value goes through an audited path."""
+    if actor is None or getattr(actor, "user", None) is None or not actor.user.is_authenticated:
+        return False
+    return request.effective_state == State.PENDING_APPROVAL and can_decide(actor.user, request)
+
+
+def allow_masked_probe(request_id, paths: list[str], *, actor: Person) -> ApprovalRequest:
+    """Let `actor` evaluate rule conditions reading masked values of a real request
+    (the rule tester; `paths` are the conditions' paths, e.g. ``params.body``, from
+    `masking.reads_masked`), and audit it as `rules.masked_probe` naming the paths,
+    never the values.
+
+    A condition on a masked param is an oracle for its value (a pattern, a
+    comparison, a length), so it needs reveal permission on the request
+    (`may_reveal`); anyone else gets 403 `masked_probe_refused` and nothing is
+    recorded. Raises DomainError: 404 `not_found`, 403 `masked_probe_refused`.
+    """
+    with audited_atomic():
+        request = ApprovalRequest.objects.select_related("agent").filter(pk=request_id).first()
+        if request is None:
+            raise DomainError(errors.NOT_FOUND, "No such approval request.")
+        named = sorted({path for path in paths if isinstance(path, str)})
+        if not masked_paths(request) or not named:  # nothing masked is read: the caller's bug
+            raise DomainError(errors.FIELD_NOT_MASKED, "The test reads no masked parameter of this request.")
+        if not may_reveal(request, actor):
+            raise DomainError(
+                errors.MASKED_PROBE_REFUSED,
+                f"This test reads masked values of the request ({', '.join(named)}); only someone who may "
+                "decide it, while it is pending, may run it on them. Test it on a sample instead.",
+                fields=named,
+            )
+        record("rules.masked_probe", actor=actor, request=request,
+               metadata={"fields": named, "revision": request.current_revision})
+    return request

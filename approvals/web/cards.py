@@ -21,7 +21,7 @@ from django.utils.safestring import SafeString
 from audit.models import AuditEvent
 from audit.vocabulary import describe
 
-from ..masking import MASK
+from ..masking import MASK, masked_paths, shown_impact, shown_params
 from ..models import ApprovalRequest, Decision, ParamsRevision, RuleNotification
 from ..services.step_up import needs_step_up
 from ..snapshots import resolver_for, stable_hash
@@ -425,18 +425,19 @@ def _link_patterns() -> dict[str, str]:
 def _card(request, revisions: dict[int, Any], decisions: list[Decision], events: list[AuditEvent], viewer,
           link_patterns: Mapping[str, str]) -> Card:
     classification = request.classification or {}
-    masked = set(classification.get("masked_params", ()))
+    masked = set(masked_paths(request))
     # Nothing is editable where the host runs the call only as submitted (the core refuses such an edit too).
     editable = set(classification.get("editable_params", ())) if request.allows("edit") else set()
     current = revisions.get(request.current_revision)
     params = current.params if current else {}
     changed_now = set(current.changed_keys) if current and request.current_revision > 1 else set()
     rows = []
-    for key in sorted(params):
-        text, is_text = _show(params[key])
+    shown = shown_params(request, params)  # the one choke point; masked values never reach the template
+    for key in sorted(shown):
         hidden = key in masked
-        rows.append(ParamRow(key, MASK if hidden else text, hidden, key in editable, is_text, key in changed_now,
-                             edit_value="" if hidden else _edit_text(params[key])))
+        text, is_text = (MASK, True) if hidden else _show(shown[key])
+        rows.append(ParamRow(key, text, hidden, key in editable, is_text, key in changed_now,
+                             edit_value="" if hidden else _edit_text(shown[key])))
     # Editable params the agent left out can still be set by an editor (edit form only).
     for key in sorted(editable - set(params)):
         rows.append(ParamRow(key, "", key in masked, True, True, is_set=False))
@@ -476,7 +477,7 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         viewer_may_approve=not excluded_reason and mine is None,
         viewer_excluded_reason=excluded_reason,
         history=[HistoryRow(e.occurred_at, e.actor_label, e.verb, _describe(e.verb)) for e in events],
-        impact=_impact_rows(request.impact or {}),
+        impact=_impact_rows(shown_impact(request, params=params)),
         explanation=list(classification.get("explanation", ())) or [classification.get("reason", "")],
         param_changes=param_changes,
         target_view=_target_view(request, params, masked),
@@ -508,10 +509,10 @@ def _target_view(request, params: Mapping[str, Any], masked: set[str]) -> Target
         return TargetView(changes=[], drifted=False, unavailable=f"Could not read the current target: {exc}")
     changes = []
     for key in sorted(set(params) & set(current)):
-        if params[key] == current[key]:
-            continue
-        if key in masked:
+        if key in masked:  # whether it differs from the target's value is a fact about the value too
             changes.append(TargetChange(key, MASK, MASK))
+            continue
+        if params[key] == current[key]:
             continue
         before, after = _show(current[key])[0], _show(params[key])[0]
         multiline = isinstance(current[key], str) and isinstance(params[key], str) and (

@@ -353,9 +353,18 @@ def dry_run(request: HttpRequest) -> JsonResponse:
 @json_endpoint
 def try_sample(request: HttpRequest) -> JsonResponse:
     """``{"rule"?: {...}, "replaces"?: name, "sample"?: {...}, "request_id"?: uuid}`` →
-    which rule matched, the classification, and each of the rule's conditions."""
+    which rule matched, the classification, and each of the rule's conditions.
+
+    On a stored request its masked params (its own classification's) are read blind
+    and shown masked; a rule under test whose conditions read one by value is an
+    oracle for it, so it runs on the real value only for someone who may reveal it on
+    that request while it is pending, audited (`services.allow_masked_probe`: 403
+    `masked_probe_refused` otherwise)."""
     data = json_body(request)
-    sample, shown = data.get("sample"), None
+    sample, shown, masked, reveal = data.get("sample"), None, frozenset(), False
+    rule = data.get("rule")
+    if rule is not None and not isinstance(rule, dict):
+        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
     if data.get("request_id"):
         try:
             found = editing.sample_from_request(str(data["request_id"]))
@@ -363,15 +372,15 @@ def try_sample(request: HttpRequest) -> JsonResponse:
             found = None
         if found is None:
             raise BadInput(NOT_FOUND, "No such request.", "request_id")
-        sample, shown = found
+        sample, shown, masked = found.sample, found.shown, found.masked
+        probes = editing.masked_reads(rule, found)
+        if probes:
+            services.allow_masked_probe(found.request_id, probes, actor=Person.from_request(request))
+            reveal = True
     if sample is None:
         raise BadInput(INVALID_SAMPLE, "Send a sample (JSON) or pick a recent request.", "sample")
-    rule = data.get("rule")
-    if rule is not None and not isinstance(rule, dict):
-        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
     replaces = data.get("replaces") if isinstance(data.get("replaces"), str) else None
-    result = editing.try_rule(rule, sample, replaces=replaces)
-    # A picked request's params are classified as stored but shown masked.
+    result = editing.try_rule(rule, sample, replaces=replaces, masked=masked, reveal=reveal)
     return JsonResponse({"ok": True, **result.to_dict(), "sample": shown})
 
 

@@ -236,6 +236,11 @@ function showTest(answer) {
     (c.rule_name ? "Matched rule " + c.rule_name : "No rule matched (policy default)") + ": " + c.risk_level +
     (c.required_approvals ? ", " + c.required_approvals + " approval(s)" : "")));
   testBox.appendChild(el("p", { class: "muted small" }, c.reason));
+  if (result.read_blind && result.read_blind.length) {
+    // A stored request's masked params are read as masked: the answer does not depend on them.
+    testBox.appendChild(el("p", { class: "muted small test-read-blind" },
+      "Read as masked (the result does not depend on their values): " + result.read_blind.join(", ") + "."));
+  }
   if (result.conditions.length || config.rule) {
     testBox.appendChild(el("p", {}, "This rule " + (result.rule_matches ? "matches" : "does not match") +
       (result.action_type_matches ? "" : " (action type does not match)") + "."));

@@ -43,6 +43,7 @@ GOLDEN_VERBS = [
     "request.reclassified",
     "request.edit_proposed",
     "request.field_revealed",
+    "rules.masked_probe",
     "auth.step_up_failed",
     "auth.session_ended",
     "auth.throttled",

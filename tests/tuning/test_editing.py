@@ -112,9 +112,10 @@ def test_try_rule_explains_which_conditions_held_and_masks_masked_params():
 
 def test_a_sample_can_be_a_stored_request(submit):
     request = submit("send_email", {"to": ["a@x.com"], "subject": "s", "body": "secret plans"})
-    sample, shown = editing.sample_from_request(str(request.pk))
-    assert sample["params"]["body"] == "secret plans"
-    assert shown["params"] == {"to": ["a@x.com"], "subject": "s", "body": MASK}  # body is masked
+    found = editing.sample_from_request(str(request.pk))
+    assert found.sample["params"]["body"] == "secret plans"  # evaluated on the server only
+    assert found.shown["params"] == {"to": ["a@x.com"], "subject": "s", "body": MASK}  # body is masked
+    assert found.masked == {"body"}  # what its own rule masks
     assert editing.recent_samples()[0]["id"] == str(request.pk)
     with pytest.raises(RuleValidationError) as caught:
         editing.try_rule(None, {"params": {}})

@@ -66,6 +66,9 @@ class ClassificationInput:
     target: Mapping[str, Any] = field(default_factory=dict)
     impact: Mapping[str, Any] = field(default_factory=dict)
     declared: Mapping[str, Any] = field(default_factory=dict)
+    # Top-level params masked on the request this call belongs to (its stored
+    # classification's): explanations show them masked whichever rule decides.
+    masked: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -214,7 +217,7 @@ class CompiledPolicy:
         validate names first (the API answers 422).
         """
         plan = self._plan_for(inp.action_type)
-        reading = Reading(inp.params, inp.target, inp.impact, inp.declared)
+        reading = Reading(inp.params, inp.target, inp.impact, inp.declared, masked=inp.masked)
         decision = self._deny_override(plan, reading) or self._walk(plan, reading)
         return build_classification(
             decision, name=plan.name, verbs=plan.verbs, reading=reading, defaults=self.defaults,

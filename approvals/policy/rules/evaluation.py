@@ -40,7 +40,7 @@ class Reading:
     path once per classification. Not thread-safe: build one per ``classify`` call.
     """
 
-    __slots__ = ("doc", "memo", "unknown_impact")
+    __slots__ = ("doc", "masked", "memo", "unknown_impact")
 
     def __init__(
         self,
@@ -48,7 +48,11 @@ class Reading:
         target: Mapping[str, Any],
         impact: Mapping[str, Any],
         declared: Mapping[str, Any],
+        *,
+        masked: frozenset[str] = _NOTHING,
     ) -> None:
+        # Params the explanation must show masked besides the deciding rule's own.
+        self.masked = masked
         # Rules without trusts_declared cannot read declared.* (refused at validation),
         # so one document serves every rule.
         self.doc = {"params": params, "target": target, "impact": impact, "declared": declared}

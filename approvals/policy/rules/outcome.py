@@ -137,7 +137,7 @@ def _blocked_suffix(verbs: tuple[str, ...], blocked: tuple[RuleSpec, ...]) -> st
 
 def _held_lines(rule: RuleSpec, reading: Reading) -> list[str]:
     """Descriptions of the conditions that held, masking values of masked params."""
-    masked = set(rule.masked_params)
+    masked = set(rule.masked_params) | reading.masked
     lines = []
     for condition, agent_only in rule.evaluation_plan:
         if condition_truth(condition, agent_only, reading) is True:

@@ -23,6 +23,7 @@ from typing import Any
 
 from django.db.models import JSONField, OuterRef, Subquery
 
+from ...masking import blinded, masked_impact
 from ...models import ApprovalRequest, ParamsRevision
 from .. import compile_policy, current_policy
 from ..checks import specs_from_dicts
@@ -79,17 +80,24 @@ class StoredRequest:
     agent_name: str
     recorded_level: str
     recorded_rule: str
+    # The params its own classification masks: a dry-run reads them blind.
+    masked: frozenset[str] = frozenset()
 
     def classification_input(self, destructive_verbs: Sequence[str] | None = None) -> ClassificationInput:
         # The same input `services.classification_input` builds: the name as the agent
-        # spelled it, and impact recomputed on the server from the current params.
+        # spelled it, and impact recomputed on the server from the current params;
+        # except that masked params (and impact facts that may copy them) read as the
+        # mask, under the current policy and the proposed one alike, so no proposed
+        # condition can make the report an oracle for a masked value.
         action_type = self.action_type_sent or self.action_type
+        impact = compute_impact(action_type, self.params, self.target, destructive_verbs=destructive_verbs)
         return ClassificationInput(
             action_type=action_type,
-            params=self.params,
+            params=blinded(self.params, self.masked),
             target=self.target,
-            impact=compute_impact(action_type, self.params, self.target, destructive_verbs=destructive_verbs),
+            impact=masked_impact(impact, self.masked, self.params),
             declared=self.declared,
+            masked=self.masked,
         )
 
 
@@ -243,7 +251,7 @@ def recent_requests(limit: int = DEFAULT_SAMPLE) -> list[StoredRequest]:
         .annotate(current_params=Subquery(current_params, output_field=JSONField()))
         .values_list(
             "pk", "action_type", "action_type_sent", "current_params", "target", "declared", "created_at",
-            "agent__name", "risk_level", "rule_name",
+            "agent__name", "risk_level", "rule_name", "classification__masked_params",
         )[:limit]
     )
     return [
@@ -252,8 +260,10 @@ def recent_requests(limit: int = DEFAULT_SAMPLE) -> list[StoredRequest]:
             params=params if isinstance(params, dict) else {},
             target=target or {}, declared=declared or {}, created_at=created_at, agent_name=agent_name,
             recorded_level=risk_level, recorded_rule=rule_name,
+            masked=frozenset(name for name in masked or () if isinstance(name, str)),
         )
-        for pk, action_type, sent, params, target, declared, created_at, agent_name, risk_level, rule_name in rows
+        for pk, action_type, sent, params, target, declared, created_at, agent_name, risk_level, rule_name, masked
+        in rows
     ]
 
 

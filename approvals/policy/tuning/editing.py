@@ -7,13 +7,13 @@ types, reordering and enable/disable (each ONE change through
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from audit.chain import Actor
 
-from ...masking import MASK
+from ...masking import MASK, blinded, masked_facts, masked_impact, masked_paths, reads_masked, shown_params
 from ...models import ApprovalRequest
 from .. import Outcome, current_policy, edit_policy
 from ..rules.conditions import MISSING, RuleValidationError
@@ -26,8 +26,11 @@ from .dry_run import compile_proposal, propose_rule, recent_requests
 __all__ = [
     "PRIORITY_STEP",
     "ConditionResult",
+    "RequestSample",
     "RuleTest",
+    "masked_reads",
     "reorder",
+    "sample_from_request",
     "set_enabled",
     "try_rule",
     "validate_rule",
@@ -113,6 +116,9 @@ class RuleTest:
     classification: dict[str, Any]
     matched_rule: str | None
     impact: dict[str, Any]
+    # A stored request's masked params, and those the rules read blind (as the mask).
+    masked_params: list[str] = field(default_factory=list)
+    read_blind: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -122,6 +128,8 @@ class RuleTest:
             "classification": self.classification,
             "matched_rule": self.matched_rule,
             "impact": self.impact,
+            "masked_params": self.masked_params,
+            "read_blind": self.read_blind,
         }
 
 
@@ -130,11 +138,25 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def sample_from_request(request_id: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """A stored request as a test sample: (the sample to classify, the sample to show).
+@dataclass(frozen=True)
+class RequestSample:
+    """A stored request as a test sample. `sample` holds its real params and stays on
+    the server (the tester evaluates it blind unless a reveal is allowed and audited);
+    `shown` is the copy an answer may carry, masked through `masking.shown_params`."""
 
-    The shown copy has the request's masked params replaced by ``***``: admins test
-    rules against real calls without reading what reviewers are not shown either.
+    request_id: str
+    sample: dict[str, Any]
+    shown: dict[str, Any]
+    masked: frozenset[str]
+    # The impact facts that may copy one of them (`masking.masked_facts`), masked too.
+    facts: frozenset[str] = frozenset()
+
+
+def sample_from_request(request_id: str) -> RequestSample | None:
+    """A stored request as a test sample, or None when there is no such request.
+
+    Which params are masked comes from the request's own classification (the rule
+    that classified it), never from the rule being tested.
     """
     request = ApprovalRequest.objects.filter(pk=request_id).only(
         "action_type", "target", "declared", "current_revision", "classification"
@@ -142,11 +164,22 @@ def sample_from_request(request_id: str) -> tuple[dict[str, Any], dict[str, Any]
     if request is None:
         return None
     params = request.current_params()
-    masked = set(request.classification.get("masked_params", ()))
     sample = {"action_type": request.action_type, "params": params, "target": request.target,
               "declared": request.declared}
-    shown = {**sample, "params": {key: (MASK if key in masked else value) for key, value in params.items()}}
-    return sample, shown
+    shown = {**sample, "params": shown_params(request, params)}
+    masked = masked_paths(request)
+    facts = masked_facts(_sample_input(sample).impact, masked, params) if masked else frozenset()
+    return RequestSample(str(request.pk), sample, shown, masked, facts)
+
+
+def masked_reads(rule: Mapping[str, Any] | None, found: RequestSample) -> list[str]:
+    """The condition paths of `rule` (the rule under test) that read one of the
+    stored request's masked params (or an impact fact that may copy one) by value:
+    each one an oracle for a masked value. Raises RuleValidationError for a broken rule."""
+    if rule is None or not found.masked:
+        return []
+    spec = RuleSpec.from_dict(dict(rule))
+    return reads_masked(spec.compiled_conditions, found.masked, found.facts)
 
 
 def recent_samples(limit: int = 20) -> list[dict[str, Any]]:
@@ -185,13 +218,26 @@ def _sample_input(sample: Mapping[str, Any]) -> ClassificationInput:
     )
 
 
-def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, replaces: str | None = None) -> RuleTest:
+def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, replaces: str | None = None,
+             masked: Collection[str] = (), reveal: bool = False) -> RuleTest:
     """Classify `sample` with `rule` (the edited rule, or None for the current policy)
     in place in the current rule set; explain each of the rule's conditions.
 
-    Raises RuleValidationError for a broken rule or sample. Masked params show as ***.
+    `masked`: the params a stored request masks (`RequestSample.masked`). Unless
+    `reveal` (the caller checked reveal permission and audited it,
+    `services.allow_masked_probe`), every rule reads them, and the impact facts that
+    may copy them, as the mask: nothing in the answer depends on their values. Either
+    way they, and the rule's own masked params, show as the mask.
+
+    Raises RuleValidationError for a broken rule or sample.
     """
     inp = _sample_input(sample)
+    masked = frozenset(masked)
+    shown_impact = masked_impact(inp.impact, masked, inp.params)
+    facts = masked_facts(inp.impact, masked, inp.params)
+    if masked and not reveal:
+        inp = replace(inp, params=blinded(inp.params, masked), impact=shown_impact)
+    inp = replace(inp, masked=masked)
     if rule is None:
         policy = current_policy().compiled
         spec = None
@@ -206,10 +252,11 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
     if spec is not None:
         doc = {"params": inp.params, "target": inp.target, "impact": inp.impact,
                "declared": inp.declared if spec.trusts_declared else {}}
-        masked = set(spec.masked_params)
+        redacted = set(spec.masked_params) | masked
         for condition in spec.compiled_conditions:
             held, actual = condition.evaluate(doc)
-            redact = condition.param_name in masked
+            redact = condition.param_name in redacted or (
+                bool(reads_masked([condition], masked, facts)))
             shown = "missing" if actual is MISSING else (MASK if redact else _shown(actual))
             results.append(ConditionResult(
                 path=condition.path, op=condition.op, value=condition.value, held=held, actual=shown,
@@ -219,7 +266,15 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
         held = [r.held for r in results]
         conditions_hold = not held or (all(held) if spec.match == "all" else any(held))
         rule_matches = spec.enabled and action_type_matches and conditions_hold
+    read_blind = sorted(reads_masked(_all_conditions(policy, inp.action_type), masked, facts)) if not reveal else []
     return RuleTest(
         action_type_matches=action_type_matches, rule_matches=rule_matches, conditions=results,
-        classification=classification.to_dict(), matched_rule=classification.rule_name, impact=dict(inp.impact),
+        classification=classification.to_dict(), matched_rule=classification.rule_name, impact=shown_impact,
+        masked_params=sorted(masked), read_blind=read_blind,
     )
+
+
+def _all_conditions(policy: Any, action_type: str) -> list[Any]:
+    """Every condition of the rules in `policy` that could classify `action_type`."""
+    return [condition for spec in policy.rules if spec.matches_action_type(action_type)
+            for condition in spec.compiled_conditions]
