@@ -288,8 +288,8 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
     else:
         wanted_kinds = ("suspension",) if suspension else ("action", "plan")
     if kind not in wanted_kinds:
-        raise DecisionRefused(f"request {named}: the signed decision is a {kind!r}'s, not a "
-                              f"{' or '.join(wanted_kinds)}'s (replayed from another call)")
+        raise DecisionRefused(f"request {named}: the signed decision's kind is {kind!r}, not "
+                              f"{' or '.join(wanted_kinds)} (replayed from another kind of call)")
     try:
         verdict, digest = _verdict_and_payload(kind, payload.get("resume_data"))
     except (TypeError, ValueError):
