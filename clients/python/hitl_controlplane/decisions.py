@@ -303,7 +303,7 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
         expected["action_type"] = normalize_action_type(action_type)
     if call is not None:
         expected.update(action_type=call.action_type, submitted_sha256=call.submitted_sha256,
-                        idempotency_key=call.idempotency_key, tool_call_id=call.tool_call_id)
+                        tool_call_id=call.tool_call_id, idempotency_key=call.idempotency_key)
     for name, value in expected.items():
         if signed.get(name) != value:
             raise DecisionRefused(f"request {named}: the signed decision's {name} is {signed.get(name)!r}, "
