@@ -151,11 +151,18 @@ def _claims_metadata(submission: Submission) -> dict[str, Any]:
 
 
 def submitted_digest(submission: Submission) -> str:
-    """What the agent submitted, digested as the signed decision names it (decisions.submitted_sha256)."""
-    if submission.kind == Kind.PLAN:
-        return submitted_sha256(Kind.PLAN, path=submission.plan_path, title=submission.plan_title,
-                                plan=submission.plan_markdown)
-    return submitted_sha256(str(submission.kind), params=submission.params)
+    """What the agent submitted, digested as the signed decision names it (decisions.submitted_sha256).
+
+    "" for params JSON cannot carry (only a caller inside the server could pass them): the
+    resume then digests revision 1 as stored.
+    """
+    try:
+        if submission.kind == Kind.PLAN:
+            return submitted_sha256(Kind.PLAN, path=submission.plan_path, title=submission.plan_title,
+                                    plan=submission.plan_markdown)
+        return submitted_sha256(str(submission.kind), params=submission.params)
+    except (TypeError, ValueError):
+        return ""
 
 
 def _action_type_name(raw: str) -> ActionTypeName:

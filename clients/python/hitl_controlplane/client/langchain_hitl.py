@@ -208,6 +208,7 @@ def _settle(cp: ControlPlane, call: ToolCall, request_id: str, submitted: Submit
         grant = cp.claim(request_id)
     except ControlPlaneError as refusal:
         return decision_for(call, _not_run(resume, refusal))
+    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
     cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
     return decision_for(call, resume, approved_args=grant["params"])
 
@@ -286,6 +287,7 @@ async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, submi
         grant = await cp.claim(request_id)
     except ControlPlaneError as refusal:
         return decision_for(call, _not_run(resume, refusal))
+    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
     await cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
     return decision_for(call, resume, approved_args=grant["params"])
 
