@@ -250,6 +250,7 @@ class SignedDecisionSerializer(serializers.Serializer):
     verdict = serializers.CharField()
     payload_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the RFC 8785 bytes of what the "
                                            "agent acts on (approved params or plan); null for a rejection.")
+    tool_result_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the UTF-8 `tool_result` text.")
     execute_by = serializers.CharField(allow_null=True)
 
 

@@ -4,6 +4,7 @@ the resume long-poll and the webhook callback (the agent socket sends the same
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -44,6 +45,7 @@ def test_an_approval_with_edits_is_signed_for_the_edited_params_and_the_new_revi
                       "submitted_sha256": payload_sha256({"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15}),
                       "verdict": "approved",
                       "payload_sha256": payload_sha256({"amount": 500, "to": "acme", "rate": 1.0, "fee": 0.15}),
+                      "tool_result_sha256": hashlib.sha256(body["tool_result"].encode()).hexdigest(),
                       "execute_by": format_timestamp(request.execute_by)}
     assert body["decision_signature"]["key_id"] in server_keys
 

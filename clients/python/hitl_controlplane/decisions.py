@@ -14,7 +14,7 @@ The signed document (v2) is, in the audit chain's canonical form
 
     {"type": "hitl-controlplane/decision", "v": 2, "kind", "agent": {"id", "name"},
      "request_id", "revision", "action_type", "idempotency_key", "tool_call_id",
-     "submitted_sha256", "verdict", "payload_sha256", "execute_by"}
+     "submitted_sha256", "verdict", "payload_sha256", "tool_result_sha256", "execute_by"}
 
 `kind` is `action`, `plan` or `suspension`; `agent` the agent whose token submitted
 the request; `action_type` as the server normalized it (`normalize_action_type`);
@@ -25,7 +25,9 @@ an action's params, a plan's `{path, title, plan}`, a suspension's suspend paylo
 so the client checks it against the call it made; `verdict` is `resume_data.action`;
 `payload_sha256` the digest of what the agent acts on (`signed_payload`: the approved
 params after any edit, the approved plan, a reviewer's reply `{message}`, or null for
-a rejection); `execute_by` the execution deadline (UTC, `format_timestamp`) or null.
+a rejection); `tool_result_sha256` the SHA-256 of the UTF-8 `tool_result` text (what
+the model reads, so no one on the way can put other words in its context);
+`execute_by` the execution deadline (UTC, `format_timestamp`) or null.
 Both sides compute every digest with this module and canonical.py, so server and
 client cannot drift apart.
 
@@ -42,6 +44,7 @@ can pass for the other.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -71,6 +74,7 @@ __all__ = [
     "signed_payload",
     "submitted_sha256",
     "submitted_value",
+    "tool_result_sha256",
     "verify_decision",
 ]
 
@@ -204,10 +208,16 @@ def _verdict_and_payload(kind: str, resume_data: Any) -> tuple[Any, str | None]:
     return resume_data.get("action"), payload_sha256(signed_payload(resume_data))
 
 
+def tool_result_sha256(text: Any) -> str | None:
+    """SHA-256 of the UTF-8 of the `tool_result` text the model reads; None when there is none."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
+
+
 def decision_document(*, kind: str, agent: Mapping[str, Any], request_id: str, revision: int, action_type: str,
                       idempotency_key: str | None, tool_call_id: str, submitted_sha256: str,
-                      resume_data: Any, execute_by: str | None) -> dict[str, Any]:
-    """The v2 document for a decided resume. `resume_data`: a suspension's answer (None unanswered)."""
+                      resume_data: Any, tool_result: str | None, execute_by: str | None) -> dict[str, Any]:
+    """The v2 document for a decided resume. `resume_data`: a suspension's answer (None unanswered);
+    `tool_result`: the text the model reads (so no one on the way can put other words in its context)."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     verdict, payload = _verdict_and_payload(kind, resume_data)
@@ -216,7 +226,7 @@ def decision_document(*, kind: str, agent: Mapping[str, Any], request_id: str, r
             "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
             "idempotency_key": idempotency_key, "tool_call_id": tool_call_id or "",
             "submitted_sha256": submitted_sha256, "verdict": verdict, "payload_sha256": payload,
-            "execute_by": execute_by}
+            "tool_result_sha256": tool_result_sha256(tool_result), "execute_by": execute_by}
 
 
 def suspension_document(*, answer: Any, **fields: Any) -> dict[str, Any]:
@@ -229,13 +239,12 @@ def signed_message(document: Mapping[str, Any]) -> bytes:
     return CONTEXT + canonical_bytes(dict(document))
 
 
-_message = signed_message
 
 
 def sign_decision(key: SigningKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """The `decision_signature` member of a resume payload."""
     return {"algorithm": ALGORITHM, "key_id": key.key_id, "signed": dict(document),
-            "signature": key.sign_bytes(_message(document))}
+            "signature": key.sign_bytes(signed_message(document))}
 
 
 def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519PublicKey]:
@@ -294,7 +303,8 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
         verdict, digest = _verdict_and_payload(kind, payload.get("resume_data"))
     except (TypeError, ValueError):
         raise DecisionRefused(f"request {named}: the resume carries no resume data it can act on") from None
-    expected: dict[str, Any] = {"verdict": verdict, "payload_sha256": digest}
+    expected: dict[str, Any] = {"verdict": verdict, "payload_sha256": digest,
+                                "tool_result_sha256": tool_result_sha256(payload.get("tool_result"))}
     if request_id is not None:
         expected["request_id"] = str(request_id)
     if tool_call_id is not None:
