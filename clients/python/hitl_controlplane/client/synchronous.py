@@ -44,7 +44,10 @@ class ControlPlane:
 
     `poll_wait` is how long each long-poll asks the server to hold; `retries`
     is how many times a network error is retried (same idempotency key) before
-    ControlPlaneError("network_error") is raised.
+    ControlPlaneError("network_error") is raised. `public_keys`: the server's keys
+    decisions must be signed with (else $CONTROLPLANE_PUBLIC_KEYS); `agent`: this
+    agent's name, which every decision must name (else $CONTROLPLANE_AGENT, else the
+    name in the first decision that verified for a call this client made).
     """
 
     def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
@@ -127,7 +130,13 @@ class ControlPlane:
 
     def wait(self, request_id: str, *, timeout: float | None = None, call: SubmittedCall | None = None,
              tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
-        """Block until the request is decided (ApprovalTimeout after `timeout` seconds)."""
+        """Block until the request is decided (ApprovalTimeout after `timeout` seconds).
+
+        `call`: the call this client submitted (`hitl_controlplane.decisions.SubmittedCall`);
+        the signed decision must name it, and this client's agent, or DecisionRefused.
+        `request_approval`, `submit_plan` and the framework helpers always pass it; a host
+        that found its request again (by idempotency key) builds it from what it submitted.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - time.monotonic())
