@@ -19,7 +19,7 @@ import httpx
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 from rest_framework.test import APIClient
 
@@ -196,11 +196,17 @@ def test_a_swapped_id_is_refused_by_the_async_client_too(token, proxy, decided, 
     old = decided()
     proxy.submission = swap_id_to(old)
 
+    def answered(request: httpx.Request) -> httpx.Response:
+        try:
+            return proxy.handle_request(request)
+        finally:
+            connection.close()  # the worker thread's own connection
+
     class AsyncProxy(httpx.AsyncBaseTransport):
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             request.read()
             # The server is synchronous Django: it answers from a worker thread, off the event loop.
-            response = await asyncio.to_thread(proxy.handle_request, request)
+            response = await asyncio.to_thread(answered, request)
             return httpx.Response(response.status_code, headers=response.headers, content=response.read())
 
     async def run() -> None:
