@@ -187,7 +187,6 @@ def _signed(request: Any, *, resume_data: Any, tool_result: str | None) -> dict[
 def _submitted_sha256(request: Any) -> str:
     """What a request stored before the digest was kept at submission submitted, digested from its row."""
     if request.kind == Kind.PLAN:
-        return submitted_sha256(Kind.PLAN, path=request.plan_path, title=request.plan_title,
-                                plan=request.plan_markdown)
+        return submitted_sha256(Kind.PLAN, path=request.plan_path, plan=request.plan_markdown)
     first = request.revisions.filter(number=1).values_list("params", flat=True).first()
     return submitted_sha256(str(request.kind), params=first or {})

@@ -246,7 +246,7 @@ class SignedDecisionSerializer(serializers.Serializer):
     idempotency_key = serializers.CharField(allow_null=True, help_text="The submission's key; null without one.")
     tool_call_id = serializers.CharField(allow_blank=True)
     submitted_sha256 = serializers.CharField(help_text="sha256 of the RFC 8785 bytes of what the agent submitted "
-                                             "(params; a plan's {path, title, plan}; a suspend payload).")
+                                             "(params; a plan's {path, plan}; a suspend payload).")
     verdict = serializers.CharField()
     payload_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the RFC 8785 bytes of what the "
                                            "agent acts on (approved params or plan); null for a rejection.")

@@ -158,8 +158,7 @@ def submitted_digest(submission: Submission) -> str:
     """
     try:
         if submission.kind == Kind.PLAN:
-            return submitted_sha256(Kind.PLAN, path=submission.plan_path, title=submission.plan_title,
-                                    plan=submission.plan_markdown)
+            return submitted_sha256(Kind.PLAN, path=submission.plan_path, plan=submission.plan_markdown)
         return submitted_sha256(str(submission.kind), params=submission.params)
     except (TypeError, ValueError):
         return ""

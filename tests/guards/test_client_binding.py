@@ -49,6 +49,7 @@ from hitl_controlplane.ed25519 import SigningKey
 pytestmark = pytest.mark.django_db
 
 SUBMIT = "/api/v1/actions/"
+PLANS = "/api/v1/plans/"
 PARAMS = {"amount": 900, "to": "acme", "memo": "Rechnung №42 – grüße"}
 
 
@@ -79,7 +80,7 @@ class Proxy(httpx.BaseTransport):
             request_started.connect(close_old_connections)
             request_finished.connect(close_old_connections)
         path = request.url.path
-        if request.method == "POST" and path == SUBMIT and response.status_code in (200, 201):
+        if request.method == "POST" and path in (SUBMIT, PLANS) and response.status_code in (200, 201):
             body = json.loads(response.read())
             if self.on_submitted:
                 self.on_submitted(body["id"])
@@ -223,6 +224,20 @@ def test_a_submission_answer_that_names_no_request_sends_nothing_further(cp, pro
     with pytest.raises(DecisionRefused, match="no request id"):
         cp.request_approval("transfer_funds", params=PARAMS)
     assert [method for method, _ in proxy.sent] == ["POST"]
+
+
+def test_a_plan_submission_answer_naming_an_older_approved_plan_is_refused(cp, proxy, token, alice):
+    """submit_plan binds the plan it sent the same way: an older approval of the very same plan
+    (same path, title and text, an earlier key) does not stand in for this submission."""
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    plan = {"path": ".plans/dark-mode.md", "plan": "# Dark mode\n\n1. Add a toggle.\n"}
+    old = api.post(PLANS, plan, format="json", HTTP_IDEMPOTENCY_KEY="plan-1").json()["id"]
+    services.approve(old, actor=alice, revision=1)
+    proxy.submission = swap_id_to(old)
+    with pytest.raises(DecisionRefused, match="idempotency_key"):
+        cp.submit_plan(plan["path"], plan=plan["plan"], timeout=5)
+    assert cp.submit_plan(plan["path"], plan=plan["plan"], idempotency_key="plan-1", timeout=5).approved
 
 
 # --- A genuine signed resume of another call in place of this call's ------------------------------

@@ -21,7 +21,7 @@ the request; `action_type` as the server normalized it (`normalize_action_type`)
 `idempotency_key` the submission's key (null without one); `tool_call_id` the
 submission's ("" without one); `submitted_sha256` the SHA-256 of the canonical bytes
 (canonical.value_bytes, RFC 8785) of what the agent submitted (`submitted_value`:
-an action's params, a plan's `{path, title, plan}`, a suspension's suspend payload),
+an action's params, a plan's `{path, plan}`, a suspension's suspend payload),
 so the client checks it against the call it made; `verdict` is `resume_data.action`;
 `payload_sha256` the digest of what the agent acts on (`signed_payload`: the approved
 params after any edit, the approved plan, a reviewer's reply `{message}`, or null for
@@ -118,14 +118,16 @@ def _as_sent(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
 
 
-def submitted_value(kind: str, *, params: Any = None, path: str = "", title: str = "", plan: str = "") -> Any:
+def submitted_value(kind: str, *, params: Any = None, path: str = "", plan: str = "") -> Any:
     """What an agent submitted, as `submitted_sha256` digests it.
 
     An action: its params (`{}` when none). A suspension: its suspend payload (pass it as
-    `params`). A plan: `{path, title, plan}` (path and title trimmed, as the API stores them).
+    `params`). A plan: `{path, plan}` (the path trimmed, as the API stores it; the title is
+    a label the server derives from the plan's first heading when none is sent, so it is
+    not part of it; the approved payload, which the agent reads back, includes it).
     """
     if kind == "plan":
-        return {"path": path.strip(), "title": (title or "").strip(), "plan": plan}
+        return {"path": path.strip(), "plan": plan}
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     return params or {}
@@ -160,10 +162,10 @@ class SubmittedCall:
                    idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
 
     @classmethod
-    def plan(cls, path: str, plan: str, *, title: str | None = "", idempotency_key: str | None,
+    def plan(cls, path: str, plan: str, *, idempotency_key: str | None,
              tool_call_id: str | None = "", agent: str | None = None) -> SubmittedCall:
         return cls(kind="plan", action_type=PLAN_ACTION_TYPE,
-                   submitted_sha256=submitted_sha256("plan", path=path, title=title or "", plan=plan),
+                   submitted_sha256=submitted_sha256("plan", path=path, plan=plan),
                    idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
 
     @classmethod

@@ -170,10 +170,9 @@ def action_call(action_type: str, params: dict | None, *, idempotency_key: str,
                                 tool_call_id=tool_call_id or "")
 
 
-def plan_call(path: str, plan: str, *, title: str | None, idempotency_key: str,
-              tool_call_id: str | None) -> SubmittedCall:
-    return SubmittedCall.plan(path, plan, title=title or "", idempotency_key=idempotency_key,
-                              tool_call_id=tool_call_id or "")
+def plan_call(path: str, plan: str, *, idempotency_key: str, tool_call_id: str | None) -> SubmittedCall:
+    """The SubmittedCall of a plan as `plan_body` sends it."""
+    return SubmittedCall.plan(path, plan, idempotency_key=idempotency_key, tool_call_id=tool_call_id or "")
 
 
 def submitted_id(answer: Mapping[str, Any]) -> str:

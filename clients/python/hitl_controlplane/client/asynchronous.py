@@ -153,7 +153,7 @@ class AsyncControlPlane:
         text = plan if plan is not None else await asyncio.to_thread(read_plan, path)
         key = idempotency_key or new_idempotency_key()
         submitted = await self.submit_plan_request(path, text, title=title, idempotency_key=key, **fields)
-        call = plan_call(path, text, title=title, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
+        call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
     def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
