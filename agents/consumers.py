@@ -116,7 +116,7 @@ class AgentConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         """(is the token still usable, the request's resume payload if it is and exists)."""
         if not token_usable(self.token_id):
             return False, None
-        found = ApprovalRequest.objects.filter(pk=request_id, agent_id=self.agent_id).first()
+        found = ApprovalRequest.objects.select_related("agent").filter(pk=request_id, agent_id=self.agent_id).first()
         return True, (resume_payload(found) if found is not None else None)
 
 

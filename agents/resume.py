@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from hitl_controlplane.canonical import format_timestamp
-from hitl_controlplane.decisions import decision_document, sign_decision, suspension_document
+from hitl_controlplane.decisions import decision_document, sign_decision, submitted_sha256
 
 from approvals.errors import REVALIDATION_CODES
 from approvals.states import Kind, State
@@ -117,12 +117,13 @@ def _suspension_resume(request: Any, action: str, feedback: str) -> dict[str, An
     if action == "approved":
         text = request.resume_data_json
         answer = json.loads(text)
-        return {"resume_data": answer, "tool_result": SUSPENSION_ANSWERED.format(answer=text),
-                "decision_signature": _signed(request, suspension_document, answer=answer)}
-    return {"resume_data": None, "feedback": feedback,
-            "tool_result": (SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback
-                            else SUSPENSION_REJECTED_WITHOUT_FEEDBACK),
-            "decision_signature": _signed(request, suspension_document, answer=None)}
+        result = SUSPENSION_ANSWERED.format(answer=text)
+        return {"resume_data": answer, "tool_result": result,
+                "decision_signature": _signed(request, resume_data=answer, tool_result=result)}
+    result = (SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback
+              else SUSPENSION_REJECTED_WITHOUT_FEEDBACK)
+    return {"resume_data": None, "feedback": feedback, "tool_result": result,
+            "decision_signature": _signed(request, resume_data=None, tool_result=result)}
 
 
 def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -152,23 +153,40 @@ def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dic
         resume_data["params"] = params if params is not None else request.current_params()
     body["resume_data"] = resume_data
     body["tool_result"] = tool_result(request.kind, action, feedback, resume_data.get("params"))
-    body["decision_signature"] = decision_signature(request, resume_data)
+    body["decision_signature"] = decision_signature(request, resume_data, body["tool_result"])
     return body
 
 
-def decision_signature(request: Any, resume_data: dict[str, Any]) -> dict[str, Any]:
+def decision_signature(request: Any, resume_data: dict[str, Any], tool_result: str | None) -> dict[str, Any]:
     """The server's signature binding this decision to the exact call (hitl_controlplane.decisions).
 
     Signed with the audit signing key, whose public half `manage.py audit_public_key`
     prints, so an agent trusts the same key an auditor pins.
     """
-    return _signed(request, decision_document, resume_data=resume_data)
+    return _signed(request, resume_data=resume_data, tool_result=tool_result)
 
 
-def _signed(request: Any, document_of, **decided: Any) -> dict[str, Any]:
-    document = document_of(
+def _signed(request: Any, *, resume_data: Any, tool_result: str | None) -> dict[str, Any]:
+    """The v2 decision document (hitl_controlplane.decisions) for `request`, signed.
+
+    It names what the agent can check against the call it made itself: the agent its
+    token belongs to, the kind, the action type, what it submitted (digest), its
+    idempotency key and tool-call id, besides the request, revision and verdict.
+    """
+    document = decision_document(
+        kind=str(request.kind), agent={"id": request.agent_id, "name": request.agent.name},
         request_id=str(request.pk), revision=request.current_revision, action_type=request.action_type,
-        tool_call_id=request.tool_call_id,
-        execute_by=format_timestamp(request.execute_by) if request.execute_by else None, **decided,
+        idempotency_key=request.idempotency_key, tool_call_id=request.tool_call_id,
+        submitted_sha256=request.submitted_sha256 or _submitted_sha256(request),
+        execute_by=format_timestamp(request.execute_by) if request.execute_by else None, resume_data=resume_data,
+        tool_result=tool_result,
     )
     return sign_decision(signer().current, document)
+
+
+def _submitted_sha256(request: Any) -> str:
+    """What a request stored before the digest was kept at submission submitted, digested from its row."""
+    if request.kind == Kind.PLAN:
+        return submitted_sha256(Kind.PLAN, path=request.plan_path, plan=request.plan_markdown)
+    first = request.revisions.filter(number=1).values_list("params", flat=True).first()
+    return submitted_sha256(str(request.kind), params=first or {})

@@ -228,15 +228,29 @@ class _ResumeDataField(serializers.JSONField):
     """Documents the two shapes `resume_data` takes."""
 
 
+class _SignedAgentSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+
+
 class SignedDecisionSerializer(serializers.Serializer):
-    v = serializers.IntegerField()
+    """The signed decision document, v2 (docs/agents.md; hitl_controlplane.decisions)."""
+
+    type = serializers.ChoiceField(choices=["hitl-controlplane/decision"])
+    v = serializers.IntegerField(help_text="2.")
+    kind = serializers.ChoiceField(choices=["action", "plan", "suspension"])
+    agent = _SignedAgentSerializer(help_text="The agent whose token submitted the request.")
     request_id = serializers.UUIDField()
     revision = serializers.IntegerField()
-    action_type = serializers.CharField(allow_blank=True)
+    action_type = serializers.CharField(allow_blank=True, help_text="As the server normalized it.")
+    idempotency_key = serializers.CharField(allow_null=True, help_text="The submission's key; null without one.")
     tool_call_id = serializers.CharField(allow_blank=True)
+    submitted_sha256 = serializers.CharField(help_text="sha256 of the RFC 8785 bytes of what the agent submitted "
+                                             "(params; a plan's {path, plan}; a suspend payload).")
     verdict = serializers.CharField()
     payload_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the RFC 8785 bytes of what the "
                                            "agent acts on (approved params or plan); null for a rejection.")
+    tool_result_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the UTF-8 `tool_result` text.")
     execute_by = serializers.CharField(allow_null=True)
 
 

@@ -95,6 +95,11 @@ class ApprovalRequest(models.Model):
     batch_id = models.CharField(max_length=200, blank=True, db_index=True)
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     submission_digest = models.CharField(max_length=64, blank=True)
+    # What the agent submitted (params, plan, suspend payload) as the signed decision
+    # names it (hitl_controlplane.decisions.submitted_sha256), taken from the body as
+    # parsed, before any storage round trip could change how a number is written.
+    submitted_sha256 = models.CharField(max_length=64, blank=True,
+                                        help_text="sha256 of the canonical bytes of what the agent submitted.")
 
     # The decisions the agent's host can apply (a subset of ACTION_DECISIONS); the
     # services refuse any other (`decision_not_allowed`).

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
+from hitl_controlplane.decisions import submitted_sha256
 
 from audit.chain import Actor, audited_atomic, digest, record
 from audit.privacy import params_digest
@@ -109,6 +110,7 @@ def submit(submission: Submission, *, agent) -> ApprovalRequest:
                            else list(DEFAULT_ALLOWED_DECISIONS)),
         idempotency_key=submission.idempotency_key,
         submission_digest=submission.submission_digest,
+        submitted_sha256=submitted_digest(submission),
         supersedes=submission.supersedes,
         workflow_id=submission.workflow_id,
         step_id=submission.step_id,
@@ -146,6 +148,20 @@ def _claims_metadata(submission: Submission) -> dict[str, Any]:
                              "links": len(submission.context.get("links", ())),
                              "turns": len(submission.context.get("turns", ()))}
     return claims
+
+
+def submitted_digest(submission: Submission) -> str:
+    """What the agent submitted, digested as the signed decision names it (decisions.submitted_sha256).
+
+    "" for params JSON cannot carry (only a caller inside the server could pass them): the
+    resume then digests revision 1 as stored.
+    """
+    try:
+        if submission.kind == Kind.PLAN:
+            return submitted_sha256(Kind.PLAN, path=submission.plan_path, plan=submission.plan_markdown)
+        return submitted_sha256(str(submission.kind), params=submission.params)
+    except (TypeError, ValueError):
+        return ""
 
 
 def _action_type_name(raw: str) -> ActionTypeName:

@@ -4,6 +4,7 @@ the resume long-poll and the webhook callback (the agent socket sends the same
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -37,9 +38,14 @@ def test_an_approval_with_edits_is_signed_for_the_edited_params_and_the_new_revi
     signed = verify_decision(body, server_keys, request_id=request_id, tool_call_id="call_7",
                              action_type="transfer_funds")
     request = ApprovalRequest.objects.get(pk=request_id)
-    assert signed == {"v": 1, "request_id": request_id, "revision": 2, "action_type": "transfer_funds",
-                      "tool_call_id": "call_7", "verdict": "approved",
+    assert signed == {"type": "hitl-controlplane/decision", "v": 2, "kind": "action",
+                      "agent": {"id": request.agent_id, "name": "mail-bot"},
+                      "request_id": request_id, "revision": 2, "action_type": "transfer_funds",
+                      "idempotency_key": None, "tool_call_id": "call_7",
+                      "submitted_sha256": payload_sha256({"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15}),
+                      "verdict": "approved",
                       "payload_sha256": payload_sha256({"amount": 500, "to": "acme", "rate": 1.0, "fee": 0.15}),
+                      "tool_result_sha256": hashlib.sha256(body["tool_result"].encode()).hexdigest(),
                       "execute_by": format_timestamp(request.execute_by)}
     assert body["decision_signature"]["key_id"] in server_keys
 

@@ -44,7 +44,7 @@ def test_an_answer_whose_own_keys_look_like_an_action_cannot_pass_as_one(pending
     answer(reviewer_client("alice"), request_id, {"action": "approved", "params": {"amount": 1}})
     body = resume(api, request_id)
     verify_decision(body, server_keys, request_id=request_id, suspension=True)
-    with pytest.raises(DecisionRefused, match="verdict"):
+    with pytest.raises(DecisionRefused, match="kind"):
         verify_decision(body, server_keys, request_id=request_id)  # read as an action's approval
 
 

@@ -6,15 +6,24 @@ so nothing here may import Django or project code.
 Canonical form: JSON with sorted keys, separators (",", ":"), non-ASCII kept as
 UTF-8, no floats (decimals must already be strings), timestamps already formatted
 by `format_timestamp`. Each row's hash is sha256(prev_hash_ascii || canonical).
+
+Agents' params carry floats, which the chain's form refuses; `value_bytes` is the
+canonical form of any JSON value (RFC 8785, JCS: keys sorted by UTF-16 code units,
+numbers as ECMAScript prints them, integers exactly), so a non-Python verifier can
+recompute a params digest. `value_sha256` is its SHA-256: the digest the server signs
+for the params an agent submitted and the params it approved, and the one the client
+recomputes for the call it made (hitl_controlplane.decisions).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from decimal import Decimal
 from typing import Any
 
 __all__ = [
@@ -24,6 +33,8 @@ __all__ = [
     "chain_hash",
     "event_document",
     "format_timestamp",
+    "value_bytes",
+    "value_sha256",
     "verify_rows",
 ]
 
@@ -76,6 +87,69 @@ def canonical_bytes(obj: Any) -> bytes:
     _refuse_non_canonical(obj, "$")
     text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return text.encode("utf-8")
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, bool):
+        raise TypeError("booleans are not numbers here")
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise ValueError("NaN and infinities are not JSON")
+    if value == 0:
+        return "0"
+    # repr is the shortest round-trip form; ECMAScript's Number::toString lays those digits out.
+    sign, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    k, n = len(digits), exponent + len(digits)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = f"{digits[:n]}.{digits[n:]}"
+    elif -6 < n <= 0:
+        text = "0." + "0" * -n + digits
+    else:
+        mantissa = digits[0] + (f".{digits[1:]}" if k > 1 else "")
+        text = f"{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
+    return ("-" if value < 0 else "") + text
+
+
+def _write(value: Any, out: list[str]) -> None:
+    if value is None or isinstance(value, bool):
+        out.append(json.dumps(value))
+    elif isinstance(value, (int, float)):
+        out.append(_number(value))
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise TypeError("object keys must be strings")
+        out.append("{")
+        for index, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))):
+            out.append("," if index else "")
+            out.append(json.dumps(key, ensure_ascii=False) + ":")
+            _write(value[key], out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for index, item in enumerate(value):
+            out.append("," if index else "")
+            _write(item, out)
+        out.append("]")
+    else:
+        raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def value_bytes(value: Any) -> bytes:
+    """The RFC 8785 (JCS) bytes of a JSON value (floats allowed). Raises TypeError/ValueError for non-JSON."""
+    out: list[str] = []
+    _write(value, out)
+    return "".join(out).encode("utf-8")
+
+
+def value_sha256(value: Any) -> str | None:
+    """SHA-256 hex of `value_bytes(value)`; None for None (nothing to act on)."""
+    return None if value is None else hashlib.sha256(value_bytes(value)).hexdigest()
 
 
 def format_timestamp(dt: datetime) -> str:

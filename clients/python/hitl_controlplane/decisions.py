@@ -1,131 +1,187 @@
-"""Decision signatures: a resume is bound to the exact call it decides.
+"""Decision signatures: a resume is bound to the exact call it decides (document v2).
 
 The server signs every decided resume payload (`decision_signature`) with its audit
-signing key; the client checks it with the public key it was configured with
-before it runs anything. A decision forged by whoever sits between the two, one
-replayed from another request or tool call, or one whose params were changed in
-transit, no longer matches and is refused. (Client-held approvals are exactly what
-the OpenAI Agents SDK warns can be forged or replayed.)
+signing key; the client checks it with the public key it was configured with, and
+checks that it names the call the client itself submitted, before it runs anything.
+A decision forged by whoever sits between the two, one replayed from another
+request, another agent or another tool call, one whose request id was swapped in
+the submission answer, or one whose params were changed in transit, no longer
+matches and is refused. (Client-held approvals are exactly what the OpenAI Agents
+SDK warns can be forged or replayed.)
 
-The signed document is the canonical form (canonical.canonical_bytes) of:
+The signed document (v2) is, in the audit chain's canonical form
+(canonical.canonical_bytes), prefixed by the context `hitl-controlplane decision v2\0`:
 
-    {"v": 1, "request_id", "revision", "action_type", "tool_call_id",
-     "verdict", "payload_sha256", "execute_by"}
+    {"type": "hitl-controlplane/decision", "v": 2, "kind", "agent": {"id", "name"},
+     "request_id", "revision", "action_type", "idempotency_key", "tool_call_id",
+     "submitted_sha256", "verdict", "payload_sha256", "tool_result_sha256", "execute_by"}
 
-`verdict` is `resume_data.action`; `payload_sha256` is the SHA-256 of the canonical
-payload the agent will act on (`signed_payload`: the approved params, the approved
-plan, or null for a rejection); `execute_by` is the execution deadline (UTC,
-`format_timestamp`) or null. Both sides compute `signed_payload` with this module,
-so server and client cannot drift apart.
+`kind` is `action`, `plan` or `suspension`; `agent` the agent whose token submitted
+the request; `action_type` as the server normalized it (`normalize_action_type`);
+`idempotency_key` the submission's key (null without one); `tool_call_id` the
+submission's ("" without one); `submitted_sha256` the SHA-256 of the canonical bytes
+(canonical.value_bytes, RFC 8785) of what the agent submitted (`submitted_value`:
+an action's params, a plan's `{path, plan}`, a suspension's suspend payload),
+so the client checks it against the call it made; `verdict` is `resume_data.action`;
+`payload_sha256` the digest of what the agent acts on (`signed_payload`: the approved
+params after any edit, the approved plan, a reviewer's reply `{message}`, or null for
+a rejection); `tool_result_sha256` the SHA-256 of the UTF-8 `tool_result` text (what
+the model reads, so no one on the way can put other words in its context);
+`execute_by` the execution deadline (UTC, `format_timestamp`) or null.
+Both sides compute every digest with this module and canonical.py, so server and
+client cannot drift apart.
 
 A suspension resumes with the reviewers' answer itself, an object of the host's own
 schema that may hold an `action` key of its own, so its verdict is not read from the
-answer: it is `answered` (the payload is the answer) or `rejected` (no answer), and
-the caller says it is verifying a suspension (`verify_decision(..., suspension=True)`).
+answer: it is `answered` (the payload is the answer) or `rejected` (no answer).
 
-Params are agents' JSON and carry floats, which the audit chain's canonical form
-refuses; `payload_bytes` writes them as RFC 8785 (JCS) does: keys sorted by UTF-16
-code units, numbers as ECMAScript prints them, so a non-Python verifier can
-recompute the digest.
+Only v2 is emitted and only v2 is accepted: signatures are made when a resume is
+read (never stored), so no stored v1 signature needs verifying, and a v1 document
+(which names neither the agent nor what it submitted) must not stand in for v2. The
+execution grant is its own document type with its own context string, so neither
+can pass for the other.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
+import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from decimal import Decimal
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from .canonical import canonical_bytes
+from .canonical import canonical_bytes, value_bytes, value_sha256
 from .ed25519 import SigningKey, key_id_of, parse_public_key, verify_bytes
 
 __all__ = [
     "ALGORITHM",
+    "CONTEXT",
+    "DOCUMENT_TYPE",
+    "KINDS",
+    "SubmittedCall",
     "DecisionRefused",
     "decision_document",
+    "normalize_action_type",
     "suspension_document",
     "payload_bytes",
     "payload_sha256",
     "sign_decision",
+    "signed_message",
     "signed_payload",
+    "submitted_sha256",
+    "submitted_value",
+    "tool_result_sha256",
     "verify_decision",
 ]
 
 ALGORITHM = "ed25519"
-VERSION = 1
-# Domain separation: an audit-row signature (over a row hash) can never pass as a decision's.
-_CONTEXT = b"hitl-controlplane decision v1\x00"
+DOCUMENT_TYPE = "hitl-controlplane/decision"
+VERSION = 2
+# Domain separation: an audit-row signature (over a row hash), a v1 decision or an
+# execution grant (its own context) can never pass as a v2 decision.
+CONTEXT = b"hitl-controlplane decision v2\x00"
+KINDS = ("action", "plan", "suspension")
+# The action type every plan is stored under (approvals.services.submission.PLAN_ACTION_TYPE).
+PLAN_ACTION_TYPE = "submit_plan"
+
+# The canonical bytes and digest of JSON values: defined once, in canonical.py.
+payload_bytes = value_bytes
+payload_sha256 = value_sha256
 
 
 class DecisionRefused(Exception):
     """The resume's decision_signature does not bind it to the call the client is about to run."""
 
 
-def _number(value: int | float) -> str:
-    if isinstance(value, bool):
-        raise TypeError("booleans are not numbers here")
-    if isinstance(value, int):
-        return str(value)
-    if not math.isfinite(value):
-        raise ValueError("NaN and infinities are not JSON")
-    if value == 0:
-        return "0"
-    # repr is the shortest round-trip form; ECMAScript's Number::toString lays those digits out.
-    sign, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
-    digits = "".join(map(str, digit_tuple))
-    k, n = len(digits), exponent + len(digits)
-    if k <= n <= 21:
-        text = digits + "0" * (n - k)
-    elif 0 < n <= 21:
-        text = f"{digits[:n]}.{digits[n:]}"
-    elif -6 < n <= 0:
-        text = "0." + "0" * -n + digits
-    else:
-        mantissa = digits[0] + (f".{digits[1:]}" if k > 1 else "")
-        text = f"{mantissa}e{'+' if n - 1 >= 0 else '-'}{abs(n - 1)}"
-    return ("-" if value < 0 else "") + text
+def normalize_action_type(raw: str) -> str:
+    """The action type as the server stores it: NFKC, surrounding non-letters/digits removed, case-folded.
+
+    The same steps as the server's `parse_action_type` (which also refuses what is not
+    a valid name; a refused name never reaches a decision), so a client compares the
+    signed action type with the one it sent without trusting any answer for it.
+    """
+    text = unicodedata.normalize("NFKC", raw)
+    start, end = 0, len(text)
+    while start < end and unicodedata.category(text[start])[0] not in "LN":
+        start += 1
+    while end > start and unicodedata.category(text[end - 1])[0] not in "LN":
+        end -= 1
+    return text[start:end].casefold()
 
 
-def _write(value: Any, out: list[str]) -> None:
-    if value is None or isinstance(value, bool):
-        out.append(json.dumps(value))
-    elif isinstance(value, (int, float)):
-        out.append(_number(value))
-    elif isinstance(value, str):
-        out.append(json.dumps(value, ensure_ascii=False))
-    elif isinstance(value, Mapping):
-        if not all(isinstance(key, str) for key in value):
-            raise TypeError("object keys must be strings")
-        out.append("{")
-        for index, key in enumerate(sorted(value, key=lambda k: k.encode("utf-16-be", "surrogatepass"))):
-            out.append("," if index else "")
-            out.append(json.dumps(key, ensure_ascii=False) + ":")
-            _write(value[key], out)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        out.append("[")
-        for index, item in enumerate(value):
-            out.append("," if index else "")
-            _write(item, out)
-        out.append("]")
-    else:
-        raise TypeError(f"{type(value).__name__} is not JSON")
+def _as_sent(value: Any) -> Any:
+    """`value` as the server parses it from the JSON the client sends (tuples are lists, and so on)."""
+    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
 
 
-def payload_bytes(value: Any) -> bytes:
-    """The RFC 8785 (JCS) bytes of a JSON value. Raises TypeError/ValueError for non-JSON."""
-    out: list[str] = []
-    _write(value, out)
-    return "".join(out).encode("utf-8")
+def submitted_value(kind: str, *, params: Any = None, path: str = "", plan: str = "") -> Any:
+    """What an agent submitted, as `submitted_sha256` digests it.
+
+    An action: its params (`{}` when none). A suspension: its suspend payload (pass it as
+    `params`). A plan: `{path, plan}` (the path trimmed, as the API stores it; the title is
+    a label the server derives from the plan's first heading when none is sent, so it is
+    not part of it; the approved payload, which the agent reads back, includes it).
+    """
+    if kind == "plan":
+        return {"path": path.strip(), "plan": plan}
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    return params or {}
 
 
-def payload_sha256(value: Any) -> str | None:
-    return None if value is None else hashlib.sha256(payload_bytes(value)).hexdigest()
+def submitted_sha256(kind: str, **submitted: Any) -> str:
+    """The digest of what was submitted (see `submitted_value`), computed on the JSON as sent."""
+    return value_sha256(_as_sent(submitted_value(kind, **submitted)))
+
+
+@dataclass(frozen=True)
+class SubmittedCall:
+    """The call a client made, as it knows it without trusting any answer from the network.
+
+    A decision is acted on only if its signed document names exactly this: `agent` (the
+    agent's name; None leaves it unchecked), `kind`, `action_type` (normalized),
+    `submitted_sha256`, `idempotency_key` and `tool_call_id` ("" when none was given).
+    """
+
+    kind: str
+    action_type: str
+    submitted_sha256: str
+    idempotency_key: str | None
+    tool_call_id: str = ""
+    agent: str | None = None
+
+    @classmethod
+    def action(cls, action_type: str, params: Any, *, idempotency_key: str | None, tool_call_id: str | None = "",
+               agent: str | None = None) -> SubmittedCall:
+        return cls(kind="action", action_type=normalize_action_type(action_type),
+                   submitted_sha256=submitted_sha256("action", params=params),
+                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+
+    @classmethod
+    def plan(cls, path: str, plan: str, *, idempotency_key: str | None,
+             tool_call_id: str | None = "", agent: str | None = None) -> SubmittedCall:
+        return cls(kind="plan", action_type=PLAN_ACTION_TYPE,
+                   submitted_sha256=submitted_sha256("plan", path=path, plan=plan),
+                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+
+    @classmethod
+    def suspension(cls, action_type: str, suspend_payload: Any, *, idempotency_key: str | None,
+                   tool_call_id: str | None = "", agent: str | None = None) -> SubmittedCall:
+        """`action_type`: the one given, else `<workflow_id>.<step_id>` (as the server names it)."""
+        return cls(kind="suspension", action_type=normalize_action_type(action_type),
+                   submitted_sha256=submitted_sha256("suspension", params=suspend_payload),
+                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+
+    def with_agent(self, agent: str | None) -> SubmittedCall:
+        return self if agent is None else SubmittedCall(**{**self.__dict__, "agent": agent})
+
+
+def _key(idempotency_key: str | None) -> str | None:
+    return idempotency_key.strip() or None if idempotency_key is not None else None
 
 
 def signed_payload(resume_data: Mapping[str, Any]) -> Any:
@@ -146,33 +202,51 @@ def signed_payload(resume_data: Mapping[str, Any]) -> Any:
     return None
 
 
-def decision_document(*, request_id: str, revision: int, action_type: str, tool_call_id: str,
-                      resume_data: Mapping[str, Any], execute_by: str | None) -> dict[str, Any]:
-    return {"v": VERSION, "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
-            "tool_call_id": tool_call_id, "verdict": resume_data.get("action"),
-            "payload_sha256": payload_sha256(signed_payload(resume_data)), "execute_by": execute_by}
+def _verdict_and_payload(kind: str, resume_data: Any) -> tuple[Any, str | None]:
+    if kind == "suspension":
+        return ("rejected" if resume_data is None else "answered"), payload_sha256(resume_data)
+    if not isinstance(resume_data, Mapping):
+        raise TypeError("an action's or plan's resume data is an object")
+    return resume_data.get("action"), payload_sha256(signed_payload(resume_data))
 
 
-def suspension_document(*, request_id: str, revision: int, action_type: str, tool_call_id: str,
-                        answer: Any, execute_by: str | None) -> dict[str, Any]:
+def tool_result_sha256(text: Any) -> str | None:
+    """SHA-256 of the UTF-8 of the `tool_result` text the model reads; None when there is none."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
+
+
+def decision_document(*, kind: str, agent: Mapping[str, Any], request_id: str, revision: int, action_type: str,
+                      idempotency_key: str | None, tool_call_id: str, submitted_sha256: str,
+                      resume_data: Any, tool_result: str | None, execute_by: str | None) -> dict[str, Any]:
+    """The v2 document for a decided resume. `resume_data`: a suspension's answer (None unanswered);
+    `tool_result`: the text the model reads (so no one on the way can put other words in its context)."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    verdict, payload = _verdict_and_payload(kind, resume_data)
+    return {"type": DOCUMENT_TYPE, "v": VERSION, "kind": kind,
+            "agent": {"id": int(agent["id"]), "name": str(agent["name"])},
+            "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
+            "idempotency_key": idempotency_key, "tool_call_id": tool_call_id or "",
+            "submitted_sha256": submitted_sha256, "verdict": verdict, "payload_sha256": payload,
+            "tool_result_sha256": tool_result_sha256(tool_result), "execute_by": execute_by}
+
+
+def suspension_document(*, answer: Any, **fields: Any) -> dict[str, Any]:
     """The signed document of a suspension's resume: `answer` is its resume_data (None unanswered)."""
-    return {"v": VERSION, "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
-            "tool_call_id": tool_call_id, "verdict": _suspension_verdict(answer),
-            "payload_sha256": payload_sha256(answer), "execute_by": execute_by}
+    return decision_document(kind="suspension", resume_data=answer, **fields)
 
 
-def _suspension_verdict(answer: Any) -> str:
-    return "rejected" if answer is None else "answered"
+def signed_message(document: Mapping[str, Any]) -> bytes:
+    """The bytes the signature is over: the context string, then the canonical document."""
+    return CONTEXT + canonical_bytes(dict(document))
 
 
-def _message(document: Mapping[str, Any]) -> bytes:
-    return _CONTEXT + canonical_bytes(dict(document))
 
 
 def sign_decision(key: SigningKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """The `decision_signature` member of a resume payload."""
     return {"algorithm": ALGORITHM, "key_id": key.key_id, "signed": dict(document),
-            "signature": key.sign_bytes(_message(document))}
+            "signature": key.sign_bytes(signed_message(document))}
 
 
 def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519PublicKey]:
@@ -181,59 +255,85 @@ def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519Pub
     return {key_id_of(key): key for key in parsed}
 
 
-def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
+def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *,
+                    request_id: str | None = None, call: SubmittedCall | None = None,
                     tool_call_id: str | None = None, action_type: str | None = None,
                     now: datetime | None = None, suspension: bool = False) -> dict[str, Any]:
-    """Check that a decided resume payload is the server's decision for exactly this call.
+    """Check that a decided resume payload is the server's v2 decision for exactly this call.
 
-    `request_id` is the request the client submitted; `tool_call_id` and `action_type`,
-    when given, what it submitted them as (the action type as the server normalized it).
-    The verdict and the payload are recomputed from the resume data the caller is
+    `call`: the call this client submitted (`SubmittedCall`), as it knows it itself; the
+    document must name its agent (when known), kind, action type, submitted digest,
+    idempotency key and tool-call id. `request_id`, `tool_call_id` and `action_type`
+    (normalized), when given, are checked too; without `call`, `suspension` says the
+    payload is a suspension's (otherwise it must be an action's or a plan's). The
+    verdict and the payload digest are recomputed from the resume data the caller is
     about to act on, never taken from the signed document. An approval whose
     `execute_by` has passed (by this machine's clock, `now`) is refused too: a genuine
     but stale approval replayed after the server let it lapse must not run. Returns
     the signed document; raises DecisionRefused naming the first mismatch.
     """
+    named = request_id if request_id is not None else payload.get("request_id")
     block = payload.get("decision_signature")
     if not isinstance(block, Mapping):
-        raise DecisionRefused(f"request {request_id}: the resume carries no decision_signature "
+        raise DecisionRefused(f"request {named}: the resume carries no decision_signature "
                               "(an older server, or someone between the server and this client removed it)")
     signed, signature = block.get("signed"), block.get("signature")
     if block.get("algorithm") != ALGORITHM or not isinstance(signed, Mapping) or not isinstance(signature, str):
-        raise DecisionRefused(f"request {request_id}: the decision_signature is malformed")
+        raise DecisionRefused(f"request {named}: the decision_signature is malformed")
     key = keys.get(str(block.get("key_id", "")))
     if key is None:
-        raise DecisionRefused(f"request {request_id}: the decision is signed by key {block.get('key_id')!r}, "
+        raise DecisionRefused(f"request {named}: the decision is signed by key {block.get('key_id')!r}, "
                               "which this client does not trust")
     try:
-        message = _message(signed)
+        message = signed_message(signed)
     except (TypeError, ValueError, UnicodeEncodeError):
-        raise DecisionRefused(f"request {request_id}: the signed decision is not canonical") from None
+        raise DecisionRefused(f"request {named}: the signed decision is not canonical") from None
     if not verify_bytes(key, message, signature):
-        raise DecisionRefused(f"request {request_id}: the decision_signature does not match (forged or altered)")
-    resume_data = payload.get("resume_data")
-    if suspension:
-        expected = {"v": VERSION, "request_id": str(request_id), "verdict": _suspension_verdict(resume_data),
-                    "payload_sha256": payload_sha256(resume_data)}
-    elif isinstance(resume_data, Mapping):
-        expected = {"v": VERSION, "request_id": str(request_id), "verdict": resume_data.get("action"),
-                    "payload_sha256": payload_sha256(signed_payload(resume_data))}
+        raise DecisionRefused(f"request {named}: the decision_signature does not match (forged or altered)")
+    if signed.get("type") != DOCUMENT_TYPE or signed.get("v") != VERSION:
+        raise DecisionRefused(f"request {named}: the signed document is {signed.get('type')!r} "
+                              f"v{signed.get('v')!r}, not a {DOCUMENT_TYPE} v{VERSION}")
+    kind = signed.get("kind")
+    if call is not None:
+        wanted_kinds: tuple[str, ...] = (call.kind,)
     else:
-        raise DecisionRefused(f"request {request_id}: the resume carries no resume data")
+        wanted_kinds = ("suspension",) if suspension else ("action", "plan")
+    if kind not in wanted_kinds:
+        raise DecisionRefused(f"request {named}: the signed decision's kind is {kind!r}, not "
+                              f"{' or '.join(wanted_kinds)} (replayed from another kind of call)")
+    try:
+        verdict, digest = _verdict_and_payload(kind, payload.get("resume_data"))
+    except (TypeError, ValueError):
+        raise DecisionRefused(f"request {named}: the resume carries no resume data it can act on") from None
+    expected: dict[str, Any] = {"verdict": verdict, "payload_sha256": digest,
+                                "tool_result_sha256": tool_result_sha256(payload.get("tool_result"))}
+    if request_id is not None:
+        expected["request_id"] = str(request_id)
     if tool_call_id is not None:
-        expected["tool_call_id"] = tool_call_id
+        expected["tool_call_id"] = tool_call_id.strip()
     if action_type is not None:
-        expected["action_type"] = action_type
+        expected["action_type"] = normalize_action_type(action_type)
+    if call is not None:
+        expected.update(action_type=call.action_type, submitted_sha256=call.submitted_sha256,
+                        tool_call_id=call.tool_call_id, idempotency_key=call.idempotency_key)
     for name, value in expected.items():
         if signed.get(name) != value:
-            raise DecisionRefused(f"request {request_id}: the signed decision's {name} is {signed.get(name)!r}, "
-                                  f"not {value!r} (replayed from another call, or altered)")
-    if str(payload.get("request_id", request_id)) != str(request_id):
-        raise DecisionRefused(f"request {request_id}: the resume names request {payload.get('request_id')!r}")
+            raise DecisionRefused(f"request {named}: the signed decision's {name} is {signed.get(name)!r}, "
+                                  f"not {value!r} (not the call this client made: replayed from another call, "
+                                  "or altered)")
+    agent = signed.get("agent")
+    if not isinstance(agent, Mapping) or not isinstance(agent.get("name"), str):
+        raise DecisionRefused(f"request {named}: the signed decision names no agent")
+    if call is not None and call.agent is not None and agent["name"] != call.agent:
+        raise DecisionRefused(f"request {named}: the signed decision is agent {agent['name']!r}'s, not "
+                              f"{call.agent!r}'s (another agent's approval)")
+    if str(payload.get("request_id", signed.get("request_id"))) != str(signed.get("request_id")):
+        raise DecisionRefused(f"request {named}: the resume names request {payload.get('request_id')!r}, "
+                              f"the signed decision {signed.get('request_id')!r}")
     deadline = signed.get("execute_by")
     if signed.get("verdict") == "approved" and isinstance(deadline, str):
         moment = now or datetime.now(timezone.utc)
         if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) <= moment:
-            raise DecisionRefused(f"request {request_id}: the approval had to be executed by {deadline}; "
+            raise DecisionRefused(f"request {named}: the approval had to be executed by {deadline}; "
                                   "it has lapsed (a stale approval, replayed?)")
     return dict(signed)

@@ -10,7 +10,8 @@ the repository, so `agents` is the SDK. The model is the SDK's own ScriptedModel
     host.py resume   --state FILE [--final TEXT]      another process: decide, resume
 Environment: CONTROLPLANE_URL, CONTROLPLANE_TOKEN, CONTROLPLANE_PUBLIC_KEYS, TOOL_LOG (a
 file each tool execution appends to), RUN_ID, TAMPER ("params": a man in the middle
-rewrites each decided resume's params).
+rewrites each decided resume's params; "id:<request id>": it rewrites each submission
+answer's id to that request's).
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ def make_agent(model: ScriptedModel) -> Agent:
 class Tampering(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
-        if not request.url.path.endswith("/resume/"):
+        tamper = os.environ.get("TAMPER", "")
+        if tamper.startswith("id:") and request.method == "POST" and request.url.path == "/api/v1/actions/":
+            body = json.loads(await response.aread())
+            body["id"] = tamper[3:]
+            return httpx.Response(response.status_code, json=body)
+        if tamper != "params" or not request.url.path.endswith("/resume/"):
             return response
         body = json.loads(await response.aread())
         if body.get("decided") and "params" in (body.get("resume_data") or {}):
@@ -55,7 +61,7 @@ class Tampering(httpx.AsyncHTTPTransport):
 
 
 def client() -> AsyncControlPlane:
-    transport = Tampering() if os.environ.get("TAMPER") == "params" else None
+    transport = Tampering() if os.environ.get("TAMPER") else None
     return AsyncControlPlane(os.environ["CONTROLPLANE_URL"], os.environ["CONTROLPLANE_TOKEN"], poll_wait=5,
                              retry_backoff=0.05, transport=transport)
 

@@ -174,6 +174,24 @@ def test_a_forged_or_altered_decision_is_refused_and_nothing_runs(host, daphne_s
     assert agent_host.tool_runs() == []
 
 
+def test_a_submission_answer_naming_an_older_approval_runs_nothing(host, daphne_server, people, token):
+    """Issue 22 (5): the same agent's same call (tool-call id, params), approved in an earlier run;
+    a proxy rewrites the new submission's answer to name it. Only the idempotency key differs."""
+    older = httpx.post(f"{daphne_server.url}/api/v1/actions/", headers={
+        "Authorization": f"Bearer {token}", "Idempotency-Key": "oai-run-0-call_a"}, timeout=HANG_GUARD_SECONDS,
+        json={"action_type": "transfer_funds", "params": {"amount": 120, "to": "acme"}, "tool_call_id": "call_a",
+              "run_id": "run-0"})
+    assert older.status_code == 201, older.text
+    [old] = submitted("run-0", 1)
+    decide(daphne_server, people["alice"], old, decision="approve")
+    agent_host = host(TAMPER=f"id:{old.pk}")
+    outcome = agent_host.finish(agent_host.start("run", "--calls", calls(("call_a", {"amount": 120, "to": "acme"}))))
+    assert "idempotency_key" in outcome["refused"]
+    assert agent_host.tool_runs() == []
+    old.refresh_from_db()
+    assert (old.state, old.attempts) == ("approved", 0)
+
+
 def test_the_client_installs_beside_the_sdk_and_both_import(openai_agents_python, tmp_path):
     code = ("import agents, hitl_controlplane.client, hitl_controlplane.verify, hitl_controlplane.client.openai_agents;"
             "from agents import Runner, RunState; print(agents.__file__); print(hitl_controlplane.client.__file__)")

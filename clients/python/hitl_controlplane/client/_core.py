@@ -14,11 +14,13 @@ from typing import Any, Callable
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from ..decisions import DecisionRefused, payload_sha256, trusted_keys, verify_decision
+from ..decisions import DecisionRefused, SubmittedCall, payload_sha256, trusted_keys, verify_decision
 
 log = logging.getLogger("hitl_controlplane")
 # The server's audit public key(s), `ed25519:...` as `manage.py audit_public_key` prints them.
 PUBLIC_KEYS_ENV = "CONTROLPLANE_PUBLIC_KEYS"
+# The agent's own name (as the server knows it): decisions must name it.
+AGENT_ENV = "CONTROLPLANE_AGENT"
 
 USER_AGENT = "hitl-controlplane-client/1"
 FALLBACK_PREFIX = "[Plan submitted for review]"
@@ -121,11 +123,14 @@ _warned_unverified = False
 
 
 def checked_resume(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
-                   tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
+                   call: SubmittedCall | None = None, tool_call_id: str | None = None,
+                   action_type: str | None = None) -> Resume:
     """A decided payload as a Resume, its decision_signature checked first when keys are configured.
 
-    Raises DecisionRefused when it does not bind this decision to this call. With no
-    key configured nothing can be checked: say so once, loudly, and go on.
+    `call`: the call this client submitted, as it knows it itself; the signed decision
+    must name it (agent, kind, action type, submitted digest, idempotency key, tool-call
+    id). Raises DecisionRefused when it does not bind this decision to this call. With
+    no key configured nothing can be checked: say so once, loudly, and go on.
     """
     global _warned_unverified
     if not keys:
@@ -134,9 +139,50 @@ def checked_resume(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicK
             log.warning("hitl_controlplane: no public key configured (public_keys= or $%s): decisions are "
                         "NOT verified, so a forged or replayed approval would be obeyed", PUBLIC_KEYS_ENV)
         return Resume.from_payload(dict(payload))
-    signed = verify_decision(payload, keys, request_id=request_id, tool_call_id=tool_call_id,
+    signed = verify_decision(payload, keys, request_id=request_id, call=call, tool_call_id=tool_call_id,
                              action_type=action_type)
     return Resume.from_payload(dict(payload), decision=signed)
+
+
+class AgentPin:
+    """Which agent this client acts as: the configured name, else the first verified decision's.
+
+    Configure it (`agent=` or $CONTROLPLANE_AGENT) to refuse another agent's approval
+    from the first call on; unconfigured, the first decision whose signature and call
+    binding held pins it, and every later decision must name the same agent.
+    """
+
+    def __init__(self, agent: str | None) -> None:
+        self.name = agent if agent is not None else (os.environ.get(AGENT_ENV) or None)
+
+    def bind(self, call: SubmittedCall) -> SubmittedCall:
+        return call.with_agent(self.name)
+
+    def learn(self, resume: Resume) -> None:
+        if self.name is None and resume.decision is not None:
+            self.name = resume.decision["agent"]["name"]
+
+
+def action_call(action_type: str, params: dict | None, *, idempotency_key: str,
+                tool_call_id: str | None) -> SubmittedCall:
+    """The SubmittedCall of an action as `action_body` sends it."""
+    return SubmittedCall.action(action_type, params or {}, idempotency_key=idempotency_key,
+                                tool_call_id=tool_call_id or "")
+
+
+def plan_call(path: str, plan: str, *, idempotency_key: str, tool_call_id: str | None) -> SubmittedCall:
+    """The SubmittedCall of a plan as `plan_body` sends it."""
+    return SubmittedCall.plan(path, plan, idempotency_key=idempotency_key, tool_call_id=tool_call_id or "")
+
+
+def submitted_id(answer: Mapping[str, Any]) -> str:
+    """The request id a submission answer names, as a UUID's text. Not trusted: the signed
+    decision must still name the call this client made; this only keeps a rewritten
+    answer from steering the next request's URL anywhere but a request's."""
+    try:
+        return str(uuid.UUID(str(answer["id"])))
+    except (KeyError, TypeError, ValueError):
+        raise DecisionRefused(f"the submission answer names no request id ({answer.get('id')!r})") from None
 
 
 def new_idempotency_key() -> str:

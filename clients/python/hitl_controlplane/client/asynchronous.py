@@ -17,7 +17,9 @@ from ._core import (
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
+    AgentPin,
     action_body,
+    action_call,
     checked_resume,
     decision_keys,
     backoff_delay,
@@ -25,9 +27,12 @@ from ._core import (
     jsonable,
     new_idempotency_key,
     plan_body,
+    plan_call,
     raise_for_error,
     read_plan,
+    submitted_id,
 )
+from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,7 +43,7 @@ class AsyncControlPlane:
     def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
                  retry_backoff: float = 0.5, timeout: float = 10.0,
                  transport: httpx.AsyncBaseTransport | None = None, public_keys: Iterable[str] | None = None,
-                 ) -> None:
+                 agent: str | None = None) -> None:
         self.url = url.rstrip("/")
         self.poll_wait = poll_wait
         self.retries = retries
@@ -46,6 +51,8 @@ class AsyncControlPlane:
         self.timeout = timeout
         # Resumes are checked against these before anything runs (DecisionRefused otherwise).
         self.decision_keys = decision_keys(public_keys)
+        # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
+        self.agent = AgentPin(agent)
         self._http = httpx.AsyncClient(
             base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
@@ -100,8 +107,8 @@ class AsyncControlPlane:
         return await self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
                                 read_timeout=wait + self.timeout)
 
-    async def wait(self, request_id: str, *, timeout: float | None = None, tool_call_id: str | None = None,
-                   action_type: str | None = None) -> Resume:
+    async def wait(self, request_id: str, *, timeout: float | None = None, call: SubmittedCall | None = None,
+                   tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
         """As `ControlPlane.wait`."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -109,8 +116,12 @@ class AsyncControlPlane:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - loop.time())
             payload = await self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                return checked_resume(payload, self.decision_keys, request_id=request_id,
-                                      tool_call_id=tool_call_id, action_type=action_type)
+                resume = checked_resume(payload, self.decision_keys, request_id=request_id,
+                                        call=self.agent.bind(call) if call is not None else None,
+                                        tool_call_id=tool_call_id, action_type=action_type)
+                if call is not None:
+                    self.agent.learn(resume)
+                return resume
             if deadline is not None and loop.time() >= deadline:
                 raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
 
@@ -130,18 +141,20 @@ class AsyncControlPlane:
     async def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
                                timeout: float | None = None, idempotency_key: str | None = None,
                                reason: str | None = None, context: dict | None = None, **fields: Any) -> Resume:
-        submitted = await self.submit_action(action_type, target, params, idempotency_key=idempotency_key,
+        key = idempotency_key or new_idempotency_key()
+        submitted = await self.submit_action(action_type, target, params, idempotency_key=key,
                                              reason=reason, context=context, **fields)
-        return await self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                               action_type=submitted.get("action_type"))
+        call = action_call(action_type, params, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
+        return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
     async def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
                           timeout: float | None = None, idempotency_key: str | None = None,
                           **fields: Any) -> Resume:
-        submitted = await self.submit_plan_request(path, plan, title=title, idempotency_key=idempotency_key,
-                                                   **fields)
-        return await self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                             action_type=submitted.get("action_type"))
+        text = plan if plan is not None else await asyncio.to_thread(read_plan, path)
+        key = idempotency_key or new_idempotency_key()
+        submitted = await self.submit_plan_request(path, text, title=title, idempotency_key=key, **fields)
+        call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
+        return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
     def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
                          timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:

@@ -47,7 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._core import ApprovalRejected, ControlPlaneError, Resume
+from ..decisions import SubmittedCall
+from ._core import ApprovalRejected, ControlPlaneError, Resume, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane
 
@@ -179,6 +180,12 @@ def _submission(call: ToolCall, index: int, *, batch_id: str, run_id: str, threa
     }
 
 
+def _bound(body: dict[str, Any]) -> SubmittedCall:
+    """The call a submission body makes, which its signed decision must name."""
+    return action_call(body["action_type"], body["params"], idempotency_key=body["idempotency_key"],
+                       tool_call_id=body["tool_call_id"])
+
+
 def _not_run(resume: Resume, refusal: ControlPlaneError) -> Resume:
     """A claim the server refused (re-validation, already handed out): answered as a rejection."""
     return Resume(request_id=resume.request_id, state=resume.state, tool_result=resume.tool_result, raw=resume.raw,
@@ -192,14 +199,16 @@ def _remaining(deadline: float | None) -> float | None:
 # --- Blocking ------------------------------------------------------------------------------------
 
 
-def _settle(cp: ControlPlane, call: ToolCall, request_id: str, *, claim: bool, deadline: float | None) -> dict:
-    resume = cp.wait(request_id, timeout=_remaining(deadline))
+def _settle(cp: ControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *, claim: bool,
+            deadline: float | None) -> dict:
+    resume = cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
     try:
         grant = cp.claim(request_id)
     except ControlPlaneError as refusal:
         return decision_for(call, _not_run(resume, refusal))
+    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
     cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
     return decision_for(call, resume, approved_args=grant["params"])
 
@@ -211,11 +220,13 @@ def _answer_calls(cp: ControlPlane, calls: list[ToolCall], *, batch_id: str, run
     submitted = []
     for index, call in enumerate(calls):
         body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
+        bound = _bound(body)
         key = body.pop("idempotency_key")
-        submitted.append(cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
-                                          idempotency_key=key, **body)["id"])
-    return [_settle(cp, call, request_id, claim=claim, deadline=deadline)
-            for call, request_id in zip(calls, submitted)]
+        answer = cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
+                                  idempotency_key=key, **body)
+        submitted.append((submitted_id(answer), bound))
+    return [_settle(cp, call, request_id, bound, claim=claim, deadline=deadline)
+            for call, (request_id, bound) in zip(calls, submitted)]
 
 
 def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None, run_id: str = "",
@@ -267,15 +278,16 @@ def _resume_value(value: Mapping[str, Any], decisions: list[dict]) -> Any:
 # --- asyncio -------------------------------------------------------------------------------------
 
 
-async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, *, claim: bool,
-                   deadline: float | None) -> dict:
-    resume = await cp.wait(request_id, timeout=_remaining(deadline))
+async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *,
+                   claim: bool, deadline: float | None) -> dict:
+    resume = await cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
     try:
         grant = await cp.claim(request_id)
     except ControlPlaneError as refusal:
         return decision_for(call, _not_run(resume, refusal))
+    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
     await cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
     return decision_for(call, resume, approved_args=grant["params"])
 
@@ -287,12 +299,13 @@ async def _aanswer_calls(cp: AsyncControlPlane, calls: list[ToolCall], *, batch_
     submitted = []
     for index, call in enumerate(calls):
         body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
+        bound = _bound(body)
         key = body.pop("idempotency_key")
         created = await cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
                                          idempotency_key=key, **body)
-        submitted.append(created["id"])
-    return list(await asyncio.gather(*(_asettle(cp, call, request_id, claim=claim, deadline=deadline)
-                                       for call, request_id in zip(calls, submitted))))
+        submitted.append((submitted_id(created), bound))
+    return list(await asyncio.gather(*(_asettle(cp, call, request_id, bound, claim=claim, deadline=deadline)
+                                       for call, (request_id, bound) in zip(calls, submitted))))
 
 
 async def aanswer_interrupt(cp: AsyncControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None,

@@ -35,7 +35,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ._core import Resume
+from ._core import Resume, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane
 
@@ -86,6 +86,12 @@ def rejection_message(resume: Resume, arguments: dict[str, Any]) -> str | None:
     return None
 
 
+def _bound(action: dict[str, Any]):
+    """The call an interruption's submission makes, which its signed decision must name."""
+    return action_call(action["action_type"], action["params"], idempotency_key=action["idempotency_key"],
+                       tool_call_id=action["tool_call_id"])
+
+
 def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict], resumes: Sequence[Resume]) -> None:
     for item, action, resume in zip(items, actions, resumes):
         message = rejection_message(resume, action["params"])
@@ -109,8 +115,8 @@ def decide_interruptions(cp: ControlPlane, state: Any, interruptions: Iterable[A
     actions = [interruption_action(item, run_id=run_id, target=target) for item in items]
     submitted = [cp.submit_action(**action) for action in actions]
     # Every request is open before the first wait: reviewers see the whole batch at once.
-    resumes = [cp.wait(found["id"], timeout=timeout, tool_call_id=action["tool_call_id"],
-                       action_type=found.get("action_type")) for found, action in zip(submitted, actions)]
+    resumes = [cp.wait(submitted_id(found), timeout=timeout, call=_bound(action))
+               for found, action in zip(submitted, actions)]
     _apply(state, items, actions, resumes)
     return resumes
 
@@ -123,8 +129,7 @@ async def decide_interruptions_async(acp: AsyncControlPlane, state: Any, interru
     actions = [interruption_action(item, run_id=run_id, target=target) for item in items]
     submitted = await asyncio.gather(*(acp.submit_action(**action) for action in actions))
     resumes = await asyncio.gather(*(
-        acp.wait(found["id"], timeout=timeout, tool_call_id=action["tool_call_id"],
-                 action_type=found.get("action_type"))
+        acp.wait(submitted_id(found), timeout=timeout, call=_bound(action))
         for found, action in zip(submitted, actions)))
     _apply(state, items, actions, list(resumes))
     return list(resumes)

@@ -17,7 +17,9 @@ from ._core import (
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
+    AgentPin,
     action_body,
+    action_call,
     checked_resume,
     decision_keys,
     backoff_delay,
@@ -27,9 +29,12 @@ from ._core import (
     jsonable,
     new_idempotency_key,
     plan_body,
+    plan_call,
     raise_for_error,
     read_plan,
+    submitted_id,
 )
+from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -39,12 +44,15 @@ class ControlPlane:
 
     `poll_wait` is how long each long-poll asks the server to hold; `retries`
     is how many times a network error is retried (same idempotency key) before
-    ControlPlaneError("network_error") is raised.
+    ControlPlaneError("network_error") is raised. `public_keys`: the server's keys
+    decisions must be signed with (else $CONTROLPLANE_PUBLIC_KEYS); `agent`: this
+    agent's name, which every decision must name (else $CONTROLPLANE_AGENT, else the
+    name in the first decision that verified for a call this client made).
     """
 
     def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
                  retry_backoff: float = 0.5, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
-                 public_keys: Iterable[str] | None = None,
+                 public_keys: Iterable[str] | None = None, agent: str | None = None,
                  ) -> None:
         self.url = url.rstrip("/")
         self.poll_wait = poll_wait
@@ -53,6 +61,8 @@ class ControlPlane:
         self.timeout = timeout
         # Resumes are checked against these before anything runs (DecisionRefused otherwise).
         self.decision_keys = decision_keys(public_keys)
+        # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
+        self.agent = AgentPin(agent)
         self._http = httpx.Client(
             base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
@@ -118,16 +128,26 @@ class ControlPlane:
         return self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
                           read_timeout=wait + self.timeout)
 
-    def wait(self, request_id: str, *, timeout: float | None = None, tool_call_id: str | None = None,
-             action_type: str | None = None) -> Resume:
-        """Block until the request is decided (ApprovalTimeout after `timeout` seconds)."""
+    def wait(self, request_id: str, *, timeout: float | None = None, call: SubmittedCall | None = None,
+             tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
+        """Block until the request is decided (ApprovalTimeout after `timeout` seconds).
+
+        `call`: the call this client submitted (`hitl_controlplane.decisions.SubmittedCall`);
+        the signed decision must name it, and this client's agent, or DecisionRefused.
+        `request_approval`, `submit_plan` and the framework helpers always pass it; a host
+        that found its request again (by idempotency key) builds it from what it submitted.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - time.monotonic())
             payload = self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                return checked_resume(payload, self.decision_keys, request_id=request_id,
-                                      tool_call_id=tool_call_id, action_type=action_type)
+                resume = checked_resume(payload, self.decision_keys, request_id=request_id,
+                                        call=self.agent.bind(call) if call is not None else None,
+                                        tool_call_id=tool_call_id, action_type=action_type)
+                if call is not None:
+                    self.agent.learn(resume)
+                return resume
             if deadline is not None and time.monotonic() >= deadline:
                 raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
 
@@ -152,10 +172,12 @@ class ControlPlane:
         """Submit a tool call and wait for the decision. Check `.approved`; use `.params`.
 
         `reason` and `context` travel with it (see `submit_action`)."""
-        submitted = self.submit_action(action_type, target, params, idempotency_key=idempotency_key,
+        key = idempotency_key or new_idempotency_key()
+        submitted = self.submit_action(action_type, target, params, idempotency_key=key,
                                        reason=reason, context=context, **fields)
-        return self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                         action_type=submitted.get("action_type"))
+        # Bound to the call as this client made it, not to anything the answer says.
+        call = action_call(action_type, params, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
+        return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
     def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
                     timeout: float | None = None, idempotency_key: str | None = None, **fields: Any) -> Resume:
@@ -164,9 +186,11 @@ class ControlPlane:
         `resume.tool_result` is the text for the model; `resume.resume_data` is
         `{action, feedback?, path, title, plan}`, what `agent.resumeStream()` takes.
         """
-        submitted = self.submit_plan_request(path, plan, title=title, idempotency_key=idempotency_key, **fields)
-        return self.wait(submitted["id"], timeout=timeout, tool_call_id=fields.get("tool_call_id") or "",
-                             action_type=submitted.get("action_type"))
+        text = plan if plan is not None else read_plan(path)
+        key = idempotency_key or new_idempotency_key()
+        submitted = self.submit_plan_request(path, text, title=title, idempotency_key=key, **fields)
+        call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
+        return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
     def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
                          timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
