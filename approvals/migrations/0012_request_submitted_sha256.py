@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('approvals', '0010_suspensions'),
+        ('approvals', '0011_policyproposal_authority_kinds'),
     ]
 
     operations = [
