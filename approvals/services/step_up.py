@@ -43,7 +43,10 @@ __all__ = [
     "PROVIDER",
     "TOTP",
     "StepUpProof",
+    "count_wrong_proof",
     "decision_digest",
+    "end_session",
+    "forget_wrong_proofs",
     "method_for",
     "needs_step_up",
     "require_step_up",
@@ -234,6 +237,21 @@ def _failures_key(user: Any) -> str:
     return f"step-up-failures:{user.pk}"
 
 
+def count_wrong_proof(user: Any) -> int:
+    """Count one wrong proof of presence by signed-in `user`; how many in a row now.
+
+    One count per person for every check a signed-in person makes: step-up here, and the
+    password and code pages (`controlplane.accounts.password_checks`), so guesses spread
+    over several pages still end the session at `STEP_UP_FAILURE_LIMIT`.
+    """
+    return _count_failure(user)
+
+
+def forget_wrong_proofs(user: Any) -> None:
+    """A right proof: the wrong ones in a row start again from zero."""
+    cache.delete(_failures_key(user))
+
+
 def _count_failure(user: Any) -> int:
     key = _failures_key(user)
     cache.add(key, 0, timeout=_FAILURE_WINDOW_SECONDS)
@@ -264,6 +282,11 @@ def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> N
         errors.SESSION_ENDED,
         "Too many wrong step-up proofs: you have been signed out. Sign in again to continue.",
     )
+
+
+def end_session(session_key: str) -> bool:
+    """Delete the session `session_key` from the store; whether there was one to delete."""
+    return _end_session(session_key)
 
 
 def _end_session(session_key: str) -> bool:
