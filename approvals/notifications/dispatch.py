@@ -27,6 +27,7 @@ from controlplane.http import outbound
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
 from .. import services
+from ..bounds import BOUNDS
 from ..services.core import RequestChange
 from ..masking import MASK, masked
 from ..states import State
@@ -92,6 +93,8 @@ def save_settings(rule_name: str, *, actor: Actor | None, **values: Any) -> Rule
         value = values.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{name}: must be a whole number of seconds, 0 or more")
+        if value is not None and BOUNDS[name].problem(value):  # what the column holds (approvals.bounds)
+            raise ValueError(f"{name}: must be a whole number of seconds from 0 to {BOUNDS[name].high}")
     if values.get("webhook_url"):
         try:
             check_outbound_url(values["webhook_url"])

@@ -233,7 +233,9 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         raw = request.POST.get(field, "").strip()
         if not raw:
             return None
-        if not raw.isdigit():
+        # ASCII digits only ("²".isdigit() is true, int() refuses it); a bounded length
+        # (save_settings checks the bounds themselves, approvals.bounds).
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
             raise ValueError(f"{field}: a whole number of seconds")
         return int(raw)
 
@@ -366,7 +368,7 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     wants_json = "application/json" in request.headers.get("Accept", "")
     raw = request.POST.get("seconds", "")
     try:
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:  # "²".isdigit() is true; int() refuses it
             raise DomainError(errors.EXTENSION_NOT_ALLOWED, "Say by how many seconds to extend.")
         updated = services.extend_decision_deadline(pk, actor=services.Person.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))

@@ -31,6 +31,7 @@ from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
+from ..bounds import BOUNDS
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
@@ -311,7 +312,10 @@ def _step_up_method(request: HttpRequest) -> Callable[[], str]:
 def _revision(request: HttpRequest) -> int | None:
     """The revision the card showed, so a decision never lands on params the reviewer did not see."""
     raw = request.POST.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    # ASCII digits within the column ("²".isdigit() is true and int() refuses it: no 500).
+    if not (raw.isascii() and raw.isdigit()) or BOUNDS["revision"].problem(int(raw)):
+        return None
+    return int(raw)
 
 
 def _decided_message(request_obj, verb: str) -> str:
@@ -419,7 +423,7 @@ def _batch_items(values: list[str]) -> list[tuple[str, int]] | None:
             items.append((str(uuid.UUID(pk)), int(revision)))
         except ValueError:
             return None
-        if not revision.isdigit() or items[-1][1] < 1:
+        if not (revision.isascii() and revision.isdigit()) or BOUNDS["revision"].problem(items[-1][1]):
             return None
     ids = [pk for pk, _ in items]
     return items if items and len(set(ids)) == len(ids) and len(items) <= dashboard.GROUP_LIMIT else None

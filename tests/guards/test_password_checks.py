@@ -146,12 +146,23 @@ def test_three_wrong_passwords_on_a_page_end_the_session_and_each_is_audited(ali
 
 
 @pytest.mark.django_db
-def test_guesses_spread_over_pages_and_step_up_count_together(alices_session):
+def test_guesses_spread_over_pages_count_together(alices_session):
     """Two pages and a third: still three in a row, one session end."""
     password_change_post(alices_session, WRONG)
     reauthenticate_post(alices_session, WRONG)
     assert signed_in(alices_session)
     response = password_change_post(alices_session, WRONG)
+    assert SIGNED_OUT in page_errors(response) and not signed_in(alices_session)
+
+
+@pytest.mark.django_db
+def test_wrong_step_ups_and_wrong_passwords_count_together(alices_session, people):
+    """Two wrong step-up proofs (step-up's own counter) and one wrong password: signed out."""
+    from approvals.services.step_up import count_wrong_proof
+
+    count_wrong_proof(people["alice"])
+    count_wrong_proof(people["alice"])
+    response = reauthenticate_post(alices_session, WRONG)
     assert SIGNED_OUT in page_errors(response) and not signed_in(alices_session)
 
 
