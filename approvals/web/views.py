@@ -448,9 +448,12 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     actor = _reviewer(request, covers=covered)
     decidable = {str(pk) for pk in decidable_by(request.user).filter(pk__in=[pk for pk, _ in items])
                  .values_list("pk", flat=True)}
-    decided = {item.request_id: item for item in services.decide_batch(
-        [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
-        feedback=request.POST.get("feedback", ""))}
+    try:
+        decided = {item.request_id: item for item in services.decide_batch(
+            [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
+            feedback=request.POST.get("feedback", ""))}
+    except DomainError as error:  # the batch's own input (its feedback's size): nothing was decided
+        return _refused(request, error)
     results = []
     for pk, _ in items:
         item = decided.get(pk)
