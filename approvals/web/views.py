@@ -310,11 +310,17 @@ def _step_up_method(request: HttpRequest) -> Callable[[], str]:
 
 
 def _revision(request: HttpRequest) -> int | None:
-    """The revision the card showed, so a decision never lands on params the reviewer did not see."""
+    """The revision the card showed, so a decision never lands on params the reviewer did not see.
+
+    None when the form sent none; one that is not a revision (ASCII digits within the
+    column: "²".isdigit() is true and int() refuses it) is refused, never read as none.
+    """
     raw = request.POST.get("revision", "")
-    # ASCII digits within the column ("²".isdigit() is true and int() refuses it: no 500).
-    if not (raw.isascii() and raw.isdigit()) or BOUNDS["revision"].problem(int(raw)):
+    if raw == "":
         return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or BOUNDS["revision"].problem(int(raw)):
+        raise DomainError(VALIDATION_ERROR, "The revision must be the whole number the card showed.",
+                          fields=["revision"])
     return int(raw)
 
 
