@@ -41,6 +41,11 @@ class ControlplaneConfig(AppConfig):
         from allauth.account.decorators import secure_admin_login
         from django.contrib import admin
 
+        # Step-up's passwords and codes meet the sign-in throttle too (the services cannot import it).
+        from .accounts import password_checks
+
+        password_checks.install()
+
         admin.site.login = secure_admin_login(admin.site.login)
         admin.site.logout = events.audited_logout(admin.site.logout)
         # Django's admin changes one's own password without the current one; allauth's page

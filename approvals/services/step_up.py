@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from importlib import import_module
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.cache import cache
@@ -43,10 +43,12 @@ __all__ = [
     "PROVIDER",
     "TOTP",
     "StepUpProof",
+    "SecretGate",
     "count_wrong_proof",
     "decision_digest",
     "end_session",
     "forget_wrong_proofs",
+    "install_secret_gate",
     "method_for",
     "needs_step_up",
     "require_step_up",
@@ -66,6 +68,33 @@ _NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation",
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
 _FAILURE_WINDOW_SECONDS = 3600
+# The proofs a guesser could find by trying (a passkey signs a fresh challenge; a provider
+# sign-in is throttled there).
+_GUESSABLE = (PASSWORD, TOTP)
+
+
+class SecretGate(Protocol):
+    """The sign-in throttle, as the step-up sees it (installed by the site: `install_secret_gate`)."""
+
+    def wait_seconds(self, user: Any) -> int:
+        """Seconds this person must wait, from where the call came, before a secret is checked (0: none)."""
+
+    def checked(self, user: Any, *, method: str, right: bool) -> None:
+        """Count one checked secret: a wrong one towards the waits, a right one clears this address's."""
+
+
+_secret_gate: SecretGate | None = None
+
+
+def install_secret_gate(gate: SecretGate | None) -> None:
+    """Put the site's sign-in throttle in front of every password and code step-up checks.
+
+    The services cannot import the site's accounts (`controlplane.accounts.password_checks`
+    installs it at start), so a wrong step-up password counts with wrong sign-ins for the
+    account, per (account, client address), with the same growing waits.
+    """
+    global _secret_gate
+    _secret_gate = gate
 
 
 def decision_digest(decisions: Iterable[Decision]) -> str:
@@ -130,7 +159,20 @@ class StepUpProof:
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
             return self._verified_for_user == user.pk
-        if self._secret and _VERIFY[self.method](user, self):
+        if not self._secret:
+            return False
+        gate = _secret_gate if self.method in _GUESSABLE else None
+        waiting = gate.wait_seconds(user) if gate is not None else 0
+        if waiting:  # refused before the secret is checked, so waiting cannot be skipped by guessing
+            raise DomainError(
+                errors.STEP_UP_THROTTLED,
+                f"Too many wrong passwords or codes for this account from here; try again in {waiting} seconds.",
+                retry_after=waiting,
+            )
+        right = _VERIFY[self.method](user, self)
+        if gate is not None:
+            gate.checked(user, method=self.method, right=right)
+        if right:
             # One check per proof: a batch proof is verified once, then binds by digest.
             self._verified_for_user = user.pk
             return True

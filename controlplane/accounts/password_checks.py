@@ -9,7 +9,9 @@ way through signing in) do it in three places, each hooked here:
 - the second-factor forms (`AuthenticateForm` at sign-in, `ReauthenticateForm` at
   `/accounts/2fa/reauthenticate/`; each takes a TOTP or a recovery code; via MFA_FORMS).
 
-The sign-in form itself is `AccountAdapter.authenticate`. Each check runs inside
+The sign-in form itself is `AccountAdapter.authenticate`; a step-up password or code
+(`approvals.services.step_up`, which cannot import this) meets the same throttle through
+`StepUpGate`, installed at start (`install`). Each check runs inside
 `signin.SignInThrottle` for (the person's username, the client address), so its
 failures count with sign-in failures: growing waits per account, never a hard lock,
 and a right secret during a wait is refused before it is checked.
@@ -38,6 +40,7 @@ from django.contrib.auth import logout
 from django.http import HttpRequest
 from django.views.decorators.debug import sensitive_variables
 
+from approvals.services import step_up
 from approvals.services.step_up import count_wrong_proof, forget_wrong_proofs
 from audit.chain import Actor, digest, record
 
@@ -52,6 +55,7 @@ __all__ = [
     "ChangePasswordForm",
     "ReauthenticateForm",
     "check_secret",
+    "install",
 ]
 
 # The page's purpose, as audited.
@@ -59,6 +63,7 @@ REAUTHENTICATE = "reauthenticate"
 CHANGE_PASSWORD = "password_change"
 MFA_REAUTHENTICATE = "mfa_reauthenticate"
 MFA_SIGN_IN = "mfa_sign_in"
+STEP_UP = "step_up"
 
 SESSION_ENDED_MESSAGE = "Too many wrong passwords or codes: you have been signed out. Sign in again to continue."
 
@@ -179,3 +184,36 @@ class ReauthenticateForm(_ThrottledCodeMixin, AllauthReauthenticateForm):
     """`/accounts/2fa/reauthenticate/`: a signed-in person's code."""
 
     purpose = MFA_REAUTHENTICATE
+
+
+# --- Step-up: the services' view of the throttle ----------------------------------------------
+
+
+class StepUpGate:
+    """`approvals.services.step_up.SecretGate`: the sign-in throttle for step-up passwords and codes.
+
+    The client address is the current request's (allauth's middleware keeps it for every
+    page and API call); the wrong-in-a-row count and the session end stay step-up's own.
+    """
+
+    def wait_seconds(self, user: Any) -> int:
+        try:
+            return _step_up_throttle(user).seconds_to_wait()
+        except Exception:  # noqa: BLE001  (the cache is down: a brake, not a lock; signin._cache_down)
+            return 0
+
+    def checked(self, user: Any, *, method: str, right: bool) -> None:
+        throttle = _step_up_throttle(user)
+        if right:
+            throttle.succeeded()
+        else:
+            throttle.failed()
+
+
+def _step_up_throttle(user: Any) -> SignInThrottle:
+    return SignInThrottle.for_attempt(context.request, user.get_username(), via=STEP_UP)
+
+
+def install() -> None:
+    """Put the sign-in throttle in front of step-up's password and code checks (at start)."""
+    step_up.install_secret_gate(StepUpGate())

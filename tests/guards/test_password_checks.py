@@ -285,6 +285,36 @@ def test_the_sign_in_code_step_is_throttled_by_the_same_throttle(alice_with_totp
     assert signed_in(guesser)
 
 
+@pytest.fixture
+def critical_rule(admin_user):
+    from approvals import policy
+    from approvals.people import Person
+
+    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
+                             "risk_level": "critical"}, actor=Person(admin_user), note="payroll is critical")
+
+
+@pytest.mark.django_db
+def test_wrong_step_up_passwords_meet_the_same_throttle(alices_session, patient_limit, clock, submit, critical_rule):
+    """Step-up keeps its own session end, and its wrong passwords count for the account's waits too."""
+    from django.urls import reverse
+
+    request = submit("run_payroll", params={"amount": 1})
+    url = reverse("approvals:approve", args=[request.pk])
+
+    def approve(password: str):
+        return alices_session.post(url, {"password": password}, HTTP_ACCEPT="application/json")
+
+    for _ in range(3):
+        assert approve(WRONG).json()["code"] == "step_up_failed"
+    during = approve(password_of("alice"))
+    assert during.status_code == 429 and during.json()["code"] == "step_up_throttled"
+    assert during.json()["details"]["retry_after"] == 1
+    assert [e.metadata["via"] for e in events("auth.throttled")] == ["step_up"]
+    clock.tick(2)
+    assert approve(password_of("alice")).json()["state"] == "approved"
+
+
 @pytest.mark.django_db
 def test_the_admins_password_change_asks_for_the_current_password(alices_session, people):
     """Django's admin would change it without the current one: it sends staff to allauth's page."""
