@@ -28,6 +28,7 @@ from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, policy, services
+from ..bounds import BOUNDS
 from ..errors import DomainError
 from ..models import PolicyVersion, RiskRule
 from ..notifications import dispatch as notifications
@@ -146,6 +147,7 @@ def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str
     return {
         "rule": rule,
         "existing": existing,
+        "bounds": BOUNDS,  # the number inputs' min and max (the server checks them regardless)
         "error": error,
         "note": note,
         "groups": groups,

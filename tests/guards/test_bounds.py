@@ -120,6 +120,9 @@ def _saved(name: str) -> bool:
 @given(field=st.sampled_from(RULE_FIELDS), value=ANY_NUMBER)
 def test_any_number_in_a_rule_field_is_accepted_or_refused_naming_it(ada, field, value):
     response = post_json(ada, "rules:validate", {"rule": {**RULE, field: value}})
+    if response.status_code == 400:  # text the input edge refuses for every field (a NUL, a lone surrogate)
+        assert isinstance(value, str) and response.json()["code"] not in ("", None)
+        return
     if in_bounds(field, value) and not (field != "priority" and value < 1):
         assert response.status_code == 200, (value, response.content[:300])
     else:
