@@ -386,3 +386,15 @@ def test_dashboard_edits_larger_than_the_api_allows_are_refused(client, people, 
     assert response.status_code == 422 and response.json()["details"]["fields"] == ["edits"]
     request.refresh_from_db()
     assert request.current_revision == 1
+
+
+@pytest.mark.django_db
+def test_a_form_encoded_decision_still_takes_its_revision_as_digits(people, submit):
+    """A JSON body's revision must be a JSON integer; a form's fields are text, so ASCII digits count."""
+    request = submit()
+    alice = session_api(people["alice"])
+    url = f"/api/v1/requests/{request.pk}/decisions/"
+    assert alice.post(url, {"decision": "reject", "revision": "²"}, format="multipart").status_code == 422
+    assert alice.post(url, {"decision": "reject", "revision": "1.0"}, format="multipart").status_code == 422
+    decided = alice.post(url, {"decision": "reject", "revision": str(request.current_revision)}, format="multipart")
+    assert decided.status_code == 200, decided.content[:300]
