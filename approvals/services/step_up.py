@@ -16,7 +16,11 @@ every (request, revision, verdict) it covers and carries one digest over them.
 A wrong proof is audited (`auth.step_up_failed`) and counted per person;
 `settings.STEP_UP_FAILURE_LIMIT` wrong proofs in a row end the session they came
 through (`auth.session_ended`), so the prompt is no password oracle: guessing on
-needs a fresh sign-in, which is throttled.
+needs a fresh sign-in, which is throttled. The same wrong count is shared with the
+site's password and code pages (`count_wrong_proof`), and a password or code is
+checked behind the sign-in throttle itself (`install_secret_gate`): a wrong one counts
+for the account's growing waits per (account, address); during a wait the answer is
+429 `step_up_throttled`, before the secret is checked.
 """
 
 from __future__ import annotations
