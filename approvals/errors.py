@@ -37,6 +37,8 @@ INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is o
 # --- Step-up (services.step_up) ----------------------------------------------------------
 STEP_UP_REQUIRED = register("step_up_required", 403, "Deciding at this level needs a proof made for this decision.")
 STEP_UP_FAILED = register("step_up_failed", 403, "The step-up proof was wrong.")
+STEP_UP_THROTTLED = register("step_up_throttled", 429,
+                             "Too many wrong passwords or codes for this account from here: wait `retry_after` seconds.")
 SESSION_ENDED = register("session_ended", 401, "Too many wrong step-up proofs ended the session.")
 NO_PASSKEY = register("no_passkey", 409, "The person has no passkey to confirm with (they add one at /accounts/2fa/).")
 # --- Execution and re-validation (DESIGN.md "Re-validation") --------------------------------

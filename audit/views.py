@@ -112,9 +112,15 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     return render(request, "audit/log.html", context, status=status)
 
 
+def _seq_or_blank(raw: str) -> str:
+    """`raw` when it is a seq a bigint holds in ASCII digits, else "" (no 500 for "²" or 40 digits)."""
+    return raw if raw.isascii() and raw.isdigit() and len(raw) <= 18 else ""
+
+
 def _page(filters: AuditEventFilterSet, before: str,
           after: str) -> tuple[list[dict[str, Any]], int | None, int | None]:
     """One page of events, newest first, and the seqs to page older/newer from (None at an end)."""
+    before, after = _seq_or_blank(before), _seq_or_blank(after)
     queryset = filters.filter_queryset(AuditEvent.objects.all()).values(*_LIST_FIELDS)
     if after.isdigit():
         rows = list(queryset.filter(seq__gt=int(after)).order_by("seq")[: PAGE_SIZE + 1])

@@ -126,7 +126,7 @@ register("request.edit_proposed", "A reviewer proposed edited params that others
 register("request.field_revealed", "A reviewer who may decide the request revealed one masked param (the field, never its value).")
 register("rules.masked_probe", "A risk-admin who may reveal them tested a rule reading masked params of a pending request (the fields, never their values).")
 register("auth.step_up_failed", "A reviewer gave a wrong step-up proof for a decision.")
-register("auth.session_ended", "A reviewer's session was ended (repeated failed step-ups).")
+register("auth.session_ended", "A person's session was ended (repeated failed step-ups, passwords or codes).")
 register("auth.throttled", "Repeated failed sign-ins: that account must wait before trying again from that address.")
 register("group.membership_changed", "People were added to or removed from a group.")
 register("policy.proposed", "A risk-admin proposed a policy change that waits for a second risk-admin.")
@@ -136,6 +136,8 @@ register("policy.proposal_rejected", "A proposed policy change was rejected or w
 register("auth.signed_in", "A person signed in (every factor the login asked for given).")
 register("auth.signed_out", "A person signed out.")
 register("auth.sign_in_failed", "A password or second-factor code given to sign in was refused.")
+register("auth.password_check_failed",
+         "A signed-in person's password or code was refused (password change, re-authentication), by page.")
 register("auth.mfa_enrolled", "A person added a second factor (authenticator app, recovery codes, passkey).")
 register("auth.mfa_removed", "A person removed a second factor.")
 register("auth.recovery_code_used", "A person used one of their single-use recovery codes.")

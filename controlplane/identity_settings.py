@@ -27,6 +27,15 @@ ACCOUNT_LOGOUT_REDIRECT_URL = "/login/"  # LOGOUT_REDIRECT_URL
 # own, a hard lock that would refuse the right password too); allauth's `login_failed`
 # limit still brakes guessing a second-factor code.
 ACCOUNT_RATE_LIMITS = {"login": None}
+# Every other page that checks a person's password or code goes through the same throttle
+# (controlplane/accounts/password_checks.py): the password change's current password, and
+# the second-factor code at sign-in and at re-authentication. Re-authentication by
+# password goes through the adapter.
+ACCOUNT_FORMS = {"change_password": "controlplane.accounts.password_checks.ChangePasswordForm"}
+MFA_FORMS = {
+    "authenticate": "controlplane.accounts.password_checks.AuthenticateForm",
+    "reauthenticate": "controlplane.accounts.password_checks.ReauthenticateForm",
+}
 SOCIALACCOUNT_ADAPTER = "controlplane.accounts.adapter.SocialAccountAdapter"
 # Single sign-on: OpenID Connect providers as JSON, e.g. OIDC_PROVIDERS='[{"id": "corp",
 # "name": "Corp SSO", "issuer": "https://idp.example", "client_id": "...", "secret": "..."}]'.

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # allauth's passkey list page loads it (it answered 500 without)
     "rest_framework",
     "django_filters",  # FilterSets shared by the pages and the API (approvals/filters.py, audit/filters.py)
     "drf_spectacular",

@@ -8,11 +8,14 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from controlplane.http.fields import BoundedJSONObject
+from controlplane.http.fields import BoundedJSONObject, WholeNumberField
 
+from ..bounds import BOUNDS
 from ..models import ACTION_DECISIONS
 from ..states import Kind, RiskLevel, State
 from .representation import REQUEST_FIELDS, request_dict
+
+REVISION = BOUNDS["revision"]
 
 __all__ = [
     "ApprovalRequestSerializer",
@@ -174,8 +177,8 @@ class DecisionSerializer(serializers.Serializer):
         max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
         help_text="Approve with these params changed (only those the rule marks editable).",
     )
-    revision = serializers.IntegerField(
-        min_value=1, required=False,
+    revision = WholeNumberField(
+        min_value=REVISION.low, max_value=REVISION.high, required=False,
         help_text="The revision you looked at; if the request moved on, nothing is recorded (409 revision_changed).",
     )
     step_up = StepUpSerializer(
@@ -204,7 +207,8 @@ class DecisionResultSerializer(ApprovalRequestSerializer):
 
 class BatchItemSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    revision = serializers.IntegerField(min_value=1, help_text="The revision you looked at.")
+    revision = WholeNumberField(min_value=REVISION.low, max_value=REVISION.high,
+                                help_text="The revision you looked at.")
 
 
 class BatchDecisionSerializer(serializers.Serializer):

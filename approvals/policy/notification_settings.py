@@ -20,6 +20,7 @@ from django.contrib.auth.models import Group
 from audit.chain import Actor, audited_atomic, record
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
+from ..bounds import BOUNDS
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, RuleNotification
 from ..people import user_of
@@ -60,6 +61,8 @@ def save_settings(rule_name: str, *, actor: Actor | None, note: str = "",
         value = values.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"{name}: must be a whole number of seconds, 0 or more")
+        if value is not None and BOUNDS[name].problem(value):  # what the column holds (approvals.bounds)
+            raise ValueError(f"{name}: must be a whole number of seconds from 0 to {BOUNDS[name].high}")
     group = values.get("escalation_group")
     if group is not None and not isinstance(group, Group):
         raise ValueError("escalation_group: must be a group")

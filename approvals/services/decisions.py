@@ -18,6 +18,8 @@ from django.utils import timezone
 
 from audit.chain import Actor, digest, record
 from audit.privacy import value_digest
+from controlplane.http.codes import VALIDATION_ERROR
+from controlplane.http.fields import json_size
 
 from .. import errors
 from ..emergency import is_stopped
@@ -47,6 +49,19 @@ __all__ = ["BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch
 
 APPROVE = Decision.Verdict.APPROVE
 REJECT = Decision.Verdict.REJECT
+# As long as the API lets feedback be (approvals/api/serializers.py); the page's forms are
+# held to it here, before any lock is taken.
+MAX_FEEDBACK_CHARS = 10_000
+
+
+def _require_bounded_input(feedback: str, edits: dict[str, Any] | None = None) -> None:
+    """Feedback and edits within the API's sizes, whichever path they came through (422)."""
+    if len(feedback) > MAX_FEEDBACK_CHARS:
+        raise DomainError(VALIDATION_ERROR, f"Feedback is limited to {MAX_FEEDBACK_CHARS} characters.",
+                          fields=["feedback"])
+    if edits is not None and json_size(edits) > settings.API_MAX_PARAMS_BYTES:
+        raise DomainError(VALIDATION_ERROR, f"Edits are limited to {settings.API_MAX_PARAMS_BYTES} bytes as JSON.",
+                          fields=["edits"])
 
 
 # --- Approve and reject -------------------------------------------------------------
@@ -58,6 +73,7 @@ def approve(request_id, *, actor: Person, feedback: str = "", revision: int | No
     `revision`: the revision the reviewer looked at; if the request moved on since,
     nothing is recorded (`revision_changed`).
     """
+    _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
         _require_revision(request, revision)
@@ -80,6 +96,7 @@ def reject(request_id, *, actor: Person, feedback: str = "", revision: int | Non
     A rejection needs no step-up and is open to the agent's owner and the person it
     acts for: it can only stop something, never make it run.
     """
+    _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
         _require_revision(request, revision)
@@ -152,6 +169,7 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
     excluded by separation of duties, no emergency stop) and give the step-up its
     level needs; otherwise the edit stands as a proposal that group decides.
     """
+    _require_bounded_input(feedback, edits)
     with changing(request_id) as request:
         require_pending(request)
         require_may_decide(request, actor)
@@ -305,6 +323,7 @@ def decide_batch(items: Sequence[tuple[str, int]], *, actor: Person, verdict: st
     decide = approve if verdict == APPROVE else reject if verdict == REJECT else None
     if decide is None:
         raise DomainError(errors.INVALID_EDIT, f"Unknown verdict {verdict!r}.")
+    _require_bounded_input(feedback)
     results = []
     for request_id, revision in items:
         try:

@@ -16,7 +16,11 @@ every (request, revision, verdict) it covers and carries one digest over them.
 A wrong proof is audited (`auth.step_up_failed`) and counted per person;
 `settings.STEP_UP_FAILURE_LIMIT` wrong proofs in a row end the session they came
 through (`auth.session_ended`), so the prompt is no password oracle: guessing on
-needs a fresh sign-in, which is throttled.
+needs a fresh sign-in, which is throttled. The same wrong count is shared with the
+site's password and code pages (`count_wrong_proof`), and a password or code is
+checked behind the sign-in throttle itself (`install_secret_gate`): a wrong one counts
+for the account's growing waits per (account, address); during a wait the answer is
+429 `step_up_throttled`, before the secret is checked.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from importlib import import_module
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.cache import cache
@@ -43,7 +47,12 @@ __all__ = [
     "PROVIDER",
     "TOTP",
     "StepUpProof",
+    "SecretGate",
+    "count_wrong_proof",
     "decision_digest",
+    "end_session",
+    "forget_wrong_proofs",
+    "install_secret_gate",
     "method_for",
     "needs_step_up",
     "require_step_up",
@@ -63,6 +72,33 @@ _NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation",
 Decision = tuple[str, int, str]  # (request id, revision, verdict)
 
 _FAILURE_WINDOW_SECONDS = 3600
+# The proofs a guesser could find by trying (a passkey signs a fresh challenge; a provider
+# sign-in is throttled there).
+_GUESSABLE = (PASSWORD, TOTP)
+
+
+class SecretGate(Protocol):
+    """The sign-in throttle, as the step-up sees it (installed by the site: `install_secret_gate`)."""
+
+    def wait_seconds(self, user: Any) -> int:
+        """Seconds this person must wait, from where the call came, before a secret is checked (0: none)."""
+
+    def checked(self, user: Any, *, method: str, right: bool) -> None:
+        """Count one checked secret: a wrong one towards the waits, a right one clears this address's."""
+
+
+_secret_gate: SecretGate | None = None
+
+
+def install_secret_gate(gate: SecretGate | None) -> None:
+    """Put the site's sign-in throttle in front of every password and code step-up checks.
+
+    The services cannot import the site's accounts (`controlplane.accounts.password_checks`
+    installs it at start), so a wrong step-up password counts with wrong sign-ins for the
+    account, per (account, client address), with the same growing waits.
+    """
+    global _secret_gate
+    _secret_gate = gate
 
 
 def decision_digest(decisions: Iterable[Decision]) -> str:
@@ -127,7 +163,20 @@ class StepUpProof:
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
             return self._verified_for_user == user.pk
-        if self._secret and _VERIFY[self.method](user, self):
+        if not self._secret:
+            return False
+        gate = _secret_gate if self.method in _GUESSABLE else None
+        waiting = gate.wait_seconds(user) if gate is not None else 0
+        if waiting:  # refused before the secret is checked, so waiting cannot be skipped by guessing
+            raise DomainError(
+                errors.STEP_UP_THROTTLED,
+                f"Too many wrong passwords or codes for this account from here; try again in {waiting} seconds.",
+                retry_after=waiting,
+            )
+        right = _VERIFY[self.method](user, self)
+        if gate is not None:
+            gate.checked(user, method=self.method, right=right)
+        if right:
             # One check per proof: a batch proof is verified once, then binds by digest.
             self._verified_for_user = user.pk
             return True
@@ -234,6 +283,21 @@ def _failures_key(user: Any) -> str:
     return f"step-up-failures:{user.pk}"
 
 
+def count_wrong_proof(user: Any) -> int:
+    """Count one wrong proof of presence by signed-in `user`; how many in a row now.
+
+    One count per person for every check a signed-in person makes: step-up here, and the
+    password and code pages (`controlplane.accounts.password_checks`), so guesses spread
+    over several pages still end the session at `STEP_UP_FAILURE_LIMIT`.
+    """
+    return _count_failure(user)
+
+
+def forget_wrong_proofs(user: Any) -> None:
+    """A right proof: the wrong ones in a row start again from zero."""
+    cache.delete(_failures_key(user))
+
+
 def _count_failure(user: Any) -> int:
     key = _failures_key(user)
     cache.add(key, 0, timeout=_FAILURE_WINDOW_SECONDS)
@@ -264,6 +328,11 @@ def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> N
         errors.SESSION_ENDED,
         "Too many wrong step-up proofs: you have been signed out. Sign in again to continue.",
     )
+
+
+def end_session(session_key: str) -> bool:
+    """Delete the session `session_key` from the store; whether there was one to delete."""
+    return _end_session(session_key)
 
 
 def _end_session(session_key: str) -> bool:

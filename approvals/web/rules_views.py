@@ -28,6 +28,7 @@ from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, policy, services
+from ..bounds import BOUNDS
 from ..errors import DomainError
 from ..models import PolicyProposal, PolicyVersion, RiskRule
 from ..notifications import dispatch as notifications
@@ -162,6 +163,7 @@ def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str
     return {
         "rule": rule,
         "existing": existing,
+        "bounds": BOUNDS,  # the number inputs' min and max (the server checks them regardless)
         "error": error,
         "note": note,
         "groups": groups,
@@ -252,7 +254,9 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         raw = request.POST.get(field, "").strip()
         if not raw:
             return None
-        if not raw.isdigit():
+        # ASCII digits only ("²".isdigit() is true, int() refuses it); a bounded length
+        # (save_settings checks the bounds themselves, approvals.bounds).
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
             raise ValueError(f"{field}: a whole number of seconds")
         return int(raw)
 
@@ -400,7 +404,7 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     wants_json = "application/json" in request.headers.get("Accept", "")
     raw = request.POST.get("seconds", "")
     try:
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:  # "²".isdigit() is true; int() refuses it
             raise DomainError(errors.EXTENSION_NOT_ALLOWED, "Say by how many seconds to extend.")
         updated = services.extend_decision_deadline(pk, actor=services.Person.from_request(request), seconds=int(raw),
                                                     reason=request.POST.get("reason", ""))

@@ -31,6 +31,7 @@ from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
+from ..bounds import BOUNDS
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
@@ -309,9 +310,18 @@ def _step_up_method(request: HttpRequest) -> Callable[[], str]:
 
 
 def _revision(request: HttpRequest) -> int | None:
-    """The revision the card showed, so a decision never lands on params the reviewer did not see."""
+    """The revision the card showed, so a decision never lands on params the reviewer did not see.
+
+    None when the form sent none; one that is not a revision (ASCII digits within the
+    column: "²".isdigit() is true and int() refuses it) is refused, never read as none.
+    """
     raw = request.POST.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    if raw == "":
+        return None
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or BOUNDS["revision"].problem(int(raw)):
+        raise DomainError(VALIDATION_ERROR, "The revision must be the whole number the card showed.",
+                          fields=["revision"])
+    return int(raw)
 
 
 def _decided_message(request_obj, verb: str) -> str:
@@ -419,7 +429,7 @@ def _batch_items(values: list[str]) -> list[tuple[str, int]] | None:
             items.append((str(uuid.UUID(pk)), int(revision)))
         except ValueError:
             return None
-        if not revision.isdigit() or items[-1][1] < 1:
+        if not (revision.isascii() and revision.isdigit()) or BOUNDS["revision"].problem(items[-1][1]):
             return None
     ids = [pk for pk, _ in items]
     return items if items and len(set(ids)) == len(ids) and len(items) <= dashboard.GROUP_LIMIT else None
@@ -444,9 +454,12 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     actor = _reviewer(request, covers=covered)
     decidable = {str(pk) for pk in decidable_by(request.user).filter(pk__in=[pk for pk, _ in items])
                  .values_list("pk", flat=True)}
-    decided = {item.request_id: item for item in services.decide_batch(
-        [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
-        feedback=request.POST.get("feedback", ""))}
+    try:
+        decided = {item.request_id: item for item in services.decide_batch(
+            [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
+            feedback=request.POST.get("feedback", ""))}
+    except DomainError as error:  # the batch's own input (its feedback's size): nothing was decided
+        return _refused(request, error)
     results = []
     for pk, _ in items:
         item = decided.get(pk)

@@ -2,9 +2,11 @@
 
 allauth runs the login (its forms, its stages: the second factor, enrollment); this
 adapter puts `signin.SignInThrottle` around every password check it makes (the login
-form and re-authentication alike), so the throttle's semantics hold unchanged: growing
+form; re-authentication through `password_checks`, as every page that checks a signed-in
+person's password or code), so the throttle's semantics hold unchanged: growing
 waits per (account, address), never a hard lock, a right password during a wait refused
-before it is checked. Each checked failure is audited (`auth.sign_in_failed`).
+before it is checked. Each checked failure is audited (`auth.sign_in_failed`; for a
+signed-in person `auth.password_check_failed`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from django.views.decorators.debug import sensitive_variables
 
 from controlplane import navigation
 
-from . import events, mfa_policy
+from . import events, mfa_policy, password_checks
 from .signin import SignInThrottle, SignInWaiting, wait_message
 
 __all__ = ["AccountAdapter", "SocialAccountAdapter"]
@@ -74,6 +76,18 @@ class AccountAdapter(DefaultAccountAdapter):
             raise forms.ValidationError(wait_message(waiting.seconds), code="throttled") from None
         throttle.succeeded()
         return user
+
+    @sensitive_variables("password")
+    def reauthenticate(self, user: Any, password: str) -> bool:
+        """A signed-in person's password again (`/accounts/reauthenticate/`), under the
+        sign-in throttle; wrong ones count towards ending the session (`password_checks`)."""
+        if not settings.LOCAL_PASSWORD_LOGIN:
+            raise forms.ValidationError("Passwords are turned off here: sign in with your identity provider.",
+                                        code="password_login_off")
+        return password_checks.check_secret(
+            context.request, user, purpose=password_checks.REAUTHENTICATE, factor="password",
+            check=lambda: user.is_active and user.check_password(password),
+        )
 
     def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
         """A sign-in as recent as a re-authentication counts as one: who was just sent to

@@ -116,7 +116,9 @@ def _on_authenticator_used(sender: Any, request: HttpRequest, user: Any, authent
 
 
 def _on_code_refused(sender: Any, request: HttpRequest, user: Any, authenticator: Any = None,
-                     **kwargs: Any) -> None:
+                     reauthentication: bool = False, **kwargs: Any) -> None:
+    if reauthentication:
+        return  # a signed-in person's code: `password_checks` audits it (auth.password_check_failed)
     throttle = SignInThrottle.for_attempt(request, user.get_username(), via="dashboard")
     # Which authenticator a wrong code was meant for is a guess (allauth names the TOTP
     # one whenever the person has it), so the factor says only "a second-factor code".

@@ -123,7 +123,9 @@ class SignInThrottle:
     # The normalized username; kept out of repr, since it may be a pasted password.
     account: str = field(repr=False)
     address: str
-    via: str  # "dashboard" or "admin": where the sign-in form was
+    # Where the secret was typed: "dashboard" (the sign-in form), or a page of
+    # `password_checks` ("reauthenticate", "password_change", "mfa_sign_in", "mfa_reauthenticate", "step_up").
+    via: str
 
     @classmethod
     def for_attempt(cls, request: HttpRequest | None, username: str, *, via: str) -> SignInThrottle:

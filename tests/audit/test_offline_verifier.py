@@ -76,10 +76,7 @@ def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_
     key_file = tmp_path / "server.pub"
     key_file.write_text(public_key_text(SIGNING_KEY[0]) + "  # the server's audit key\n")
 
-    def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "audit.verify", *args], cwd=PROJECT_ROOT,
-                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
-
+    run = run_verifier
     good = run(str(path), "--public-key-file", str(key_file))
     assert (good.returncode, good.stdout.count("\n")) == (0, 1)
     assert good.stdout.startswith("OK: 8 rows verified")
@@ -88,6 +85,13 @@ def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_
     bad = run(str(path), "--public-key", public_key_text(SIGNING_KEY[0]))
     assert bad.returncode == 1
     assert bad.stdout.startswith("FAILED at seq 3: ")
+
+
+def run_verifier(*args: str) -> subprocess.CompletedProcess:
+    """`python -m audit.verify ARGS` in a clean environment (no key in it), importing this tree's client."""
+    return subprocess.run([sys.executable, "-m", "audit.verify", *args], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT / "clients" / "python")})
 
 
 def test_importing_the_verifier_does_not_import_django():
@@ -268,12 +272,61 @@ def test_a_manifest_re_signed_with_another_key_is_rejected(eight_events, tmp_pat
 
 
 @pytest.mark.django_db
-def test_without_a_key_the_verdict_says_signatures_were_not_checked(eight_events, tmp_path):
+def test_without_a_key_the_verdict_fails_closed(eight_events, tmp_path):
     path = tmp_path / "export.jsonl"
     export_to(path)
     verdict = verify_export(path)
-    assert verdict.ok
-    assert "signatures NOT checked" in verdict.message
+    assert (verdict.ok, verdict.signatures_checked) == (False, False)
+    assert verdict.message.startswith("UNVERIFIED: 8 rows verified")
+    assert "signatures NOT checked (no key given)" in verdict.message and "--no-signatures" in verdict.message
+
+
+@pytest.mark.django_db
+def test_only_an_explicit_no_signatures_accepts_a_structural_check(eight_events, tmp_path):
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    verdict = verify_export(path, no_signatures=True)
+    assert (verdict.ok, verdict.signatures_checked) == (True, False)
+    assert verdict.message.endswith("signatures NOT checked (--no-signatures)")
+
+
+@pytest.mark.django_db
+def test_the_command_line_without_a_key_exits_non_zero_and_says_why_last(eight_events, tmp_path):
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    unkeyed = run_verifier(str(path))
+    assert unkeyed.returncode == 3
+    assert unkeyed.stdout.strip().splitlines()[-1].startswith("UNVERIFIED: ")
+    assert "signatures NOT checked" in unkeyed.stdout.strip().splitlines()[-1]
+    told = run_verifier(str(path), "--no-signatures")
+    assert told.returncode == 0
+    assert told.stdout.strip().splitlines()[-1].endswith("signatures NOT checked (--no-signatures)")
+    both = run_verifier(str(path), "--no-signatures", "--public-key", public_key_text(SIGNING_KEY[0]))
+    assert both.returncode == 2, "a key and --no-signatures contradict each other"
+
+
+@pytest.mark.django_db
+def test_a_consistently_rewritten_export_without_a_key_is_not_passed(eight_events, tmp_path):
+    """Without a key a rewrite that recomputed every hash is indistinguishable: never exit 0."""
+    from .rewriting import rewrite_chain_consistently
+
+    rewrite_chain_consistently(from_seq=3, change={"verdict": "reject"})
+    path = tmp_path / "rewritten.jsonl"
+    export_to(path)
+    rewritten = run_verifier(str(path))
+    assert rewritten.returncode == 3 and rewritten.stdout.startswith("UNVERIFIED: ")
+    keyed = run_verifier(str(path), "--public-key", public_key_text(SIGNING_KEY[0]))
+    assert keyed.returncode == 1 and keyed.stdout.startswith("FAILED at seq 3")
+
+
+@pytest.mark.django_db
+def test_a_tampered_export_without_a_key_exits_1(eight_events, tmp_path):
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    lines = lines_of(path)
+    path.write_text("".join(lines[:2] + lines[3:]), encoding="utf-8")
+    tampered = run_verifier(str(path))
+    assert tampered.returncode == 1 and tampered.stdout.startswith("FAILED at seq 3: ")
 
 
 @pytest.mark.django_db
@@ -311,7 +364,7 @@ def test_a_consistently_rewritten_chain_is_caught_by_the_checkpoint(eight_events
     rewrite_chain_consistently(from_seq=3, change={"verdict": "reject"})
     path = tmp_path / "rewritten.jsonl"
     export_to(path)
-    assert verify_export(path).ok, "the rewritten chain is self-consistent"
+    assert verify_export(path, no_signatures=True).ok, "the rewritten chain is self-consistent"
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 3) and "signature" in message, "but rewriting cannot re-sign"
     assert checkpoint["seq"] == 5

@@ -54,6 +54,7 @@ GOLDEN_VERBS = [
     "auth.signed_in",
     "auth.signed_out",
     "auth.sign_in_failed",
+    "auth.password_check_failed",
     "auth.mfa_enrolled",
     "auth.mfa_removed",
     "auth.recovery_code_used",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ...bounds import BOUNDS
 from .conditions import Condition, RuleValidationError, compile_condition
 from .levels import DEFAULT_LEVEL, LEVELS, strictness
 from .names import normalize_pattern, parse_action_type
@@ -54,8 +55,12 @@ def _require_rule_name(value: Any) -> None:
 def _require_int(value: Any, name: str, *, minimum: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise RuleValidationError(name, f"'{name}' must be an integer")
-    if minimum is not None and value < minimum:
+    if minimum is not None and value < minimum and abs(value) < 10**12:
         raise RuleValidationError(name, f"'{name}' must be at least {minimum} (got {value})")
+    # Within what its column and the deadline arithmetic hold (approvals.bounds): never a 500.
+    problem = BOUNDS[name].problem(value) if name in BOUNDS else None
+    if problem:
+        raise RuleValidationError(name, problem)
 
 
 def _require_bool(value: Any, name: str) -> None:

@@ -28,6 +28,13 @@ What it checks:
 
 Prints one line, "OK: ..." (exit 0) or "FAILED ...: reason" (exit 1), naming the
 first bad seq where there is one. Exit 2 is a usage error.
+
+It fails closed: without a key (--public-key, --public-key-file, or for older files
+--key / --key-file) the signatures cannot be checked, and a rewritten chain is as
+self-consistent as the real one, so the line is "UNVERIFIED: ..." and the exit is 3.
+Only --no-signatures (an explicit "I know; check the structure only") turns that into
+"OK: ... signatures NOT checked (--no-signatures)" with exit 0. A structural failure
+is "FAILED" (exit 1) with or without a key.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +65,8 @@ from .manifest import (
 __all__ = ["Verdict", "load_checkpoint", "main", "verify_export"]
 
 KEY_ENVIRONMENT_VARIABLE = "AUDIT_EXPORT_SIGNING_KEY"
+_NOT_CHECKED = "signatures NOT checked"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNVERIFIED = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class Verdict:
     message: str
     bad_seq: int | None = None
     rows: int = 0
+    # False when no key was given: `ok` is then False too unless the caller passed
+    # `no_signatures=True` (the export is only internally consistent, not authentic).
+    signatures_checked: bool = True
 
 
 # --- Checking one row on its own ----------------------------------------------------------------
@@ -134,22 +146,35 @@ def verify_export(
     key: VerifyingKey | None = None,
     checkpoint: Mapping[str, Any] | None = None,
     fmt: str | None = None,
+    no_signatures: bool = False,
 ) -> Verdict:
     """Verify one export file; see the module docstring for what is checked.
 
     `manifest` is the CSV sidecar (a JSONL export carries its own trailer, which a
     given manifest overrides). `key`: the Ed25519 public keys the auditor pinned
-    (or, for older files, the HMAC secret). Without it the signatures are not checked and
-    the verdict says so. Reads the file once, row by row, in constant memory.
+    (or, for older files, the HMAC secret). Without it the signatures are not checked,
+    and the verdict fails closed (`ok` False, "UNVERIFIED: ...") unless the caller
+    says `no_signatures=True`. Reads the file once, row by row, in constant memory.
     """
     path = Path(path)
     try:
-        return _verify(path, manifest, key, checkpoint, fmt or detect_format(path))
+        verdict = _verify(path, manifest, key, checkpoint, fmt or detect_format(path))
     except Rejected as rejected:
         where = f" at seq {rejected.seq}" if rejected.seq is not None else ""
         return Verdict(ok=False, message=f"FAILED{where}: {rejected.reason}", bad_seq=rejected.seq)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         return Verdict(ok=False, message=f"FAILED: cannot read {path}: {exc}")
+    if key is not None or not verdict.ok:
+        return verdict
+    if no_signatures:
+        return replace(verdict, signatures_checked=False,
+                       message=verdict.message.replace(_NOT_CHECKED, f"{_NOT_CHECKED} (--no-signatures)"))
+    # Fail closed: consistent rows prove nothing about who wrote them.
+    consistent = verdict.message.removeprefix("OK: ").replace(f"; {_NOT_CHECKED}", "")
+    return replace(verdict, ok=False, signatures_checked=False, message=(
+        f"UNVERIFIED: {consistent}; {_NOT_CHECKED} (no key given), so a rewritten export would pass too: "
+        "pass --public-key / --public-key-file (manage.py audit_public_key prints it), "
+        "or --no-signatures to accept a structural check only"))
 
 
 def _verify(
@@ -167,7 +192,7 @@ def _verify(
     _check_manifest_shape(manifest)
     notes: list[str] = []
     if key is None:
-        notes.append("signatures NOT checked (no key given)")
+        notes.append(_NOT_CHECKED)
     elif not _public_keys(key) or _signed_by_one_of(manifest, key):
         _check_manifest_signature(manifest, key, notes)
     checkpoint_seq = _checked_checkpoint(checkpoint, key)
@@ -377,6 +402,8 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
     keys.add_argument("--public-key-file", help="a file of public keys, one per line (# comments)")
     keys.add_argument("--key", help=f"older files: the HMAC signing key (or set {KEY_ENVIRONMENT_VARIABLE})")
     keys.add_argument("--key-file", help="older files: a file holding the HMAC signing key")
+    keys.add_argument("--no-signatures", action="store_true",
+                      help="check the structure only, knowing the signatures are not checked (else no key: exit 3)")
     parser.add_argument("--checkpoint", help="a signed chain-head checkpoint file to check the export against")
     parser.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file name or its first byte")
     arguments = parser.parse_args(argv)
@@ -392,10 +419,13 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
         checkpoint = load_checkpoint(arguments.checkpoint) if arguments.checkpoint else None
     except (OSError, ValueError) as exc:
         print(f"FAILED: {exc}")
-        return 1
-    verdict = verify_export(arguments.file, manifest=manifest, key=key, checkpoint=checkpoint, fmt=arguments.format)
+        return EXIT_FAILED
+    verdict = verify_export(arguments.file, manifest=manifest, key=key, checkpoint=checkpoint, fmt=arguments.format,
+                            no_signatures=arguments.no_signatures)
     print(verdict.message)
-    return 0 if verdict.ok else 1
+    if verdict.ok:
+        return EXIT_OK
+    return EXIT_FAILED if verdict.message.startswith("FAILED") else EXIT_UNVERIFIED
 
 
 if __name__ == "__main__":
