@@ -31,6 +31,7 @@ from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, services
+from ..api.step_up import challenge
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
@@ -309,9 +310,10 @@ def _step_up_method(request: HttpRequest) -> Callable[[], str]:
 
 
 def _revision(request: HttpRequest) -> int | None:
-    """The revision the card showed, so a decision never lands on params the reviewer did not see."""
+    """The revision the card showed, so a decision never lands on params the reviewer did not
+    see; None when the form sent none (the service answers 422 `revision_required`)."""
     raw = request.POST.get("revision", "")
-    return int(raw) if raw.isdigit() else None
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 9 else None
 
 
 def _decided_message(request_obj, verb: str) -> str:
@@ -392,7 +394,8 @@ def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
     try:
         edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
         decided = services.approve_with_edits(
-            target.pk, actor=_reviewer(request), edits=edits, feedback=request.POST.get("feedback", "")
+            target.pk, actor=_reviewer(request), revision=_revision(request), edits=edits,
+            feedback=request.POST.get("feedback", ""),
         )
     except DomainError as error:
         return _refused(request, error)
@@ -468,3 +471,44 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
             if not result["ok"]:
                 messages.warning(request, f"{result['id']}: {result['message']}")
     return _outcome(request, ok=True, message=message, results=results)
+
+
+# --- Step-up challenges for a card's decision ------------------------------------------------
+
+
+_CHALLENGE_VERDICTS = ("approve", "edit", "respond")
+
+
+@login_required
+@require_POST
+def step_up_challenge(request: HttpRequest, pk) -> JsonResponse:
+    """The passkey (or identity provider) challenge for the decision a card's form is
+    about to send: the page's script posts the form's own fields here, with `decision`
+    (approve, edit or respond), before it posts them to the form's action. The edits
+    and the answer are read exactly as the decision will read them (`_parse_edits`,
+    the suspension form's `resume_data`), so the proof binds that revision and those
+    edits or that answer and nothing else (DESIGN.md "A decision names what it decides").
+    404 for a request not in the reviewer's queue; 422 `revision_required` without a revision."""
+    from .suspensions import answer_text  # suspensions imports this module
+
+    target = _decidable(request, pk)
+    verdict = request.POST.get("decision", "")
+    try:
+        revision = _revision(request)
+        services.require_revision_given(revision)
+        if verdict not in _CHALLENGE_VERDICTS:
+            raise DomainError(VALIDATION_ERROR, "decision is approve, edit or respond.", fields=["decision"])
+        if verdict == "edit":
+            full = decidable_by(request.user).get(pk=target.pk)
+            edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
+            decision = services.edit_decision(target.pk, revision, edits)
+        elif verdict == "respond":
+            decision = services.answer_decision(target.pk, revision, answer_text(request))
+        else:
+            decision = (str(target.pk), revision, "approve")
+        body = challenge(request.user, services.decision_digest([decision]),
+                         rp_id=request.get_host().rsplit(":", 1)[0])
+    except DomainError as error:
+        return JsonResponse({"code": error.code, "message": error.message,
+                             **({"details": error.details} if error.details else {})}, status=error.http_status)
+    return JsonResponse(body)

@@ -11,6 +11,7 @@ from approvals.states import State
 
 from .conftest import PASSWORDS
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -50,7 +51,7 @@ def test_approving_from_the_page_answers_json_for_the_page_script(client, people
 
 def test_the_loser_of_a_race_reads_who_won_not_an_error_page(client, people, submit):
     request = submit("send_email")
-    services.approve(request.pk, actor=services.Person(people["alice"]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     client.force_login(people["bob"])
     response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
     assert response.status_code == 409
