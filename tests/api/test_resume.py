@@ -164,7 +164,7 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_
                                                    headers={"Authorization": f"Bearer {token}"}))
         await asyncio.wait_for(long_polls.parked.wait(), HANG_GUARD_SECONDS)  # the server holds the poll
         assert not waiting.done()
-        await sync_to_async(services.reject)(request_id, actor=services.Person(people["alice"]), feedback="not today")
+        await sync_to_async(services.reject)(request_id, revision=1, actor=services.Person(people["alice"]), feedback="not today")
         response = await asyncio.wait_for(waiting, HANG_GUARD_SECONDS)
         return response.json()
 
