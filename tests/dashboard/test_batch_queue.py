@@ -224,7 +224,7 @@ def test_any_malformed_batch_is_one_coded_refusal_never_a_500(client, people, de
     assert answer.status_code in (200, 400, 422)  # 400: text the edge refuses (NUL, lone surrogates)
     body = answer.json()
     if answer.status_code != 200:
-        assert body["code"] in ("validation_error", "invalid_input") and body["message"]
+        assert body["code"] in ("validation_error", "invalid_input", "revision_required") and body["message"]
     else:
         assert all(r["code"] == "not_found" for r in body["results"])
 
