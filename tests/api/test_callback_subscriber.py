@@ -20,7 +20,8 @@ def test_a_callback_is_queued_per_decided_state_not_per_approval(api, people, tw
     assert response.status_code == 201, response.json()
     request_id = response.json()["id"]
 
-    services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))  # 1 of 2: still pending
+    services.approve(request_id, revision=current_revision(request_id),
+                     actor=services.Person(people["alice"]))  # 1 of 2: still pending
     assert not CallbackDelivery.objects.filter(request_id=request_id).exists()
 
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["carol"]))

@@ -72,7 +72,8 @@ def _submit_with_callback(api, url: str) -> str:
 def test_the_decision_is_posted_signed(api, agent, people, receiver_factory):
     receiver = receiver_factory()
     request_id = _submit_with_callback(api, receiver.url)
-    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
     assert deliver_due_callbacks() == 1
     headers, body = receiver.received[0]
     agent.refresh_from_db()

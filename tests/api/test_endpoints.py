@@ -158,6 +158,7 @@ def test_a_failed_execution_is_recorded_with_its_error(api):
 
 def test_cancel_after_a_decision_is_409(api, people):
     request_id = _pending(api)
-    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), feedback="no")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="no")
     response = api.post(f"/api/v1/requests/{request_id}/cancel/", {}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "already_decided"

@@ -169,7 +169,8 @@ def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, peop
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["approve", "respond"])
     services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     with pytest.raises(errors.DomainError) as refused:
-        services.respond_instead(request.pk, "Too late", revision=current_revision(request.pk), actor=services.Person(people["bob"]))
+        services.respond_instead(request.pk, "Too late", revision=current_revision(request.pk),
+                                 actor=services.Person(people["bob"]))
     assert refused.value.code == "already_decided"
 
 
@@ -177,7 +178,8 @@ def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, peop
 @given(message=st.text(min_size=1, max_size=300).filter(lambda text: text.strip() and "\x00" not in text))
 def test_any_reply_reaches_the_agent_verbatim(submit, people, message):
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(request.pk, message, revision=current_revision(request.pk), actor=services.Person(people["bob"]))
+    services.respond_instead(request.pk, message, revision=current_revision(request.pk),
+                             actor=services.Person(people["bob"]))
     resumed = resume_payload(ApprovalRequest.objects.get(pk=request.pk))
     assert resumed["resume_data"] == {"action": "responded", "message": message}
     assert resumed["tool_result"].endswith(message)
@@ -213,7 +215,8 @@ def test_replying_from_the_page_meets_the_same_guards(client, people, submit):
 
 def test_a_hostile_reply_is_shown_escaped_in_the_history(client, people, submit):
     ask = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(ask.pk, "<script>alert(1)</script>", revision=current_revision(ask.pk), actor=services.Person(people["bob"]))
+    services.respond_instead(ask.pk, "<script>alert(1)</script>", revision=current_revision(ask.pk),
+                                                    actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     page = client.get(reverse("approvals:history")).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page

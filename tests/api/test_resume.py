@@ -57,7 +57,8 @@ def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
 
 def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
     request_id = _plan(api)
-    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), feedback="Add error handling steps")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Add error handling steps")
     body = _resume(api, request_id)
     assert body["resume_data"]["action"] == "rejected"
     assert body["resume_data"]["feedback"] == "Add error handling steps"
@@ -83,7 +84,8 @@ def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people)
 def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, people, two_person_rule):
     request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}},
                           format="json").json()["id"]
-    services.approve_with_edits(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), edits={"amount": 500})
+    services.approve_with_edits(request_id, revision=current_revision(request_id),
+                                actor=services.Person(people["alice"]), edits={"amount": 500})
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "approved", "params": {"amount": 500, "to": "acme"}}
@@ -92,7 +94,8 @@ def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, peopl
 
 def test_a_rejected_action_says_not_to_retry_unchanged(api, people):
     request_id = _email(api)
-    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
     assert "Wrong recipient" in body["tool_result"] and "Do not retry the same call unchanged" in body["tool_result"]

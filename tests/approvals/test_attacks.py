@@ -201,7 +201,8 @@ class TestEditsCannotEscalatePastTheGroup:
         policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], actor=Person(admin_user), note="two eyes")
         request = submit("wire", params={"amount": 500, "to": "acct-supplier"}, target={"ledger": "main"})
         alice, bob = services.Person(people["alice"]), services.Person(people["bob"])
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
         with pytest.raises(errors.DomainError) as refused:
             services.approve(request.pk, revision=current_revision(request.pk), actor=bob)
         assert refused.value.code == errors.NOT_PERMITTED
@@ -212,7 +213,8 @@ class TestEditsCannotEscalatePastTheGroup:
         # The group that owns the decision can still make it, with its quorum and step-up.
         for name in ("tess", "trent"):
             proof = services.StepUpProof.password(f"{name}-pw-123!")
-            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(treasury[name], step_up=proof))
+            services.approve(request.pk, revision=current_revision(request.pk),
+                             actor=services.Person(treasury[name], step_up=proof))
         grant = services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
         assert grant.params["to"] == "attacker-acct"  # what treasury approved, knowingly
         assert votes(request) == [("tess", 2), ("trent", 2)]
@@ -229,7 +231,8 @@ class TestEditsCannotEscalatePastTheGroup:
     def test_the_target_is_never_editable(self, wire, people):
         request = wire(500)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]),
+            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                        actor=services.Person(people["alice"]),
                                         edits={"ledger": "other"})
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
 
@@ -261,8 +264,10 @@ class TestStepUpIsNoOracle:
         for request in (first, second):
             for _ in range(2):
                 with pytest.raises(errors.DomainError):
-                    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
-            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
+                    services.approve(request.pk, revision=current_revision(request.pk),
+                                     actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
+            services.approve(request.pk, revision=current_revision(request.pk),
+                             actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
         assert not AuditEvent.objects.filter(verb="auth.session_ended").exists()
 
 

@@ -122,7 +122,8 @@ class TestApproving:
         request = submit()
         services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         with pytest.raises(DomainError) as late:
-            services.reject(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]), feedback="no")
+            services.reject(request.pk, revision=current_revision(request.pk),
+                            actor=services.Person(people["bob"]), feedback="no")
         assert late.value.code == errors.ALREADY_DECIDED
         assert "already approved by alice" in late.value.message.lower()
 
@@ -130,7 +131,8 @@ class TestApproving:
 class TestRejecting:
     def test_rejection_keeps_the_feedback_verbatim_for_the_agent(self, submit, people):
         request = submit()
-        services.reject(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]), feedback="Send it to the team list instead.")
+        services.reject(request.pk, revision=current_revision(request.pk),
+                        actor=services.Person(people["bob"]), feedback="Send it to the team list instead.")
         request.refresh_from_db()
         assert request.state == State.REJECTED
         assert request.feedback == "Send it to the team list instead."
@@ -141,7 +143,8 @@ class TestApproveWithEdits:
     def test_only_editable_params_may_change(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         with pytest.raises(DomainError) as refused:
-            services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]), edits={"to": "acct-evil"})
+            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                        actor=services.Person(people["alice"]), edits={"to": "acct-evil"})
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
         request.refresh_from_db()
         assert request.current_revision == 1
@@ -149,7 +152,8 @@ class TestApproveWithEdits:
     def test_an_edit_makes_a_new_revision_and_earlier_approvals_stop_counting(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]), edits={"amount": "450.00"})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=services.Person(people["bob"]), edits={"amount": "450.00"})
         request.refresh_from_db()
         assert request.current_revision == 2
         assert request.current_params() == {"amount": "450.00", "to": "acct-1"}
@@ -162,7 +166,8 @@ class TestApproveWithEdits:
 
     def test_the_claim_grant_carries_the_edited_params(self, submit, people):
         request = submit("update_document", params={"doc": "d-1", "content": "draft"})
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]), edits={"content": "final"})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=services.Person(people["alice"]), edits={"content": "final"})
         grant = services.claim_execution(request.pk, actor=services.SYSTEM)
         assert grant.params == {"doc": "d-1", "content": "final"}
         assert grant.idempotency_key.endswith("-r2")
@@ -195,7 +200,8 @@ class TestCancelAndExpire:
         request = submit()
         with freeze_time(request.decide_by + timedelta(seconds=1)):
             with pytest.raises(DomainError) as late:
-                services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
+                services.approve(request.pk, revision=current_revision(request.pk),
+                                 actor=services.Person(people["alice"]))
         assert late.value.code == "decision_deadline_passed"
         request.refresh_from_db()
         assert request.state == State.EXPIRED

@@ -75,7 +75,8 @@ def _act(request_id, user, kind: str, amount: int, proves: bool) -> None:
         elif kind == "reject":
             services.reject(request_id, revision=current_revision(request_id), actor=reviewer, feedback="no")
         else:
-            services.approve_with_edits(request_id, revision=current_revision(request_id), actor=reviewer, edits={"amount": amount, "memo": f"m{amount}"})
+            services.approve_with_edits(request_id, revision=current_revision(request_id),
+                                        actor=reviewer, edits={"amount": amount, "memo": f"m{amount}"})
     except errors.DomainError:
         pass  # refusals are allowed; what matters is what an approval stands on
 

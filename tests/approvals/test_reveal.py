@@ -95,7 +95,8 @@ def test_the_revealed_value_is_the_current_revisions(submit, people, admin_user)
                       "required_approvals": 2, "editable_params": ["body"], "masked_params": ["body"],
                       "conditions": []}, actor=services.Person(admin_user), note="two people read mail")
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
-    services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]), edits={"body": "Shorter."})
+    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                actor=services.Person(people["alice"]), edits={"body": "Shorter."})
     revealed = services.reveal_field(request.pk, "body", actor=services.Person(people["bob"]))
     assert (revealed.value, revealed.revision) == ("Shorter.", 2)
 

@@ -130,7 +130,8 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         request = ApprovalRequest.objects.get(pk=key)
         edits = data.draw(st.sampled_from(EDITS.get(request.action_type, [{"anything": "x"}])))
         try:
-            services.approve_with_edits(key, revision=current_revision(key), actor=self._reviewer(who, proves), edits=edits)
+            services.approve_with_edits(key, revision=current_revision(key),
+                                        actor=self._reviewer(who, proves), edits=edits)
         except DomainError as refused:
             allowed = {errors.PARAM_NOT_EDITABLE, "no_changes", errors.ALREADY_VOTED, errors.ALREADY_DECIDED,
                        errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED,
@@ -145,7 +146,8 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.reject(key, revision=current_revision(key), actor=services.Person(self.people[who]), feedback="not like this")
+            services.reject(key, revision=current_revision(key),
+                            actor=services.Person(self.people[who]), feedback="not like this")
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=False)
         else:

@@ -242,7 +242,8 @@ def test_a_draft_survives_another_reviewers_vote_that_redraws_the_card(
     select(bob, str(transfer.pk))
     bob.keyboard.press("r")
     bob.keyboard.type("Half now, half next week.")
-    services.approve(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(people["alice"]))  # one of two: the card is redrawn
+    services.approve(transfer.pk, revision=current_revision(transfer.pk),
+                     actor=services.Person(people["alice"]))  # one of two: the card is redrawn
     card = bob.locator(f"#card-{transfer.pk}")
     card.locator(".quorum-text", has_text="1 of 2").wait_for()
     assert card.locator("textarea[name=feedback]").input_value() == "Half now, half next week."

@@ -32,8 +32,10 @@ def approved_transfer(submit, people, two_person_rule):
                      reason="The landlord's invoice is due today.",
                      context={"links": [{"label": "Run 12", "url": "https://ci.example.com/runs/12"}],
                               "turns": [{"role": "user", "text": "Pay the rent, half now."}]})
-    services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]), edits={"amount": "450.00"})
-    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]), feedback="Matches the invoice.")
+    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                actor=services.Person(people["alice"]), edits={"amount": "450.00"})
+    services.approve(request.pk, revision=current_revision(request.pk),
+                     actor=services.Person(people["bob"]), feedback="Matches the invoice.")
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request

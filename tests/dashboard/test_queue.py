@@ -194,7 +194,8 @@ def test_quorum_progress_and_an_unreachable_quorum_say_so(client, people, submit
 def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
     first = services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X",
                                                 plan_markdown="# X\n\n1. step one\n2. step two\n"), agent=agent)
-    services.reject(first.pk, revision=current_revision(first.pk), actor=services.Person(people["alice"]), feedback="Add a rollback step.")
+    services.reject(first.pk, revision=current_revision(first.pk),
+                    actor=services.Person(people["alice"]), feedback="Add a rollback step.")
     services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X", supersedes=first,
                                         plan_markdown="# X\n\n1. step one\n2. step two\n3. rollback\n"), agent=agent)
     client.force_login(people["bob"])
@@ -206,7 +207,8 @@ def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
 
 def test_approve_with_edits_shows_the_param_diff_across_revisions(client, people, submit, two_person_rule):
     transfer = submit("transfer_funds", params={"amount": 100, "memo": "invoice"})
-    services.approve_with_edits(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(people["alice"]), edits={"amount": 90})
+    services.approve_with_edits(transfer.pk, revision=current_revision(transfer.pk),
+                                actor=services.Person(people["alice"]), edits={"amount": 90})
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "Parameter edits" in html
@@ -270,7 +272,8 @@ def test_a_card_fragment_is_served_only_while_it_belongs_in_the_queue(client, pe
 
 def test_history_lists_decided_requests_with_filters(client, people, submit):
     rejected = submit("send_email")
-    services.reject(rejected.pk, revision=current_revision(rejected.pk), actor=services.Person(people["bob"]), feedback="Wrong recipient")
+    services.reject(rejected.pk, revision=current_revision(rejected.pk),
+                    actor=services.Person(people["bob"]), feedback="Wrong recipient")
     submit("send_email")  # still pending: not history
     client.force_login(people["alice"])
     response = client.get(reverse("approvals:history"))

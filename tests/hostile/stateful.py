@@ -257,9 +257,11 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
             for reviewer in reviewers:  # a second approval when the rule wants two
                 try:
                     if decision == "approve":
-                        services.approve(pk, revision=current_revision(pk), actor=services.Person(reviewer), feedback=feedback)
+                        services.approve(pk, revision=current_revision(pk),
+                                         actor=services.Person(reviewer), feedback=feedback)
                     else:
-                        services.reject(pk, revision=current_revision(pk), actor=services.Person(reviewer), feedback=feedback)
+                        services.reject(pk, revision=current_revision(pk),
+                                        actor=services.Person(reviewer), feedback=feedback)
                 except DomainError:
                     break  # decided already (quorum met, rejected) or not this reviewer's to decide
 

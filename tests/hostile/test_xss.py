@@ -104,7 +104,8 @@ def hostile_requests(people, risk_admin):
     rejected = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
         agent=evil_agent)
-    services.reject(rejected.pk, revision=current_revision(rejected.pk), actor=services.Person(people["bob"]), feedback=PAYLOAD)
+    services.reject(rejected.pk, revision=current_revision(rejected.pk),
+                    actor=services.Person(people["bob"]), feedback=PAYLOAD)
     return {"action": action, "plan": plan, "rejected": rejected, "batched": batched[0]}
 
 
