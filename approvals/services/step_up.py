@@ -77,8 +77,9 @@ def payload_digest(value: Any) -> str:
     "" for nothing. Canonical as JSON, not as Python: `true`, `1` and `1.0` differ."""
     if value is None:
         return ""
-    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(encoded.encode()).hexdigest()
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    # surrogatepass: text the edges let through is digested, never a 500 (they refuse lone surrogates first).
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _decision(item: Iterable[Any]) -> Decision:
