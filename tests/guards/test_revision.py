@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from hypothesis import given, settings as hypothesis_settings, strategies as st
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
@@ -40,7 +41,9 @@ from approvals.people import Person
 from approvals.permissions import REVIEWERS
 from approvals.states import State
 from tests.api.conftest import bearer
-from tests.identity.conftest import enroll_totp, sign_in, totp_code  # noqa: F401 - a fixture, used by name
+# Fixtures, used by name: the authenticator app's enrollment, the in-process identity provider.
+from tests.identity.conftest import enroll_totp, local_provider, sign_in, totp_code  # noqa: F401
+from tests.identity.test_provider_step_up import back_from_the_provider, provider, sso_alice, to_the_provider  # noqa: F401
 from tests.identity.soft_passkey import SoftPasskey
 from tests.suspensions.conftest import APPROVAL_STEP
 
@@ -516,3 +519,51 @@ def test_the_cards_challenge_needs_a_revision_and_is_only_for_the_reviewers_queu
     stranger = Client(HTTP_HOST="localhost")
     stranger.force_login(people["mallory"])
     assert stranger.post(url, {"decision": "approve", "revision": "1"}, **JSON_ACCEPT).status_code == 404
+
+
+# --- The provider re-authentication binds the edit too -------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_sign_in_at_the_provider_for_one_edit_does_not_approve_another(sso_alice, provider, payroll):
+    request = payroll(100)
+    item = [{"id": str(request.pk), "revision": 1}]
+
+    def proven_for(edits: dict) -> str:
+        asked = sso_alice.post(CHALLENGES, {"decision": "approve_with_edits", "requests": item, "edits": edits},
+                               format="json")
+        assert asked.status_code == 200 and asked.json()["method"] == "provider", asked.json()
+        back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, asked.json()))
+        return asked.json()["nonce"]
+
+    def edit(edits: dict, nonce: str):
+        return sso_alice.post(f"/api/v1/requests/{request.pk}/decisions/", {
+            "decision": "approve", "revision": 1, "edits": edits,
+            "step_up": {"method": "provider", "nonce": nonce}}, format="json")
+
+    swapped = edit({"amount": 9_999_999}, proven_for({"amount": 200}))
+    assert swapped.status_code == 403, swapped.json()
+    assert snapshot(request) == (State.PENDING_APPROVAL, 1, {"amount": 100}, [])
+    signed = edit({"amount": 200}, proven_for({"amount": 200}))
+    assert signed.status_code == 200 and signed.json()["state"] == State.APPROVED, signed.json()
+
+
+# --- One digest per distinct payload ------------------------------------------------------------------
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=10,
+)
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(a=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3),
+       b=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3))
+def test_two_edits_share_a_proof_only_when_their_json_is_the_same(a, b):
+    same_json = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    bound_a = services.decision_digest([services.edit_decision("r", 1, a)])
+    bound_b = services.decision_digest([services.edit_decision("r", 1, b)])
+    assert (bound_a == bound_b) == same_json
+    assert bound_a != services.decision_digest([("r", 1, "approve")])
+    assert bound_a != services.decision_digest([services.edit_decision("r", 2, a)])
