@@ -149,7 +149,10 @@ DECISION_ERRORS = (
 class DecisionView(PersonView):
     """`POST /api/v1/requests/{id}/decisions/`: approve, approve with edits, or reject.
 
-    Only a person who can view the request learns it exists (others get 404).
+    Only a person who can view the request learns it exists (others get 404). The
+    decision names the revision it was made on, as `revision` or as `If-Match` (the
+    request's ETag): without one it is 422 `revision_required`, on another 409
+    `revision_changed` (DESIGN.md "A decision names what it decides").
     """
 
     serializer_class = DecisionSerializer
