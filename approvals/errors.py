@@ -25,6 +25,8 @@ ALREADY_DECIDED = register("already_decided", 409, "Someone decided the request 
 ALREADY_VOTED = register("already_voted", 409, "You already decided this revision.")
 DECISION_DEADLINE_PASSED = register("decision_deadline_passed", 409, "The decision deadline passed; it expired.")
 REVISION_CHANGED = register("revision_changed", 409, "The request moved to another revision since you looked.")
+REVISION_REQUIRED = register("revision_required", 422,
+                             "A decision names the revision it was made on (`revision`, or the API's `If-Match`).")
 NOT_PERMITTED = register("not_permitted", 403, "You may not do this to this request.")
 SEPARATION_OF_DUTIES = register("separation_of_duties", 403, "The agent's owner and the person it acts for cannot approve.")
 PARAM_NOT_EDITABLE = register("param_not_editable", 422, "The rule does not let reviewers edit these params.")

@@ -179,7 +179,9 @@ class DecisionSerializer(serializers.Serializer):
     )
     revision = WholeNumberField(
         min_value=REVISION.low, max_value=REVISION.high, required=False,
-        help_text="The revision you looked at; if the request moved on, nothing is recorded (409 revision_changed).",
+        help_text="Required (here or as the `If-Match` header, the request's ETag): the revision you looked at. "
+                  "Without it nothing is recorded (422 revision_required); if the request moved on, nothing is "
+                  "recorded either (409 revision_changed).",
     )
     step_up = StepUpSerializer(
         required=False,
@@ -207,8 +209,9 @@ class DecisionResultSerializer(ApprovalRequestSerializer):
 
 class BatchItemSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    revision = WholeNumberField(min_value=REVISION.low, max_value=REVISION.high,
-                                help_text="The revision you looked at.")
+    revision = WholeNumberField(
+        min_value=REVISION.low, max_value=REVISION.high, required=False,
+        help_text="Required: the revision you looked at (without it: 422 revision_required, nothing decided).")
 
 
 class BatchDecisionSerializer(serializers.Serializer):
@@ -244,6 +247,26 @@ class StepUpChallengeSerializer(serializers.Serializer):
                                        help_text="The verdict the passkey will confirm.")
     requests = BatchItemSerializer(many=True, min_length=1, max_length=100,
                                    help_text="The requests (at the revisions you looked at) it will confirm it for.")
+    edits = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
+        help_text="With `approve_with_edits` (one request): exactly the `edits` the decision will send; the proof "
+                  "confirms those edits only.")
+    resume_data = BoundedJSONObject(
+        max_bytes_setting="API_MAX_PARAMS_BYTES", required=False,
+        help_text="With `respond` (one request): exactly the answer the decision will send; the proof confirms "
+                  "that answer only.")
+
+    def validate(self, attrs):
+        carries = {"approve_with_edits": "edits", "respond": "resume_data"}.get(attrs["decision"])
+        for name in ("edits", "resume_data"):
+            if name in attrs and name != carries:
+                raise serializers.ValidationError({name: f"{name} goes with {attrs['decision']!r} only."},
+                                                  code="unexpected")
+        if carries and (carries not in attrs or len(attrs["requests"]) != 1):
+            raise serializers.ValidationError(
+                {carries: f"A {attrs['decision']} proof is for one request and names its `{carries}`."},
+                code="required")
+        return attrs
 
 
 class StepUpChallengeResultSerializer(serializers.Serializer):

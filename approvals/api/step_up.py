@@ -1,9 +1,10 @@
 """`POST /api/v1/step-up/challenges/`: the challenge a passkey signs to confirm decisions.
 
-The answer's challenge is derived from the person, a fresh nonce and the (request,
-revision, verdict) triples named (`services.passkeys`), so the assertion made over it
-confirms exactly those decisions, once. Send it with the decision(s) as
-`step_up: {"method": "passkey", "nonce": ..., "assertion": ...}`.
+The answer's challenge is derived from the person, a fresh nonce and the decisions
+named: (request, revision, verdict) and, for an edit or an answer, the digest of the
+`edits` or `resume_data` sent with it (`services.passkeys`), so the assertion made over
+it confirms exactly those decisions, once: a proof for one edit is no proof for another.
+Send it with the decision(s) as `step_up: {"method": "passkey", "nonce": ..., "assertion": ...}`.
 
 For someone who signs in only through an identity provider the answer is a nonce and a
 `redirect`: the sign-in there that address leads to proves the nonce for those
@@ -18,14 +19,16 @@ from rest_framework.response import Response
 
 from controlplane.http.schema import error_responses
 
-from .. import errors
+from .. import errors, services
 from ..errors import DomainError
 from ..services import decision_digest, method_for, passkeys, provider_step_up
+from ..services.decisions import APPROVE_WITH_EDITS
 from ..services.step_up import PROVIDER
+from ..services.suspensions import RESPOND
 from .serializers import StepUpChallengeResultSerializer, StepUpChallengeSerializer
 from .views import PersonView
 
-__all__ = ["StepUpChallengeView"]
+__all__ = ["StepUpChallengeView", "challenge"]
 
 
 class StepUpChallengeView(PersonView):
@@ -35,18 +38,40 @@ class StepUpChallengeView(PersonView):
         operation_id="step_up_challenge",
         summary="A passkey (or identity provider) challenge for these decisions (reviewers, session + CSRF)",
         request=StepUpChallengeSerializer,
-        responses={200: StepUpChallengeResultSerializer, **error_responses(errors.NO_PASSKEY)},
+        responses={200: StepUpChallengeResultSerializer,
+                   **error_responses(errors.NO_PASSKEY, errors.REVISION_REQUIRED)},
         tags=["reviewers"],
     )
     def post(self, request):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        digest = decision_digest((str(item["id"]), item["revision"], data["decision"]) for item in data["requests"])
-        if method_for(request.user) == PROVIDER:
-            nonce = provider_step_up.issue_challenge(request.user, digest)
-            return Response({"method": PROVIDER, "nonce": nonce, "expires_in": provider_step_up.CHALLENGE_SECONDS,
-                             "redirect": reverse("provider-step-up", args=[nonce])})
-        if not passkeys.has_passkey(request.user):
-            raise DomainError(errors.NO_PASSKEY, "You have no passkey: confirm with your code or password instead.")
-        return Response({"method": "passkey", **passkeys.issue_challenge(request.user, digest, rp_id=self.rp_id())})
+        for item in data["requests"]:
+            services.require_revision_given(item.get("revision"))
+        return Response(challenge(request.user, decision_digest(_decisions(data)), rp_id=self.rp_id()))
+
+
+def _decisions(data: dict) -> list[tuple]:
+    """What the proof will confirm, exactly as the decision services will ask for it."""
+    verdict = data["decision"]
+    if verdict == APPROVE_WITH_EDITS:
+        (item,) = data["requests"]
+        return [services.edit_decision(item["id"], item["revision"], data["edits"])]
+    if verdict == RESPOND:
+        (item,) = data["requests"]
+        return [services.answer_decision(item["id"], item["revision"], data["resume_data"])]
+    return [(str(item["id"]), item["revision"], verdict) for item in data["requests"]]
+
+
+def challenge(user, digest: str, *, rp_id: str) -> dict:
+    """The challenge for the decisions whose `decision_digest` is `digest`: a passkey's
+    `navigator.credentials.get()` options, or for someone who signs in only through an
+    identity provider a nonce and the `redirect` that proves it (the dashboard's own
+    challenge, approvals.web.views.step_up_challenge, answers the same)."""
+    if method_for(user) == PROVIDER:
+        nonce = provider_step_up.issue_challenge(user, digest)
+        return {"method": PROVIDER, "nonce": nonce, "expires_in": provider_step_up.CHALLENGE_SECONDS,
+                "redirect": reverse("provider-step-up", args=[nonce])}
+    if not passkeys.has_passkey(user):
+        raise DomainError(errors.NO_PASSKEY, "You have no passkey: confirm with your code or password instead.")
+    return {"method": "passkey", **passkeys.issue_challenge(user, digest, rp_id=rp_id)}

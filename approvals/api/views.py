@@ -109,7 +109,8 @@ class RequestDetailView(ReaderView):
         found = readable_requests(request.user).filter(pk=pk).first()
         if found is None:
             raise _not_found()
-        return Response(self.render(found))
+        # The ETag names the revision (what a decision's If-Match is compared with), not the bytes.
+        return Response(self.render(found), headers={"ETag": etag(found.current_revision)})
 
 
 class PersonView(generics.GenericAPIView):
@@ -138,7 +139,8 @@ class PersonView(generics.GenericAPIView):
 DECISION_ERRORS = (
     errors.SESSION_ENDED, errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, errors.STEP_UP_REQUIRED,
     errors.STEP_UP_FAILED, errors.STEP_UP_THROTTLED, errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED,
-    errors.ALREADY_VOTED, errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
+    errors.ALREADY_VOTED, errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.REVISION_REQUIRED,
+    errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
     errors.EDIT_PROHIBITED, errors.NO_CHANGES, errors.DECISION_NOT_ALLOWED, errors.REPLY_REQUIRED,
     # Suspensions
     INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA, errors.RESUME_DATA_REQUIRED, errors.NOT_A_SUSPENSION,
@@ -148,7 +150,10 @@ DECISION_ERRORS = (
 class DecisionView(PersonView):
     """`POST /api/v1/requests/{id}/decisions/`: approve, approve with edits, or reject.
 
-    Only a person who can view the request learns it exists (others get 404).
+    Only a person who can view the request learns it exists (others get 404). The
+    decision names the revision it was made on, as `revision` or as `If-Match` (the
+    request's ETag): without one it is 422 `revision_required`, on another 409
+    `revision_changed` (DESIGN.md "A decision names what it decides").
     """
 
     serializer_class = DecisionSerializer
@@ -166,13 +171,15 @@ class DecisionView(PersonView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
+        revision = revision_of(request, data.get("revision"))
         try:
-            decided = _decide(pk, self.reviewer(data), data)
+            decided = _decide(pk, self.reviewer(data), data, revision)
         except DomainError as error:
             self.end_session_if(error.code)
             raise
         decided = with_current_params(ApprovalRequest.objects.filter(pk=decided.pk)).get()
-        return Response({**request_dict(decided, mask=True), "outcome": _outcome(decided, request.user)})
+        return Response({**request_dict(decided, mask=True), "outcome": _outcome(decided, request.user)},
+                        headers={"ETag": etag(decided.current_revision)})
 
 
 class BatchDecisionView(PersonView):
@@ -189,7 +196,7 @@ class BatchDecisionView(PersonView):
         operation_id="decide_batch",
         summary="Decide several requests at once (reviewers, session + CSRF)",
         request=BatchDecisionSerializer,
-        responses={200: BatchDecisionsSerializer, **error_responses()},
+        responses={200: BatchDecisionsSerializer, **error_responses(errors.REVISION_REQUIRED)},
         tags=["reviewers"],
     )
     def post(self, request):
@@ -197,7 +204,9 @@ class BatchDecisionView(PersonView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         verdict = data["decision"]
-        items = [(str(item["id"]), item["revision"]) for item in data["requests"]]
+        items = [(str(item["id"]), item.get("revision")) for item in data["requests"]]
+        for _pk, revision in items:
+            services.require_revision_given(revision)  # 422 revision_required: nothing decided
         covered = [(request_id, revision, verdict) for request_id, revision in items]
         actor = self.reviewer(data, covers=covered)
         visible = {str(pk) for pk in viewable_by(request.user).filter(pk__in=[i for i, _ in items])
@@ -246,17 +255,43 @@ class RevealView(PersonView):
         return Response({"field": revealed.field, "value": revealed.value, "revision": revealed.revision})
 
 
-def _decide(pk, actor: services.Person, data: dict) -> ApprovalRequest:
+def etag(revision: int) -> str:
+    """The request's revision as an entity tag: what a decision sends back in `If-Match`."""
+    return f'"{revision}"'
+
+
+def revision_of(request: Request, given: int | None) -> int | None:
+    """The revision a decision names: the body's `revision`, or the `If-Match` header
+    (the revision number, quoted or not: `"3"` or `3`). Both given must agree. None
+    when neither is (the service answers 422 `revision_required`). `*`, a weak tag or a
+    list is no revision: a decision names the one revision it was made on."""
+    header = request.headers.get("If-Match")
+    if header is None:
+        return given
+    text = header.strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < 1:
+        raise DomainError(errors.REVISION_REQUIRED, "If-Match names one revision: the number, quoted or not.",
+                          fields=["If-Match"])
+    if given is not None and given != int(text):
+        raise DomainError(VALIDATION_ERROR, f"`revision` ({given}) and If-Match ({text}) disagree.",
+                          fields=["revision", "If-Match"])
+    return int(text)
+
+
+def _decide(pk, actor: services.Person, data: dict, revision: int | None) -> ApprovalRequest:
     if data["decision"] == "respond":  # a suspension's answer, or a reply in place of an action's tool
         if "resume_data" in data or ApprovalRequest.objects.filter(pk=pk, kind=Kind.SUSPENSION).exists():
             return services.respond_to_suspension(pk, actor=actor, resume_data=data.get("resume_data"),
-                                                  revision=data.get("revision"), feedback=data["feedback"])
-        return services.respond_instead(pk, data["message"], actor=actor, revision=data.get("revision"))
+                                                  revision=revision, feedback=data["feedback"])
+        return services.respond_instead(pk, data["message"], actor=actor, revision=revision)
     if data["decision"] == "reject":
-        return services.reject(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+        return services.reject(pk, actor=actor, feedback=data["feedback"], revision=revision)
     if data.get("edits"):
-        return services.approve_with_edits(pk, actor=actor, edits=data["edits"], feedback=data["feedback"])
-    return services.approve(pk, actor=actor, feedback=data["feedback"], revision=data.get("revision"))
+        return services.approve_with_edits(pk, actor=actor, revision=revision, edits=data["edits"],
+                                           feedback=data["feedback"])
+    return services.approve(pk, actor=actor, feedback=data["feedback"], revision=revision)
 
 
 def _outcome(decided: ApprovalRequest, user) -> str:

@@ -20,7 +20,17 @@ from ..people import Person
 from .classification import classification_input
 from .core import SYSTEM, PersistedRefusal, RequestChange, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
-from .decisions import BatchItem, approve, approve_with_edits, cancel, decide_batch, is_proposal, reject
+from .decisions import (
+    BatchItem,
+    approve,
+    approve_with_edits,
+    cancel,
+    decide_batch,
+    edit_decision,
+    is_proposal,
+    reject,
+    require_revision_given,
+)
 from .escalation import escalate_request
 from .replies import respond_instead
 from .execution import (
@@ -37,9 +47,9 @@ from .execution import (
     revalidation_refusal,
 )
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
-from .step_up import StepUpProof, decision_digest, method_for, needs_step_up
+from .step_up import StepUpProof, decision_digest, method_for, needs_step_up, payload_digest
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
-from .suspensions import answer_of, respond_to_suspension
+from .suspensions import answer_decision, answer_of, respond_to_suspension
 
 __all__ = [
     "PLAN_ACTION_TYPE",
@@ -52,6 +62,7 @@ __all__ = [
     "StepUpProof",
     "Submission",
     "approve",
+    "answer_decision",
     "answer_of",
     "approve_with_edits",
     "cancel",
@@ -61,6 +72,7 @@ __all__ = [
     "complete_execution",
     "decide_batch",
     "decision_digest",
+    "edit_decision",
     "defer_execution",
     "escalate_request",
     "expire",
@@ -71,8 +83,10 @@ __all__ = [
     "mark_enqueued",
     "method_for",
     "needs_step_up",
+    "payload_digest",
     "reclaim_execution",
     "reject",
+    "require_revision_given",
     "respond_instead",
     "reveal_field",
     "allow_masked_probe",

@@ -43,9 +43,10 @@ from .guards import (
     require_proposed_answer,
     rule_asks_step_up,
 )
-from .step_up import require_step_up
+from .step_up import payload_digest, require_step_up
 
-__all__ = ["BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch", "is_proposal", "reject"]
+__all__ = ["APPROVE_WITH_EDITS", "BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch",
+           "edit_decision", "is_proposal", "reject", "require_revision_given"]
 
 APPROVE = Decision.Verdict.APPROVE
 REJECT = Decision.Verdict.REJECT
@@ -64,15 +65,26 @@ def _require_bounded_input(feedback: str, edits: dict[str, Any] | None = None) -
                           fields=["edits"])
 
 
+# The verdict a step-up proof for an edit is made over, with the edits' digest.
+APPROVE_WITH_EDITS = "approve_with_edits"
+
+
+def edit_decision(request_id, revision: int, edits: dict[str, Any]) -> tuple[str, int, str, str]:
+    """What a step-up proof for approving `edits` at `revision` binds: the request, the
+    revision the edit was made on, the verdict and the digest of exactly these edits."""
+    return (str(request_id), int(revision), APPROVE_WITH_EDITS, payload_digest(edits))
+
+
 # --- Approve and reject -------------------------------------------------------------
 
 
-def approve(request_id, *, actor: Person, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+def approve(request_id, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s approval of the current revision; approve once the quorum stands.
 
-    `revision`: the revision the reviewer looked at; if the request moved on since,
-    nothing is recorded (`revision_changed`).
+    `revision`: the revision the reviewer looked at (required: 422 `revision_required`
+    without one); if the request moved on since, nothing is recorded (`revision_changed`).
     """
+    require_revision_given(revision)
     _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
@@ -90,12 +102,13 @@ def approve(request_id, *, actor: Person, feedback: str = "", revision: int | No
     return request
 
 
-def reject(request_id, *, actor: Person, feedback: str = "", revision: int | None = None) -> ApprovalRequest:
+def reject(request_id, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
     """Any reviewer who may decide ends the request; `feedback` reaches the agent verbatim.
 
     A rejection needs no step-up and is open to the agent's owner and the person it
     acts for: it can only stop something, never make it run.
     """
+    require_revision_given(revision)
     _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
@@ -111,8 +124,21 @@ def reject(request_id, *, actor: Person, feedback: str = "", revision: int | Non
     return request
 
 
-def _require_revision(request: ApprovalRequest, revision: int | None) -> None:
-    if revision is not None and revision != request.current_revision:
+def require_revision_given(revision: Any) -> None:
+    """Every decision names the revision it was made on (DESIGN.md "A decision names
+    what it decides"): none, or something that is no revision number, is 422
+    `revision_required`, before anything is locked or read."""
+    if type(revision) is not int or revision < 1:
+        raise DomainError(
+            errors.REVISION_REQUIRED,
+            "Say which revision you decided on: send `revision` (the API also takes If-Match).",
+            fields=["revision"],
+        )
+
+
+def _require_revision(request: ApprovalRequest, revision: int) -> None:
+    require_revision_given(revision)
+    if revision != request.current_revision:
         raise DomainError(
             errors.REVISION_CHANGED,
             f"The request is at revision {request.current_revision} now, not {revision}; look at it again.",
@@ -157,7 +183,8 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
 # --- Approve with edits ------------------------------------------------------------------
 
 
-def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feedback: str = "") -> ApprovalRequest:
+def approve_with_edits(request_id, *, actor: Person, revision: int, edits: dict[str, Any],
+                       feedback: str = "") -> ApprovalRequest:
     """Make a new revision with `edits` applied to the params the rule marks editable,
     and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
 
@@ -168,10 +195,16 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
     where they are eligible under the deciding classification (in its group, not
     excluded by separation of duties, no emergency stop) and give the step-up its
     level needs; otherwise the edit stands as a proposal that group decides.
+
+    `revision`: the revision the edit was made on (required; `revision_changed` when
+    the request moved on). A step-up proof must be made for exactly these edits at
+    that revision (`edit_decision`).
     """
+    require_revision_given(revision)
     _require_bounded_input(feedback, edits)
     with changing(request_id) as request:
         require_pending(request)
+        _require_revision(request, revision)
         require_may_decide(request, actor)
         if request.kind == Kind.SUSPENSION:  # its payload is what the step paused with, not the answer
             raise DomainError(errors.RESUME_DATA_REQUIRED, "A suspension is answered, not edited: respond with resume_data.")
@@ -189,7 +222,7 @@ def approve_with_edits(request_id, *, actor: Person, edits: dict[str, Any], feed
         if counts:
             risk_level, rule_asks = _deciding_step_up(request, deciding)
             method = require_step_up(
-                request, actor, decision=(str(request.pk), request.current_revision, "approve_with_edits"),
+                request, actor, decision=edit_decision(request.pk, request.current_revision, edits),
                 risk_level=risk_level, rule_asks=rule_asks,
             )
         _write_revision(request, actor, params, changed, previous, fresh, deciding=deciding, regroups=regroups,
@@ -317,12 +350,15 @@ def decide_batch(items: Sequence[tuple[str, int]], *, actor: Person, verdict: st
 
     A step-up proof for the batch must cover every (request, revision, verdict) in
     it (`StepUpProof(..., covers=...)`): one proof, one digest, valid for these
-    decisions only. A request whose revision moved on is refused with
+    decisions only. A member without a revision refuses the whole batch (422
+    `revision_required`, nothing decided). A request whose revision moved on is refused with
     `revision_changed`; the others are decided on their own.
     """
     decide = approve if verdict == APPROVE else reject if verdict == REJECT else None
     if decide is None:
         raise DomainError(errors.INVALID_EDIT, f"Unknown verdict {verdict!r}.")
+    for _request_id, revision in items:  # every member names its revision, or none is decided
+        require_revision_given(revision)
     _require_bounded_input(feedback)
     results = []
     for request_id, revision in items:

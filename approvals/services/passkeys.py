@@ -2,8 +2,10 @@
 the server derives from the decision(s) it is for, valid once.
 
 allauth's own passkey sign-in uses random challenges; here the challenge is
-HMAC(server key, person, nonce, digest of the (request, revision, verdict) triples), so
-an assertion made for one decision cannot decide another, and the nonce (issued by
+HMAC(server key, person, nonce, digest of the decisions: (request, revision, verdict)
+and the digest of the edits or the answer each carries; `step_up.decision_digest`), so
+an assertion made for one decision cannot decide another, nor the same one with other
+edits or another answer, and the nonce (issued by
 `issue_challenge`, kept in the cache for `CHALLENGE_SECONDS`, deleted at its first use)
 makes it valid once. Verification runs against the passkeys the person enrolled through
 allauth.mfa, with fido2 (which allauth.mfa depends on).

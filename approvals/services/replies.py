@@ -27,7 +27,7 @@ from ..models import ApprovalRequest, Decision
 from ..people import Person
 from ..states import State
 from .core import changing, transition
-from .decisions import _record_vote, _require_revision
+from .decisions import _record_vote, _require_revision, require_revision_given
 from .guards import require_allowed, require_may_decide, require_pending
 
 __all__ = ["RESPONDED", "respond_instead"]
@@ -38,8 +38,12 @@ RESPONDED = "responded"
 MAX_REPLY_CHARS = 10_000
 
 
-def respond_instead(request_id, message: str, *, actor: Person, revision: int | None = None) -> ApprovalRequest:
-    """End the pending action with `message` as what the agent's model reads instead of the tool's result."""
+def respond_instead(request_id, message: str, *, actor: Person, revision: int) -> ApprovalRequest:
+    """End the pending action with `message` as what the agent's model reads instead of the tool's result.
+
+    `revision`: the revision the reviewer replied to (required: 422 `revision_required`).
+    """
+    require_revision_given(revision)
     if not message.strip():
         raise DomainError(errors.REPLY_REQUIRED, "Write the reply the agent's model should read.")
     if len(message) > MAX_REPLY_CHARS:

@@ -11,8 +11,10 @@ passkey, no app): a fresh sign-in there, after the challenge and within a short 
 re-classification, so an edit that raises the level raises the bar too.
 
 A proof is valid for the decision it came with: a single decision's proof binds
-to the first (request, revision, verdict) it is used for; a batch proof names
-every (request, revision, verdict) it covers and carries one digest over them.
+to the first (request, revision, verdict, payload) it is used for, the payload being
+the digest of the edits or the answer it approves (`payload_digest`); a batch proof
+names every decision it covers and carries one digest over them (DESIGN.md "A
+decision names what it decides").
 A wrong proof is audited (`auth.step_up_failed`) and counted per person;
 `settings.STEP_UP_FAILURE_LIMIT` wrong proofs in a row end the session they came
 through (`auth.session_ended`), so the prompt is no password oracle: guessing on
@@ -26,6 +28,7 @@ for the account's growing waits per (account, address); during a wait the answer
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable
 from importlib import import_module
 from typing import Any, Protocol
@@ -55,6 +58,7 @@ __all__ = [
     "install_secret_gate",
     "method_for",
     "needs_step_up",
+    "payload_digest",
     "require_step_up",
 ]
 
@@ -69,7 +73,10 @@ _ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator 
 _NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation",
           PROVIDER: "sign-in at your identity provider"}
 
-Decision = tuple[str, int, str]  # (request id, revision, verdict)
+# (request id, revision, verdict, payload digest): the payload is what the verdict
+# carries (an edit's params, a suspension's answer; `payload_digest`), "" for none.
+# A triple (request id, revision, verdict) is read as one with no payload.
+Decision = tuple[str, int, str, str]
 
 _FAILURE_WINDOW_SECONDS = 3600
 # The proofs a guesser could find by trying (a passkey signs a fresh challenge; a provider
@@ -101,9 +108,30 @@ def install_secret_gate(gate: SecretGate | None) -> None:
     _secret_gate = gate
 
 
-def decision_digest(decisions: Iterable[Decision]) -> str:
-    """sha256 over the sorted `request:revision:verdict` lines a proof covers."""
-    lines = sorted(f"{request_id}:{revision}:{verdict}" for request_id, revision, verdict in decisions)
+def payload_digest(value: Any) -> str:
+    """sha256 over the canonical JSON of what a decision carries (the edits, the answer);
+    "" for nothing. Canonical as JSON, not as Python: `true`, `1` and `1.0` differ."""
+    if value is None:
+        return ""
+    encoded = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    # surrogatepass: text the edges let through is digested, never a 500 (they refuse lone surrogates first).
+    return hashlib.sha256(encoded.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _decision(item: Iterable[Any]) -> Decision:
+    request_id, revision, verdict, *payload = item
+    if len(payload) > 1:
+        raise ValueError("a decision is (request, revision, verdict[, payload digest])")
+    return (str(request_id), int(revision), str(verdict), str(payload[0]) if payload else "")
+
+
+def decision_digest(decisions: Iterable[Iterable[Any]]) -> str:
+    """sha256 over the sorted lines a proof covers: `request:revision:verdict`, with
+    `:payload-digest` appended when the decision carries edits or an answer."""
+    lines = sorted(
+        f"{request_id}:{revision}:{verdict}" + (f":{payload}" if payload else "")
+        for request_id, revision, verdict, payload in map(_decision, decisions)
+    )
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -120,9 +148,7 @@ class StepUpProof:
             raise ValueError(f"unknown step-up method {method!r}")
         self.method = method
         self._secret = secret
-        self._covers: frozenset[Decision] | None = None if covers is None else frozenset(
-            (str(request_id), int(revision), verdict) for request_id, revision, verdict in covers
-        )
+        self._covers: frozenset[Decision] | None = None if covers is None else frozenset(map(_decision, covers))
         self._verified_for_user: Any = None
         self._refused = False  # a wrong proof is counted once, however many decisions it came with
         self._nonce = nonce  # passkey: the challenge's nonce, and the host the browser signed for
@@ -264,7 +290,7 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
             errors.STEP_UP_REQUIRED,
             f"Deciding a {risk_level} request needs {_ASKS[expected]}.", risk_level=risk_level, method=expected,
         )
-    if not proof._bind(decision):
+    if not proof._bind(_decision(decision)):
         raise DomainError(
             errors.STEP_UP_REQUIRED,
             "That step-up proof was made for another decision; give one for this decision.", risk_level=risk_level,

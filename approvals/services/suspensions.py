@@ -11,9 +11,9 @@ cannot count (separation of duties, emergency stop) stands as a proposal only.
 
 Every guard of a decision applies, under the row lock: pending, the revision the
 reviewer saw, decide permission, step-up where the level or rule asks for it (over
-(request, revision seen, "respond")). The answer is validated against the stored
-resume schema (`approvals.resume_schema`) before the row lock is taken, so no
-answer, however large or hostile, holds the lock while it is checked.
+(request, revision seen, "respond", digest of the answer)). The answer is validated
+against the stored resume schema (`approvals.resume_schema`) before the row lock is
+taken, so no answer, however large or hostile, holds the lock while it is checked.
 """
 
 from __future__ import annotations
@@ -34,14 +34,20 @@ from ..permissions import excluded_from_approving
 from ..resume_schema import validate_resume_data
 from ..states import Kind, State
 from .core import announce, changing
-from .decisions import _approve_if_quorum, _record_vote, _require_revision
+from .decisions import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 from .guards import require_may_decide, require_pending, rule_asks_step_up
-from .step_up import require_step_up
+from .step_up import payload_digest, require_step_up
 
-__all__ = ["RESPOND", "answer_of", "respond_to_suspension"]
+__all__ = ["RESPOND", "answer_decision", "answer_of", "respond_to_suspension"]
 
-# The verdict a step-up proof for an answer is made over.
+# The verdict a step-up proof for an answer is made over, with the answer's digest.
 RESPOND = "respond"
+
+
+def answer_decision(request_id, revision: int, answer: Any) -> tuple[str, int, str, str]:
+    """What a step-up proof for giving `answer` at `revision` binds: the request, the
+    revision the reviewer saw, the verdict and the digest of exactly this answer."""
+    return (str(request_id), int(revision), RESPOND, payload_digest(answer))
 
 
 def answer_of(request: ApprovalRequest) -> dict[str, Any] | None:
@@ -55,17 +61,20 @@ def _same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revision: int | None = None,
+def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revision: int,
                           feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s answer to a pending suspension; approve it once the quorum agrees.
 
-    `revision`: the revision the reviewer looked at (the proposal they saw); if the
-    request moved on since, nothing is recorded (`revision_changed`).
+    `revision`: the revision the reviewer looked at (the proposal they saw; required:
+    422 `revision_required`); if the request moved on since, nothing is recorded
+    (`revision_changed`). A step-up proof must be made for exactly this answer at that
+    revision (`answer_decision`).
 
     Raises DomainError: `not_a_suspension`, `invalid_resume_data` (422, naming the
     failing path), and every refusal of a decision (`revision_changed`,
     `not_permitted`, `step_up_required`, `already_voted`, ...).
     """
+    require_revision_given(revision)
     schema = _validated_before_the_lock(request_id, resume_data)
     with changing(request_id) as request:
         if request.kind != Kind.SUSPENSION:
@@ -81,7 +90,7 @@ def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revisi
         method = ""
         if counts:
             method = require_step_up(
-                request, actor, decision=(str(request.pk), request.current_revision, RESPOND),
+                request, actor, decision=answer_decision(request.pk, request.current_revision, resume_data),
                 risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
             )
         if not agrees:

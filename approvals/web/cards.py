@@ -411,6 +411,7 @@ _CARD_ACTIONS = {
     "approve_with_edits": "approvals:approve-with-edits",
     "extend": "rules:extend-deadline",
     "respond": "approvals:respond",
+    "step_up_challenge": "approvals:step-up-challenge",  # the passkey or provider challenge for a form's decision
     "page": "approvals:request",  # not a form: the request's own page, linked from the card
 }
 _PLACEHOLDER = "00000000-0000-0000-0000-000000000000"

@@ -19,7 +19,12 @@ from ..resume_schema import INVALID_RESUME_DATA
 from ..states import State
 from .views import _decided_message, _outcome, _refused, _reviewer, _revision
 
-__all__ = ["answer"]
+__all__ = ["answer", "answer_text"]
+
+
+def answer_text(request: HttpRequest):
+    """The form's `resume_data`, parsed as the decision parses it (views.step_up_challenge binds a proof to it)."""
+    return _answer(request)
 
 
 def _answer(request: HttpRequest):

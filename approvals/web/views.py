@@ -402,7 +402,8 @@ def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
     try:
         edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
         decided = services.approve_with_edits(
-            target.pk, actor=_reviewer(request), edits=edits, feedback=request.POST.get("feedback", "")
+            target.pk, actor=_reviewer(request), revision=_revision(request), edits=edits,
+            feedback=request.POST.get("feedback", ""),
         )
     except DomainError as error:
         return _refused(request, error)
@@ -445,7 +446,12 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     request (one not in the reviewer's queue reads as missing); a plain form POST,
     the queue again with the messages."""
     verdict = request.POST.get("decision", "")
-    items = _batch_items(request.POST.getlist("request"))
+    values = request.POST.getlist("request")
+    if any(not value.partition(":")[2] for value in values):
+        return _refused(request, DomainError(
+            errors.REVISION_REQUIRED, "Each request of a batch decision names the revision its row showed (id:revision).",
+            fields=["request"]))
+    items = _batch_items(values)
     if verdict not in _BATCH_VERDICTS or items is None:
         return _outcome(request, ok=False, status=422, code=VALIDATION_ERROR,
                         message="A batch decision needs approve or reject and each request once as id:revision.",
@@ -481,3 +487,4 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
             if not result["ok"]:
                 messages.warning(request, f"{result['id']}: {result['message']}")
     return _outcome(request, ok=True, message=message, results=results)
+

@@ -28,7 +28,7 @@ function errorShape(status, parsed) {
   };
 }
 
-async function request(url, { method = "GET", accept = "application/json", json, form, keepalive = false } = {}) {
+async function request(url, { method = "GET", accept = "application/json", json, form, extra, keepalive = false } = {}) {
   const headers = { Accept: accept };
   // keepalive: the request outlives the page (a decision sent as the reviewer leaves).
   const init = { method, credentials: "same-origin", headers, keepalive };
@@ -39,6 +39,7 @@ async function request(url, { method = "GET", accept = "application/json", json,
       init.body = JSON.stringify(json);
     } else if (form) {
       init.body = new FormData(form);
+      for (const [name, value] of Object.entries(extra || {})) init.body.set(name, value);
     }
   }
   const response = await fetch(url, init);
@@ -83,4 +84,9 @@ export function postJSON(url, payload) {
  * `keepalive` lets it finish after the page is gone. */
 export function postForm(form, { keepalive = false } = {}) {
   return request(form.action, { method: "POST", form, keepalive });
+}
+
+/** POST a form's fields, with `extra` fields set over them, to `url` (not the form's action). */
+export function postFields(url, form, extra) {
+  return request(url, { method: "POST", form, extra });
 }

@@ -1,12 +1,12 @@
 // Step-up by passkey for a card's decision: fetch a challenge made for exactly this
-// (request, revision, verdict), have the browser sign it with the reviewer's passkey
+// (request, revision, verdict, and the edits or the answer the form carries), have the browser sign it with the reviewer's passkey
 // (user verification required), and put the assertion in the form's hidden fields.
 // The server checks it once, for this decision only (approvals/services/passkeys.py).
 // A reviewer who signs in only through an identity provider confirms there instead:
 // the challenge's address opens in a window, the provider asks them to sign in again,
 // and the window closes itself (approvals/services/provider_step_up.py).
 
-import { postJSON } from "./http.js";
+import { postFields, postJSON } from "./http.js";
 
 const CHALLENGES = "/api/v1/step-up/challenges/";
 const VERDICTS = { approve: "approve", edit: "approve_with_edits", respond: "respond" };
@@ -35,15 +35,17 @@ export async function signDecision(form) {
 }
 
 function challengeFor(form) {
-  const card = form.closest(".card");
   // A batch's "approve all": one proof over the digest of every member it lists.
-  const requests = form.dataset.batch
-    ? Array.from(form.querySelectorAll("input[name=request]"), (field) => {
+  if (form.dataset.batch) {
+    const requests = Array.from(form.querySelectorAll("input[name=request]"), (field) => {
       const [id, revision] = field.value.split(":");
       return { id, revision: Number(revision) };
-    })
-    : [{ id: card.dataset.id, revision: Number(card.querySelector("input[name=revision]").value) }];
-  return postJSON(CHALLENGES, { decision: VERDICTS[form.dataset.action], requests });
+    });
+    return postJSON(CHALLENGES, { decision: VERDICTS[form.dataset.action], requests });
+  }
+  // One card's decision: its own fields (the revision, and the edits or the answer exactly
+  // as the server will read them), so the proof binds what this form sends and nothing else.
+  return postFields(form.dataset.challenge, form, { decision: form.dataset.action });
 }
 
 const DONE = "/accounts/step-up/provider/done/";

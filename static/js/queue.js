@@ -18,7 +18,7 @@ import "./schema_form.js";
 // The refusals this page acts on, read from the server's table once, at load: a code
 // the server does not register stops the script here, not silently at decision time.
 const {
-  SESSION_ENDED, STEP_UP_REQUIRED, STEP_UP_FAILED, REVISION_CHANGED,
+  SESSION_ENDED, STEP_UP_REQUIRED, STEP_UP_FAILED, REVISION_CHANGED, REVISION_REQUIRED,
   ALREADY_DECIDED, ILLEGAL_TRANSITION, DECISION_DEADLINE_PASSED,
 } = CODES;
 
@@ -478,8 +478,8 @@ async function send(form, { leaving = false } = {}) {
         select(id);
         secret.focus();
       }
-    } else if (body.code === REVISION_CHANGED) {
-      fetchCard(id);
+    } else if (body.code === REVISION_CHANGED || body.code === REVISION_REQUIRED) {
+      fetchCard(id); // the card as it is now, with the revision its forms name
     } else if (GONE.includes(body.code) || status === 404) {
       removeCard(id);
       scheduleResync(200);

@@ -28,8 +28,8 @@ def test_the_socket_pushes_the_agents_own_decisions(agent, rival_agent, token, p
     async def scenario() -> list[dict]:
         async with open_socket(application, "/ws/agent/",
                                headers=[(b"authorization", f"Bearer {token}".encode())]) as socket:
-            await sync_to_async(services.reject)(theirs.pk, actor=services.Person(people["alice"]), feedback="theirs")
-            await sync_to_async(services.reject)(mine.pk, actor=services.Person(people["alice"]), feedback="mine")
+            await sync_to_async(services.reject)(theirs.pk, revision=1, actor=services.Person(people["alice"]), feedback="theirs")
+            await sync_to_async(services.reject)(mine.pk, revision=1, actor=services.Person(people["alice"]), feedback="mine")
             # Pushes arrive in order: had the rival's decision leaked, it would come first.
             received = [await socket.receive_json_from(timeout=5)]
             # And nothing else is queued for this agent: the next thing it hears answers its ping.
@@ -120,7 +120,7 @@ def test_a_revoked_token_hears_no_decision_even_before_its_recheck(agent, people
     async def scenario() -> dict:
         async with open_socket(application, "/ws/agent/", headers=_bearer(secret)) as socket:
             await sync_to_async(AgentToken.objects.filter(pk=row.pk).update)(revoked_at=timezone.now())
-            await sync_to_async(services.approve)(mine.pk, actor=services.Person(people["alice"]))
+            await sync_to_async(services.approve)(mine.pk, revision=1, actor=services.Person(people["alice"]))
             return await socket.receive_output(timeout=BEARER_TIMEOUT)
 
     assert async_to_sync(scenario)() == {"type": "websocket.close", "code": 4001}

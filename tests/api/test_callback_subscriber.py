@@ -8,6 +8,7 @@ import pytest
 from agents.models import CallbackDelivery
 from approvals import services
 from approvals.states import State
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,10 +20,11 @@ def test_a_callback_is_queued_per_decided_state_not_per_approval(api, people, tw
     assert response.status_code == 201, response.json()
     request_id = response.json()["id"]
 
-    services.approve(request_id, actor=services.Person(people["alice"]))  # 1 of 2: still pending
+    services.approve(request_id, revision=current_revision(request_id),
+                     actor=services.Person(people["alice"]))  # 1 of 2: still pending
     assert not CallbackDelivery.objects.filter(request_id=request_id).exists()
 
-    services.approve(request_id, actor=services.Person(people["carol"]))
+    services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["carol"]))
     assert list(CallbackDelivery.objects.filter(request_id=request_id).values_list("state", flat=True)) == [
         State.APPROVED
     ]

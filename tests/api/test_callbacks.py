@@ -15,6 +15,7 @@ from agents.models import CallbackDelivery
 from approvals import services
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url, verify_signature
 from tests.api.conftest import EMAIL
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,7 +72,8 @@ def _submit_with_callback(api, url: str) -> str:
 def test_the_decision_is_posted_signed(api, agent, people, receiver_factory):
     receiver = receiver_factory()
     request_id = _submit_with_callback(api, receiver.url)
-    services.reject(request_id, actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
     assert deliver_due_callbacks() == 1
     headers, body = receiver.received[0]
     agent.refresh_from_db()
@@ -91,7 +93,7 @@ def test_failures_are_retried_with_backoff_and_every_attempt_is_recorded(api, pe
     settings.CALLBACK_MAX_ATTEMPTS = 3
     receiver = receiver_factory([500, 503, 500])
     request_id = _submit_with_callback(api, receiver.url)
-    services.approve(request_id, actor=services.Person(people["alice"]))
+    services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     assert deliver_due_callbacks() == 1
     delivery = CallbackDelivery.objects.get()
     assert delivery.attempts == 1 and delivery.last_status == 500
@@ -108,7 +110,7 @@ def test_failures_are_retried_with_backoff_and_every_attempt_is_recorded(api, pe
 def test_redirects_are_not_followed(api, people, receiver_factory):
     receiver = receiver_factory([302, 200])
     request_id = _submit_with_callback(api, receiver.url)
-    services.reject(request_id, actor=services.Person(people["alice"]))
+    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     deliver_due_callbacks()
     delivery = CallbackDelivery.objects.get()
     assert delivery.last_status == 302 and "redirects are not followed" in delivery.last_error
@@ -122,7 +124,7 @@ def test_a_callback_url_removed_from_the_allow_list_is_not_called(api, people, r
     receiver = receiver_factory()
     request_id = _submit_with_callback(api, receiver.url)
     settings.OUTBOUND_URL_ALLOWLIST = ["hooks.example.com"]
-    services.reject(request_id, actor=services.Person(people["alice"]))
+    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     deliver_due_callbacks()
     assert receiver.received == []
     assert CallbackDelivery.objects.get().last_error.startswith("outbound_url_not_allowed")
@@ -131,7 +133,7 @@ def test_a_callback_url_removed_from_the_allow_list_is_not_called(api, people, r
 def test_a_missed_enqueue_is_recovered_by_the_sweep(api, people, receiver_factory):
     receiver = receiver_factory()
     request_id = _submit_with_callback(api, receiver.url)
-    services.reject(request_id, actor=services.Person(people["alice"]))
+    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     CallbackDelivery.objects.all().delete()  # as if the process died right after commit
     assert deliver_due_callbacks() == 1
     assert len(receiver.received) == 1

@@ -42,12 +42,12 @@ def test_what_the_host_applies_is_stored_and_shown_and_defaults_to_edits_allowed
 def test_the_reviewer_api_refuses_an_edit_the_host_cannot_apply(api, reviewer_client):
     request_id = _submit(api, AS_SUBMITTED)
     url = f"/api/v1/requests/{request_id}/decisions/"
-    edit = csrf_post(reviewer_client("alice"), url, {"decision": "approve", "edits": {"subject": "Hello Dana"}})
+    edit = csrf_post(reviewer_client("alice"), url, {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}})
     assert edit.status_code == 422 and edit.json()["code"] == "decision_not_allowed"
     assert "cannot apply 'edit'" in edit.json()["message"]
     _nothing_changed(request_id)
     # Approving it unchanged still works, and the host resumes with exactly what it sent.
-    assert csrf_post(reviewer_client("alice"), url, {"decision": "approve"}).status_code == 200
+    assert csrf_post(reviewer_client("alice"), url, {"decision": "approve", "revision": 1}).status_code == 200
     resume = api.get(f"/api/v1/requests/{request_id}/resume/").json()
     assert resume["resume_data"] == {"action": "approved", "params": EMAIL["params"]}
 
@@ -56,7 +56,7 @@ def test_the_refusal_comes_before_the_rules_own_edit_checks(api, reviewer_client
     # Even a param no rule makes editable reads as "the host cannot apply it", the real reason.
     request_id = _submit(api, AS_SUBMITTED)
     edit = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                     {"decision": "approve", "edits": {"nonsense": 1}})
+                     {"decision": "approve", "revision": 1, "edits": {"nonsense": 1}})
     assert edit.json()["code"] == "decision_not_allowed"
 
 
@@ -64,7 +64,7 @@ def test_the_page_form_is_refused_in_words_too(api, client, people):
     request_id = _submit(api, AS_SUBMITTED)
     client.force_login(people["alice"])
     response = client.post(reverse("approvals:approve-with-edits", args=[request_id]),
-                           {"edit:subject": "Hello Dana"}, **JSON)
+                           {"edit:subject": "Hello Dana", "revision": "1"}, **JSON)
     assert response.status_code == 422 and response.json()["code"] == "decision_not_allowed"
     _nothing_changed(request_id)
 
@@ -85,7 +85,7 @@ def test_the_card_offers_edit_and_approve_only_where_the_host_can_apply_an_edit(
 def test_an_edited_request_that_allows_edits_still_works(api, reviewer_client):
     request_id = _submit(api, EMAIL)
     response = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "approve", "edits": {"subject": "Hello Dana"}})
+                         {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}})
     assert response.status_code == 200 and response.json()["revision"] == 2
 
 

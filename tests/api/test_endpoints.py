@@ -10,6 +10,7 @@ import pytest
 from approvals import services
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, PLAN_MD, csrf_post
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -98,17 +99,17 @@ def test_the_list_shows_an_agent_only_its_own_requests(api, rival_api, anonymous
 def test_decisions_endpoint(api, anonymous, reviewer_client):
     request_id = _pending(api)
     url = f"/api/v1/requests/{request_id}/decisions/"
-    response = anonymous.post(url, {"decision": "approve"}, format="json")
+    response = anonymous.post(url, {"decision": "approve", "revision": 1}, format="json")
     assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
     # mallory holds no view permission: the request does not exist for her.
     unknown = csrf_post(reviewer_client("mallory"), f"/api/v1/requests/{uuid.uuid4()}/decisions/",
-                        {"decision": "approve"})
-    hidden = csrf_post(reviewer_client("mallory"), url, {"decision": "approve"})
+                        {"decision": "approve", "revision": 1})
+    hidden = csrf_post(reviewer_client("mallory"), url, {"decision": "approve", "revision": 1})
     assert hidden.status_code == unknown.status_code == 404
     assert hidden.json() == unknown.json()
     # An agent's token is not a reviewer.
-    assert api.post(url, {"decision": "approve"}, format="json").status_code == 401
-    approved = csrf_post(reviewer_client("alice"), url, {"decision": "approve", "feedback": "fine"})
+    assert api.post(url, {"decision": "approve", "revision": 1}, format="json").status_code == 401
+    approved = csrf_post(reviewer_client("alice"), url, {"decision": "approve", "revision": 1, "feedback": "fine"})
     assert approved.status_code == 200 and approved.json()["state"] == "approved"
     assert AuditEvent.objects.filter(request_id=request_id, verb="decision.recorded", actor_label="alice").exists()
 
@@ -157,6 +158,7 @@ def test_a_failed_execution_is_recorded_with_its_error(api):
 
 def test_cancel_after_a_decision_is_409(api, people):
     request_id = _pending(api)
-    services.reject(request_id, actor=services.Person(people["alice"]), feedback="no")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="no")
     response = api.post(f"/api/v1/requests/{request_id}/cancel/", {}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "already_decided"

@@ -104,7 +104,7 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
 
             def decide(chunk: list[tuple[str, str]]) -> None:
                 for _, pk in chunk:
-                    services.reject(pk, actor=services.Person(people["alice"]), feedback="not now")
+                    services.reject(pk, revision=1, actor=services.Person(people["alice"]), feedback="not now")
                 connection.close()
 
             await asyncio.gather(*(asyncio.to_thread(decide, pollers[i::4]) for i in range(4)))

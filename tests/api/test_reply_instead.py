@@ -21,6 +21,7 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, PLAN_MD, csrf_post
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +86,7 @@ def test_the_schema_documents_allowed_decisions_batch_and_the_reply(api):
 def test_a_reply_ends_the_action_unrun_and_the_agent_resumes_with_it(api, reviewer_client):
     request_id = _submit(api, ASK)["id"]
     reply = "Use the shared outbox, not <script>alert(1)</script>."
-    response = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "message": reply})
+    response = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "revision": 1, "message": reply})
     assert response.status_code == 200, response.content
     assert (response.json()["state"], response.json()["outcome"]) == ("rejected", "rejected")
     resumed = api.get(f"/api/v1/requests/{request_id}/resume/").json()
@@ -97,7 +98,7 @@ def test_a_reply_ends_the_action_unrun_and_the_agent_resumes_with_it(api, review
 
 def test_a_reply_is_audited_as_its_own_verb_with_a_digest_not_the_words(api, reviewer_client):
     request_id = _submit(api, ASK)["id"]
-    _decide(reviewer_client, "bob", request_id, {"decision": "respond", "message": "The shared outbox."})
+    _decide(reviewer_client, "bob", request_id, {"decision": "respond", "revision": 1, "message": "The shared outbox."})
     verbs = list(AuditEvent.objects.filter(request_id=request_id).values_list("verb", flat=True))
     assert verbs[-2:] == ["decision.recorded", "request.responded"]
     assert "request.rejected" not in verbs
@@ -111,7 +112,7 @@ def test_a_reply_is_audited_as_its_own_verb_with_a_digest_not_the_words(api, rev
 
 def test_a_reply_where_the_host_does_not_allow_it_is_refused_and_changes_nothing(api, reviewer_client):
     request_id = _submit(api, EMAIL)["id"]
-    refused = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "message": "No."})
+    refused = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "revision": 1, "message": "No."})
     assert refused.status_code == 422
     assert refused.json()["code"] == "decision_not_allowed"
     assert ApprovalRequest.objects.get(pk=request_id).state == State.PENDING_APPROVAL
@@ -120,7 +121,7 @@ def test_a_reply_where_the_host_does_not_allow_it_is_refused_and_changes_nothing
 
 def test_a_plan_cannot_be_answered_in_place_of_a_tool(api, reviewer_client):
     plan_id = api.post("/api/v1/plans/", {"path": "plans/auth.md", "plan": PLAN_MD}, format="json").json()["id"]
-    refused = _decide(reviewer_client, "bob", plan_id, {"decision": "respond", "message": "Do it differently."})
+    refused = _decide(reviewer_client, "bob", plan_id, {"decision": "respond", "revision": 1, "message": "Do it differently."})
     assert refused.status_code == 422 and refused.json()["code"] == "decision_not_allowed"
     assert ApprovalRequest.objects.get(pk=plan_id).state == State.PENDING_APPROVAL
 
@@ -128,7 +129,7 @@ def test_a_plan_cannot_be_answered_in_place_of_a_tool(api, reviewer_client):
 @pytest.mark.parametrize("message", ["", "   \n\t"])
 def test_a_reply_needs_words(api, reviewer_client, message):
     request_id = _submit(api, ASK)["id"]
-    refused = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "message": message})
+    refused = _decide(reviewer_client, "bob", request_id, {"decision": "respond", "revision": 1, "message": message})
     assert refused.status_code == 422 and refused.json()["code"] == "reply_required"
     assert ApprovalRequest.objects.get(pk=request_id).state == State.PENDING_APPROVAL
 
@@ -136,15 +137,15 @@ def test_a_reply_needs_words(api, reviewer_client, message):
 def test_approve_and_edit_the_host_cannot_apply_are_refused_but_rejecting_never_is(api, reviewer_client,
                                                                                    two_person_rule):
     ask = _submit(api, ASK)["id"]
-    approve = _decide(reviewer_client, "alice", ask, {"decision": "approve"})
+    approve = _decide(reviewer_client, "alice", ask, {"decision": "approve", "revision": 1})
     assert approve.status_code == 422 and approve.json()["code"] == "decision_not_allowed"
     transfer = _submit(api, {"action_type": "transfer_funds", "params": {"amount": 900},
                              "allowed_decisions": ["approve", "reject"]})["id"]
-    edit = _decide(reviewer_client, "alice", transfer, {"decision": "approve", "edits": {"amount": 500}})
+    edit = _decide(reviewer_client, "alice", transfer, {"decision": "approve", "revision": 1, "edits": {"amount": 500}})
     assert edit.status_code == 422 and edit.json()["code"] == "decision_not_allowed"
     assert ApprovalRequest.objects.get(pk=transfer).current_revision == 1
     only_approve = _submit(api, {**EMAIL, "allowed_decisions": ["approve"]})["id"]
-    reject = _decide(reviewer_client, "bob", only_approve, {"decision": "reject", "feedback": "Stop."})
+    reject = _decide(reviewer_client, "bob", only_approve, {"decision": "reject", "revision": 1, "feedback": "Stop."})
     assert reject.status_code == 200 and reject.json()["state"] == "rejected"
 
 
@@ -153,22 +154,23 @@ def test_a_reply_is_decided_like_a_rejection(api, reviewer_client, two_person_ru
     request_id = _submit(api, {"action_type": "transfer_funds", "params": {"amount": 900},
                                "allowed_decisions": ["approve", "respond"]})["id"]
     # The agent's owner may reply, as they may reject; a person who cannot see it reads 404.
-    hidden = _decide(reviewer_client, "mallory", request_id, {"decision": "respond", "message": "x"})
+    hidden = _decide(reviewer_client, "mallory", request_id, {"decision": "respond", "revision": 1, "message": "x"})
     assert hidden.status_code == 404
     stale = _decide(reviewer_client, "owen", request_id, {"decision": "respond", "message": "x", "revision": 2})
     assert stale.status_code == 409 and stale.json()["code"] == "revision_changed"
     owner = _decide(reviewer_client, "owen", request_id, {"decision": "respond", "message": "Ask finance.",
                                                           "revision": 1})
     assert owner.status_code == 200 and owner.json()["state"] == "rejected"
-    late = _decide(reviewer_client, "alice", request_id, {"decision": "respond", "message": "Mine."})
+    late = _decide(reviewer_client, "alice", request_id, {"decision": "respond", "revision": 1, "message": "Mine."})
     assert late.status_code == 409 and late.json()["code"] == "already_decided"
 
 
 def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, people):
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["approve", "respond"])
-    services.approve(request.pk, actor=services.Person(people["alice"]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     with pytest.raises(errors.DomainError) as refused:
-        services.respond_instead(request.pk, "Too late", actor=services.Person(people["bob"]))
+        services.respond_instead(request.pk, "Too late", revision=current_revision(request.pk),
+                                 actor=services.Person(people["bob"]))
     assert refused.value.code == "already_decided"
 
 
@@ -176,7 +178,8 @@ def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, peop
 @given(message=st.text(min_size=1, max_size=300).filter(lambda text: text.strip() and "\x00" not in text))
 def test_any_reply_reaches_the_agent_verbatim(submit, people, message):
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(request.pk, message, actor=services.Person(people["bob"]))
+    services.respond_instead(request.pk, message, revision=current_revision(request.pk),
+                             actor=services.Person(people["bob"]))
     resumed = resume_payload(ApprovalRequest.objects.get(pk=request.pk))
     assert resumed["resume_data"] == {"action": "responded", "message": message}
     assert resumed["tool_result"].endswith(message)
@@ -199,11 +202,11 @@ def test_replying_from_the_page_meets_the_same_guards(client, people, submit):
     ask = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
     email = submit("send_email")
     client.force_login(people["bob"])
-    refused = client.post(reverse("approvals:respond", args=[email.pk]), {"message": "No."}, **JSON)
+    refused = client.post(reverse("approvals:respond", args=[email.pk]), {"message": "No.", "revision": "1"}, **JSON)
     assert refused.status_code == 422 and refused.json()["code"] == "decision_not_allowed"
-    blank = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": " "}, **JSON)
+    blank = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": " ", "revision": "1"}, **JSON)
     assert blank.status_code == 422 and blank.json()["code"] == "reply_required"
-    huge = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": "x" * 10_001}, **JSON)
+    huge = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": "x" * 10_001, "revision": "1"}, **JSON)
     assert huge.status_code == 422 and huge.json()["code"] == "validation_error"
     done = client.post(reverse("approvals:respond", args=[ask.pk]), {"message": "Outbox B.", "revision": "1"}, **JSON)
     assert done.status_code == 200 and done.json()["state"] == "rejected"
@@ -212,7 +215,8 @@ def test_replying_from_the_page_meets_the_same_guards(client, people, submit):
 
 def test_a_hostile_reply_is_shown_escaped_in_the_history(client, people, submit):
     ask = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(ask.pk, "<script>alert(1)</script>", actor=services.Person(people["bob"]))
+    services.respond_instead(ask.pk, "<script>alert(1)</script>", revision=current_revision(ask.pk),
+                                                    actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     page = client.get(reverse("approvals:history")).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
@@ -240,7 +244,7 @@ def test_a_batch_is_stored_filterable_and_decided_one_by_one_or_all_at_once(api,
         listed = alice.get("/api/v1/requests/", {"batch": "interrupt-7"}).json()["results"]
     assert sorted(r["tool_call_id"] for r in listed) == ["call-0", "call-1", "call-2"]
     assert {r["batch_id"] for r in listed} == {"interrupt-7"}
-    one = _decide(reviewer_client, "bob", batch[0]["id"], {"decision": "reject", "feedback": "Not this one."})
+    one = _decide(reviewer_client, "bob", batch[0]["id"], {"decision": "reject", "revision": 1, "feedback": "Not this one."})
     assert one.status_code == 200
     rest = csrf_post(alice, "/api/v1/decisions/", {
         "decision": "approve", "requests": [{"id": r["id"], "revision": 1} for r in batch[1:]]})

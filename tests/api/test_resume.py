@@ -16,6 +16,7 @@ from freezegun import freeze_time
 from agents.resume import PLAN_APPROVED_TEXT
 from approvals import services
 from tests.api.conftest import EMAIL, PLAN_MD
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -45,7 +46,7 @@ def test_an_undecided_request_has_no_resume_data(api):
 
 def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
     request_id = _plan(api)
-    services.approve(request_id, actor=services.Person(people["alice"]))
+    services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
     assert body["state"] == "approved"
     assert body["tool_result"] == "Plan approved. Proceed with implementation following the approved plan."
@@ -56,7 +57,8 @@ def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
 
 def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
     request_id = _plan(api)
-    services.reject(request_id, actor=services.Person(people["alice"]), feedback="Add error handling steps")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Add error handling steps")
     body = _resume(api, request_id)
     assert body["resume_data"]["action"] == "rejected"
     assert body["resume_data"]["feedback"] == "Add error handling steps"
@@ -69,7 +71,7 @@ def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
 
 def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people):
     request_id = _plan(api)
-    services.reject(request_id, actor=services.Person(people["alice"]))
+    services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "path": "plans/auth.md",
                                    "title": "Refactor the auth module", "plan": PLAN_MD}
@@ -82,8 +84,9 @@ def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people)
 def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, people, two_person_rule):
     request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}},
                           format="json").json()["id"]
-    services.approve_with_edits(request_id, actor=services.Person(people["alice"]), edits={"amount": 500})
-    services.approve(request_id, actor=services.Person(people["bob"]))
+    services.approve_with_edits(request_id, revision=current_revision(request_id),
+                                actor=services.Person(people["alice"]), edits={"amount": 500})
+    services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "approved", "params": {"amount": 500, "to": "acme"}}
     assert '"amount": 500' in body["tool_result"] and "exactly" in body["tool_result"]
@@ -91,7 +94,8 @@ def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, peopl
 
 def test_a_rejected_action_says_not_to_retry_unchanged(api, people):
     request_id = _email(api)
-    services.reject(request_id, actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(request_id, revision=current_revision(request_id),
+                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
     assert "Wrong recipient" in body["tool_result"] and "Do not retry the same call unchanged" in body["tool_result"]
@@ -163,7 +167,7 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_
                                                    headers={"Authorization": f"Bearer {token}"}))
         await asyncio.wait_for(long_polls.parked.wait(), HANG_GUARD_SECONDS)  # the server holds the poll
         assert not waiting.done()
-        await sync_to_async(services.reject)(request_id, actor=services.Person(people["alice"]), feedback="not today")
+        await sync_to_async(services.reject)(request_id, revision=1, actor=services.Person(people["alice"]), feedback="not today")
         response = await asyncio.wait_for(waiting, HANG_GUARD_SECONDS)
         return response.json()
 

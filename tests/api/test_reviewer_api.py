@@ -80,7 +80,7 @@ def test_reviewers_see_masked_params_masked(agent, people, reviewer_client, admi
 def test_a_reviewer_rejects_with_feedback(api, reviewer_client):
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
     response = csrf_post(reviewer_client("bob"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "reject", "feedback": "Wrong recipient"})
+                         {"decision": "reject", "revision": 1, "feedback": "Wrong recipient"})
     assert response.status_code == 200 and response.json()["state"] == "rejected"
     assert response.json()["feedback"] == "Wrong recipient"
     assert AuditEvent.objects.filter(request_id=request_id, verb="request.rejected", actor_label="bob").exists()
@@ -90,7 +90,7 @@ def test_a_reviewer_approves_with_edits(api, reviewer_client, two_person_rule):
     request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900}},
                           format="json").json()["id"]
     response = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "approve", "edits": {"amount": 500}})
+                         {"decision": "approve", "revision": 1, "edits": {"amount": 500}})
     assert response.status_code == 200
     assert response.json()["params"] == {"amount": 500} and response.json()["revision"] == 2
     assert AuditEvent.objects.filter(request_id=request_id, verb="request.revised").exists()
@@ -99,15 +99,15 @@ def test_a_reviewer_approves_with_edits(api, reviewer_client, two_person_rule):
 def test_refusals_carry_their_codes(api, reviewer_client, two_person_rule):
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
     url = f"/api/v1/requests/{request_id}/decisions/"
-    owner = csrf_post(reviewer_client("owen"), url, {"decision": "approve"})
+    owner = csrf_post(reviewer_client("owen"), url, {"decision": "approve", "revision": 1})
     assert owner.status_code == 403 and owner.json()["code"] == "separation_of_duties"
     transfer_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 5, "to": "a"}},
                            format="json").json()["id"]
     edit = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{transfer_id}/decisions/",
-                     {"decision": "approve", "edits": {"to": "mallory"}})
+                     {"decision": "approve", "revision": 1, "edits": {"to": "mallory"}})
     assert edit.status_code == 422 and edit.json()["code"] == "param_not_editable"
     invalid = csrf_post(reviewer_client("alice"), url, {"decision": "maybe"})
     assert invalid.status_code == 422 and invalid.json()["code"] == "validation_error"
-    csrf_post(reviewer_client("alice"), url, {"decision": "approve"})
-    late = csrf_post(reviewer_client("bob"), url, {"decision": "reject"})
+    csrf_post(reviewer_client("alice"), url, {"decision": "approve", "revision": 1})
+    late = csrf_post(reviewer_client("bob"), url, {"decision": "reject", "revision": 1})
     assert late.status_code == 409 and late.json()["code"] == "already_decided"

@@ -13,6 +13,7 @@ from approvals import services
 from approvals.models import ApprovalRequest
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, PLAN_MD
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -144,7 +145,8 @@ def test_concurrent_duplicates_create_exactly_one_request(require_postgres, toke
 
 def test_a_plan_resubmitted_after_rejection_is_the_next_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, format="json").json()
-    services.reject(first["id"], actor=services.Person(people["alice"]), feedback="Add error handling steps")
+    services.reject(first["id"], revision=current_revision(first["id"]),
+                    actor=services.Person(people["alice"]), feedback="Add error handling steps")
     second = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD + "3. Handle errors.\n"},
                       format="json").json()
     assert second["supersedes"] == {"id": first["id"], "state": "rejected", "feedback": "Add error handling steps"}
@@ -154,7 +156,8 @@ def test_a_plan_resubmitted_after_rejection_is_the_next_revision(api, people):
 
 def test_a_plan_at_another_path_or_thread_is_not_a_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD, "thread_id": "t1"}, format="json").json()
-    services.reject(first["id"], actor=services.Person(people["alice"]), feedback="no")
+    services.reject(first["id"], revision=current_revision(first["id"]),
+                    actor=services.Person(people["alice"]), feedback="no")
     other_thread = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD, "thread_id": "t2"},
                             format="json").json()
     other_path = api.post("/api/v1/plans/", {"path": "q.md", "plan": PLAN_MD, "thread_id": "t1"},
@@ -164,9 +167,10 @@ def test_a_plan_at_another_path_or_thread_is_not_a_revision(api, people):
 
 def test_approval_binds_to_one_exact_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, format="json").json()
-    services.reject(first["id"], actor=services.Person(people["alice"]), feedback="more")
+    services.reject(first["id"], revision=current_revision(first["id"]),
+                    actor=services.Person(people["alice"]), feedback="more")
     second = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD + "more"}, format="json").json()
-    services.approve(second["id"], actor=services.Person(people["bob"]))
+    services.approve(second["id"], revision=current_revision(second["id"]), actor=services.Person(people["bob"]))
     resume_first = api.get(f"/api/v1/requests/{first['id']}/resume/").json()
     resume_second = api.get(f"/api/v1/requests/{second['id']}/resume/").json()
     assert resume_first["resume_data"]["action"] == "rejected"

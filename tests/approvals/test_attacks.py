@@ -31,6 +31,7 @@ from tests.api.conftest import csrf_post
 from approvals.people import Person
 
 from .conftest import WIRE, WIRE_LARGE
+from tests.fixtures.revisions import current_revision
 
 PATHS = ("form", "keyboard", "api")
 
@@ -56,9 +57,12 @@ class DecisionPath:
         self.client = APIClient(enforce_csrf_checks=name == "api")
         self.client.force_login(user)
 
-    def send(self, request: ApprovalRequest, *, edits: dict | None = None, password: str | None = None) -> Answer:
+    def send(self, request: ApprovalRequest, *, edits: dict | None = None, password: str | None = None,
+             revision: int | None = None) -> Answer:
+        """`revision`: the one the decision names; by default the one the request is at now."""
+        revision = current_revision(request) if revision is None else revision
         if self.name == "api":
-            body: dict[str, Any] = {"decision": "approve"}
+            body: dict[str, Any] = {"decision": "approve", "revision": revision}
             if edits:
                 body["edits"] = edits
             if password is not None:
@@ -68,6 +72,7 @@ class DecisionPath:
             return Answer(response.status_code, data.get("code"), data)
         view = "approvals:approve-with-edits" if edits else "approvals:approve"
         form = {f"edit:{key}": value if isinstance(value, str) else str(value) for key, value in (edits or {}).items()}
+        form["revision"] = str(revision)
         if password is not None:
             form["password"] = password
         headers = {"HTTP_ACCEPT": "application/json"} if self.name == "keyboard" else {}
@@ -144,16 +149,16 @@ class TestStepUpOnEveryPath:
     def test_the_service_itself_refuses_without_the_proof(self, wire, treasury):
         request = wire(5_000_000)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve(request.pk, actor=services.Person(treasury["tess"]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(treasury["tess"]))
         assert refused.value.code == errors.STEP_UP_REQUIRED
 
     def test_a_proof_is_valid_for_the_one_decision_it_came_with(self, wire, treasury):
         first, second = wire(5_000_000), wire(6_000_000)
         proof = services.StepUpProof.password("tess-pw-123!")
         tess = services.Person(treasury["tess"], step_up=proof)
-        services.approve(first.pk, actor=tess)
+        services.approve(first.pk, revision=current_revision(first.pk), actor=tess)
         with pytest.raises(errors.DomainError) as reused:
-            services.approve(second.pk, actor=tess)
+            services.approve(second.pk, revision=current_revision(second.pk), actor=tess)
         assert reused.value.code == errors.STEP_UP_REQUIRED
         assert votes(second) == []
 
@@ -196,9 +201,10 @@ class TestEditsCannotEscalatePastTheGroup:
         policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], actor=Person(admin_user), note="two eyes")
         request = submit("wire", params={"amount": 500, "to": "acct-supplier"}, target={"ledger": "main"})
         alice, bob = services.Person(people["alice"]), services.Person(people["bob"])
-        services.approve_with_edits(request.pk, actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
         with pytest.raises(errors.DomainError) as refused:
-            services.approve(request.pk, actor=bob)
+            services.approve(request.pk, revision=current_revision(request.pk), actor=bob)
         assert refused.value.code == errors.NOT_PERMITTED
         with pytest.raises(errors.DomainError) as unclaimable:
             services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
@@ -207,7 +213,8 @@ class TestEditsCannotEscalatePastTheGroup:
         # The group that owns the decision can still make it, with its quorum and step-up.
         for name in ("tess", "trent"):
             proof = services.StepUpProof.password(f"{name}-pw-123!")
-            services.approve(request.pk, actor=services.Person(treasury[name], step_up=proof))
+            services.approve(request.pk, revision=current_revision(request.pk),
+                             actor=services.Person(treasury[name], step_up=proof))
         grant = services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
         assert grant.params["to"] == "attacker-acct"  # what treasury approved, knowingly
         assert votes(request) == [("tess", 2), ("trent", 2)]
@@ -215,7 +222,7 @@ class TestEditsCannotEscalatePastTheGroup:
     def test_an_edit_that_lowers_the_risk_keeps_the_stricter_classification(self, wire, treasury):
         request = wire(5_000_000)
         tess = services.Person(treasury["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
-        services.approve_with_edits(request.pk, actor=tess, edits={"amount": 10})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=tess, edits={"amount": 10})
         request.refresh_from_db()
         assert (request.risk_level, request.required_approvals, request.approver_group.name) == ("critical", 2, "treasury")
         assert request.state == State.PENDING_APPROVAL
@@ -224,7 +231,8 @@ class TestEditsCannotEscalatePastTheGroup:
     def test_the_target_is_never_editable(self, wire, people):
         request = wire(500)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve_with_edits(request.pk, actor=services.Person(people["alice"]),
+            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                        actor=services.Person(people["alice"]),
                                         edits={"ledger": "other"})
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
 
@@ -256,8 +264,10 @@ class TestStepUpIsNoOracle:
         for request in (first, second):
             for _ in range(2):
                 with pytest.raises(errors.DomainError):
-                    services.approve(request.pk, actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
-            services.approve(request.pk, actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
+                    services.approve(request.pk, revision=current_revision(request.pk),
+                                     actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
+            services.approve(request.pk, revision=current_revision(request.pk),
+                             actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
         assert not AuditEvent.objects.filter(verb="auth.session_ended").exists()
 
 

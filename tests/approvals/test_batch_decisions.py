@@ -12,6 +12,7 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
+from tests.fixtures.revisions import current_revision
 
 
 @pytest.fixture
@@ -44,9 +45,9 @@ def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
     inside, outside = wire(2_000_000), wire(3_000_000)
     proof = services.StepUpProof.password("tess-pw-123!", covers=[(str(inside.pk), 1, "approve")])
     tess = services.Person(treasury["tess"], step_up=proof)
-    services.approve(inside.pk, actor=tess)
+    services.approve(inside.pk, revision=current_revision(inside.pk), actor=tess)
     with pytest.raises(errors.DomainError) as refused:
-        services.approve(outside.pk, actor=tess)
+        services.approve(outside.pk, revision=current_revision(outside.pk), actor=tess)
     assert refused.value.code == errors.STEP_UP_REQUIRED
     assert not Decision.objects.filter(request=outside).exists()
 
@@ -54,7 +55,7 @@ def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
 def test_a_request_that_moved_on_is_refused_and_the_others_are_decided(wire, treasury, tess_client):
     moved, still = wire(2_000_000), wire(3_000_000)
     trent = services.Person(treasury["trent"], step_up=services.StepUpProof.password("trent-pw-123!"))
-    services.approve_with_edits(moved.pk, actor=trent, edits={"amount": 2_100_000})
+    services.approve_with_edits(moved.pk, revision=current_revision(moved.pk), actor=trent, edits={"amount": 2_100_000})
     results = batch(tess_client, [moved, still], password="tess-pw-123!").json()["results"]
     assert results[0]["code"] == errors.REVISION_CHANGED
     assert results[1]["outcome"] == "vote_recorded"

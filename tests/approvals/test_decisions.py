@@ -16,6 +16,7 @@ from audit.chain import Actor
 from audit.models import AuditEvent
 from approvals.people import Person
 from approvals.services import RequestChange, request_changed
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +40,7 @@ class TestClassificationOnSubmit:
         assert request.state == State.REJECTED
         assert request.resolution_code == "prohibited_by_policy"
         with pytest.raises(DomainError) as refused:
-            services.approve(request.pk, actor=services.Person(people["alice"]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         assert refused.value.code == errors.ALREADY_DECIDED
         assert refused.value.message == "Already rejected by policy."
 
@@ -74,7 +75,7 @@ class TestClassificationOnSubmit:
 class TestApproving:
     def test_one_approval_approves_a_medium_request(self, submit, people):
         request = submit()
-        services.approve(request.pk, actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         request.refresh_from_db()
         assert request.state == State.APPROVED
         assert request.decided_by_label == "alice"
@@ -83,13 +84,13 @@ class TestApproving:
     def test_two_person_rule_needs_two_distinct_people(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         assert request.required_approvals == 2
-        services.approve(request.pk, actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         request.refresh_from_db()
         assert request.state == State.PENDING_APPROVAL
         with pytest.raises(DomainError) as twice:
-            services.approve(request.pk, actor=services.Person(people["alice"]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         assert twice.value.code == errors.ALREADY_VOTED
-        services.approve(request.pk, actor=services.Person(people["bob"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]))
         request.refresh_from_db()
         assert request.state == State.APPROVED
 
@@ -97,7 +98,7 @@ class TestApproving:
     def test_the_agents_owner_and_the_requested_for_user_cannot_approve(self, submit, people, who):
         request = submit()
         with pytest.raises(DomainError) as refused:
-            services.approve(request.pk, actor=services.Person(people[who]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people[who]))
         assert refused.value.code == errors.SEPARATION_OF_DUTIES
         assert not Decision.objects.filter(request=request).exists()
 
@@ -105,7 +106,7 @@ class TestApproving:
         request = submit()
         for decide in (services.approve, services.reject):
             with pytest.raises(DomainError) as refused:
-                decide(request.pk, actor=services.Person(people["mallory"]))
+                decide(request.pk, revision=1, actor=services.Person(people["mallory"]))
             assert refused.value.code == errors.NOT_PERMITTED
         request.refresh_from_db()
         assert request.state == State.PENDING_APPROVAL
@@ -114,14 +115,15 @@ class TestApproving:
         root = django_user_model.objects.create_superuser("root", password="root-pw-123!")
         request = submit()
         with pytest.raises(DomainError) as refused:
-            services.approve(request.pk, actor=services.Person(root))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(root))
         assert refused.value.code == errors.NOT_PERMITTED
 
     def test_the_loser_of_a_decision_hears_who_won(self, submit, people):
         request = submit()
-        services.approve(request.pk, actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         with pytest.raises(DomainError) as late:
-            services.reject(request.pk, actor=services.Person(people["bob"]), feedback="no")
+            services.reject(request.pk, revision=current_revision(request.pk),
+                            actor=services.Person(people["bob"]), feedback="no")
         assert late.value.code == errors.ALREADY_DECIDED
         assert "already approved by alice" in late.value.message.lower()
 
@@ -129,7 +131,8 @@ class TestApproving:
 class TestRejecting:
     def test_rejection_keeps_the_feedback_verbatim_for_the_agent(self, submit, people):
         request = submit()
-        services.reject(request.pk, actor=services.Person(people["bob"]), feedback="Send it to the team list instead.")
+        services.reject(request.pk, revision=current_revision(request.pk),
+                        actor=services.Person(people["bob"]), feedback="Send it to the team list instead.")
         request.refresh_from_db()
         assert request.state == State.REJECTED
         assert request.feedback == "Send it to the team list instead."
@@ -140,28 +143,31 @@ class TestApproveWithEdits:
     def test_only_editable_params_may_change(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         with pytest.raises(DomainError) as refused:
-            services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"to": "acct-evil"})
+            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                        actor=services.Person(people["alice"]), edits={"to": "acct-evil"})
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
         request.refresh_from_db()
         assert request.current_revision == 1
 
     def test_an_edit_makes_a_new_revision_and_earlier_approvals_stop_counting(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
-        services.approve(request.pk, actor=services.Person(people["alice"]))
-        services.approve_with_edits(request.pk, actor=services.Person(people["bob"]), edits={"amount": "450.00"})
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=services.Person(people["bob"]), edits={"amount": "450.00"})
         request.refresh_from_db()
         assert request.current_revision == 2
         assert request.current_params() == {"amount": "450.00", "to": "acct-1"}
         # alice approved revision 1 only, so bob's approval of revision 2 is one of two.
         assert request.state == State.PENDING_APPROVAL
-        services.approve(request.pk, actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         request.refresh_from_db()
         assert request.state == State.APPROVED
         assert "request.revised" in verbs_for(request)
 
     def test_the_claim_grant_carries_the_edited_params(self, submit, people):
         request = submit("update_document", params={"doc": "d-1", "content": "draft"})
-        services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"content": "final"})
+        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                    actor=services.Person(people["alice"]), edits={"content": "final"})
         grant = services.claim_execution(request.pk, actor=services.SYSTEM)
         assert grant.params == {"doc": "d-1", "content": "final"}
         assert grant.idempotency_key.endswith("-r2")
@@ -194,7 +200,8 @@ class TestCancelAndExpire:
         request = submit()
         with freeze_time(request.decide_by + timedelta(seconds=1)):
             with pytest.raises(DomainError) as late:
-                services.approve(request.pk, actor=services.Person(people["alice"]))
+                services.approve(request.pk, revision=current_revision(request.pk),
+                                 actor=services.Person(people["alice"]))
         assert late.value.code == "decision_deadline_passed"
         request.refresh_from_db()
         assert request.state == State.EXPIRED
@@ -234,8 +241,8 @@ class TestQuorumReachability:
         )
         request = submit("pay_invoice", params={"amount": "10"})
         assert (request.escalated, request.quorum_reachable) == (True, True), request.classification
-        services.approve(request.pk, actor=services.Person(people["alice"]))
-        services.approve(request.pk, actor=services.Person(people["bob"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]))
         request.refresh_from_db()
         assert request.state == State.APPROVED
 

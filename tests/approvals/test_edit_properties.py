@@ -22,6 +22,7 @@ from approvals.policy.rules.levels import level_rank
 from approvals.services.step_up import needs_step_up
 from approvals.states import Kind, State
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 GROUPS = ("reviewers", "finance", "treasury")
 RULES = [
@@ -70,11 +71,12 @@ def _act(request_id, user, kind: str, amount: int, proves: bool) -> None:
     reviewer = services.Person(user, step_up=proof)
     try:
         if kind == "approve":
-            services.approve(request_id, actor=reviewer)
+            services.approve(request_id, revision=current_revision(request_id), actor=reviewer)
         elif kind == "reject":
-            services.reject(request_id, actor=reviewer, feedback="no")
+            services.reject(request_id, revision=current_revision(request_id), actor=reviewer, feedback="no")
         else:
-            services.approve_with_edits(request_id, actor=reviewer, edits={"amount": amount, "memo": f"m{amount}"})
+            services.approve_with_edits(request_id, revision=current_revision(request_id),
+                                        actor=reviewer, edits={"amount": amount, "memo": f"m{amount}"})
     except errors.DomainError:
         pass  # refusals are allowed; what matters is what an approval stands on
 

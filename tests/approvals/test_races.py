@@ -22,6 +22,7 @@ from approvals.permissions import REVIEWERS
 from approvals.states import Kind, State
 from audit.chain import verify_chain
 from audit.models import AuditEvent
+from tests.fixtures.revisions import current_revision
 
 RACERS = 8
 
@@ -75,7 +76,8 @@ def test_racing_approvals_have_exactly_one_winner(crowd):
     users, agent = crowd
     request = pending_email(agent)
 
-    outcomes = race(lambda i: services.approve(request.pk, actor=services.Person(users[i])).state)
+    outcomes = race(lambda i: services.approve(request.pk, revision=current_revision(request.pk),
+                                               actor=services.Person(users[i])).state)
 
     assert Counter(outcomes) == {State.APPROVED: 1, "already_decided": RACERS - 1}
     request.refresh_from_db()
@@ -88,7 +90,7 @@ def test_racing_approvals_have_exactly_one_winner(crowd):
 def test_racing_claims_have_exactly_one_winner(crowd):
     users, agent = crowd
     request = pending_email(agent)
-    services.approve(request.pk, actor=services.Person(users[0]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(users[0]))
 
     outcomes = race(lambda i: services.claim_execution(request.pk, actor=services.SYSTEM).idempotency_key)
 

@@ -10,6 +10,7 @@ from approvals.errors import DomainError
 from approvals.people import Person
 from approvals.services import RequestChange, request_changed
 from approvals.states import TRANSITIONS, State
+from tests.fixtures.revisions import current_revision
 
 
 @pytest.fixture
@@ -34,7 +35,8 @@ def test_each_transition_is_announced_once_with_its_verb_after_commit(
 ):
     request = committed(django_capture_on_commit_callbacks, lambda: submit("send_email", params={"to": "a@b.c"}))
     committed(django_capture_on_commit_callbacks,
-              lambda: services.reject(request.pk, actor=Person(people["alice"]), feedback="not now"))
+              lambda: services.reject(request.pk, revision=current_revision(request.pk),
+                                      actor=Person(people["alice"]), feedback="not now"))
 
     assert [(c.from_state, c.to_state, c.verb) for c in heard] == [
         (State.DRAFT, State.PENDING_APPROVAL, TRANSITIONS[(State.DRAFT, State.PENDING_APPROVAL)]),
@@ -47,11 +49,12 @@ def test_each_transition_is_announced_once_with_its_verb_after_commit(
 def test_a_refused_change_announces_nothing(submit, people, heard, django_capture_on_commit_callbacks):
     request = committed(django_capture_on_commit_callbacks, lambda: submit("send_email", params={"to": "a@b.c"}))
     committed(django_capture_on_commit_callbacks,
-              lambda: services.reject(request.pk, actor=Person(people["alice"]), feedback="no"))
+              lambda: services.reject(request.pk, revision=current_revision(request.pk),
+                                      actor=Person(people["alice"]), feedback="no"))
     heard.clear()
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(DomainError) as refused:
-            services.approve(request.pk, actor=Person(people["bob"]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=Person(people["bob"]))
     assert refused.value.code == errors.ALREADY_DECIDED
     assert heard == []
 

@@ -20,6 +20,7 @@ from approvals.snapshots import register_target_resolver, stable_hash, unregiste
 from approvals.states import State
 from audit.models import AuditEvent
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +32,7 @@ APPROVED_EMAIL = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 def approved(submit, people):
     """An email alice approved (medium, one approval)."""
     request = submit()
-    services.approve(request.pk, actor=services.Person(people["alice"]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request
@@ -91,7 +92,7 @@ def test_the_target_changed_according_to_its_resolver(submit, people):
 
     try:
         request = submit("update_document", params={"content": "v2"}, target={"id": "doc-7"})
-        services.approve(request.pk, actor=services.Person(people["alice"]))
+        services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         document["text"] = "someone else edited it"
         assert claim_refusal(request) == errors.TARGET_CHANGED
         assert_refused_for_good(request, errors.TARGET_CHANGED)

@@ -18,6 +18,7 @@ from approvals.errors import DomainError
 from approvals.permissions import AUDITORS
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -94,13 +95,14 @@ def test_the_revealed_value_is_the_current_revisions(submit, people, admin_user)
                       "required_approvals": 2, "editable_params": ["body"], "masked_params": ["body"],
                       "conditions": []}, actor=services.Person(admin_user), note="two people read mail")
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
-    services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"body": "Shorter."})
+    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                actor=services.Person(people["alice"]), edits={"body": "Shorter."})
     revealed = services.reveal_field(request.pk, "body", actor=services.Person(people["bob"]))
     assert (revealed.value, revealed.revision) == ("Shorter.", 2)
 
 
 def test_nothing_is_revealed_once_the_request_is_decided(email, people):
-    services.reject(email.pk, actor=services.Person(people["bob"]), feedback="no")
+    services.reject(email.pk, revision=current_revision(email.pk), actor=services.Person(people["bob"]), feedback="no")
     with pytest.raises(DomainError) as refused:
         services.reveal_field(email.pk, "body", actor=services.Person(people["alice"]))
     assert refused.value.code == errors.ILLEGAL_TRANSITION

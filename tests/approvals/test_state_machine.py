@@ -35,6 +35,7 @@ from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from audit.vocabulary import TRANSITION_VERBS
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 ACTION_TYPES = ["send_email", "transfer_funds", "read_file", "delete_database", "update_document", "rotate_keys"]
 EDITS = {
@@ -114,7 +115,7 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.approve(key, actor=self._reviewer(who, proves))
+            services.approve(key, revision=current_revision(key), actor=self._reviewer(who, proves))
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=True, proves=proves)
         else:
@@ -129,7 +130,8 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         request = ApprovalRequest.objects.get(pk=key)
         edits = data.draw(st.sampled_from(EDITS.get(request.action_type, [{"anything": "x"}])))
         try:
-            services.approve_with_edits(key, actor=self._reviewer(who, proves), edits=edits)
+            services.approve_with_edits(key, revision=current_revision(key),
+                                        actor=self._reviewer(who, proves), edits=edits)
         except DomainError as refused:
             allowed = {errors.PARAM_NOT_EDITABLE, "no_changes", errors.ALREADY_VOTED, errors.ALREADY_DECIDED,
                        errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED,
@@ -144,7 +146,8 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.reject(key, actor=services.Person(self.people[who]), feedback="not like this")
+            services.reject(key, revision=current_revision(key),
+                            actor=services.Person(self.people[who]), feedback="not like this")
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=False)
         else:

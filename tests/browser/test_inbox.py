@@ -25,6 +25,7 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import State
 from tests.browser.conftest import _server_can_check
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -241,7 +242,8 @@ def test_a_draft_survives_another_reviewers_vote_that_redraws_the_card(
     select(bob, str(transfer.pk))
     bob.keyboard.press("r")
     bob.keyboard.type("Half now, half next week.")
-    services.approve(transfer.pk, actor=services.Person(people["alice"]))  # one of two: the card is redrawn
+    services.approve(transfer.pk, revision=current_revision(transfer.pk),
+                     actor=services.Person(people["alice"]))  # one of two: the card is redrawn
     card = bob.locator(f"#card-{transfer.pk}")
     card.locator(".quorum-text", has_text="1 of 2").wait_for()
     assert card.locator("textarea[name=feedback]").input_value() == "Half now, half next week."

@@ -16,6 +16,7 @@ from approvals.models import ApprovalRequest
 from approvals.states import State
 from audit.models import AuditEvent
 from tests.browser.conftest import select_card
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -31,8 +32,10 @@ def approved_transfer(submit, people, two_person_rule):
                      reason="The landlord's invoice is due today.",
                      context={"links": [{"label": "Run 12", "url": "https://ci.example.com/runs/12"}],
                               "turns": [{"role": "user", "text": "Pay the rent, half now."}]})
-    services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"amount": "450.00"})
-    services.approve(request.pk, actor=services.Person(people["bob"]), feedback="Matches the invoice.")
+    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                actor=services.Person(people["alice"]), edits={"amount": "450.00"})
+    services.approve(request.pk, revision=current_revision(request.pk),
+                     actor=services.Person(people["bob"]), feedback="Matches the invoice.")
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request

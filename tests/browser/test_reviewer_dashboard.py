@@ -17,6 +17,7 @@ from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -73,13 +74,13 @@ def submit_demo(agent, people, admin_user):
                               "body": "Prices change on Monday."}, {"mailbox": "outbox", "list": "customers"})
         transfer = action("transfer_funds", {"amount": 25000, "currency": "EUR", "memo": "Supplier invoice 4411",
                                              "to_iban": "DE89370400440532013000"}, {"account": "ACME-OPS-001"})
-        services.approve(transfer.pk, actor=services.Person(
+        services.approve(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(
             people["bob"], step_up=services.StepUpProof.password("bob-pw-123!")))
         first = services.submit(services.Submission(
             kind=Kind.PLAN, plan_path="plans/migrate-orders.md", plan_title="Migrate the orders database",
             plan_markdown="# Migrate the orders database\n\n1. Snapshot\n2. Run migrations\n3. Switch traffic\n"),
             agent=agent)
-        services.reject(first.pk, actor=services.Person(people["carol"]), feedback="Add a rollback step and the expected downtime.")
+        services.reject(first.pk, revision=current_revision(first.pk), actor=services.Person(people["carol"]), feedback="Add a rollback step and the expected downtime.")
         services.submit(services.Submission(
             kind=Kind.PLAN, plan_path="plans/migrate-orders.md", plan_title="Migrate the orders database",
             supersedes=first,

@@ -182,7 +182,7 @@ def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(s
 
     closed_by_the_server(page)
     assert groups_of("sso-alice") == set()
-    refused = page.evaluate(API, {"url": f"/api/v1/requests/{request.pk}/decisions/", "body": {"decision": "approve"}})
+    refused = page.evaluate(API, {"url": f"/api/v1/requests/{request.pk}/decisions/", "body": {"decision": "approve", "revision": 1}})
     assert refused["status"] in (403, 404), refused  # the open page can no longer decide
     assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL
 

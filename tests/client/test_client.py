@@ -24,6 +24,7 @@ from tests.live import ROOT
 from approvals.people import Person
 
 from .conftest import HANG_GUARD_SECONDS, AsyncNotingTransport, NotingTransport
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -53,7 +54,8 @@ def transfer_rule(admin_user):
 
 
 def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda request: services.approve(request.pk, actor=services.Person(people["alice"])))
+    reviewer_decides(lambda request: services.approve(request.pk, revision=current_revision(request.pk),
+                                                      actor=services.Person(people["alice"])))
     resume = cp.submit_plan(plan_file, timeout=15)
     assert resume.approved and resume.state == "approved"
     assert resume.tool_result == PLAN_APPROVED_TEXT
@@ -61,7 +63,7 @@ def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_fil
 
 
 def test_the_submit_plan_tool_returns_the_rejection_for_the_model(cp, plan_file, people, reviewer_decides):
-    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Person(people["alice"]), feedback="Add error handling steps"))
+    reviewer_decides(lambda r: services.reject(r.pk, revision=current_revision(r.pk), actor=services.Person(people["alice"]), feedback="Add error handling steps"))
     text = submit_plan(plan_file, client=cp, timeout=15)
     assert "Add error handling steps" in text and "submit_plan" in text
 
@@ -80,7 +82,7 @@ def test_require_approval_runs_the_function_with_the_edited_params(cp, people, t
         calls.append((amount, to))
         return f"sent {amount} to {to}"
 
-    reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=services.Person(people["alice"]), edits={"amount": 500}))
+    reviewer_decides(lambda r: services.approve_with_edits(r.pk, revision=current_revision(r.pk), actor=services.Person(people["alice"]), edits={"amount": 500}))
     assert transfer(900) == "sent 500 to acme"
     assert calls == [(500, "acme")]
     request = ApprovalRequest.objects.get()
@@ -94,7 +96,8 @@ def test_require_approval_raises_with_the_feedback_and_never_runs(cp, people, re
     def update_document(doc: str, text: str) -> None:
         calls.append(doc)
 
-    reviewer_decides(lambda r: services.reject(r.pk, actor=services.Person(people["bob"]), feedback="Not that document"))
+    reviewer_decides(lambda r: services.reject(r.pk, revision=current_revision(r.pk),
+                                               actor=services.Person(people["bob"]), feedback="Not that document"))
     with pytest.raises(ApprovalRejected) as raised:
         update_document("handbook", "new text")
     assert raised.value.feedback == "Not that document" and raised.value.state == "rejected"
@@ -145,7 +148,8 @@ def test_async_client_and_decorator(daphne_server, token, people, long_polls, re
             async def update_document(doc: str) -> str:
                 return f"updated {doc}"
 
-            reviewer_decides(lambda r: services.approve(r.pk, actor=services.Person(people["alice"])))
+            reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                        actor=services.Person(people["alice"])))
             return await update_document("handbook"), await acp.find(action_type="update_document")
 
     result, found = asyncio.run(scenario())
@@ -162,7 +166,8 @@ def test_a_dropped_connection_mid_wait_is_retried_and_finds_the_same_request(pro
         connections_before = proxy.accepted
         proxy.drop_all()  # the agent's long-poll dies mid-wait
         proxy.wait_for_requests(b"/resume/", count=2)  # and the client polls again
-        services.approve(submitted["id"], actor=services.Person(people["alice"]))
+        services.approve(submitted["id"], revision=current_revision(submitted["id"]),
+                         actor=services.Person(people["alice"]))
         waiter.join(timeout=HANG_GUARD_SECONDS + 5)
     assert outcome["resume"].request_id == submitted["id"] and outcome["resume"].approved
     assert proxy.accepted > connections_before  # it reconnected
@@ -190,7 +195,8 @@ CLAIMS_CONTEXT = {"links": [{"label": "Run 7", "url": "https://ci.example.com/ru
 
 
 def test_request_approval_carries_the_agents_reason_and_context(cp, people, reviewer_decides):
-    reviewer_decides(lambda r: services.approve(r.pk, actor=services.Person(people["alice"])))
+    reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                actor=services.Person(people["alice"])))
     resume = cp.request_approval("update_document", {"doc": "handbook"}, {"text": "v2"},
                                  reason="The user asked for v2.", context=CLAIMS_CONTEXT, timeout=30)
     assert resume.approved

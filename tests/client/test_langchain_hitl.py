@@ -107,7 +107,7 @@ def reviewers_answer_the_batch(daphne_url: str, user, *, run_id: str) -> threadi
                 assert len({r["batch_id"] for r in batch}) == 1 and batch[0]["batch_id"]
                 for request in batch:
                     answer = ANSWERS[next(iter(request["params"].values()))]
-                    response = http.post(f"/api/v1/requests/{request['id']}/decisions/", json=answer)
+                    response = http.post(f"/api/v1/requests/{request['id']}/decisions/", json={**answer, "revision": request["revision"]})
                     assert response.status_code == 200, response.text
         except BaseException as error:  # the test thread re-raises it
             failures.append(error)

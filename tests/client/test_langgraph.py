@@ -92,7 +92,7 @@ def decide_through_the_api(daphne_url: str, user, decisions: list[dict]) -> thre
                 for decision in decisions:
                     pending = wait_for(newly_pending, what="the agent's next plan to be pending")
                     seen.add(pending[0]["id"])
-                    response = http.post(f"/api/v1/requests/{pending[0]['id']}/decisions/", json=decision)
+                    response = http.post(f"/api/v1/requests/{pending[0]['id']}/decisions/", json={**decision, "revision": pending[0]["revision"]})
                     assert response.status_code == 200, response.text
         finally:
             connection.close()

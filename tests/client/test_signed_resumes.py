@@ -19,6 +19,7 @@ from hitl_controlplane.client import ControlPlane, DecisionRefused
 from hitl_controlplane.ed25519 import SigningKey
 
 from .conftest import LongPolls, NotingTransport
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -62,7 +63,8 @@ def test_a_verified_approval_runs_the_tool_with_the_edited_params(daphne_server,
             calls.append((amount, to))
             return "sent"
 
-        reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=Person(people["alice"]),
+        reviewer_decides(lambda r: services.approve_with_edits(r.pk, revision=current_revision(r.pk),
+                                                               actor=Person(people["alice"]),
                                                                edits={"amount": 50}))
         assert transfer(900) == "sent"
     assert calls == [(50, "acme")]
@@ -82,7 +84,8 @@ def test_a_resume_altered_in_transit_never_runs_the_tool(daphne_server, token, l
             calls.append(amount)
             return "sent"
 
-        reviewer_decides(lambda r: services.approve_with_edits(r.pk, actor=Person(people["alice"]),
+        reviewer_decides(lambda r: services.approve_with_edits(r.pk, revision=current_revision(r.pk),
+                                                               actor=Person(people["alice"]),
                                                                edits={"amount": 50}))
         with pytest.raises(DecisionRefused, match=refused_for):
             transfer(900)
@@ -93,7 +96,8 @@ def test_an_approval_replayed_onto_another_request_is_refused(daphne_server, tok
                                                               reviewer_decides, server_public_key):
     """The attacker answers the agent's second call with the first call's genuine, signed approval."""
     with client(daphne_server, token, NotingTransport(long_polls), [server_public_key]) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, actor=Person(people["alice"])))
+        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                    actor=Person(people["alice"])))
         first = cp.request_approval("send_email", params={"to": "dana@example.com"}, tool_call_id="call_1",
                                     timeout=15)
         assert first.approved and first.decision["tool_call_id"] == "call_1"
@@ -105,7 +109,7 @@ def test_an_approval_replayed_onto_another_request_is_refused(daphne_server, tok
         body.update(replayed)
 
     with client(daphne_server, token, TamperingTransport(long_polls, replay), [server_public_key]) as cp:
-        services.approve(second["id"], actor=Person(people["alice"]))
+        services.approve(second["id"], revision=current_revision(second["id"]), actor=Person(people["alice"]))
         with pytest.raises(DecisionRefused, match="request_id"):
             cp.wait(second["id"], tool_call_id="call_2", timeout=15)
 
@@ -114,7 +118,8 @@ def test_a_client_pinned_to_another_key_refuses_the_servers_decisions(daphne_ser
                                                                       reviewer_decides):
     stranger = SigningKey.from_secret("not the server's key").public_text
     with client(daphne_server, token, NotingTransport(long_polls), [stranger]) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, actor=Person(people["alice"])))
+        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                    actor=Person(people["alice"])))
         with pytest.raises(DecisionRefused, match="does not trust"):
             cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15)
 
@@ -127,7 +132,8 @@ def test_without_a_key_the_client_says_once_that_nothing_is_verified(daphne_serv
     monkeypatch.delenv("CONTROLPLANE_PUBLIC_KEYS", raising=False)
     with client(daphne_server, token, NotingTransport(long_polls), None) as cp, caplog.at_level(logging.WARNING):
         for _ in range(2):
-            reviewer_decides(lambda r: services.approve(r.pk, actor=Person(people["alice"])))
+            reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                        actor=Person(people["alice"])))
             assert cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15).decision is None
     warnings = [r for r in caplog.records if "NOT verified" in r.getMessage()]
     assert len(warnings) == 1
@@ -137,5 +143,6 @@ def test_the_key_can_come_from_the_environment(daphne_server, token, long_polls,
                                                server_public_key, monkeypatch):
     monkeypatch.setenv("CONTROLPLANE_PUBLIC_KEYS", f"{SigningKey.from_secret('old').public_text},{server_public_key}")
     with client(daphne_server, token, NotingTransport(long_polls), None) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, actor=Person(people["alice"])))
+        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
+                                                    actor=Person(people["alice"])))
         assert cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15).decision

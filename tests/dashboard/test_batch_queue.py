@@ -23,6 +23,7 @@ from approvals.people import Person
 from approvals.states import State
 from approvals.web import dashboard
 from audit.models import AuditEvent
+from tests.fixtures.revisions import current_revision
 
 QUEUE = reverse("approvals:queue")
 SYNC = reverse("approvals:queue-sync")
@@ -84,7 +85,7 @@ def test_the_sync_lists_the_group_before_its_members_with_the_groups_own_url(cli
     assert fragment.status_code == 200 and fragment["X-Card-Version"] == head["version"]
     assert f'id="card-{head["id"]}"' in fragment.content.decode()
     # One decided one by one: one left is a plain row again, and the group's fragment is gone.
-    services.approve(a.pk, actor=Person(people["bob"]))
+    services.approve(a.pk, revision=current_revision(a.pk), actor=Person(people["bob"]))
     after = client.get(SYNC).json()["cards"]
     assert [(e["id"], e.get("group")) for e in after] == [(str(b.pk), "")]
     assert client.get(head["url"]).status_code == 204
@@ -223,7 +224,7 @@ def test_any_malformed_batch_is_one_coded_refusal_never_a_500(client, people, de
     assert answer.status_code in (200, 400, 422)  # 400: text the edge refuses (NUL, lone surrogates)
     body = answer.json()
     if answer.status_code != 200:
-        assert body["code"] in ("validation_error", "invalid_input") and body["message"]
+        assert body["code"] in ("validation_error", "invalid_input", "revision_required") and body["message"]
     else:
         assert all(r["code"] == "not_found" for r in body["results"])
 

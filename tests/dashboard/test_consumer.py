@@ -76,12 +76,12 @@ def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, 
             assert created == {"event": "card.created", "request_id": str(transfer.pk),
                                "state": "pending_approval", "data": {"verb": "request.queued"}}
 
-            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["alice"]))
+            await database_sync_to_async(services.approve)(transfer.pk, revision=1, actor=services.Person(people["alice"]))
             updated = await socket.receive_json_from(timeout=TIMEOUT)
             assert updated["event"] == "card.updated"
             assert updated["data"] == {"verb": "decision.recorded", "approvals": 1, "required": 2}
 
-            await database_sync_to_async(services.approve)(transfer.pk, actor=services.Person(people["carol"]))
+            await database_sync_to_async(services.approve)(transfer.pk, revision=1, actor=services.Person(people["carol"]))
             removed = await socket.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "approved"
 
@@ -234,7 +234,7 @@ def test_a_decision_push_says_who_decided(people, submit):
         async with reviewer_socket(cookie=cookie) as socket:
             email = await database_sync_to_async(submit)("send_email")
             assert (await socket.receive_json_from(timeout=TIMEOUT))["event"] == "card.created"
-            await database_sync_to_async(services.reject)(email.pk, actor=services.Person(people["alice"]))
+            await database_sync_to_async(services.reject)(email.pk, revision=1, actor=services.Person(people["alice"]))
             removed = await socket.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "rejected"
             assert removed["data"]["decided_by"] == "alice"

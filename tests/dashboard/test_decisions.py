@@ -11,6 +11,7 @@ from approvals.states import State
 
 from .conftest import PASSWORDS
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 
@@ -31,11 +32,11 @@ def test_every_decision_form_refuses_a_post_without_the_csrf_token(browser_clien
     request = submit("send_email")
     browser_client.force_login(people["alice"])
     for name in ("approve", "reject", "approve-with-edits"):
-        response = browser_client.post(reverse(f"approvals:{name}", args=[request.pk]), {"feedback": "x"})
+        response = browser_client.post(reverse(f"approvals:{name}", args=[request.pk]), {"revision": "1", "feedback": "x"})
         assert response.status_code == 403, name
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
     token = csrf_token(browser_client)
-    response = browser_client.post(reverse("approvals:approve", args=[request.pk]), {"csrfmiddlewaretoken": token})
+    response = browser_client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1", "csrfmiddlewaretoken": token})
     assert response.status_code == 302
     assert ApprovalRequest.objects.get().state == State.APPROVED
 
@@ -43,20 +44,20 @@ def test_every_decision_form_refuses_a_post_without_the_csrf_token(browser_clien
 def test_approving_from_the_page_answers_json_for_the_page_script(client, people, submit):
     request = submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
+    response = client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1"}, **JSON)
     assert response.status_code == 200
     assert response.json() == {"ok": True, "message": "send_email approved.", "state": "approved"}
 
 
 def test_the_loser_of_a_race_reads_who_won_not_an_error_page(client, people, submit):
     request = submit("send_email")
-    services.approve(request.pk, actor=services.Person(people["alice"]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     client.force_login(people["bob"])
-    response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
+    response = client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1"}, **JSON)
     assert response.status_code == 409
     assert response.json()["code"] == "already_decided"
     assert response.json()["message"] == "Already approved by alice."
-    page = client.post(reverse("approvals:reject", args=[request.pk]), follow=True)
+    page = client.post(reverse("approvals:reject", args=[request.pk]), {"revision": "1"}, follow=True)
     assert page.status_code == 200 and "Already approved by alice." in page.content.decode()
 
 
@@ -64,7 +65,7 @@ def test_rejecting_with_feedback_stores_it_verbatim_for_the_agent(client, people
     request = submit("send_email")
     feedback = "Don't send this to Dana <dana@example.com>.\nAsk Rita first & retry tomorrow."
     client.force_login(people["bob"])
-    response = client.post(reverse("approvals:reject", args=[request.pk]), {"feedback": feedback}, **JSON)
+    response = client.post(reverse("approvals:reject", args=[request.pk]), {"revision": "1", "feedback": feedback}, **JSON)
     assert response.status_code == 200 and response.json()["state"] == "rejected"
     request.refresh_from_db()
     assert request.state == State.REJECTED and request.feedback == feedback and request.decided_by_label == "bob"
@@ -74,13 +75,13 @@ def test_approve_with_edits_changes_only_editable_params_as_a_new_revision(clien
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Hi", "body": "secret"})
     client.force_login(people["alice"])
     url = reverse("approvals:approve-with-edits", args=[request.pk])
-    response = client.post(url, {"edit:subject": "Hello Dana", "edit:to": '["dana@example.com"]',
+    response = client.post(url, {"revision": "1", "edit:subject": "Hello Dana", "edit:to": '["dana@example.com"]',
                                  "edit:body": "", "masked:body": "1"}, **JSON)
     assert response.status_code == 200, response.json()
     request.refresh_from_db()
     assert request.state == State.APPROVED and request.current_revision == 2
     assert request.current_params() == {"to": ["dana@example.com"], "subject": "Hello Dana", "body": "secret"}
-    nothing = client.post(url, {"edit:subject": "Hello Dana"}, **JSON)
+    nothing = client.post(url, {"revision": "2", "edit:subject": "Hello Dana"}, **JSON)
     assert nothing.status_code == 409 and nothing.json()["code"] == "already_decided"
 
 
@@ -88,9 +89,9 @@ def test_edits_that_change_nothing_or_are_not_json_are_refused_in_words(client, 
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Hi", "body": "b"})
     client.force_login(people["alice"])
     url = reverse("approvals:approve-with-edits", args=[request.pk])
-    same = client.post(url, {"edit:subject": "Hi"}, **JSON)
+    same = client.post(url, {"revision": "1", "edit:subject": "Hi"}, **JSON)
     assert same.status_code == 422 and same.json()["code"] == "no_changes"
-    broken = client.post(url, {"edit:to": "dana@example.com"}, **JSON)
+    broken = client.post(url, {"revision": "1", "edit:to": "dana@example.com"}, **JSON)
     assert broken.status_code == 422 and broken.json()["code"] == "invalid_edit"
     assert ApprovalRequest.objects.get().current_revision == 1
 
@@ -100,12 +101,12 @@ def test_critical_risk_asks_for_the_password_before_approving(client, people, su
     client.force_login(people["alice"])
     url = reverse("approvals:approve", args=[request.pk])
     for attempt, code in (({}, "step_up_required"), ({"password": "wrong"}, "step_up_failed")):
-        response = client.post(url, attempt, **JSON)
+        response = client.post(url, {"revision": "1", **attempt}, **JSON)
         assert response.status_code == 403 and response.json()["code"] == code
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
-    edits = client.post(reverse("approvals:approve-with-edits", args=[request.pk]), {"edit:amount": "2"}, **JSON)
+    edits = client.post(reverse("approvals:approve-with-edits", args=[request.pk]), {"revision": "1", "edit:amount": "2"}, **JSON)
     assert edits.status_code == 403 and edits.json()["code"] == "step_up_required"
-    response = client.post(url, {"password": PASSWORDS["alice"]}, **JSON)
+    response = client.post(url, {"revision": "1", "password": PASSWORDS["alice"]}, **JSON)
     assert response.status_code == 200 and response.json()["state"] == "approved"
 
 
@@ -119,7 +120,7 @@ def test_the_critical_card_has_the_password_field(client, people, submit, critic
 def test_people_outside_the_approver_group_get_404_and_nothing_changes(client, people, submit):
     request = submit("send_email")
     client.force_login(people["mallory"])
-    assert client.post(reverse("approvals:approve", args=[request.pk]), **JSON).status_code == 404
+    assert client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1"}, **JSON).status_code == 404
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
 
 
@@ -128,7 +129,7 @@ def test_separation_of_duties_is_explained_on_the_card_and_enforced(client, peop
     client.force_login(people["owen"])
     html = client.get(reverse("approvals:queue")).content.decode()
     assert "You are the agent&#x27;s owner, so you cannot approve." in html
-    response = client.post(reverse("approvals:approve", args=[request.pk]), **JSON)
+    response = client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1"}, **JSON)
     assert response.status_code == 403 and response.json()["code"] == "separation_of_duties"
 
 

@@ -20,6 +20,7 @@ from approvals.web import dashboard
 from approvals.models import ApprovalRequest
 from approvals.states import Kind, State
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 QUEUE = reverse("approvals:queue")
 SYNC = reverse("approvals:queue-sync")
@@ -146,7 +147,7 @@ def test_filters_narrow_the_queue_and_its_counts(client, people, submit, finance
 def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client, people, submit, query):
     submit("send_email")
     rejected = submit("send_email")
-    services.reject(rejected.pk, actor=services.Person(people["bob"]))
+    services.reject(rejected.pk, revision=current_revision(rejected.pk), actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     assert card_ids(client.get(QUEUE, query)) == []
     assert client.get(SYNC, query).json() == {"count": 0, "cards": [], "expiring": 0, "more": False,
@@ -179,7 +180,7 @@ def test_a_card_shows_what_a_reviewer_decides_on(client, people, submit):
 
 def test_quorum_progress_and_an_unreachable_quorum_say_so(client, people, submit, two_person_rule, admin_user):
     transfer = submit("transfer_funds", params={"amount": 100})
-    services.approve(transfer.pk, actor=services.Person(people["alice"]))
+    services.approve(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(people["alice"]))
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "1 of 2 approvals" in html and "(alice)" in html
@@ -193,7 +194,8 @@ def test_quorum_progress_and_an_unreachable_quorum_say_so(client, people, submit
 def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
     first = services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X",
                                                 plan_markdown="# X\n\n1. step one\n2. step two\n"), agent=agent)
-    services.reject(first.pk, actor=services.Person(people["alice"]), feedback="Add a rollback step.")
+    services.reject(first.pk, revision=current_revision(first.pk),
+                    actor=services.Person(people["alice"]), feedback="Add a rollback step.")
     services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X", supersedes=first,
                                         plan_markdown="# X\n\n1. step one\n2. step two\n3. rollback\n"), agent=agent)
     client.force_login(people["bob"])
@@ -205,7 +207,8 @@ def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
 
 def test_approve_with_edits_shows_the_param_diff_across_revisions(client, people, submit, two_person_rule):
     transfer = submit("transfer_funds", params={"amount": 100, "memo": "invoice"})
-    services.approve_with_edits(transfer.pk, actor=services.Person(people["alice"]), edits={"amount": 90})
+    services.approve_with_edits(transfer.pk, revision=current_revision(transfer.pk),
+                                actor=services.Person(people["alice"]), edits={"amount": 90})
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "Parameter edits" in html
@@ -234,7 +237,7 @@ def test_queue_and_sync_cost_a_constant_number_of_queries(client, people, submit
         submit("wire_money", params={"amount": i})
         request = submit("transfer_funds", params={"amount": i})
         if i % 3 == 0:
-            services.approve(request.pk, actor=services.Person(people["alice"]))
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     assert ApprovalRequest.objects.pending().count() == 312
     with django_assert_max_num_queries(few_queue):
         response = client.get(QUEUE)
@@ -248,7 +251,7 @@ def test_sync_lists_cards_in_queue_order_with_versions_that_change_on_a_vote(cli
     client.force_login(people["bob"])
     before = client.get(SYNC).json()
     assert before["count"] == 1 and before["cards"][0]["id"] == str(transfer.pk)
-    services.approve(transfer.pk, actor=services.Person(people["alice"]))
+    services.approve(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(people["alice"]))
     after = client.get(SYNC).json()
     assert after["cards"][0]["version"] != before["cards"][0]["version"]
 
@@ -262,14 +265,15 @@ def test_a_card_fragment_is_served_only_while_it_belongs_in_the_queue(client, pe
     assert client.get(url, {"risk": "high"}).status_code == 204
     client.force_login(people["mallory"])
     assert client.get(url).status_code == 204
-    services.reject(request.pk, actor=services.Person(people["alice"]))
+    services.reject(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     client.force_login(people["alice"])
     assert client.get(url).status_code == 204
 
 
 def test_history_lists_decided_requests_with_filters(client, people, submit):
     rejected = submit("send_email")
-    services.reject(rejected.pk, actor=services.Person(people["bob"]), feedback="Wrong recipient")
+    services.reject(rejected.pk, revision=current_revision(rejected.pk),
+                    actor=services.Person(people["bob"]), feedback="Wrong recipient")
     submit("send_email")  # still pending: not history
     client.force_login(people["alice"])
     response = client.get(reverse("approvals:history"))

@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group
 from approvals import services
 from approvals.permissions import AUDITORS
 from approvals.states import State
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +27,10 @@ def auditor(db):
 def two_person_transfer(submit, people, two_person_rule):
     """A transfer alice edited (revision 2), then alice and bob approved: two approvers."""
     request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1", "memo": "rent"})
-    services.approve_with_edits(request.pk, actor=services.Person(people["alice"]), edits={"amount": "450.00"})
-    services.approve(request.pk, actor=services.Person(people["bob"]), feedback="Matches the invoice.")
+    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
+                                actor=services.Person(people["alice"]), edits={"amount": "450.00"})
+    services.approve(request.pk, revision=current_revision(request.pk),
+                     actor=services.Person(people["bob"]), feedback="Matches the invoice.")
     request.refresh_from_db()
     assert request.state == State.APPROVED and request.current_revision == 2
     return request
@@ -50,7 +53,8 @@ def test_a_two_person_approval_shows_both_approvers_in_history_and_on_its_page(t
 
 def test_an_edited_approval_is_marked_in_the_list_and_on_its_page(two_person_transfer, submit, people, login_as):
     plain = submit("transfer_funds", params={"amount": "5.00", "to": "acct-2"})
-    services.reject(plain.pk, actor=services.Person(people["alice"]), feedback="no")
+    services.reject(plain.pk, revision=current_revision(plain.pk),
+                    actor=services.Person(people["alice"]), feedback="no")
     client = login_as(people["carol"])
     history = client.get("/history/").content.decode()
     assert history.count('<span class="tag tag-edited"') == 1 and "Edited by alice</span>" in history
@@ -61,7 +65,7 @@ def test_an_edited_approval_is_marked_in_the_list_and_on_its_page(two_person_tra
 
 def test_the_page_shows_the_execution_result_and_the_audit_timeline(submit, people, login_as):
     request = submit("update_document", params={"text": "v2"}, target={"doc": "handbook"})  # the agent runs it
-    services.approve(request.pk, actor=services.Person(people["alice"]))
+    services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     from audit.chain import Actor
 
     actor = Actor.for_agent(request.agent)
@@ -78,7 +82,8 @@ def test_the_page_shows_the_execution_result_and_the_audit_timeline(submit, peop
 
 def test_a_masked_param_stays_masked_on_the_page(submit, people, login_as):
     request = submit("send_email", params={"to": ["d@example.com"], "subject": "s", "body": "TOP-SECRET-BODY"})
-    services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
+    services.reject(request.pk, revision=current_revision(request.pk),
+                    actor=services.Person(people["alice"]), feedback="no")
     assert "TOP-SECRET-BODY" not in login_as(people["bob"]).get(f"/requests/{request.pk}/").content.decode()
 
 
@@ -111,10 +116,12 @@ def test_the_request_page_costs_the_same_queries_however_long_its_story(submit, 
                                                                          two_person_rule,
                                                                          django_assert_max_num_queries):
     short = submit("transfer_funds", params={"amount": "1.00", "to": "a", "memo": "m"})
-    services.reject(short.pk, actor=services.Person(people["alice"]), feedback="no")
+    services.reject(short.pk, revision=current_revision(short.pk),
+                    actor=services.Person(people["alice"]), feedback="no")
     long = submit("transfer_funds", params={"amount": "1.00", "to": "a", "memo": "m"})
     for n, who in enumerate(("alice", "bob", "carol")):
-        services.approve_with_edits(long.pk, actor=services.Person(people[who]), edits={"amount": f"{n + 2}.00"})
+        services.approve_with_edits(long.pk, revision=current_revision(long.pk),
+                                    actor=services.Person(people[who]), edits={"amount": f"{n + 2}.00"})
     client = login_as(people["carol"])
     client.get(f"/requests/{short.pk}/")  # warm the session and permission caches
     with django_assert_max_num_queries(14) as short_page:
@@ -129,7 +136,8 @@ def test_history_costs_the_same_queries_for_one_row_or_thirty(submit, people, lo
     def decided(n: int) -> None:
         for _ in range(n):
             request = submit("send_email")
-            services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
+            services.reject(request.pk, revision=current_revision(request.pk),
+                            actor=services.Person(people["alice"]), feedback="no")
 
     client = login_as(people["bob"])
     decided(1)
@@ -151,7 +159,8 @@ def test_history_filters_offer_every_action_type_agent_and_risk_in_the_visible_h
     for action_type in types:
         request = submit(action_type, params={"x": 1})
         if request.state == State.PENDING_APPROVAL:
-            services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
+            services.reject(request.pk, revision=current_revision(request.pk),
+                            actor=services.Person(people["alice"]), feedback="no")
     page = login_as(people["bob"]).get("/history/").content.decode()
     form = page[page.index('id="f-action"'):page.index('id="f-risk"')]
     for action_type in types:
@@ -178,6 +187,7 @@ def test_a_refused_request_gives_its_group_view_but_never_decide(submit, people)
 
 def test_filters_never_offer_what_the_person_may_not_see(submit, people, login_as):
     request = submit("send_email")
-    services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
+    services.reject(request.pk, revision=current_revision(request.pk),
+                    actor=services.Person(people["alice"]), feedback="no")
     page = login_as(people["mallory"]).get("/history/").content.decode()
     assert '<option value="send_email"' not in page and "mail-bot" not in page

@@ -17,6 +17,7 @@ from approvals.permissions import REVIEWERS
 from approvals.states import Kind
 
 from .harness import Receiver
+from tests.fixtures.revisions import current_revision
 
 
 @pytest.fixture
@@ -75,6 +76,6 @@ def approved(submit, alice):
 
     def _approved(action_type: str, params: dict | None = None, target: dict | None = None):
         request = submit(action_type, params, target)
-        return services.approve(request.pk, actor=services.Person(alice))
+        return services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(alice))
 
     return _approved

@@ -29,6 +29,7 @@ from approvals import services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
 from approvals.states import State
+from tests.fixtures.revisions import current_revision
 
 __all__ = ["CHECKS", "ID_OPERATIONS", "LINKS", "Ledger", "build_machine", "linked_schema", "with_links"]
 
@@ -256,9 +257,11 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
             for reviewer in reviewers:  # a second approval when the rule wants two
                 try:
                     if decision == "approve":
-                        services.approve(pk, actor=services.Person(reviewer), feedback=feedback)
+                        services.approve(pk, revision=current_revision(pk),
+                                         actor=services.Person(reviewer), feedback=feedback)
                     else:
-                        services.reject(pk, actor=services.Person(reviewer), feedback=feedback)
+                        services.reject(pk, revision=current_revision(pk),
+                                        actor=services.Person(reviewer), feedback=feedback)
                 except DomainError:
                     break  # decided already (quorum met, rejected) or not this reviewer's to decide
 

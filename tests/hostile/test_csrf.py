@@ -27,10 +27,11 @@ def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
     events_before = AuditEvent.objects.count()
     rules_before = list(RiskRule.objects.values_list("name", "enabled", "priority"))
     forged = {
-        f"/requests/{pending.pk}/approve/": {},
-        f"/requests/{pending.pk}/reject/": {"feedback": "forged"},
-        f"/requests/{pending.pk}/approve-with-edits/": {"subject": "forged"},
-        f"/api/v1/requests/{pending.pk}/decisions/": {"decision": "approve"},
+        f"/requests/{pending.pk}/approve/": {"revision": "1"},
+        f"/requests/{pending.pk}/reject/": {"feedback": "forged", "revision": "1"},
+        f"/requests/{pending.pk}/approve-with-edits/": {"edit:subject": "forged", "revision": "1"},
+        f"/requests/{pending.pk}/step-up-challenge/": {"decision": "approve", "revision": "1"},
+        f"/api/v1/requests/{pending.pk}/decisions/": {"decision": "approve", "revision": 1},
         f"/requests/{pending.pk}/reveal/": {"field": "body"},
         "/queue/batch/decide/": {"decision": "approve", "request": f"{pending.pk}:1"},
         f"/api/v1/requests/{pending.pk}/reveal/": {"field": "body"},

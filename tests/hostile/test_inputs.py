@@ -147,7 +147,7 @@ def test_a_decision_form_never_redirects_off_site_or_to_a_url_name(client, peopl
     """Found by test_pages_fuzz: `next=0` reached `redirect()`, which read it as a URL name (500)."""
     pending = submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(f"/requests/{pending.pk}/reject/", {"feedback": "no", "next": next_url})
+    response = client.post(f"/requests/{pending.pk}/reject/", {"feedback": "no", "next": next_url, "revision": "1"})
     assert response.status_code == 302 and response["Location"] == "/"
 
 
@@ -156,7 +156,7 @@ def test_non_finite_numbers_typed_into_an_edit_are_refused_as_invalid_json(clien
     """Found by test_pages_fuzz: `Infinity` parsed to a float no JSON column stores (500)."""
     pending = submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(f"/requests/{pending.pk}/approve-with-edits/", {"edit:to": f"[{constant}]"},
+    response = client.post(f"/requests/{pending.pk}/approve-with-edits/", {"edit:to": f"[{constant}]", "revision": "1"},
                            HTTP_ACCEPT="application/json")
     assert response.status_code in (400, 422) and response.json()["code"] == "invalid_edit"
     pending.refresh_from_db()

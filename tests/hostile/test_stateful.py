@@ -121,7 +121,7 @@ def test_a_token_cannot_decide_even_its_own_agents_request(people, agent):
     rival = Agent.objects.create(name="ops-bot", owner=people["rita"])
     for token in (issue_token(agent).secret, issue_token(rival).secret):
         response = bearer(token).post(f"/api/v1/requests/{request.pk}/decisions/",
-                                      {"decision": "approve"}, format="json")
+                                      {"decision": "approve", "revision": 1}, format="json")
         assert response.status_code == 401, response.content
         assert response.json()["code"] == "not_authenticated"
     request.refresh_from_db()

@@ -22,6 +22,7 @@ from approvals.models import PolicyVersion
 from approvals.permissions import AUDITORS
 from approvals.states import Kind
 from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +104,8 @@ def hostile_requests(people, risk_admin):
     rejected = services.submit(services.Submission(
         kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
         agent=evil_agent)
-    services.reject(rejected.pk, actor=services.Person(people["bob"]), feedback=PAYLOAD)
+    services.reject(rejected.pk, revision=current_revision(rejected.pk),
+                    actor=services.Person(people["bob"]), feedback=PAYLOAD)
     return {"action": action, "plan": plan, "rejected": rejected, "batched": batched[0]}
 
 

@@ -111,7 +111,7 @@ def test_a_proof_to_approve_as_it_stands_does_not_approve_with_edits(alice_api, 
     first = payrolls[0]
     for_plain_approval = proof(api, passkey, "approve", items(first))
     refused = api.post(f"/api/v1/requests/{first.pk}/decisions/",
-                       {"decision": "approve", "edits": {"amount": 5}, "step_up": for_plain_approval},
+                       {"decision": "approve", "revision": 1, "edits": {"amount": 5}, "step_up": for_plain_approval},
                        format="json")
     assert refused.status_code == 403 and refused.json()["code"] == "step_up_failed", refused.json()
     assert states(first) == [State.PENDING_APPROVAL]
@@ -137,7 +137,7 @@ def test_a_single_decisions_proof_cannot_decide_another_request(alice_api, payro
     api, passkey = alice_api
     first, second, _ = payrolls
     for_first = proof(api, passkey, "approve", items(first))
-    refused = api.post(f"/api/v1/requests/{second.pk}/decisions/", {"decision": "approve", "step_up": for_first},
+    refused = api.post(f"/api/v1/requests/{second.pk}/decisions/", {"decision": "approve", "revision": 1, "step_up": for_first},
                        format="json")
     assert refused.status_code == 403 and refused.json()["code"] == "step_up_failed"
     assert states(second) == [State.PENDING_APPROVAL]

@@ -97,7 +97,8 @@ def back_from_the_provider(api, provider, asked: dict, **claims):
 
 def approve(api, request, nonce: str, **extra):
     return api.post(f"/api/v1/requests/{request.pk}/decisions/",
-                    {"decision": "approve", "step_up": {"method": "provider", "nonce": nonce}, **extra}, format="json")
+                    {"decision": "approve", "revision": 1, "step_up": {"method": "provider", "nonce": nonce}, **extra},
+                    format="json")
 
 
 def state_of(request) -> str:
@@ -132,7 +133,7 @@ def test_without_the_round_trip_the_nonce_decides_nothing(sso_alice, provider, p
 
 
 def test_a_decision_without_a_proof_names_the_provider_method(sso_alice, provider, payrolls):
-    refused = sso_alice.post(f"/api/v1/requests/{payrolls[0].pk}/decisions/", {"decision": "approve"}, format="json")
+    refused = sso_alice.post(f"/api/v1/requests/{payrolls[0].pk}/decisions/", {"decision": "approve", "revision": 1}, format="json")
     assert refused.status_code == 403 and refused.json()["details"]["method"] == "provider"
 
 
@@ -232,7 +233,7 @@ def test_the_decision_form_takes_the_same_proof(sso_alice, provider, payrolls, c
     client.force_login(people["alice"])
     answer = challenge(sso_alice, first)
     back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
-    decided = client.post(reverse("approvals:approve", args=[first.pk]), {"provider_nonce": answer["nonce"]},
+    decided = client.post(reverse("approvals:approve", args=[first.pk]), {"provider_nonce": answer["nonce"], "revision": "1"},
                           HTTP_ACCEPT="application/json")
     assert decided.status_code == 200, decided.content
     assert state_of(first) == State.APPROVED

@@ -35,7 +35,7 @@ def alice_with_app(client, people, clock, nobody_required, enroll_totp):
 
 
 def approve(client, request, **form):
-    return client.post(reverse("approvals:approve", args=[request.pk]), form, **JSON)
+    return client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1", **form}, **JSON)
 
 
 def test_the_card_asks_for_the_apps_code(client, alice_with_app, submit, critical_rule):
@@ -71,14 +71,14 @@ def test_the_api_takes_the_same_code_and_refuses_a_password(alice_with_app, peop
     url = f"/api/v1/requests/{request.pk}/decisions/"
     clock.tick(60)
 
-    by_password = api.post(url, {"decision": "approve", "step_up": {"method": "password",
+    by_password = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "password",
                                                                      "password": password_of("alice")}}, format="json")
     assert by_password.status_code == 403 and by_password.json()["code"] == "step_up_required"
-    no_code = api.post(url, {"decision": "approve", "step_up": {"method": "totp"}}, format="json")
+    no_code = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "totp"}}, format="json")
     assert no_code.status_code == 422
 
     code = totp_code(alice_with_app, time.time())
-    answer = api.post(url, {"decision": "approve", "step_up": {"method": "totp", "code": code}}, format="json")
+    answer = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "totp", "code": code}}, format="json")
     assert answer.status_code == 200 and answer.json()["state"] == "approved"
 
 
@@ -98,5 +98,5 @@ def test_a_passkey_challenge_is_only_for_someone_with_a_passkey(people, submit, 
                      format="json")
     assert asked.status_code == 409 and asked.json()["code"] == "no_passkey"
     unsigned = api.post(f"/api/v1/requests/{request.pk}/decisions/",
-                        {"decision": "approve", "step_up": {"method": "passkey", "assertion": {}}}, format="json")
+                        {"decision": "approve", "revision": 1, "step_up": {"method": "passkey", "assertion": {}}}, format="json")
     assert unsigned.status_code == 422 and "nonce" in str(unsigned.json()["details"])

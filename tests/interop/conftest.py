@@ -122,6 +122,9 @@ def decide(daphne_server, people):
     import urllib.request
 
     def _decide(reviewer: str, request_id: str, body: dict) -> dict:
+        from tests.fixtures.revisions import current_revision
+
+        body = {"revision": current_revision(request_id), **body}  # the revision it is at, unless named
         client = Client()
         client.force_login(people[reviewer])
         csrf = _get_new_csrf_string()

@@ -20,6 +20,7 @@ from approvals.notifications import channels, dispatch, tasks
 from approvals.permissions import can_decide
 from audit.models import AuditEvent
 from approvals.masking import MASK
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -105,7 +106,8 @@ def test_undecided_requests_escalate_to_the_second_group(
     assert message["Subject"].startswith("[control plane] Escalated to you")
     assert "hunter2" not in message.as_string()
     with freeze_time("2026-03-02 09:32:00"):
-        services.approve(request.pk, actor=services.Person(erin))  # the second line can decide
+        services.approve(request.pk, revision=current_revision(request.pk),
+                         actor=services.Person(erin))  # the second line can decide
     assert ApprovalRequest.objects.get(pk=request.pk).state == "approved"
 
 
@@ -113,7 +115,8 @@ def test_decided_requests_are_neither_reminded_nor_escalated(email_rule_settings
     email_rule_settings(remind_before_seconds=3000, escalate_after_seconds=60, escalation_group=oncall)
     with freeze_time(T0):
         request = submit("send_email", SECRET_MAIL)
-        services.reject(request.pk, actor=services.Person(people["alice"]), feedback="no")
+        services.reject(request.pk, revision=current_revision(request.pk),
+                        actor=services.Person(people["alice"]), feedback="no")
     with freeze_time("2026-03-02 09:30:00"):
         assert tasks.send_due_reminders() == 0
         assert tasks.escalate_overdue() == 0

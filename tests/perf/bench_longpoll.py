@@ -105,7 +105,7 @@ def main() -> None:
                     from django.db import connection
 
                     for _, pk in chunk:
-                        services.reject(pk, actor=services.Person(reviewer), feedback="not now")
+                        services.reject(pk, revision=1, actor=services.Person(reviewer), feedback="not now")
                     connection.close()
 
                 await asyncio.gather(*(asyncio.to_thread(decide, polls[i::4]) for i in range(4)))

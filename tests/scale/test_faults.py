@@ -26,6 +26,7 @@ from tests.execution.harness import wait_for
 from tests.live import DaphneServer, child_environment, free_port, long_polls_held
 
 from .conftest import cookie_header, session_cookies
+from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -137,7 +138,8 @@ def test_the_client_retries_through_a_daphne_restart_and_gets_its_decision(servi
             waiter.start()
             wait_for(lambda: long_polls_held([submitted["id"]]), what="the server to hold the agent's long-poll")
             server.stop()  # the poll's connection dies with the process
-            services.approve(submitted["id"], actor=services.Person(people["alice"]))  # decided while the server is down
+            services.approve(submitted["id"], revision=current_revision(submitted["id"]),
+                             actor=services.Person(people["alice"]))  # decided while the server is down
             with django_db_blocker.unblock():
                 server = DaphneServer(port=port)
             waiter.join(timeout=45)

@@ -81,7 +81,7 @@ def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, re
             await asyncio.to_thread(wait_for, lambda: long_polls_held([request_id]), what="B to hold the long-poll")
             assert not waiting.done()
             decided = await http.post(f"{server_a.url}/api/v1/requests/{request_id}/decisions/",
-                                      headers=csrf_headers(cookies), json={"decision": "approve"})
+                                      headers=csrf_headers(cookies), json={"decision": "approve", "revision": 1})
             assert decided.status_code == 200, decided.text
             resumed = await asyncio.wait_for(waiting, timeout=10)
             assert resumed.status_code == 200, resumed.text

@@ -58,7 +58,11 @@ def suspend(api):  # noqa: F811 - the fixture named above
 
 
 def decide(client, request_id, body: dict):
-    return csrf_post(client, f"/api/v1/requests/{request_id}/decisions/", body)
+    """POST a decision; on the revision the request is at now unless `body` names one."""
+    from tests.fixtures.revisions import current_revision
+
+    return csrf_post(client, f"/api/v1/requests/{request_id}/decisions/",
+                     {"revision": current_revision(request_id), **body})
 
 
 @pytest.fixture(autouse=True)

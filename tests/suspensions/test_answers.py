@@ -86,7 +86,7 @@ class TestValidation:
         # which no resume could carry back as JSON.
         client.force_login(people["alice"])
         response = client.post(reverse("approvals:respond", args=[pending()]),
-                               {"resume_data": '{"approved": true, "n": [1e400]}'}, **JSON)
+                               {"resume_data": '{"approved": true, "n": [1e400]}', "revision": "1"}, **JSON)
         assert (response.status_code, response.json()["code"]) == (422, "invalid_resume_data")
         assert response.json()["details"]["path"] == "/n/0"
 

@@ -83,6 +83,7 @@ def submitted(run_id: str, count: int) -> list[ApprovalRequest]:
 def decide(daphne_server, reviewer, request: ApprovalRequest, **decision) -> None:
     """A reviewer's decision through the reviewer JSON API (session + CSRF), as the dashboard sends it."""
     cookies = session_cookies(reviewer)
+    decision = {"revision": ApprovalRequest.objects.get(pk=request.pk).current_revision, **decision}
     response = httpx.post(f"{daphne_server.url}/api/v1/requests/{request.pk}/decisions/", json=decision,
                           headers=csrf_headers(cookies), timeout=HANG_GUARD_SECONDS)
     assert response.status_code == 200, response.text
