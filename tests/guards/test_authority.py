@@ -38,6 +38,7 @@ from audit.models import AuditEvent
 from controlplane.accounts import sso
 from controlplane.accounts.membership import MembershipActorMiddleware
 from controlplane.accounts.mfa_policy import required_groups
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +103,7 @@ def approve_code(request_id, user) -> str:
     try:
         with transaction.atomic():
             try:
-                decided = services.approve(request_id, actor=as_person(user))
+                decided = services.approve(request_id, actor=as_person(user), revision=current_revision(request_id))
                 outcome = "approved" if decided.state != "pending_approval" else "voted"
             except errors.DomainError as refused:
                 outcome = refused.code

@@ -310,7 +310,7 @@ def test_a_longer_wait_than_the_server_keeps_is_capped_as_documented(api_client_
     from approvals import services
 
     request = submit()
-    services.reject(request.pk, actor=Person(people["alice"]), feedback="no")
+    services.reject(request.pk, actor=Person(people["alice"]), feedback="no", revision=1)
     response = api_client_for_agent.get(f"/api/v1/requests/{request.pk}/resume/", {"wait": raw})
     assert response.status_code == 200 and response.json()["state"] == "rejected"
 
@@ -382,7 +382,7 @@ def test_dashboard_edits_larger_than_the_api_allows_are_refused(client, people, 
     assert request.rule_name == "editable_mail"
     client.force_login(people["alice"])
     response = client.post(reverse("approvals:approve-with-edits", args=[request.pk]),
-                           {"edit:body": "y" * (settings.API_MAX_PARAMS_BYTES + 1)}, HTTP_ACCEPT="application/json")
+                           {"edit:body": "y" * (settings.API_MAX_PARAMS_BYTES + 1), "revision": "1"}, HTTP_ACCEPT="application/json")
     assert response.status_code == 422 and response.json()["details"]["fields"] == ["edits"]
     request.refresh_from_db()
     assert request.current_revision == 1

@@ -45,6 +45,7 @@ from audit.models import AuditEvent
 from controlplane.routing import websocket_application
 from tests.audit.exporting import download
 from tests.sockets import open_socket
+from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
@@ -463,7 +464,7 @@ def test_the_reviewer_socket_never_carries_a_masked_value(canary, masked_rule, s
                                "amount": canary.number})
             heard.append(json.dumps(await socket.receive_json_from(timeout=3)))
             await database_sync_to_async(services.approve_with_edits)(
-                request.pk, actor=Person(people["bob"]), edits={"body": canary.edited})
+                request.pk, actor=Person(people["bob"]), edits={"body": canary.edited}, revision=1)
             heard.append(json.dumps(await socket.receive_json_from(timeout=3)))
 
     async_to_sync(scenario)()
@@ -482,7 +483,8 @@ def test_an_edit_that_hands_the_request_to_a_rule_masking_less_keeps_it_masked(s
                       "conditions": [{"path": "params.subject", "op": "eq", "value": "URGENT"}]},
                      actor=Person(risk_admin), note="urgent mail goes to treasury")
 
-    services.approve_with_edits(seeded.pk, actor=Person(people["alice"]), edits={"subject": "URGENT"})
+    services.approve_with_edits(seeded.pk, actor=Person(people["alice"]), edits={"subject": "URGENT"},
+                                revision=current_revision(seeded))
     seeded.refresh_from_db()
 
     assert seeded.rule_name == "urgent_mail"

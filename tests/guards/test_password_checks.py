@@ -303,7 +303,7 @@ def test_wrong_step_up_passwords_meet_the_same_throttle(alices_session, patient_
     url = reverse("approvals:approve", args=[request.pk])
 
     def approve(password: str):
-        return alices_session.post(url, {"password": password}, HTTP_ACCEPT="application/json")
+        return alices_session.post(url, {"password": password, "revision": "1"}, HTTP_ACCEPT="application/json")
 
     for _ in range(3):
         assert approve(WRONG).json()["code"] == "step_up_failed"

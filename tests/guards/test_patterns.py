@@ -456,7 +456,7 @@ class TestAnswersHaveBoundedCost:
         big = {"approved": True, "note": "x" * (settings.API_MAX_PARAMS_BYTES + 1)}
         from_api = decide(reviewer_client("alice"), request_id, {"decision": "respond", "resume_data": big})
         client.force_login(people["bob"])
-        from_page = client.post(reverse("approvals:respond", args=[request_id]), {"resume_data": json.dumps(big)},
+        from_page = client.post(reverse("approvals:respond", args=[request_id]), {"resume_data": json.dumps(big), "revision": "1"},
                                 HTTP_ACCEPT="application/json", HTTP_X_REQUESTED_WITH="XMLHttpRequest")
         assert (from_api.status_code, from_api.json()["code"]) == (422, "validation_error")
         assert (from_page.status_code, from_page.json()["code"]) == (422, "validation_error")
@@ -501,10 +501,12 @@ def test_the_row_lock_is_never_held_during_answer_validation(require_postgres, p
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '1s'")
         with pytest.raises(DomainError) as refused:
-            respond_to_suspension(request_id, actor=Person(people["alice"]), resume_data={"approved": "yes"})
+            respond_to_suspension(request_id, actor=Person(people["alice"]), resume_data={"approved": "yes"},
+                                  revision=1)
         assert refused.value.code == "invalid_resume_data" and refused.value.details["path"] == "/approved"
         with pytest.raises(OperationalError):  # a valid answer waits for the lock, and times out here
-            respond_to_suspension(request_id, actor=Person(people["alice"]), resume_data={"approved": True})
+            respond_to_suspension(request_id, actor=Person(people["alice"]), resume_data={"approved": True},
+                                  revision=1)
     finally:
         release.set()
         holder.join(30)
