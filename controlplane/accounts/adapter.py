@@ -84,10 +84,8 @@ class AccountAdapter(DefaultAccountAdapter):
         if not settings.LOCAL_PASSWORD_LOGIN:
             raise forms.ValidationError("Passwords are turned off here: sign in with your identity provider.",
                                         code="password_login_off")
-        return password_checks.check_secret(
-            context.request, user, purpose=password_checks.REAUTHENTICATE, factor="password",
-            check=lambda: user.is_active and user.check_password(password),
-        )
+        return password_checks.password_is_right(context.request, user, password,
+                                                 purpose=password_checks.REAUTHENTICATE)
 
     def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
         """A sign-in as recent as a re-authentication counts as one: who was just sent to

@@ -122,6 +122,17 @@ def _refused(request: HttpRequest | None, user: Any, throttle: SignInThrottle, *
     raise forms.ValidationError(SESSION_ENDED_MESSAGE, code="session_ended")
 
 
+def password_is_right(request: Any, user: Any, password: str, *, purpose: str) -> bool:
+    """Whether `password` is `user`'s, checked under the one throttle (see `check_secret`).
+
+    The only place an account page's password is compared: the adapter and the forms
+    below translate allauth's calls into this, as the decision views translate into
+    the step-up service.
+    """
+    return check_secret(request, user, purpose=purpose, factor="password",
+                        check=lambda: user.is_active and user.check_password(password))
+
+
 # --- allauth's forms, each check wrapped -------------------------------------------------------
 
 
@@ -132,8 +143,7 @@ class ChangePasswordForm(AllauthChangePasswordForm):
     def clean_oldpassword(self) -> str:
         password = self.cleaned_data.get("oldpassword", "")
         user = self.user
-        if not check_secret(context.request, user, purpose=CHANGE_PASSWORD, factor="password",
-                            check=lambda: user.check_password(password)):
+        if not password_is_right(context.request, user, password, purpose=CHANGE_PASSWORD):
             raise forms.ValidationError(self._wrong_message(), code="enter_current_password")
         return password
 
