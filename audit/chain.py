@@ -37,8 +37,16 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from hitl_controlplane.canonical import (
+    GENESIS_HASH,
+    VerifyResult,
+    canonical_bytes,
+    chain_hash,
+    event_document,
+    format_timestamp,
+)
+
 from . import signing
-from hitl_controlplane.canonical import GENESIS_HASH, VerifyResult, canonical_bytes, chain_hash, event_document, format_timestamp
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 

@@ -36,9 +36,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
+
 from .chain import Actor, head, record
 from .filters import AuditEventFilterSet
-from hitl_controlplane.manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
 from .models import AuditEvent
 from .signing import signer
 

@@ -15,7 +15,7 @@ after a request or rule row is deleted.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, time, timezone
+from datetime import UTC, datetime, time
 from typing import Any
 
 import django_filters
@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from hitl_controlplane.canonical import format_timestamp
+
 from .models import ActorKind, AuditEvent
 from .vocabulary import all_verbs
 
@@ -63,7 +64,7 @@ class MomentField(forms.CharField):
         if moment is None:
             raise forms.ValidationError(
                 f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z.")
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class MomentFilter(django_filters.Filter):

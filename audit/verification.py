@@ -19,6 +19,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from hitl_controlplane.canonical import VerifyResult
+
 from .chain import Actor, audited_atomic, record, verify_chain
 from .checkpoint import read_checkpoints, write_checkpoint
 from .models import AuditEvent, ChainVerification

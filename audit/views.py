@@ -21,12 +21,13 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
+
 from .chain import Actor
 from .checkpoint import latest_checkpoint
-from .signing import signer
 from .export import FORMATS, begin_export, exported_manifest, stream_export
 from .filters import RISK_LEVELS, AuditEventFilterSet, FilterError
 from .models import ActorKind, AuditEvent, ChainVerification
+from .signing import signer
 from .vocabulary import all_verbs, describe, is_registered
 
 VIEW_PERMISSION = "audit.view_auditevent"

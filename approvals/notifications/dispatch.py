@@ -25,11 +25,11 @@ from django.utils import timezone
 from controlplane.http import outbound
 
 from .. import services
-from ..services.core import RequestChange
 from ..masking import MASK, masked_paths, shown_params
-from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
 from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
+from ..services.core import RequestChange
+from ..states import State
 from .channels import DeliveryError, post_webhook, send_email
 
 __all__ = [

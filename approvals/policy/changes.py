@@ -17,10 +17,7 @@ from audit.chain import Actor, audited_atomic, record
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
-from .rules.conditions import RuleValidationError
-from .rules.engine import RuleSpec
-from .rules.patterns import refuse_problem_patterns
-from .rules.seed import SEED_DESTRUCTIVE_VERBS
+from ..people import user_of
 from . import authority
 from .checks import (
     PolicyError,
@@ -34,7 +31,10 @@ from .checks import (
     validate_destructive_verbs,
 )
 from .current import compile_policy
-from ..people import user_of
+from .rules.conditions import RuleValidationError
+from .rules.engine import RuleSpec
+from .rules.patterns import refuse_problem_patterns
+from .rules.seed import SEED_DESTRUCTIVE_VERBS
 
 __all__ = [
     "Outcome",

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from audit.chain import audited_atomic, record
-
-from audit.chain import Actor
+from audit.chain import Actor, audited_atomic, record
 
 from ..models import PolicyProposal, PolicyVersion
-from .rules.engine import RuleSpec
+from ..people import user_of
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
 from .checks import (
     FOUR_EYES_SAME_PERSON,
@@ -27,9 +25,9 @@ from .checks import (
     required_note,
     user_label,
 )
-from ..people import user_of
 from .membership import apply_membership
 from .notification_settings import apply_notifications
+from .rules.engine import RuleSpec
 
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 

@@ -14,9 +14,8 @@ audited wrong step-up) commits, and then the refusal reaches the caller.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -26,18 +26,18 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..masking import masked_paths
 from ..models import ApprovalRequest, Decision, ParamsRevision
+from ..people import Person
 from ..permissions import excluded_from_approving, is_eligible_member
 from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
-from ..people import Person
 from .core import announce, changing, refuse_state, transition
 from .escalation import regroup
 from .execution import server_executor
 from .guards import (
     approvals_counted,
     refuse_if_expired,
-    require_may_approve,
     require_allowed,
+    require_may_approve,
     require_may_decide,
     require_pending,
     require_proposed_answer,

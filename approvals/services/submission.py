@@ -8,18 +8,18 @@ from datetime import timedelta
 from typing import Any
 
 from django.utils import timezone
-from hitl_controlplane.decisions import submitted_sha256
 
 from audit.chain import Actor, audited_atomic, digest, record
 from audit.privacy import params_digest
+from hitl_controlplane.decisions import submitted_sha256
 
 from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DECIDED_BY_POLICY, DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, ParamsRevision
 from ..permissions import eligible_approver_count, grant_group
-from ..resume_schema import check_resume_schema
 from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
+from ..resume_schema import check_resume_schema
 from ..snapshots import snapshot_hash
 from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params

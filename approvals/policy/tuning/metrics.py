@@ -25,8 +25,7 @@ import io
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
-from datetime import date, datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db import connection
@@ -91,7 +90,7 @@ class Period:
             raise ValueError("the period starts after it ends")
         if (last - first).days >= MAX_PERIOD_DAYS:
             raise ValueError(f"a period is at most {MAX_PERIOD_DAYS} days")
-        utc = dt_timezone.utc
+        utc = UTC
         return cls(datetime.combine(first, time.min, utc), datetime.combine(last + timedelta(days=1), time.min, utc))
 
     @property

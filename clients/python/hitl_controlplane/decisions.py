@@ -49,7 +49,7 @@ import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -332,8 +332,8 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
                               f"the signed decision {signed.get('request_id')!r}")
     deadline = signed.get("execute_by")
     if signed.get("verdict") == "approved" and isinstance(deadline, str):
-        moment = now or datetime.now(timezone.utc)
-        if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) <= moment:
+        moment = now or datetime.now(UTC)
+        if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) <= moment:
             raise DecisionRefused(f"request {named}: the approval had to be executed by {deadline}; "
                                   "it has lapsed (a stale approval, replayed?)")
     return dict(signed)

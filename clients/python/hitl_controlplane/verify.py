@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from .canonical import GENESIS_HASH, chain_hash
-from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .ed25519 import SignatureCheck, key_id_of, parse_public_key
+from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .manifest import (
     CHECKPOINT_TYPE,
     CSV_COLUMNS,

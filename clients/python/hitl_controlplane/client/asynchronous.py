@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 
+from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
     RETRYABLE_STATUSES,
     USER_AGENT,
+    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
-    AgentPin,
     action_body,
     action_call,
-    checked_resume,
-    decision_keys,
     backoff_delay,
     call_params,
+    checked_resume,
+    decision_keys,
     jsonable,
     new_idempotency_key,
     plan_body,
@@ -32,7 +33,6 @@ from ._core import (
     read_plan,
     submitted_id,
 )
-from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 
+from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
     RETRYABLE_STATUSES,
     USER_AGENT,
+    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
-    AgentPin,
     action_body,
     action_call,
-    checked_resume,
-    decision_keys,
     backoff_delay,
     call_params,
+    checked_resume,
     configured_from_env,
+    decision_keys,
     fallback_plan_text,
     jsonable,
     new_idempotency_key,
@@ -34,7 +35,6 @@ from ._core import (
     read_plan,
     submitted_id,
 )
-from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 
