@@ -28,7 +28,7 @@ def default_allowed_decisions() -> list[str]:
     return list(DEFAULT_ALLOWED_DECISIONS)
 
 
-class ApprovalRequestQuerySet(models.QuerySet):
+class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
     def pending(self):
         return self.filter(state=State.PENDING_APPROVAL)
 

@@ -18,7 +18,7 @@ a request's state. The package, by area:
 
 from ..people import Person
 from .classification import classification_input
-from .core import SYSTEM, PersistedRefusal, RequestChange, request_changed
+from .core import SYSTEM, PersistedRefusal, RequestChange, RequestId, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
 from .decisions import (
     BatchItem,
@@ -58,6 +58,7 @@ __all__ = [
     "ExecutionGrant",
     "PersistedRefusal",
     "RequestChange",
+    "RequestId",
     "Person",
     "StepUpProof",
     "Submission",

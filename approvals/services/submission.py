@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
@@ -26,6 +26,9 @@ from .classification import Classified, apply_classification, classify_params
 from .core import SYSTEM, transition
 from .escalation import check_quorum_reachable
 from .execution import server_executor
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 __all__ = ["PLAN_ACTION_TYPE", "Submission", "classify", "submit"]
 
@@ -64,7 +67,7 @@ class Submission:
     resume_schema: dict[str, Any] | None = None
 
 
-def submit(submission: Submission, *, agent) -> ApprovalRequest:
+def submit(submission: Submission, *, agent: Agent) -> ApprovalRequest:
     """Create a request from an agent's submission and classify it at once.
 
     The action type is normalized first (NFKC, case-folded, surrounding junk
