@@ -100,6 +100,8 @@ def _number(value: int | float) -> str:
         return "0"
     # repr is the shortest round-trip form; ECMAScript's Number::toString lays those digits out.
     sign, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': a NaN or an infinity, refused above
+        raise ValueError("NaN and infinities are not JSON")
     digits = "".join(map(str, digit_tuple))
     k, n = len(digits), exponent + len(digits)
     if k <= n <= 21:

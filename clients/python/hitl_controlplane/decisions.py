@@ -135,7 +135,10 @@ def submitted_value(kind: str, *, params: Any = None, path: str = "", plan: str 
 
 def submitted_sha256(kind: str, **submitted: Any) -> str:
     """The digest of what was submitted (see `submitted_value`), computed on the JSON as sent."""
-    return value_sha256(_as_sent(submitted_value(kind, **submitted)))
+    digest = value_sha256(_as_sent(submitted_value(kind, **submitted)))
+    if digest is None:  # submitted_value is a dict for every kind
+        raise ValueError("nothing was submitted")
+    return digest
 
 
 @dataclass(frozen=True)
