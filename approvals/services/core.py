@@ -53,7 +53,8 @@ SYSTEM = Actor.system()
 
 # What every service taking a request is given: the request's id, as its callers hold it, the
 # UUID (`request.pk`, a `<uuid:pk>` URL) or its text (a Celery task's argument, a JSON body,
-# `RequestChange.request_id`). Never the model: a service locks and re-reads the row itself.
+# `RequestChange.request_id`). Not the model: a service locks and re-reads the row itself (`lock`
+# still takes `.pk` off a model, as many tests pass one; typed callers pass the id).
 RequestId: TypeAlias = uuid.UUID | str
 
 
