@@ -26,8 +26,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from approvals.services import RequestChange
 from approvals.models import ApprovalRequest
+from approvals.services import RequestChange
 from approvals.states import State
 from controlplane.http.outbound import OutboundFailed, OutboundURLRefused, backoff, signed_post
 

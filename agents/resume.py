@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hitl_controlplane.canonical import format_timestamp
-from hitl_controlplane.decisions import decision_document, sign_decision, submitted_sha256
-
 from approvals.errors import REVALIDATION_CODES
 from approvals.states import Kind, State
 from audit.signing import signer
+from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.decisions import decision_document, sign_decision, submitted_sha256
 
 __all__ = [
     "PLAN_APPROVED_TEXT",

@@ -16,11 +16,11 @@ from typing import Any
 
 from django.utils import timezone
 
+from approvals.people import user_of
 from audit.chain import Actor, audited_atomic, record
 from controlplane.http.codes import AGENT_INACTIVE, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REVOKED
 
 from .models import ALL_SCOPES, Agent, AgentToken
-from approvals.people import user_of
 
 __all__ = [
     "InvalidToken",

@@ -9,8 +9,6 @@ class ApprovalsConfig(AppConfig):
     def ready(self) -> None:
         post_migrate.connect(_install_groups_and_seed_policy, sender=self)
         # Reviewer sockets close on membership changes and logout (signal receivers).
-        from .web import consumers  # noqa: F401
-
         # Each side effect of a committed change subscribes to the one domain signal:
         # the browser push, arrival notifications and publishing server-side executions
         # here; agent callbacks in the agents app.
@@ -18,6 +16,7 @@ class ApprovalsConfig(AppConfig):
         from .execution import checks, runner  # noqa: F401  (checks registers the executor check)
         from .notifications import dispatch, tasks  # noqa: F401  (tasks register with Celery)
         from .services.core import request_changed
+        from .web import consumers  # noqa: F401
 
         request_changed.connect(broadcast.on_request_changed, dispatch_uid="push-card-events")
         request_changed.connect(dispatch.on_request_changed, dispatch_uid="queue-arrival-notifications")

@@ -7,8 +7,7 @@ schema read one table) and a message for people.
 
 from __future__ import annotations
 
-from controlplane.http.codes import register
-from controlplane.http.codes import NOT_FOUND
+from controlplane.http.codes import NOT_FOUND, register
 from controlplane.http.errors import CodedError
 
 __all__ = ["DomainError", "NOT_FOUND"]

@@ -43,12 +43,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
+from django.conf import settings
 from jsonschema import Draft7Validator, Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
 from referencing.exceptions import NoSuchResource
-
-from django.conf import settings
 
 from controlplane.http.codes import VALIDATION_ERROR, register
 

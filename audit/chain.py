@@ -37,8 +37,16 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from hitl_controlplane.canonical import (
+    GENESIS_HASH,
+    VerifyResult,
+    canonical_bytes,
+    chain_hash,
+    event_document,
+    format_timestamp,
+)
+
 from . import signing
-from hitl_controlplane.canonical import GENESIS_HASH, VerifyResult, canonical_bytes, chain_hash, event_document, format_timestamp
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 
@@ -200,7 +208,8 @@ def _checked_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError("audit metadata strings must not contain NUL characters")
     # A round trip copies the value (later mutation by the caller cannot change the
     # row) and turns tuples into lists exactly as the stored JSON will read back.
-    return json.loads(encoded)
+    copied: dict[str, Any] = json.loads(encoded)
+    return copied
 
 
 # --- Appending ----------------------------------------------------------------------------------
@@ -226,7 +235,7 @@ def _append(pending: list[_PendingEvent]) -> None:
         row = _chained_row(seq, prev_hash, event, key)
         rows.append(row)
         prev_hash = row.hash
-    AuditEvent.objects.get_queryset()._append_chained(rows)
+    AuditEvent.objects.all()._append_chained(rows)
 
 
 def _locked_head() -> tuple[int, str, str]:

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from hitl_controlplane.canonical import format_timestamp
 from hitl_controlplane.manifest import CHECKPOINT_TYPE, sign, signature_problem
+
 from .signing import signer, trusted_public_keys
 
 __all__ = ["checkpoint_dir", "latest_checkpoint", "read_checkpoints", "write_checkpoint"]

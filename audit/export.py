@@ -36,9 +36,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
+
 from .chain import Actor, head, record
 from .filters import AuditEventFilterSet
-from hitl_controlplane.manifest import CSV_COLUMNS, MANIFEST_TYPE, ExportDigests, csv_cells, jsonl_lines, sign
 from .models import AuditEvent
 from .signing import signer
 
@@ -106,11 +107,10 @@ def begin_export(filters: AuditEventFilterSet, fmt: str, *, actor: Actor) -> Exp
     )
 
 
-def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent]:
+def _matching_rows(plan: ExportPlan) -> QuerySet[AuditEvent, tuple[Any, ...]]:
     """Every row the export holds: the filters, up to the head read at the start."""
-    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).order_by().values_list(
-        *_ROW_FIELDS
-    )
+    matching: QuerySet[AuditEvent] = plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq))
+    return matching.order_by().values_list(*_ROW_FIELDS)
 
 
 def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
@@ -133,7 +133,8 @@ def fetch_chunk(plan: ExportPlan, after_seq: int, limit: int) -> list[Row]:
             " WHERE seq > %s ORDER BY seq LIMIT %s",
             (*params, after_seq, limit),
         )
-        return cursor.fetchall()
+        rows: list[Row] = cursor.fetchall()
+        return rows
 
 
 def _limit_to_fill(rows: list[Row]) -> int:
@@ -285,7 +286,8 @@ def iter_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> Iterator[
 
 def count_rows(plan: ExportPlan) -> int:
     """How many rows the export will hold (one COUNT; for progress bars only)."""
-    return plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq)).count()
+    matching: QuerySet[AuditEvent] = plan.filters.filter_queryset(AuditEvent.objects.filter(seq__lte=plan.head_seq))
+    return matching.count()
 
 
 def exported_manifest(export_id: str) -> dict[str, Any] | None:

@@ -14,8 +14,8 @@ after a request or rule row is deleted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime, time, timezone
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, time
 from typing import Any
 
 import django_filters
@@ -24,6 +24,7 @@ from django.db.models import QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
 from hitl_controlplane.canonical import format_timestamp
+
 from .models import ActorKind, AuditEvent
 from .vocabulary import all_verbs
 
@@ -49,7 +50,7 @@ class FilterError(ValueError):
 class MomentField(forms.CharField):
     """An ISO-8601 date-time (naive means UTC) or a date (its midnight, UTC)."""
 
-    def to_python(self, value: Any) -> datetime | None:
+    def to_python(self, value: Any) -> datetime | None:  # type: ignore[override]  # a CharField that parses
         text = super().to_python(value)
         if not text:
             return None
@@ -63,7 +64,7 @@ class MomentField(forms.CharField):
         if moment is None:
             raise forms.ValidationError(
                 f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z.")
-        return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class MomentFilter(django_filters.Filter):
@@ -81,14 +82,15 @@ class WholeNumberFilter(django_filters.Filter):
 
 class AuditFilterForm(forms.Form):
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until and since >= until:
             self.add_error("until", "until must be later than since.")
         return cleaned
 
 
-def _one_of(name: str, values) -> dict[str, str]:
+def _one_of(name: str, values: Iterable[str]) -> dict[str, str]:
     return {"invalid_choice": f"{name} must be one of {', '.join(values)}."}
 
 

@@ -91,10 +91,6 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         return f"#{self.seq} {self.verb} by {self.actor_label}"
 
-    def clean(self) -> None:
-        if not is_registered(self.verb):
-            raise ValidationError({"verb": f"{self.verb!r} is not a registered audit verb"})
-
     def save(self, *args: Any, **kwargs: Any) -> NoReturn:
         if not self._state.adding:
             raise AppendOnlyError(f"audit event #{self.seq} cannot be changed")
@@ -104,6 +100,10 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise AppendOnlyError(f"audit event #{self.seq} cannot be deleted")
+
+    def clean(self) -> None:
+        if not is_registered(self.verb):
+            raise ValidationError({"verb": f"{self.verb!r} is not a registered audit verb"})
 
 
 class ChainVerification(models.Model):

@@ -19,6 +19,7 @@ from datetime import datetime
 from django.utils import timezone
 
 from hitl_controlplane.canonical import VerifyResult
+
 from .chain import Actor, audited_atomic, record, verify_chain
 from .checkpoint import read_checkpoints, write_checkpoint
 from .models import AuditEvent, ChainVerification
@@ -69,6 +70,8 @@ def checkpoint_problem() -> VerifyResult | None:
         seq = found.get("seq")
         if "problem" in found:
             reason = f"checkpoint {found['file']} is not trustworthy: {found['problem']}"
+        elif not isinstance(seq, int):  # read_checkpoints already gives such a file a problem
+            reason = f"checkpoint {found['file']} is not trustworthy: it names no seq"
         elif seq not in stored:
             first_missing = _first_missing_seq(seq)
             reason = (f"rows from seq {first_missing} on are gone: signed checkpoint {found['file']} names seq "

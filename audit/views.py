@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.apps import apps
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
+
 from .chain import Actor
 from .checkpoint import latest_checkpoint
-from .signing import signer
 from .export import FORMATS, begin_export, exported_manifest, stream_export
 from .filters import RISK_LEVELS, AuditEventFilterSet, FilterError
 from .models import ActorKind, AuditEvent, ChainVerification
+from .signing import signer
 from .vocabulary import all_verbs, describe, is_registered
 
 VIEW_PERMISSION = "audit.view_auditevent"
@@ -57,7 +60,7 @@ PHASES = {
 }
 
 
-def _auditor_page(view):  # type: ignore[no-untyped-def]
+def _auditor_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Sign-in required, then the view permission (403 otherwise), GET/HEAD only."""
     return require_safe(login_required(permission_required(VIEW_PERMISSION, raise_exception=True)(view)))
 
@@ -101,8 +104,8 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         "verbs": all_verbs(),
         "actor_kinds": ActorKind.choices,
         "risk_levels": RISK_LEVELS,
-        "older_url": f"?{urlencode({**query, 'before': older})}" if older else "",
-        "newer_url": f"?{urlencode({**query, 'after': newer})}" if newer else "",
+        "older_url": f"?{urlencode({**query, 'before': str(older)})}" if older else "",
+        "newer_url": f"?{urlencode({**query, 'after': str(newer)})}" if newer else "",
         "newest_url": f"?{urlencode(query)}" if (older or newer) else "",
         "export_query": urlencode(query),
         "can_export": request.user.has_perm(EXPORT_PERMISSION),
@@ -203,7 +206,7 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
         "phase": PHASES.get(event.verb, ""),
         "agent_name": agent_names([{"agent_id": event.agent_id, "actor_kind": event.actor_kind,
                                     "actor_id": event.actor_id, "actor_label": event.actor_label}]
-                                  ).get(event.agent_id),
+                                  ).get(event.agent_id) if event.agent_id is not None else None,
     }
     return render(request, "audit/event.html", context)
 
@@ -242,7 +245,7 @@ async def _export_refusal(request: HttpRequest) -> JsonResponse | None:
     return None
 
 
-async def export(request: HttpRequest, fmt: str) -> HttpResponse:
+async def export(request: HttpRequest, fmt: str) -> HttpResponseBase:
     """Stream the filtered log as CSV or JSON Lines (see audit.export for the format)."""
     refusal = await _export_refusal(request)
     if refusal is not None:
@@ -262,11 +265,11 @@ async def export(request: HttpRequest, fmt: str) -> HttpResponse:
     return response
 
 
-async def export_csv(request: HttpRequest) -> HttpResponse:
+async def export_csv(request: HttpRequest) -> HttpResponseBase:
     return await export(request, "csv")
 
 
-async def export_jsonl(request: HttpRequest) -> HttpResponse:
+async def export_jsonl(request: HttpRequest) -> HttpResponseBase:
     return await export(request, "jsonl")
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from . import signing
 from hitl_controlplane.canonical import (
     EVENT_COLUMNS,
     GENESIS_HASH,
@@ -18,6 +17,8 @@ from hitl_controlplane.canonical import (
     format_timestamp,
     verify_rows,
 )
+
+from . import signing
 from .models import AuditEvent
 
 __all__ = ["VERIFY_CHUNK_SIZE", "verify_chain"]

@@ -41,8 +41,8 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
     from celery.schedules import crontab
 
     from agents.tasks import beat_schedule as agents_schedule
-    from approvals.notifications.tasks import beat_schedule as notifications_schedule
     from approvals.execution.tasks import beat_schedule as approvals_schedule
+    from approvals.notifications.tasks import beat_schedule as notifications_schedule
     from controlplane.accounts.tasks import beat_schedule as accounts_schedule
 
     schedule = {

@@ -10,7 +10,6 @@ from controlplane.accounts.login import LoginView
 from controlplane.channel_relay import relay_endpoint
 from controlplane.health import healthz, readyz
 
-
 api_patterns = [
     path("v1/", include("agents.api.urls")),
     path("v1/", include("approvals.api.urls")),

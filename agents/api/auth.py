@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import redis
-
 from django.conf import settings
 from django.core.cache import caches
 from drf_spectacular.extensions import OpenApiAuthenticationExtension

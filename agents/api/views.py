@@ -38,8 +38,8 @@ from .serializers import (
     CompleteSerializer,
     GrantSerializer,
     PlanSubmissionSerializer,
-    SuspensionSubmissionSerializer,
     ResumeSerializer,
+    SuspensionSubmissionSerializer,
     title_from_markdown,
 )
 

@@ -134,8 +134,11 @@ def _run(executor, context: ExecutionContext, *, token: str) -> str:
     except ExecutionError as exc:
         if exc.retryable and context.attempt < settings.EXECUTION_MAX_ATTEMPTS:
             retry_at = timezone.now() + timedelta(seconds=backoff_seconds(context.attempt))
+            # Bound here: Python unbinds `exc` when the except block ends, and the lambda must not depend on
+            # _report calling it before then.
+            error, code = exc.message, exc.code
             return _report(context, "deferred", lambda: services.defer_execution(
-                context.request_id, token=token, actor=WORKER, error=exc.message, code=exc.code, retry_at=retry_at))
+                context.request_id, token=token, actor=WORKER, error=error, code=code, retry_at=retry_at))
         suffix = f" (gave up after {context.attempt} attempts)" if exc.retryable else ""
         outcome = {"succeeded": False, "error": exc.message + suffix, "code": exc.code}
     except Exception as exc:  # a bug, or a failure after the side effect: never retried

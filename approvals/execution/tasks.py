@@ -17,8 +17,8 @@ from django.conf import settings
 @shared_task(name="approvals.execute_request", ignore_result=True, acks_late=True)
 def execute_request(request_id: str) -> str:
     """Run one due attempt of an approved, server-executed request (idempotent)."""
-    from .runner import execute
     from ..permissions import clear_permission_cache
+    from .runner import execute
 
     # A worker lives longer than any one database: after a restore (or a test
     # flush) permission ids change, and re-validation must not count with stale ones.

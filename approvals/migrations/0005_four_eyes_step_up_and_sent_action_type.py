@@ -5,7 +5,6 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-
 # The seeded list as it stood when verbs became part of the policy (approvals/rules/seed.py
 # may change later; existing versions keep what they meant).
 SEED_DESTRUCTIVE_VERBS = [

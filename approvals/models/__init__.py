@@ -9,7 +9,15 @@ from .emergency import EmergencyStop
 from .notifications import DeadlineExtension, DeliveryAttempt, Notification, RuleNotification
 from .object_permissions import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
 from .policy import PolicyProposal, PolicyVersion, RiskRule
-from .requests import ACTION_DECISIONS, DECIDED_BY_POLICY, DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, ApprovalRequestQuerySet, Decision, ParamsRevision
+from .requests import (
+    ACTION_DECISIONS,
+    DECIDED_BY_POLICY,
+    DEFAULT_ALLOWED_DECISIONS,
+    ApprovalRequest,
+    ApprovalRequestQuerySet,
+    Decision,
+    ParamsRevision,
+)
 
 __all__ = [
     "ACTION_DECISIONS",

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+
 class EmergencyStop(models.Model):
     """The run-time emergency stop switches: one global row (agent null) and one per
     stopped agent. Flip them only through `approvals.emergency.set_emergency_stop`,
@@ -28,10 +29,10 @@ class EmergencyStop(models.Model):
     )
     changed_by_label = models.CharField(max_length=150, blank=True)
 
-    @staticmethod
-    def scope_for(agent) -> str:
-        return EmergencyStop.GLOBAL if agent is None else f"agent:{agent.pk}"
-
     def __str__(self) -> str:
         scope = f"agent {self.agent}" if self.agent_id else "global"
         return f"emergency stop ({scope}): {'ON' if self.on else 'off'}"
+
+    @staticmethod
+    def scope_for(agent) -> str:
+        return EmergencyStop.GLOBAL if agent is None else f"agent:{agent.pk}"

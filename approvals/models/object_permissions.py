@@ -8,6 +8,7 @@ from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
 from .requests import ApprovalRequest
 
+
 class ApprovalRequestUserObjectPermission(UserObjectPermissionBase):
     content_object = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE)
 

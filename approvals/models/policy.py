@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from ..states import RiskLevel
 
+
 class RiskRule(models.Model):
     """One admin-tuned rule. Saved only through `approvals.policy`, which
     validates it and records a new policy version; never edit rows by hand.

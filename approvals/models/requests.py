@@ -28,7 +28,7 @@ def default_allowed_decisions() -> list[str]:
     return list(DEFAULT_ALLOWED_DECISIONS)
 
 
-class ApprovalRequestQuerySet(models.QuerySet):
+class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
     def pending(self):
         return self.filter(state=State.PENDING_APPROVAL)
 
@@ -93,7 +93,8 @@ class ApprovalRequest(models.Model):
     # Client-chosen (e.g. the interrupt's id): the requests one agent step submitted
     # together, which the queue groups and a reviewer may decide at once.
     batch_id = models.CharField(max_length=200, blank=True, db_index=True)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # NULL, not "": a request without a key is outside the (agent, idempotency_key) unique constraint.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     submission_digest = models.CharField(max_length=64, blank=True)
     # What the agent submitted (params, plan, suspend payload) as the signed decision
     # names it (hitl_controlplane.decisions.submitted_sha256), taken from the body as

@@ -25,11 +25,11 @@ from django.utils import timezone
 from controlplane.http import outbound
 
 from .. import services
-from ..services.core import RequestChange
 from ..masking import MASK, masked_paths, shown_params
-from ..states import State
 from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notification, RuleNotification
 from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
+from ..services.core import RequestChange
+from ..states import State
 from .channels import DeliveryError, post_webhook, send_email
 
 __all__ = [
@@ -173,7 +173,7 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     request = ApprovalRequest.objects.select_related("agent", "approver_group").filter(pk=request_id).first()
     if request is None or request.state != State.PENDING_APPROVAL:
         return []
-    group = request.approver_group.name if (rule.notify_on_arrival and request.approver_group_id) else None
+    group = request.approver_group.name if (rule.notify_on_arrival and request.approver_group is not None) else None
     with transaction.atomic():
         ids = _queue(request, Notification.Event.ARRIVED, _destinations(rule, group), now=now)
         _enqueue_on_commit(ids)
@@ -207,7 +207,7 @@ def send_due_reminders(*, now: datetime | None = None) -> int:
             .select_related("agent", "approver_group")[:BATCH]
         )
         for request in due:
-            group = request.approver_group.name if request.approver_group_id else None
+            group = request.approver_group.name if request.approver_group is not None else None
             with transaction.atomic():
                 ids = _queue(request, Notification.Event.REMINDER, _destinations(rule, group), now=now)
                 _enqueue_on_commit(ids)

@@ -18,7 +18,7 @@ deadline or execution window a change may set at once; ``POLICY_MAX_SHORTENED_RU
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -44,7 +44,7 @@ AUTHORITY_FIELDS = ("escalation_group", "escalate_after_seconds", "max_extension
 def notification_values(row: RuleNotification | None) -> dict[str, Any]:
     if row is None:
         return {}
-    return {"escalation_group": row.escalation_group.name if row.escalation_group_id else None,
+    return {"escalation_group": row.escalation_group.name if row.escalation_group is not None else None,
             "escalate_after_seconds": row.escalate_after_seconds or 0,
             "max_extension_seconds": row.max_extension_seconds or 0}
 
@@ -54,13 +54,13 @@ def current_notifications() -> dict[str, dict[str, Any]]:
             for row in RuleNotification.objects.select_related("escalation_group")}
 
 
-def group_members(additions: Mapping[str, set] | None = None) -> dict[str, frozenset]:
+def group_members(additions: Mapping[str, set[int]] | None = None) -> dict[str, frozenset[int]]:
     """Group name -> its active members' ids (with `additions` made), and under
     ``risk-admins`` everyone who may change the policy, derived as `is_risk_admin` does:
     members of any group holding the policy permission, people holding it directly,
     and superusers (the Django admin does not let one risk-admin set those alone)."""
     User = get_user_model()
-    found: dict[str, set] = {}
+    found: dict[str, set[int]] = {}
     for name, user_id in User.groups.through.objects.filter(user__is_active=True).values_list("group__name",
                                                                                             "user_id"):
         found.setdefault(name, set()).add(user_id)
@@ -75,8 +75,8 @@ def group_members(additions: Mapping[str, set] | None = None) -> dict[str, froze
     return {name: frozenset(ids) for name, ids in found.items()}
 
 
-def snapshot(rules, verbs, *, notifications: Mapping[str, Mapping[str, Any]] | None = None,
-             members: Mapping[str, frozenset] | None = None) -> Snapshot:
+def snapshot(rules: Iterable[Mapping[str, Any]], verbs: Iterable[str], *, notifications: Mapping[str, Mapping[str, Any]] | None = None,
+             members: Mapping[str, frozenset[int]] | None = None) -> Snapshot:
     """The policy as it would stand with these rules and verbs (the database's notification
     settings and membership unless given)."""
     return Snapshot(
@@ -90,7 +90,7 @@ def snapshot(rules, verbs, *, notifications: Mapping[str, Mapping[str, Any]] | N
     )
 
 
-def limits_for(user) -> Limits:
+def limits_for(user: Any) -> Limits:
     """The deadline limits, with the rules `user` shortened at once within the last hour."""
     recent: set[str] = set()
     if user is not None:
@@ -107,9 +107,11 @@ def limits_for(user) -> Limits:
                   recently_shortened=frozenset(recent))
 
 
-def waits_because(before_rules, before_verbs, after_rules=None, after_verbs=None, *, user,
+def waits_because(before_rules: Iterable[Mapping[str, Any]], before_verbs: Iterable[str],
+                  after_rules: Iterable[Mapping[str, Any]] | None = None, after_verbs: Iterable[str] | None = None, *,
+                  user: Any,
                   notifications: Mapping[str, Mapping[str, Any]] | None = None,
-                  members: Mapping[str, frozenset] | None = None) -> str | None:
+                  members: Mapping[str, frozenset[int]] | None = None) -> str | None:
     """Why replacing the policy (rules `before_rules`, verbs `before_verbs`, as the database
     has the rest) by `after_*` (None: unchanged), `notifications` and `members` (None:
     unchanged) needs a second risk-admin; None when it applies at once."""

@@ -17,10 +17,7 @@ from audit.chain import Actor, audited_atomic, record
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
-from .rules.conditions import RuleValidationError
-from .rules.engine import RuleSpec
-from .rules.patterns import refuse_problem_patterns
-from .rules.seed import SEED_DESTRUCTIVE_VERBS
+from ..people import user_of
 from . import authority
 from .checks import (
     PolicyError,
@@ -34,7 +31,10 @@ from .checks import (
     validate_destructive_verbs,
 )
 from .current import compile_policy
-from ..people import user_of
+from .rules.conditions import RuleValidationError
+from .rules.engine import RuleSpec
+from .rules.patterns import refuse_problem_patterns
+from .rules.seed import SEED_DESTRUCTIVE_VERBS
 
 __all__ = [
     "Outcome",
@@ -116,7 +116,7 @@ def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, ac
         before, before_verbs = rules_and_verbs(newest)
         diff = policy_diff(before, before_verbs, after, verbs)
         _refuse_new_problem_patterns(specs, before)
-        change = {"diff": diff, "note": note, "restored_from": restored_from}
+        change: dict[str, Any] = {"diff": diff, "note": note, "restored_from": restored_from}
         if acting_user is None:
             if newest is not None:
                 raise PolicyError(NOT_PERMITTED, "Once a policy exists, only a risk-admin changes it.")
@@ -162,8 +162,8 @@ def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, 
 
 
 def apply_rules(after: Rules, verbs: list[str], groups: dict[str, Group], newest: PolicyVersion | None, *,
-                diff: dict[str, Any], note: str, created_by, how: str, restored_from: int | None = None,
-                approved_by=None, proposal: PolicyProposal | None = None) -> PolicyVersion:
+                diff: dict[str, Any], note: str, created_by: Any, how: str, restored_from: int | None = None,
+                approved_by: Any = None, proposal: PolicyProposal | None = None) -> PolicyVersion:
     """Write the RiskRule rows (a mirror of the newest version) and record the version.
 
     Call under the policy lock with `newest` read under it. `how` says, in the
@@ -212,7 +212,7 @@ def _write_rule(spec: RuleSpec, groups: dict[str, Group]) -> None:
 
 
 def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, diff: dict[str, Any], note: str,
-             restored_from: int | None, acting_user, waits_because: str) -> PolicyProposal:
+             restored_from: int | None, acting_user: Any, waits_because: str) -> PolicyProposal:
     from .tuning.dry_run import proposal_summary
 
     proposal = PolicyProposal.objects.create(
@@ -308,4 +308,7 @@ def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVers
         if lock_newest_version() is not None:
             return None
         # The system's first policy: propose_change applies it at once.
-        return propose_change(SEED_RULES, SEED_DESTRUCTIVE_VERBS, actor=None, note=note)
+        seeded = propose_change(SEED_RULES, SEED_DESTRUCTIVE_VERBS, actor=None, note=note)
+        if not isinstance(seeded, PolicyVersion):  # without an actor, nothing waits for a second risk-admin
+            raise TypeError("the seed policy was proposed instead of applied")
+        return seeded

@@ -9,7 +9,6 @@ from typing import Any
 from django.contrib.auth.models import Group
 
 from audit.chain import Actor
-
 from controlplane.http.codes import register
 
 from ..errors import NOT_FOUND, NOT_PERMITTED, DomainError

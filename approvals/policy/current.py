@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -29,7 +30,7 @@ class ActivePolicy:
 
 logger = logging.getLogger(__name__)
 
-_compiled_by_key: dict[tuple, ActivePolicy] = {}
+_compiled_by_key: dict[tuple[Any, ...], ActivePolicy] = {}
 def policy_defaults() -> PolicyDefaults:
     return PolicyDefaults(
         risk_level=settings.DEFAULT_RISK_LEVEL,
@@ -75,7 +76,13 @@ def _warn_of_problem_patterns(number: int, specs: Sequence[RuleSpec]) -> None:
                            number, spec.name, field, why)
 
 
-def _latest_version_key() -> tuple | None:
+def _column(found: Any) -> str:
+    """The database column of a concrete field (the stubs also allow relations, which have none)."""
+    column: str = found.column
+    return column
+
+
+def _latest_version_key() -> tuple[Any, ...] | None:
     """(pk, number, created_at) of the newest policy version, or None: the cache key.
 
     Plain SQL: this runs on every submission, and building the ORM query cost
@@ -84,7 +91,7 @@ def _latest_version_key() -> tuple | None:
     """
     meta = PolicyVersion._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in ("id", "number", "created_at"))
+    columns = ", ".join(quote(_column(meta.get_field(name))) for name in ("id", "number", "created_at"))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM {quote(meta.db_table)} ORDER BY {quote(meta.get_field('number').column)} DESC LIMIT 1"
@@ -106,7 +113,7 @@ def rule_to_spec(rule: RiskRule) -> RuleSpec:
             "risk_level": rule.risk_level,
             "required_approvals": rule.required_approvals,
             "approver_group": rule.approver_group.name,
-            "escalation_group": rule.escalation_group.name if rule.escalation_group_id else None,
+            "escalation_group": rule.escalation_group.name if rule.escalation_group is not None else None,
             "decision_ttl_seconds": rule.decision_ttl_seconds,
             "execution_window_seconds": rule.execution_window_seconds,
             "editable_params": list(rule.editable_params),

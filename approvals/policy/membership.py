@@ -11,9 +11,10 @@ refuses it on every other page or API; approving applies it inside
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -47,13 +48,13 @@ def membership_approved_by() -> Actor | None:
     return _approver.get()
 
 
-def membership_waits_because(additions: Mapping[str, set]) -> str | None:
+def membership_waits_because(additions: Mapping[str, set[int]]) -> str | None:
     """Why adding these people (group name -> user ids) needs a second risk-admin, or None."""
     rules, verbs = rules_and_verbs(PolicyVersion.objects.order_by("-number").first())
     return waits_because(rules, verbs, user=None, members=group_members(additions))
 
 
-def propose_membership(group: Group, users, *, acting_user, note: str = "") -> PolicyProposal | None:
+def propose_membership(group: Group, users: Iterable[Any], *, acting_user: Any, note: str = "") -> PolicyProposal | None:
     """Propose adding `users` to `group` when that needs a second risk-admin (the pending
     proposal is returned); None when adding them grants nothing and may apply at once."""
     users = sorted(users, key=lambda user: user.pk)
@@ -69,7 +70,7 @@ def propose_membership(group: Group, users, *, acting_user, note: str = "") -> P
                        note=(note or "").strip() or f"Add {', '.join(names)} to {group.name}")
 
 
-def apply_membership(proposal: PolicyProposal, approver) -> None:
+def apply_membership(proposal: PolicyProposal, approver: Any) -> None:
     """Add the proposal's people to its group, `approver` acting (inside the approval's transaction)."""
     payload = proposal.payload
     group = Group.objects.filter(name=payload["group"]).first()

@@ -80,7 +80,7 @@ def save_settings(rule_name: str, *, actor: Actor | None, note: str = "",
         if newest is not None and not any(rule["name"] == rule_name for rule in rules):
             raise ValueError(f"rule: no rule named {rule_name!r}")
         current = RuleNotification.objects.select_for_update().filter(rule_name=rule_name).first()
-        proposed = {**settings_dict(current or RuleNotification(rule_name=rule_name)),
+        proposed = {**(settings_dict(current or RuleNotification(rule_name=rule_name)) or {}),
                     **{name: (value.name if isinstance(value, Group) else value) for name, value in values.items()}}
         waits = None
         if settings.POLICY_FOUR_EYES:
@@ -103,8 +103,8 @@ def save_settings(rule_name: str, *, actor: Actor | None, note: str = "",
         return write_settings(rule_name, current, proposed, acting_user=acting_user)
 
 
-def write_settings(rule_name: str, current: RuleNotification | None, values: dict[str, Any], *, acting_user,
-                   proposed_by=None) -> RuleNotification:
+def write_settings(rule_name: str, current: RuleNotification | None, values: dict[str, Any], *, acting_user: Any,
+                   proposed_by: Any = None) -> RuleNotification:
     """Store `values` (JSON: escalation_group by name) on the locked row and audit the change.
 
     Call inside audited_atomic(), after the four-eyes gate (`save_settings`) or a second
@@ -134,14 +134,14 @@ def settings_dict(row: RuleNotification | None) -> dict[str, Any] | None:
         "notify_on_arrival": row.notify_on_arrival,
         "remind_before_seconds": row.remind_before_seconds,
         "escalate_after_seconds": row.escalate_after_seconds,
-        "escalation_group": row.escalation_group.name if row.escalation_group_id else None,
+        "escalation_group": row.escalation_group.name if row.escalation_group is not None else None,
         "max_extension_seconds": row.max_extension_seconds,
         "webhook_url": row.webhook_url,
     }
 
 
 
-def apply_notifications(proposal: PolicyProposal, approver) -> None:
+def apply_notifications(proposal: PolicyProposal, approver: Any) -> None:
     """Store what a notification proposal says, `approver` acting (under the policy lock,
     inside the approval's transaction). Raises PolicyError `proposal_stale` when the
     settings it was made against have changed since."""

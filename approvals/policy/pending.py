@@ -18,7 +18,7 @@ __all__ = ["Kind", "propose"]
 Kind = PolicyProposal.Kind
 
 
-def propose(kind: str, payload: dict[str, Any], *, acting_user, note: str, waits: str,
+def propose(kind: str, payload: dict[str, Any], *, acting_user: Any, note: str, waits: str,
             diff: dict[str, Any]) -> PolicyProposal:
     """A pending proposal of a notification or membership change, against the newest version
     (it goes stale, like a rule proposal, when the policy changes first).

@@ -5,14 +5,15 @@ audited in that transaction.
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit.chain import audited_atomic, record
-
-from audit.chain import Actor
+from audit.chain import Actor, audited_atomic, record
 
 from ..models import PolicyProposal, PolicyVersion
-from .rules.engine import RuleSpec
+from ..people import user_of
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
 from .checks import (
     FOUR_EYES_SAME_PERSON,
@@ -27,16 +28,16 @@ from .checks import (
     required_note,
     user_label,
 )
-from ..people import user_of
 from .membership import apply_membership
 from .notification_settings import apply_notifications
+from .rules.engine import RuleSpec
 
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 
 Status = PolicyProposal.Status
 
 
-def pending_proposals():
+def pending_proposals() -> QuerySet[PolicyProposal]:
     """Pending proposals, oldest first, without their rule sets (one query)."""
     return (PolicyProposal.objects.filter(status=Status.PENDING).order_by("created_at")
             .select_related("base_version").only(
@@ -55,7 +56,7 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
     nothing is applied. May raise RuleValidationError if a group it names was
     deleted meanwhile.
     """
-    acting_user = user_of(actor)
+    acting_user: Any = user_of(actor)
     require_risk_admin(acting_user)
     refusal: PolicyError | None = None
     with audited_atomic():
@@ -111,7 +112,7 @@ def reject_proposal(proposal_id: int, *, actor: Actor | None, note: str) -> Poli
 
     Refuses with PolicyError `not_permitted`, `not_found` or `proposal_not_pending`.
     """
-    acting_user = user_of(actor)
+    acting_user: Any = user_of(actor)
     require_risk_admin(acting_user)
     with audited_atomic():
         proposal = _locked_pending(proposal_id)
@@ -131,7 +132,7 @@ def _locked_pending(proposal_id: int) -> PolicyProposal:
     return proposal
 
 
-def _close(proposal: PolicyProposal, status: str, acting_user, note: str) -> None:
+def _close(proposal: PolicyProposal, status: str, acting_user: Any, note: str) -> None:
     """Record the decision on the proposal and audit it (approved, or rejected/withdrawn/stale)."""
     proposal.status = status
     proposal.decided_at = timezone.now()
@@ -144,5 +145,5 @@ def _close(proposal: PolicyProposal, status: str, acting_user, note: str) -> Non
     record(verb, actor=audit_actor(acting_user), metadata={
         "proposal": proposal.pk, "outcome": str(status), "proposed_by": proposal.proposed_by_label,
         "note": proposal.decision_note,
-        **({"version": proposal.applied_version.number} if proposal.applied_version_id else {}),
+        **({"version": proposal.applied_version.number} if proposal.applied_version is not None else {}),
     })

@@ -18,7 +18,7 @@ a request's state. The package, by area:
 
 from ..people import Person
 from .classification import classification_input
-from .core import SYSTEM, PersistedRefusal, RequestChange, request_changed
+from .core import SYSTEM, PersistedRefusal, RequestChange, RequestId, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
 from .decisions import (
     BatchItem,
@@ -32,7 +32,6 @@ from .decisions import (
     require_revision_given,
 )
 from .escalation import escalate_request
-from .replies import respond_instead
 from .execution import (
     ExecutionGrant,
     claim_execution,
@@ -40,12 +39,13 @@ from .execution import (
     defer_execution,
     fail_lost_execution,
     mark_enqueued,
-    server_executor,
     reclaim_execution,
     release_enqueue,
     revalidate,
     revalidation_refusal,
+    server_executor,
 )
+from .replies import respond_instead
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up, payload_digest
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
@@ -58,6 +58,7 @@ __all__ = [
     "ExecutionGrant",
     "PersistedRefusal",
     "RequestChange",
+    "RequestId",
     "Person",
     "StepUpProof",
     "Submission",

@@ -14,11 +14,11 @@ audited wrong step-up) commits, and then the refusal reaches the caller.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+import uuid
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from django.db import transaction
 from django.dispatch import Signal
@@ -30,10 +30,14 @@ from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
 
+if TYPE_CHECKING:
+    from agents.models import Agent
+
 __all__ = [
     "SYSTEM",
     "PersistedRefusal",
     "RequestChange",
+    "RequestId",
     "announce",
     "changing",
     "lock",
@@ -46,6 +50,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SYSTEM = Actor.system()
+
+# What every service taking a request is given: the request's id, as its callers hold it, the
+# UUID (`request.pk`, a `<uuid:pk>` URL) or its text (a Celery task's argument, a JSON body,
+# `RequestChange.request_id`). Not the model: a service locks and re-reads the row itself (`lock`
+# still takes `.pk` off a model, as many tests pass one; typed callers pass the id).
+RequestId: TypeAlias = uuid.UUID | str
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,7 @@ def not_found() -> DomainError:
     return DomainError(errors.NOT_FOUND, "No such approval request.")
 
 
-def lock(request_id, *, agent=None) -> ApprovalRequest:
+def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalRequest:
     """Fetch the request with its row locked for the rest of the transaction.
 
     `agent`: the request must be this agent's; another agent's request is
@@ -116,7 +126,7 @@ def lock(request_id, *, agent=None) -> ApprovalRequest:
 
 
 @contextmanager
-def changing(request_id, *, agent=None) -> Iterator[ApprovalRequest]:
+def changing(request_id: RequestId, *, agent: Agent | None = None) -> Iterator[ApprovalRequest]:
     """One transaction with the request locked; see the module docstring.
 
     A `PersistedRefusal` raised in the block commits what was written, then
@@ -154,13 +164,13 @@ def transition(
     default = TRANSITIONS.get((source, to))
     if verb is not None and default is not None and verb not in TRANSITION_VARIANTS.get((source, to), ()):
         raise ValueError(f"{verb!r} does not record {source} -> {to}")  # a programming error, never a user's
-    verb = verb or default
     if default is None:
         raise DomainError(
             errors.ILLEGAL_TRANSITION,
             f"A request that is {source.replace('_', ' ')} cannot become {to.replace('_', ' ')}.",
             state=source,
         )
+    verb = verb or default
     request.state = to
     for name, value in fields.items():
         setattr(request, name, value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -12,19 +12,19 @@ from .. import errors
 from ..errors import DomainError
 from ..models import ApprovalRequest, DeadlineExtension, RuleNotification
 from ..people import Person
-from .core import announce, changing
+from .core import RequestId, announce, changing
 from .guards import expire_if_due, require_may_decide, require_pending
 
 __all__ = ["expire", "expire_overdue", "extend_decision_deadline"]
 
 
-def expire(request_id) -> bool:
+def expire(request_id: RequestId) -> bool:
     """Persist an expiry whose deadline has passed; False when nothing was due."""
     with changing(request_id) as request:
         return expire_if_due(request) is not None
 
 
-def expire_overdue(*, now=None, limit: int = 500) -> int:
+def expire_overdue(*, now: datetime | None = None, limit: int = 500) -> int:
     """The sweeper's entry point: expire what is overdue, one short transaction each."""
     now = now or timezone.now()
     overdue = list(
@@ -33,7 +33,7 @@ def expire_overdue(*, now=None, limit: int = 500) -> int:
     return sum(expire(pk) for pk in overdue)
 
 
-def extend_decision_deadline(request_id, *, actor: Person, seconds: int, reason: str = "") -> ApprovalRequest:
+def extend_decision_deadline(request_id: RequestId, *, actor: Person, seconds: int, reason: str = "") -> ApprovalRequest:
     """Push a pending request's `decide_by` back by `seconds`, once per request,
     within its rule's `max_extension_seconds` (approvals.models.RuleNotification).
 
@@ -57,6 +57,8 @@ def extend_decision_deadline(request_id, *, actor: Person, seconds: int, reason:
         if DeadlineExtension.objects.filter(request=request).exists():
             raise DomainError(errors.ALREADY_EXTENDED, "The deadline of this request was already extended once.")
         previous = request.decide_by
+        if previous is None:
+            raise DomainError(errors.EXTENSION_NOT_ALLOWED, "This request has no decision deadline to extend.")
         request.decide_by = previous + timedelta(seconds=seconds)
         request.save(update_fields=["decide_by"])
         DeadlineExtension.objects.create(

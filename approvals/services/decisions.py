@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -26,24 +26,27 @@ from ..emergency import is_stopped
 from ..errors import DomainError
 from ..masking import masked_paths
 from ..models import ApprovalRequest, Decision, ParamsRevision
+from ..people import Person
 from ..permissions import excluded_from_approving, is_eligible_member
 from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params, scrutiny
-from ..people import Person
-from .core import announce, changing, refuse_state, transition
+from .core import RequestId, announce, changing, refuse_state, transition
 from .escalation import regroup
 from .execution import server_executor
 from .guards import (
     approvals_counted,
     refuse_if_expired,
-    require_may_approve,
     require_allowed,
+    require_may_approve,
     require_may_decide,
     require_pending,
     require_proposed_answer,
     rule_asks_step_up,
 )
 from .step_up import payload_digest, require_step_up
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 __all__ = ["APPROVE_WITH_EDITS", "BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch",
            "edit_decision", "is_proposal", "reject", "require_revision_given"]
@@ -69,7 +72,7 @@ def _require_bounded_input(feedback: str, edits: dict[str, Any] | None = None) -
 APPROVE_WITH_EDITS = "approve_with_edits"
 
 
-def edit_decision(request_id, revision: int, edits: dict[str, Any]) -> tuple[str, int, str, str]:
+def edit_decision(request_id: RequestId, revision: int, edits: dict[str, Any]) -> tuple[str, int, str, str]:
     """What a step-up proof for approving `edits` at `revision` binds: the request, the
     revision the edit was made on, the verdict and the digest of exactly these edits."""
     return (str(request_id), int(revision), APPROVE_WITH_EDITS, payload_digest(edits))
@@ -78,7 +81,7 @@ def edit_decision(request_id, revision: int, edits: dict[str, Any]) -> tuple[str
 # --- Approve and reject -------------------------------------------------------------
 
 
-def approve(request_id, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
+def approve(request_id: RequestId, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s approval of the current revision; approve once the quorum stands.
 
     `revision`: the revision the reviewer looked at (required: 422 `revision_required`
@@ -94,7 +97,7 @@ def approve(request_id, *, actor: Person, revision: int, feedback: str = "") -> 
         require_may_approve(request, actor)
         require_proposed_answer(request)
         method = require_step_up(
-            request, actor, decision=(str(request.pk), request.current_revision, APPROVE),
+            request, actor, decision=(str(request.pk), request.current_revision, APPROVE, ""),
             risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
         )
         _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
@@ -102,7 +105,7 @@ def approve(request_id, *, actor: Person, revision: int, feedback: str = "") -> 
     return request
 
 
-def reject(request_id, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
+def reject(request_id: RequestId, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
     """Any reviewer who may decide ends the request; `feedback` reaches the agent verbatim.
 
     A rejection needs no step-up and is open to the agent's owner and the person it
@@ -183,7 +186,7 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
 # --- Approve with edits ------------------------------------------------------------------
 
 
-def approve_with_edits(request_id, *, actor: Person, revision: int, edits: dict[str, Any],
+def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int, edits: dict[str, Any],
                        feedback: str = "") -> ApprovalRequest:
     """Make a new revision with `edits` applied to the params the rule marks editable,
     and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
@@ -272,7 +275,7 @@ def _deciding(request: ApprovalRequest, fresh: Classified) -> Classified | None:
 
 def _routes_elsewhere(request: ApprovalRequest, fresh: Classified) -> bool:
     new = fresh.classification
-    current_group = request.approver_group.name if request.approver_group_id else None
+    current_group = request.approver_group.name if request.approver_group is not None else None
     return (new.risk_level, new.approver_group, max(1, new.required_approvals)) != (
         request.risk_level, current_group, request.required_approvals
     )
@@ -375,7 +378,7 @@ def decide_batch(items: Sequence[tuple[str, int]], *, actor: Person, verdict: st
 # --- Withdrawal ---------------------------------------------------------------------------
 
 
-def cancel(request_id, *, actor: Actor, agent=None, reason: str = "") -> ApprovalRequest:
+def cancel(request_id: RequestId, *, actor: Actor, agent: Agent | None = None, reason: str = "") -> ApprovalRequest:
     """The agent withdraws its request, or an admin revokes it, before execution.
 
     `agent`: the request must be this agent's (another's reads as missing).

@@ -11,7 +11,7 @@ from ..models import ApprovalRequest
 from ..permissions import AUDITORS, eligible_approver_count, grant_group, revoke_decide_except
 from ..states import State
 from .classification import Classified, apply_classification
-from .core import SYSTEM, announce, changing
+from .core import SYSTEM, RequestId, announce, changing
 from .guards import expire_if_due
 
 __all__ = ["check_quorum_reachable", "escalate_request", "escalation_refusal", "regroup"]
@@ -76,7 +76,7 @@ def escalation_refusal(request: ApprovalRequest, group: Group) -> str | None:
     return f"{group.name} is neither this rule's approver group nor an approved escalation target"
 
 
-def escalate_request(request_id, *, group: Group, reason: str) -> bool:
+def escalate_request(request_id: RequestId, *, group: Group, reason: str) -> bool:
     """Escalate a pending request to `group` (view and decide); False if it is no
     longer pending or was escalated before, or if `group` is not one escalation may
     hand it to (`escalation_refusal`: audited ``request.escalation_refused``). A
@@ -105,7 +105,7 @@ def regroup(request: ApprovalRequest, classified: Classified, *, actor: Actor) -
     """
     before = {"risk_level": request.risk_level, "rule": request.rule_name,
               "required_approvals": request.required_approvals,
-              "group": request.approver_group.name if request.approver_group_id else None}
+              "group": request.approver_group.name if request.approver_group is not None else None}
     apply_classification(request, classified)
     request.escalated = False
     request.save()

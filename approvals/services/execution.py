@@ -17,7 +17,7 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.utils import timezone
@@ -31,8 +31,11 @@ from ..models import ApprovalRequest
 from ..snapshots import current_target_hash
 from ..states import State
 from .classification import classify_params, stricter_than_request
-from .core import SYSTEM, PersistedRefusal, announce, changing, refuse_state, transition
+from .core import SYSTEM, PersistedRefusal, RequestId, announce, changing, refuse_state, transition
 from .guards import approvals_counted
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 __all__ = [
     "ExecutionGrant",
@@ -134,7 +137,7 @@ def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata:
     )
 
 
-def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | None = None) -> ExecutionGrant:
+def claim_execution(request_id: RequestId, *, actor: Actor, agent: Agent | None = None, target_hash: str | None = None) -> ExecutionGrant:
     """Re-validate and claim an approved request for execution: exactly one caller wins.
 
     `agent`: the claimant is this agent (its own requests only, and only those no
@@ -165,7 +168,7 @@ def claim_execution(request_id, *, actor: Actor, agent=None, target_hash: str | 
                             metadata={"from": State.APPROVED, "to": State.EXECUTING})
 
 
-def reclaim_execution(request_id, *, actor: Actor, idempotent: bool, max_attempts: int | None = None) -> ExecutionGrant:
+def reclaim_execution(request_id: RequestId, *, actor: Actor, idempotent: bool, max_attempts: int | None = None) -> ExecutionGrant:
     """Take a fresh grant on an `executing` request whose next attempt is due.
 
     Due means: a deferred retry whose `next_attempt_at` has come, or (only when the
@@ -207,7 +210,7 @@ def _require_grant(request: ApprovalRequest, token: str) -> None:
 
 
 def complete_execution(
-    request_id, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = "", code: str = ""
+    request_id: RequestId, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = "", code: str = ""
 ) -> ApprovalRequest:
     """Record the executor's outcome for the claim that `token` proves.
 
@@ -225,7 +228,8 @@ def complete_execution(
     return request
 
 
-def defer_execution(request_id, *, token: str, actor: Actor, error: str, code: str, retry_at) -> ApprovalRequest:
+def defer_execution(request_id: RequestId, *, token: str, actor: Actor, error: str, code: str,
+                    retry_at: datetime) -> ApprovalRequest:
     """A retryable failure: give the grant back and schedule the next attempt.
 
     The request stays `executing` (its claim stands; the idempotency key is the
@@ -247,7 +251,7 @@ def defer_execution(request_id, *, token: str, actor: Actor, error: str, code: s
     return request
 
 
-def fail_lost_execution(request_id) -> bool:
+def fail_lost_execution(request_id: RequestId) -> bool:
     """An executing request whose lease ran out with no report: its outcome is unknown."""
     with changing(request_id) as request:
         if request.state != State.EXECUTING or not request.lease_until or request.lease_until > timezone.now():
@@ -284,7 +288,7 @@ def server_executor(request: ApprovalRequest) -> str:
     return executor_name_for(request.action_type) if request.has_execution_step else ""
 
 
-def mark_enqueued(request_id, *, now=None) -> bool:
+def mark_enqueued(request_id: RequestId, *, now: datetime | None = None) -> bool:
     """Note that the execution task was published (bookkeeping for the sweeper, not audited)."""
     return bool(
         ApprovalRequest.objects.filter(pk=request_id, state__in=(State.APPROVED, State.EXECUTING)).update(
@@ -293,7 +297,7 @@ def mark_enqueued(request_id, *, now=None) -> bool:
     )
 
 
-def release_enqueue(request_id) -> bool:
+def release_enqueue(request_id: RequestId) -> bool:
     """Mark a publication whose task was refused (emergency stop) as used up: backdated
     by EXECUTION_REPUBLISH_SECONDS, so the first sweep after the stop is lifted
     publishes it again."""

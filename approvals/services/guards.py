@@ -12,9 +12,9 @@ from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, Decision
+from ..people import Person
 from ..permissions import can_decide, eligible_approvers, excluded_from_approving
 from ..states import Kind, State
-from ..people import Person
 from .core import SYSTEM, PersistedRefusal, refuse_state, transition
 from .step_up import needs_step_up
 

@@ -41,7 +41,7 @@ def _credentials(user: Any) -> list[Any]:
 
 
 def has_passkey(user: Any) -> bool:
-    return Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.WEBAUTHN).exists()
+    return bool(Authenticator.objects.filter(user_id=user.pk, type=Authenticator.Type.WEBAUTHN).exists())
 
 
 def _server(rp_id: str) -> Fido2Server:

@@ -48,13 +48,13 @@ def issue_challenge(user: Any, digest: str, *, now: float | None = None) -> str:
 def pending(user: Any, nonce: str) -> bool:
     """Whether `nonce` is an unproven challenge of `user` (worth sending them to the provider for)."""
     entry = cache.get(_key(user, nonce)) if nonce else None
-    return bool(entry) and not entry["proven_by"]
+    return entry is not None and bool(entry) and not entry["proven_by"]
 
 
 def proven(user: Any, nonce: str) -> bool:
     """Whether `nonce` is a challenge of `user` proven and not yet spent (the page waits for it)."""
     entry = cache.get(_key(user, nonce)) if nonce else None
-    return bool(entry) and bool(entry["proven_by"])
+    return entry is not None and bool(entry) and bool(entry["proven_by"])
 
 
 def record_reauthentication(user: Any, nonce: str, *, provider: str, auth_time: Any,

@@ -26,7 +26,7 @@ from ..errors import DomainError
 from ..models import ApprovalRequest, Decision
 from ..people import Person
 from ..states import State
-from .core import changing, transition
+from .core import RequestId, changing, transition
 from .decisions import _record_vote, _require_revision, require_revision_given
 from .guards import require_allowed, require_may_decide, require_pending
 
@@ -38,7 +38,7 @@ RESPONDED = "responded"
 MAX_REPLY_CHARS = 10_000
 
 
-def respond_instead(request_id, message: str, *, actor: Person, revision: int) -> ApprovalRequest:
+def respond_instead(request_id: RequestId, message: str, *, actor: Person, revision: int) -> ApprovalRequest:
     """End the pending action with `message` as what the agent's model reads instead of the tool's result.
 
     `revision`: the revision the reviewer replied to (required: 422 `revision_required`).

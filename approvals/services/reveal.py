@@ -20,6 +20,7 @@ from ..models import ApprovalRequest
 from ..people import Person
 from ..permissions import can_decide
 from ..states import State
+from .core import RequestId
 from .guards import require_may_decide
 
 __all__ = ["Revealed", "allow_masked_probe", "may_reveal", "reveal_field"]
@@ -34,7 +35,7 @@ class Revealed:
     revision: int
 
 
-def reveal_field(request_id, path: Any, *, actor: Person) -> Revealed:
+def reveal_field(request_id: RequestId, path: Any, *, actor: Person) -> Revealed:
     """The current value of the masked param `path` of the request, for `actor`.
 
     The guard is deciding's own (`require_may_decide`: the object permission through
@@ -78,7 +79,7 @@ def may_reveal(request: ApprovalRequest, actor: Person | None) -> bool:
     return request.effective_state == State.PENDING_APPROVAL and can_decide(actor.user, request)
 
 
-def allow_masked_probe(request_id, paths: list[str], *, actor: Person) -> ApprovalRequest:
+def allow_masked_probe(request_id: RequestId, paths: list[str], *, actor: Person) -> ApprovalRequest:
     """Let `actor` evaluate rule conditions reading masked values of a real request
     (the rule tester; `paths` are the conditions' paths, e.g. ``params.body``, from
     `masking.reads_masked`), and audit it as `rules.masked_probe` naming the paths,

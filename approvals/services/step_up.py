@@ -188,7 +188,7 @@ class StepUpProof:
 
     def _matches(self, user: Any) -> bool:
         if self._verified_for_user is not None:
-            return self._verified_for_user == user.pk
+            return bool(self._verified_for_user == user.pk)
         if not self._secret:
             return False
         gate = _secret_gate if self.method in _GUESSABLE else None
@@ -252,7 +252,7 @@ def signs_in_only_through_a_provider(user: Any) -> bool:
 
     if user.has_usable_password() and settings.LOCAL_PASSWORD_LOGIN:
         return False
-    return SocialAccount.objects.filter(user_id=user.pk).exists()
+    return bool(SocialAccount.objects.filter(user_id=user.pk).exists())
 
 
 def method_for(user: Any) -> str:
@@ -283,7 +283,7 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
     """
     if not needs_step_up(risk_level, rule_asks=rule_asks):
         return ""
-    proof = reviewer.step_up
+    proof: StepUpProof | None = reviewer.step_up
     expected = method_for(reviewer.user)
     if proof is None or proof.method != expected:
         raise DomainError(

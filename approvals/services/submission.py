@@ -5,27 +5,30 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
-from hitl_controlplane.decisions import submitted_sha256
 
 from audit.chain import Actor, audited_atomic, digest, record
 from audit.privacy import params_digest
+from hitl_controlplane.decisions import submitted_sha256
 
 from .. import errors
 from ..emergency import is_stopped
 from ..errors import DomainError
 from ..models import DECIDED_BY_POLICY, DEFAULT_ALLOWED_DECISIONS, ApprovalRequest, ParamsRevision
 from ..permissions import eligible_approver_count, grant_group
-from ..resume_schema import check_resume_schema
 from ..policy.rules.names import ActionTypeError, ActionTypeName, parse_action_type
+from ..resume_schema import check_resume_schema
 from ..snapshots import snapshot_hash
 from ..states import Kind, RiskLevel, State
 from .classification import Classified, apply_classification, classify_params
 from .core import SYSTEM, transition
 from .escalation import check_quorum_reachable
 from .execution import server_executor
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 __all__ = ["PLAN_ACTION_TYPE", "Submission", "classify", "submit"]
 
@@ -64,7 +67,7 @@ class Submission:
     resume_schema: dict[str, Any] | None = None
 
 
-def submit(submission: Submission, *, agent) -> ApprovalRequest:
+def submit(submission: Submission, *, agent: Agent) -> ApprovalRequest:
     """Create a request from an agent's submission and classify it at once.
 
     The action type is normalized first (NFKC, case-folded, surrounding junk

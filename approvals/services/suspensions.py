@@ -33,7 +33,7 @@ from ..people import Person
 from ..permissions import excluded_from_approving
 from ..resume_schema import validate_resume_data
 from ..states import Kind, State
-from .core import announce, changing
+from .core import RequestId, announce, changing
 from .decisions import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 from .guards import require_may_decide, require_pending, rule_asks_step_up
 from .step_up import payload_digest, require_step_up
@@ -44,7 +44,7 @@ __all__ = ["RESPOND", "answer_decision", "answer_of", "respond_to_suspension"]
 RESPOND = "respond"
 
 
-def answer_decision(request_id, revision: int, answer: Any) -> tuple[str, int, str, str]:
+def answer_decision(request_id: RequestId, revision: int, answer: Any) -> tuple[str, int, str, str]:
     """What a step-up proof for giving `answer` at `revision` binds: the request, the
     revision the reviewer saw, the verdict and the digest of exactly this answer."""
     return (str(request_id), int(revision), RESPOND, payload_digest(answer))
@@ -61,7 +61,7 @@ def _same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revision: int,
+def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: Any, revision: int,
                           feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s answer to a pending suspension; approve it once the quorum agrees.
 
@@ -83,7 +83,10 @@ def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revisi
         _require_revision(request, revision)
         require_may_decide(request, actor)
         if request.resume_schema_json != schema:  # never changes after submission; if it ever did, check again
-            validate_resume_data(request.resume_schema, resume_data)
+            stored = request.resume_schema
+            if stored is None:  # every suspension is submitted with one; none is nothing to answer against
+                raise DomainError(errors.NOT_A_SUSPENSION, "Only a suspension is answered with resume_data.")
+            validate_resume_data(stored, resume_data)
         proposed = answer_of(request)
         agrees = proposed is not None and _same_answer(proposed, resume_data)
         counts = actor.user.pk not in excluded_from_approving(request) and not is_stopped(request.agent)
@@ -109,7 +112,7 @@ def respond_to_suspension(request_id, *, actor: Person, resume_data: Any, revisi
     return request
 
 
-def _validated_before_the_lock(request_id, resume_data: Any) -> Any:
+def _validated_before_the_lock(request_id: RequestId, resume_data: Any) -> Any:
     """Validate the answer against the stored schema without holding the request's row
     lock (DESIGN.md "Patterns run in linear time"): a slow or hostile answer never
     holds the lock, and every decision waiting on it. The schema is written once, at

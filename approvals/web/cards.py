@@ -398,7 +398,7 @@ def _extension_choices(request: ApprovalRequest, limit: int) -> list[tuple[int, 
 
 def _has_extension(request: ApprovalRequest) -> bool:
     try:
-        request.deadline_extension
+        request.deadline_extension  # noqa: B018 (reading the reverse one-to-one raises when there is none)
     except ApprovalRequest.deadline_extension.RelatedObjectDoesNotExist:
         return False
     return True

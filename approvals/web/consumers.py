@@ -53,8 +53,8 @@ from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
 from ..broadcast import approvers_group, user_group, viewer_group_ids
-from ..permissions import viewable_by
 from ..emergency import EMERGENCY_GROUP
+from ..permissions import viewable_by
 from ..sockets import PrincipalRecheck
 
 logger = logging.getLogger(__name__)

@@ -9,10 +9,10 @@ from django.views.decorators.http import require_GET
 
 from controlplane.http.codes import register
 
+from ..policy.tuning import charts, metrics
 from .rules_http import json_error, risk_admin_required
 
 INVALID_PERIOD = register("invalid_period", 400, "The metrics period (from/to) is not a valid range of days.")
-from ..policy.tuning import charts, metrics
 
 
 def _pct(value: float | None) -> str:

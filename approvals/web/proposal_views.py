@@ -20,6 +20,8 @@ from ..models import PolicyProposal
 from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import RuleValidationError
+from ..policy.tuning import history as policy_history
+from ..policy.tuning import proposals
 from .rules_http import (
     INVALID_RULE,
     flash_outcome,
@@ -31,8 +33,6 @@ from .rules_http import (
     risk_admin_required,
     wants_json,
 )
-from ..policy.tuning import history as policy_history
-from ..policy.tuning import proposals
 
 RECENT_PROPOSALS = 10
 

@@ -30,17 +30,17 @@ from controlplane.http.inputs import parse_json_text
 from .. import errors, policy, services
 from ..bounds import BOUNDS
 from ..errors import DomainError
+from ..execution.executors import params_by_action_type
 from ..models import PolicyProposal, PolicyVersion, RiskRule
 from ..notifications import dispatch as notifications
 from ..people import Person
 from ..policy import PolicyError
+from ..policy import authority as policy_authority
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
-from ..policy.rules.patterns import pattern_problems
 from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
-from ..policy import authority as policy_authority
+from ..policy.rules.patterns import pattern_problems
 from ..policy.tuning import dry_run as dry_runs
-from ..execution.executors import params_by_action_type
 from ..policy.tuning import editing
 from ..policy.tuning import paths as rule_paths
 from .rules_http import (

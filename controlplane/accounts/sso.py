@@ -56,7 +56,6 @@ def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
     nothing is audited) when the groups already are as claimed.
     """
     from approvals.permissions import RISK_ADMINS
-
     from audit.chain import audited_atomic, record
 
     actor = provider_sessions.provider_actor(provider)

@@ -51,7 +51,7 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     headers: dict[str, str] = {}
     if isinstance(exc, exceptions.ValidationError):
         body = error_body(VALIDATION_ERROR, "The request is not valid; see details.", fields=exc.detail)
-        status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+        status_code: int = status.HTTP_422_UNPROCESSABLE_ENTITY
     elif isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         code = _first_code(exc, NOT_AUTHENTICATED)
         if code in ("authentication_failed", "not_authenticated"):

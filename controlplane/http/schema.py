@@ -8,7 +8,6 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
-from .codes import get as get_code
 from .codes import (
     AGENT_INACTIVE,
     INSUFFICIENT_SCOPE,
@@ -25,6 +24,7 @@ from .codes import (
     UNSUPPORTED_MEDIA_TYPE,
     VALIDATION_ERROR,
 )
+from .codes import get as get_code
 from .inputs import INVALID_INPUT
 
 __all__ = ["API_ERRORS", "TOKEN_ERRORS", "ErrorSerializer", "error_responses"]

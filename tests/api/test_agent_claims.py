@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from agents.api.serializers import CONTEXT_MAX_LINKS, CONTEXT_MAX_TURNS, REASON_MAX_CHARS, TURN_MAX_CHARS
 from approvals.models import ApprovalRequest

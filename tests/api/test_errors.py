@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from freezegun import freeze_time
@@ -73,7 +73,7 @@ def test_the_csrf_failure_view_is_json_under_api_and_html_elsewhere(rf):
 def mid_window():
     """The clock halfway through the current rate window: a run that straddled a window
     boundary would see its count start again (and a fourth request pass)."""
-    with freeze_time(datetime.fromtimestamp(time.time() // 60 * 60 + 30, tz=timezone.utc)):
+    with freeze_time(datetime.fromtimestamp(time.time() // 60 * 60 + 30, tz=UTC)):
         yield
 
 

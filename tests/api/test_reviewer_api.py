@@ -8,10 +8,10 @@ from django.contrib.auth.models import Group
 
 from approvals import services
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.states import Kind
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, csrf_post
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

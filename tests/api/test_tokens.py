@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from agents.models import Agent, AgentToken
 from agents.services import issue_token, revoke_token
+from approvals.people import Person
 from audit.models import AuditEvent
 from tests.api.conftest import EMAIL, bearer
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

@@ -23,15 +23,15 @@ from rest_framework.test import APIClient
 
 from approvals import errors, policy, services
 from approvals.models import ApprovalRequest, Decision
+from approvals.people import Person
 from approvals.permissions import can_decide
 from approvals.states import State
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
-from approvals.people import Person
+from tests.fixtures.revisions import current_revision
 
 from .conftest import WIRE, WIRE_LARGE
-from tests.fixtures.revisions import current_revision
 
 PATHS = ("form", "keyboard", "api")
 

@@ -11,11 +11,11 @@ from freezegun import freeze_time
 from approvals import errors, services
 from approvals.errors import DomainError
 from approvals.models import Decision
+from approvals.people import Person
+from approvals.services import RequestChange, request_changed
 from approvals.states import State
 from audit.chain import Actor
 from audit.models import AuditEvent
-from approvals.people import Person
-from approvals.services import RequestChange, request_changed
 from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
@@ -208,7 +208,7 @@ class TestCancelAndExpire:
         assert verbs_for(request)[-1] == "request.expired"
 
     def test_the_sweeper_expires_overdue_requests(self, submit):
-        first, second = submit(), submit()
+        first, _second = submit(), submit()
         with freeze_time(first.decide_by + timedelta(minutes=1)):
             assert services.expire_overdue() == 2
             assert services.expire_overdue() == 0

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from approvals import errors, policy, services
 from approvals.models import ApprovalRequest, Decision
+from approvals.people import Person
 from approvals.permissions import excluded_from_approving
 from approvals.policy.rules.levels import level_rank
 from approvals.services.step_up import needs_step_up
 from approvals.states import Kind, State
-from approvals.people import Person
 from tests.fixtures.revisions import current_revision
 
 GROUPS = ("reviewers", "finance", "treasury")

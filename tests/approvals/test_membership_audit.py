@@ -19,10 +19,10 @@ from django.db import transaction
 from django.forms import CheckboxInput, MultiWidget
 from django.test import AsyncClient, Client, RequestFactory
 
-from controlplane.accounts.membership import MembershipActorMiddleware, acting_as, current_actor
 from approvals.permissions import REVIEWERS
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
+from controlplane.accounts.membership import MembershipActorMiddleware, acting_as, current_actor
 
 VERB = "group.membership_changed"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from django.contrib.auth.models import Group
 
 from approvals import permissions
-from approvals.web import dashboard
 from approvals.models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
+from approvals.web import dashboard
 
 
 def _grant_directly(user, request, *codenames: str) -> None:

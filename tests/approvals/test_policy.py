@@ -7,9 +7,9 @@ from django.contrib.auth.models import Group
 
 from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
+from approvals.people import Person
 from approvals.policy.rules.conditions import RuleValidationError
 from audit.models import AuditEvent
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

@@ -16,10 +16,10 @@ from approvals import errors, policy, services
 from approvals.emergency import set_emergency_stop
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.snapshots import register_target_resolver, stable_hash, unregister_target_resolver
 from approvals.states import State
 from audit.models import AuditEvent
-from approvals.people import Person
 from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db

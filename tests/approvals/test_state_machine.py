@@ -13,7 +13,7 @@ exactly one audit event, and the chain verifies.
 from __future__ import annotations
 
 import itertools
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -27,6 +27,7 @@ from agents.models import Agent
 from approvals import errors, policy, services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, Decision
+from approvals.people import Person
 from approvals.permissions import REVIEWERS
 from approvals.policy.rules.levels import level_rank
 from approvals.services.step_up import needs_step_up
@@ -34,7 +35,6 @@ from approvals.states import ALWAYS_TERMINAL, TRANSITIONS, Kind, State
 from audit.chain import Actor, verify_chain
 from audit.models import AuditEvent
 from audit.vocabulary import TRANSITION_VERBS
-from approvals.people import Person
 from tests.fixtures.revisions import current_revision
 
 ACTION_TYPES = ["send_email", "transfer_funds", "read_file", "delete_database", "update_document", "rotate_keys"]
@@ -60,7 +60,7 @@ _example = itertools.count()
 class ApprovalLifecycle(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.clock = freeze_time(datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc))
+        self.clock = freeze_time(datetime(2026, 11, 29, 12, 0, tzinfo=UTC))
         self.frozen = self.clock.start()
         suffix = next(_example)
         reviewers = Group.objects.get(name=REVIEWERS)

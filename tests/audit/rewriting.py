@@ -7,9 +7,9 @@ from typing import Any
 
 from django.db import connection
 
-from hitl_controlplane.canonical import canonical_bytes, chain_hash, event_document, format_timestamp
 from audit.db import maintenance
 from audit.models import AuditEvent
+from hitl_controlplane.canonical import canonical_bytes, chain_hash, event_document, format_timestamp
 
 
 def rewrite_chain_consistently(*, from_seq: int, change: dict[str, Any]) -> None:

@@ -6,11 +6,13 @@ import decimal
 import hashlib
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from freezegun import freeze_time
 
+from audit.chain import Actor, record
+from audit.models import AuditEvent
 from hitl_controlplane.canonical import (
     GENESIS_HASH,
     canonical_bytes,
@@ -18,8 +20,6 @@ from hitl_controlplane.canonical import (
     format_timestamp,
     verify_rows,
 )
-from audit.chain import Actor, record
-from audit.models import AuditEvent
 
 
 def test_keys_are_sorted_and_separators_compact():
@@ -27,7 +27,7 @@ def test_keys_are_sorted_and_separators_compact():
 
 
 def test_non_ascii_is_kept_as_utf8():
-    assert canonical_bytes({"name": "Zoë ✓"}) == '{"name":"Zoë ✓"}'.encode("utf-8")
+    assert canonical_bytes({"name": "Zoë ✓"}) == '{"name":"Zoë ✓"}'.encode()
 
 
 @pytest.mark.parametrize(
@@ -47,7 +47,7 @@ def test_decimals_travel_as_strings():
 def test_timestamps_are_utc_with_microseconds_and_z():
     plus_two = timezone(timedelta(hours=2))
     assert format_timestamp(datetime(2026, 11, 29, 20, 0, tzinfo=plus_two)) == "2026-11-29T18:00:00.000000Z"
-    assert format_timestamp(datetime(2026, 11, 29, 18, 0, 0, 42, tzinfo=timezone.utc)) == "2026-11-29T18:00:00.000042Z"
+    assert format_timestamp(datetime(2026, 11, 29, 18, 0, 0, 42, tzinfo=UTC)) == "2026-11-29T18:00:00.000042Z"
 
 
 def test_naive_timestamps_are_refused():
@@ -70,7 +70,7 @@ def test_a_stored_row_holds_the_exact_canonical_document(alice, refund_request):
         metadata={"to": "approved", "from": "pending_approval", "amount": "12.30", "note": "très bien"},
     )
     event = AuditEvent.objects.get()
-    assert event.canonical == (
+    assert event.canonical == (  # noqa: UP031
         '{"actor":{"id":"%s","kind":"user","label":"alice"},"agent_id":7,'
         '"metadata":{"amount":"12.30","from":"pending_approval","note":"très bien","to":"approved"},'
         '"occurred_at":"2026-11-29T18:00:00.000000Z",'

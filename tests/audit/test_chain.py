@@ -6,9 +6,9 @@ import pytest
 from django.db import transaction
 from django.test.utils import override_settings
 
-from hitl_controlplane.canonical import GENESIS_HASH, canonical_bytes
 from audit.chain import Actor, audited_atomic, digest, head, record, verify_chain
 from audit.models import AuditEvent
+from hitl_controlplane.canonical import GENESIS_HASH, canonical_bytes
 
 
 class Boom(Exception):

@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import connection
 
-from hitl_controlplane.canonical import GENESIS_HASH
 from audit.chain import Actor, audited_atomic, record, verify_chain
 from audit.models import AuditEvent
+from hitl_controlplane.canonical import GENESIS_HASH
 
 THREADS = 8
 BLOCKS_PER_THREAD = 10

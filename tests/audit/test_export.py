@@ -8,7 +8,7 @@ import hashlib
 import io
 import json
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -16,8 +16,8 @@ from django.core.management import call_command
 from freezegun import freeze_time
 
 from audit.chain import Actor, record
-from hitl_controlplane.manifest import signature_problem
 from audit.models import AuditEvent
+from hitl_controlplane.manifest import signature_problem
 from hitl_controlplane.verify import verify_export
 
 from .conftest import SIGNING_KEY, SIGNING_KEY_ID
@@ -224,7 +224,7 @@ def test_filters_are_written_into_the_manifest_as_stable_text():
 
     filters = AuditEventFilterSet.from_query({"since": "2026-03-02T12:00:00+02:00", "agent": "7", "verb": ""})
     assert filters.as_text() == {"since": "2026-03-02T10:00:00.000000Z", "agent": "7"}
-    assert filters.form.cleaned_data["since"] == datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+    assert filters.form.cleaned_data["since"] == datetime(2026, 3, 2, 10, tzinfo=UTC)
 
 
 def test_the_risk_filter_offers_the_approvals_risk_levels():

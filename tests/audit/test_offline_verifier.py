@@ -19,10 +19,9 @@ from hypothesis import strategies as st
 
 from audit.chain import Actor, record
 from audit.checkpoint import write_checkpoint
+from hitl_controlplane.ed25519 import SigningKey, public_key_text
 from hitl_controlplane.manifest import jsonl_hashed_text, jsonl_line, sign
 from hitl_controlplane.verify import verify_export
-
-from hitl_controlplane.ed25519 import SigningKey, public_key_text
 
 from .conftest import SIGNING_KEY
 from .exporting import export_to, manifest_path

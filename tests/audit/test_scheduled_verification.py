@@ -12,9 +12,9 @@ from django.db import connection
 from audit.chain import Actor, record
 from audit.checkpoint import read_checkpoints
 from audit.db import maintenance
-from hitl_controlplane.manifest import signature_problem
 from audit.models import AuditEvent, ChainVerification
 from audit.tasks import verify_chain_task
+from hitl_controlplane.manifest import signature_problem
 
 from .conftest import SIGNING_KEY
 from .rewriting import rewrite_chain_consistently

@@ -12,11 +12,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from audit import signing
-from hitl_controlplane.canonical import GENESIS_HASH, canonical_bytes, chain_hash, event_document, format_timestamp
 from audit.chain import Actor, head, record, verify_chain
 from audit.checkpoint import latest_checkpoint
 from audit.db import maintenance
 from audit.models import AuditEvent
+from hitl_controlplane.canonical import GENESIS_HASH, canonical_bytes, chain_hash, event_document, format_timestamp
 
 TABLE = AuditEvent._meta.db_table
 OLD_SECRET = "audit-signing-secret-one-0123456789abcdefghijklmnop"

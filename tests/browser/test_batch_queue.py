@@ -13,13 +13,13 @@ import shutil
 import pytest
 
 from agents.services import issue_token
+from approvals import policy, services
 from approvals.models import ApprovalRequest, Decision
+from approvals.people import Person
 from approvals.states import Kind, State
 from audit.models import AuditEvent
-from approvals import policy, services
-from approvals.people import Person
-from tests.browser.test_passkeys import _signed_in_with_a_passkey
 from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, _signed_in, api, select, with_clock
+from tests.browser.test_passkeys import _signed_in_with_a_passkey
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

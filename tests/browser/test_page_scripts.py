@@ -13,10 +13,10 @@ from playwright.sync_api import expect
 
 from approvals import policy, services
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.states import Kind, State
 from controlplane.http.codes import as_script_data
 from tests.live import ROOT, child_environment
-from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

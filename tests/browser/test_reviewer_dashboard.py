@@ -15,8 +15,8 @@ import pytest
 from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest
-from approvals.states import Kind, State
 from approvals.people import Person
+from approvals.states import Kind, State
 from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -18,10 +18,10 @@ from django.contrib.auth.models import Group
 from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion
+from approvals.people import Person
 from approvals.permissions import RISK_ADMINS
 from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 from approvals.states import Kind
-from approvals.people import Person
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

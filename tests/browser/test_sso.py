@@ -12,12 +12,11 @@ import shutil
 import subprocess
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
-
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 

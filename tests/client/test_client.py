@@ -9,6 +9,10 @@ import threading
 
 import pytest
 
+from agents.resume import PLAN_APPROVED_TEXT
+from approvals import policy, services
+from approvals.models import ApprovalRequest
+from approvals.people import Person
 from hitl_controlplane.client import (
     ApprovalRejected,
     ApprovalTimeout,
@@ -17,14 +21,10 @@ from hitl_controlplane.client import (
     ControlPlaneError,
     submit_plan,
 )
-from agents.resume import PLAN_APPROVED_TEXT
-from approvals import policy, services
-from approvals.models import ApprovalRequest
+from tests.fixtures.revisions import current_revision
 from tests.live import ROOT
-from approvals.people import Person
 
 from .conftest import HANG_GUARD_SECONDS, AsyncNotingTransport, NotingTransport
-from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

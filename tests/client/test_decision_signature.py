@@ -11,9 +11,12 @@ from __future__ import annotations
 import copy
 import json
 import math
+from datetime import UTC
 
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from hitl_controlplane.decisions import (
     DecisionRefused,
@@ -131,12 +134,12 @@ def test_any_signed_field_altered_breaks_the_signature(field, value):
 
 def test_an_approval_past_its_execution_deadline_is_refused():
     """A genuine approval replayed after the server let it lapse (the server now says expired)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     payload = decided({"amount": 10}, execute_by="2026-12-01T10:00:00.000000Z")
-    assert check(payload, now=datetime(2026, 12, 1, 9, 59, 59, tzinfo=timezone.utc))
+    assert check(payload, now=datetime(2026, 12, 1, 9, 59, 59, tzinfo=UTC))
     with pytest.raises(DecisionRefused, match="lapsed"):
-        check(payload, now=datetime(2026, 12, 1, 10, 0, 0, tzinfo=timezone.utc))
+        check(payload, now=datetime(2026, 12, 1, 10, 0, 0, tzinfo=UTC))
 
 
 def test_a_decision_signed_by_another_key_is_refused():

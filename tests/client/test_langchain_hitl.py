@@ -21,12 +21,12 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from hitl_controlplane.client import AsyncControlPlane, ControlPlane
-from hitl_controlplane.client.langchain_hitl import aanswer_interrupts, answer_interrupts
 from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.models import AuditEvent
+from hitl_controlplane.client import AsyncControlPlane, ControlPlane
+from hitl_controlplane.client.langchain_hitl import aanswer_interrupts, answer_interrupts
 from tests.client.test_langgraph import reviewer_session
 from tests.execution.harness import wait_for
 

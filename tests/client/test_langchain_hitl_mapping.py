@@ -11,7 +11,13 @@ from langchain.agents.middleware.human_in_the_loop import HumanInTheLoopMiddlewa
 from pydantic import TypeAdapter
 
 from hitl_controlplane.client import ApprovalRejected, Resume
-from hitl_controlplane.client.langchain_hitl import HITL_DECISIONS, ToolCall, allowed_from_schema, decision_for, tool_calls_of
+from hitl_controlplane.client.langchain_hitl import (
+    HITL_DECISIONS,
+    ToolCall,
+    allowed_from_schema,
+    decision_for,
+    tool_calls_of,
+)
 
 CALL = ToolCall(name="post_memo", args={"to": "ann", "body": "hi"}, description="", allowed=HITL_DECISIONS)
 

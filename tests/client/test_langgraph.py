@@ -18,10 +18,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 
-from hitl_controlplane.client import ControlPlane
 from agents.resume import PLAN_APPROVED_TEXT
 from approvals.models import ApprovalRequest
 from approvals.states import State
+from hitl_controlplane.client import ControlPlane
 from tests.execution.harness import wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -17,9 +17,9 @@ from approvals import policy, services
 from approvals.people import Person
 from hitl_controlplane.client import ControlPlane, DecisionRefused
 from hitl_controlplane.ed25519 import SigningKey
+from tests.fixtures.revisions import current_revision
 
 from .conftest import LongPolls, NotingTransport
-from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

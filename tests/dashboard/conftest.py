@@ -7,7 +7,6 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 
-
 PASSWORDS = {name: f"{name}-pw-123!" for name in ("alice", "bob", "carol", "owen", "rita", "mallory")}
 
 

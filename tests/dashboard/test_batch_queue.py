@@ -126,7 +126,7 @@ def _queries(client, url) -> int:
 def test_batches_keep_the_queue_at_a_constant_number_of_queries(client, people, submit,
                                                                  django_assert_max_num_queries):
     client.force_login(people["alice"])
-    for i in range(3):
+    for _ in range(3):
         submit("send_email", batch_id="small")
     few_queue, few_sync = _queries(client, QUEUE), _queries(client, SYNC)
     for step in range(40):

@@ -14,8 +14,8 @@ from django.test import Client
 
 from approvals import policy, services
 from approvals.emergency import set_emergency_stop
-from controlplane.routing import websocket_application
 from approvals.people import Person
+from controlplane.routing import websocket_application
 from tests.sockets import open_socket, refused_socket
 
 pytestmark = pytest.mark.django_db(transaction=True)

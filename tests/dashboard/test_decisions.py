@@ -7,11 +7,11 @@ from django.urls import reverse
 
 from approvals import policy, services
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.states import State
+from tests.fixtures.revisions import current_revision
 
 from .conftest import PASSWORDS
-from approvals.people import Person
-from tests.fixtures.revisions import current_revision
 
 JSON = {"HTTP_ACCEPT": "application/json"}
 

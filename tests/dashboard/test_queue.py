@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from approvals import policy, services
-from approvals.web import dashboard
 from approvals.models import ApprovalRequest
-from approvals.states import Kind, State
 from approvals.people import Person
+from approvals.states import Kind, State
+from approvals.web import dashboard
 from tests.fixtures.revisions import current_revision
 
 QUEUE = reverse("approvals:queue")

@@ -3,12 +3,12 @@ busy: the next page asks to sign in again and the JSON API refuses the cookie.""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from freezegun import freeze_time
 
-SIGN_IN = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc)
+SIGN_IN = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from django.test import Client
 from django.urls import reverse
 from freezegun import freeze_time
 
-from controlplane.accounts import signin as auth
-from controlplane.accounts.signin import SignInThrottle, SignInWaiting, delay_for
 from audit.chain import digest, verify_chain
 from audit.models import AuditEvent
+from controlplane.accounts import signin as auth
+from controlplane.accounts.signin import SignInThrottle, SignInWaiting, delay_for
 
 from .conftest import PASSWORDS
 

@@ -15,9 +15,9 @@ from agents.models import Agent
 from approvals import services
 from approvals.permissions import REVIEWERS
 from approvals.states import Kind
+from tests.fixtures.revisions import current_revision
 
 from .harness import Receiver
-from tests.fixtures.revisions import current_revision
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from approvals.emergency import EMERGENCY_GROUP, current_stop_state, is_stopped,
 from approvals.errors import DomainError
 from approvals.execution import runner
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.states import State
 from audit.models import AuditEvent
-from approvals.people import Person
 
 
 @pytest.fixture(autouse=True)

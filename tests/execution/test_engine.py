@@ -17,15 +17,15 @@ from freezegun import freeze_time
 
 from approvals import errors, services
 from approvals.errors import DomainError
+from approvals.execution import runner
 from approvals.execution.executors import (
     Executor,
     PermanentExecutionError,
     RetryableExecutionError,
     register,
 )
-from approvals.execution import runner
-from approvals.services.execution import executor_name_for
 from approvals.models import ApprovalRequest
+from approvals.services.execution import executor_name_for
 from approvals.states import State
 from audit.models import AuditEvent
 

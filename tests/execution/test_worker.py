@@ -9,9 +9,9 @@ from django.db import transaction
 from approvals import errors
 from approvals.emergency import set_emergency_stop
 from approvals.execution import runner
+from approvals.execution.tasks import execute_request
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from approvals.execution.tasks import execute_request
 
 from .harness import Worker, wait_for
 

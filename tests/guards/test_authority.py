@@ -22,7 +22,9 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.test import override_settings
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from approvals import errors, policy, services
 from approvals.models import ApprovalRequest, PolicyProposal, PolicyVersion, RiskRule, RuleNotification

@@ -14,13 +14,16 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
+from datetime import UTC
 
 import httpx
 import pytest
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections, connection
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from agents.models import Agent
@@ -489,9 +492,9 @@ def test_vector_the_signature_is_pinned():
                "decision_signature": block}
     call = SubmittedCall.action("transfer_funds", {"amount": 900, "to": "acme", "rate": 1.5},
                                 idempotency_key="cpc-6f1d", tool_call_id="call_7", agent="pay-bot")
-    from datetime import datetime, timezone
+    from datetime import datetime
     assert verify_decision(payload, trusted_keys([VECTOR_PUBLIC_KEY]), call=call,
-                           now=datetime(2026, 12, 1, 10, tzinfo=timezone.utc)) == VECTOR
+                           now=datetime(2026, 12, 1, 10, tzinfo=UTC)) == VECTOR
 
 
 def test_a_signature_under_another_documents_context_does_not_verify():

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings as hypothesis_settings, strategies as st
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.conf import settings as django_settings
@@ -28,6 +27,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import reverse
+from hypothesis import HealthCheck, assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from approvals import policy, services
@@ -36,16 +38,16 @@ from approvals.models import ApprovalRequest
 from approvals.notifications import dispatch
 from approvals.notifications.channels import email_text
 from approvals.people import Person
+from approvals.permissions import RISK_ADMINS
 from approvals.policy.rules.impact import compute_impact
 from approvals.policy.tuning import editing
-from approvals.permissions import RISK_ADMINS
 from approvals.states import State
 from audit.chain import digest
 from audit.models import AuditEvent
 from controlplane.routing import websocket_application
 from tests.audit.exporting import download
-from tests.sockets import open_socket
 from tests.fixtures.revisions import current_revision
+from tests.sockets import open_socket
 
 pytestmark = pytest.mark.django_db
 

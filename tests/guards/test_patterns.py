@@ -29,8 +29,16 @@ from approvals.policy.rules.seed import SEED_RULES
 from approvals.services import respond_to_suspension
 
 # The suspension tests' API clients and settings, as fixtures here too.
-from ..suspensions.conftest import (APPROVAL_STEP, _api_settings, api, decide, fresh_counters, pending,
-                                   reviewer_client, suspend)
+from ..suspensions.conftest import (
+    APPROVAL_STEP,
+    _api_settings,
+    api,
+    decide,
+    fresh_counters,
+    pending,
+    reviewer_client,
+    suspend,
+)
 
 __all__ = ["_api_settings", "api", "fresh_counters", "pending", "reviewer_client", "suspend"]
 

@@ -28,10 +28,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
-from hypothesis import given, settings as hypothesis_settings, strategies as st
 from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from approvals import errors, policy, services
@@ -41,10 +43,11 @@ from approvals.people import Person
 from approvals.permissions import REVIEWERS
 from approvals.states import State
 from tests.api.conftest import bearer
+
 # Fixtures, used by name: the authenticator app's enrollment, the in-process identity provider.
 from tests.identity.conftest import enroll_totp, local_provider, sign_in, totp_code  # noqa: F401
-from tests.identity.test_provider_step_up import back_from_the_provider, provider, sso_alice, to_the_provider  # noqa: F401
 from tests.identity.soft_passkey import SoftPasskey
+from tests.identity.test_provider_step_up import back_from_the_provider, provider, sso_alice, to_the_provider  # noqa: F401
 from tests.suspensions.conftest import APPROVAL_STEP
 
 WIRE_LARGE = {

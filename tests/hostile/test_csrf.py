@@ -9,9 +9,9 @@ from django.test import Client
 
 from approvals import policy
 from approvals.models import ApprovalRequest, RiskRule
+from approvals.people import Person
 from approvals.states import State
 from audit.models import AuditEvent
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

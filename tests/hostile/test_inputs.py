@@ -10,11 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agents.services import issue_token
 from approvals.models import ApprovalRequest
 from controlplane.http.inputs import MAX_JSON_DEPTH, first_problem
 from tests.api.conftest import bearer
-
-from agents.services import issue_token
 
 
 def nested(depth: int) -> object:

@@ -41,9 +41,9 @@ from agents.models import Agent
 from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 from approvals.states import State
 from tests.api.conftest import bearer
-from approvals.people import Person
 
 from .stateful import ID_OPERATIONS, Ledger, build_machine, linked_schema
 

@@ -19,9 +19,9 @@ from agents.models import Agent
 from approvals import errors, policy, services
 from approvals.errors import DomainError
 from approvals.models import PolicyVersion
+from approvals.people import Person
 from approvals.permissions import AUDITORS
 from approvals.states import Kind
-from approvals.people import Person
 from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,9 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from django.contrib.sessions.models import Session
 from django.test import Client
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from audit.models import AuditEvent
 from controlplane.accounts.models import ProviderSession

@@ -94,7 +94,6 @@ def provider_sign_in(user, groups: list[str], *, next_url: str = ""):
     from types import SimpleNamespace
 
     from allauth.core import context
-
     from django.contrib.messages.storage.fallback import FallbackStorage
     from django.contrib.sessions.backends.db import SessionStore
     from django.test import RequestFactory

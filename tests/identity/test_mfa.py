@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 

@@ -18,7 +18,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from allauth.socialaccount.models import SocialAccount
 from django.urls import reverse
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from approvals import policy

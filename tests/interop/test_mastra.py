@@ -13,6 +13,7 @@ model is then shown exactly our `tool_result`.
 from __future__ import annotations
 
 import pytest
+
 from approvals.models import ApprovalRequest
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

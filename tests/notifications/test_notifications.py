@@ -15,11 +15,11 @@ from freezegun import freeze_time
 
 from approvals import services
 from approvals.errors import DomainError
+from approvals.masking import MASK
 from approvals.models import ApprovalRequest, DeliveryAttempt, Notification
 from approvals.notifications import channels, dispatch, tasks
 from approvals.permissions import can_decide
 from audit.models import AuditEvent
-from approvals.masking import MASK
 from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db

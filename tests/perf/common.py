@@ -219,15 +219,14 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
     """
     from django.db import connection
 
-    from audit.signing import signer
-
-    from hitl_controlplane.canonical import chain_hash, event_document, format_timestamp
     from audit.chain import head
+    from audit.signing import signer
+    from hitl_controlplane.canonical import chain_hash, event_document, format_timestamp
 
     # canonical_bytes() without its type walk (these values are str, int and None
     # only): the same json.dumps options, so the same bytes; --smoke verifies the chain.
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
-    start = start or datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    start = start or datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     columns = ("seq", "occurred_at", "actor_kind", "actor_id", "actor_label", "verb", "request_id", "agent_id",
                "metadata", "prev_hash", "hash", "canonical", "key_id", "signature")
     key = signer().current

@@ -84,7 +84,7 @@ def main() -> int:
     summaries = [run_one(name, args.smoke) for name in discover(args.only)]
     total = time.monotonic() - started
     report = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "commit": commit(), "smoke": args.smoke, "seconds": round(total, 1), "benchmarks": summaries,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from approvals.masking import MASK
 from approvals.policy.rules.conditions import MISSING, UNKNOWN, RuleValidationError, compile_condition, to_decimal
 
 from .strategies import conditions, documents
-from approvals.masking import MASK
 
 DOC: dict[str, Any] = {
     "params": {

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from approvals.masking import MASK
 from approvals.policy.rules import (
     LEVELS,
     ActionTypeError,
@@ -23,7 +24,6 @@ from approvals.policy.rules import (
 )
 
 from .strategies import conditions
-from approvals.masking import MASK
 
 # Patterns in several spellings: each is stored normalized.
 GLOBS = ("send_email", "Send_email", "read_file", "send_*", "*", "read_?ile", "[sd]e*", "*_email", "READ_*")

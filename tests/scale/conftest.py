@@ -14,7 +14,6 @@ from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
 from django.test import Client
 
 
-
 @pytest.fixture
 def services_up(require_postgres, require_redis):
     """PostgreSQL and Redis are both reachable (skip with a reason, or fail in CI)."""

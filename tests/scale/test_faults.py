@@ -19,14 +19,14 @@ import pytest
 import redis
 import websockets
 
-from hitl_controlplane.client import ControlPlane
 from approvals import services
 from approvals.models import ApprovalRequest
+from hitl_controlplane.client import ControlPlane
 from tests.execution.harness import wait_for
+from tests.fixtures.revisions import current_revision
 from tests.live import DaphneServer, child_environment, free_port, long_polls_held
 
 from .conftest import cookie_header, session_cookies
-from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

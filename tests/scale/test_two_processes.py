@@ -16,9 +16,9 @@ import httpx
 import pytest
 import websockets
 
+from approvals.execution.tasks import execute_request
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from approvals.execution.tasks import execute_request
 from controlplane.celery import app as celery_app
 from tests.execution.harness import Receiver, Worker, wait_for
 from tests.live import DaphneServer, child_environment, long_polls_held

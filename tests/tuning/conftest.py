@@ -9,8 +9,8 @@ nothing the approval tests do not already.
 from __future__ import annotations
 
 import uuid
-from contextlib import contextmanager
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -21,9 +21,9 @@ from django.utils import timezone
 
 from approvals import policy
 from approvals.models import ApprovalRequest, ParamsRevision
+from approvals.people import Person
 from approvals.permissions import RISK_ADMINS
 from approvals.states import Kind, State
-from approvals.people import Person
 
 
 class _Rollback(Exception):

@@ -16,7 +16,6 @@ from approvals.policy.rules.engine import CompiledPolicy
 from approvals.policy.tuning import dry_run as dr
 from tests.rules.strategies import conditions as condition_data
 from tests.rules.strategies import namespaces
-
 from tests.tuning.conftest import rolled_back
 
 pytestmark = pytest.mark.django_db

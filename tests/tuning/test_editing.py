@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from approvals import policy
+from approvals.masking import MASK
 from approvals.models import PolicyVersion, RiskRule
+from approvals.people import Person
 from approvals.policy.rules.conditions import OPERATORS, RuleValidationError
 from approvals.policy.tuning import editing
-from approvals.masking import MASK
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

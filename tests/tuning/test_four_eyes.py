@@ -14,6 +14,7 @@ from django.db import connection
 
 from approvals import policy
 from approvals.models import PolicyProposal, PolicyVersion, RiskRule
+from approvals.people import Person
 from approvals.policy import PolicyError
 from approvals.policy.rules.conditions import RuleValidationError
 from approvals.policy.tuning import editing
@@ -21,7 +22,6 @@ from audit.chain import verify_chain
 from audit.models import AuditEvent
 
 from .conftest import WIRE_TRANSFER
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,9 @@ from django.urls import reverse
 
 from approvals import policy
 from approvals.models import PolicyProposal, PolicyVersion, RiskRule
+from approvals.people import Person
 
 from .conftest import WIRE_TRANSFER
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

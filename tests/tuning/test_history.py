@@ -7,10 +7,10 @@ import pytest
 
 from approvals import policy
 from approvals.models import PolicyVersion, RiskRule
+from approvals.people import Person
 from approvals.policy.rules.conditions import RuleValidationError
 from approvals.policy.tuning import history
 from audit.models import AuditEvent
-from approvals.people import Person
 
 pytestmark = pytest.mark.django_db
 

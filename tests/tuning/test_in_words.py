@@ -8,7 +8,8 @@ import json
 
 import pytest
 from django.urls import reverse
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from approvals import policy
 from approvals.models import PolicyVersion

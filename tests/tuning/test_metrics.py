@@ -12,10 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from approvals.models import DECIDED_BY_POLICY, ApprovalRequest, Decision
-from approvals.states import State
 from approvals.policy.tuning import metrics
 from approvals.policy.tuning.metrics import Period
-
+from approvals.states import State
 from tests.tuning.conftest import rolled_back
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from approvals.policy.tuning.paths import IMPACT_KEYS, catalogue_for, path_warnings
 

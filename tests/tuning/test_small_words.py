@@ -4,15 +4,16 @@ metrics chart's last day cut to "12-0" by the edge of the drawing."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone as tz
+from datetime import UTC, datetime, timedelta
 
 from django.template import Context, Template
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from approvals.policy.tuning.charts import HEIGHT, PAD_LEFT, PAD_RIGHT, WIDTH, Series, line_chart
 from approvals.web.templatetags.timewords import ago
 
-NOON = datetime(2026, 12, 1, 12, 0, tzinfo=tz.utc)
+NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def test_under_a_minute_reads_just_now():
@@ -28,7 +29,7 @@ def test_older_reads_how_long_ago():
 
 
 def test_every_page_may_say_ago_without_loading_anything():
-    rendered = Template("submitted {{ when|ago }}").render(Context({"when": datetime.now(tz.utc)}))
+    rendered = Template("submitted {{ when|ago }}").render(Context({"when": datetime.now(UTC)}))
     assert rendered == "submitted just now"
 
 

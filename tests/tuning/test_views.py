@@ -10,12 +10,12 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from approvals.masking import MASK
 from approvals.models import PolicyProposal, PolicyVersion, RiskRule
 from approvals.notifications import dispatch
-from approvals.states import State
-from approvals.masking import MASK
-from audit.models import AuditEvent
 from approvals.people import Person
+from approvals.states import State
+from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 

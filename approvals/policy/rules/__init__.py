@@ -9,8 +9,16 @@ Typical use (the Django layer stores rules and snapshots ``RuleSpec.to_dict()``)
 
 from __future__ import annotations
 
-from .conditions import MISSING, OPERATORS, PATH_ROOTS, UNKNOWN, Condition, RuleValidationError, compile_condition
-from .conditions import to_decimal
+from .conditions import (
+    MISSING,
+    OPERATORS,
+    PATH_ROOTS,
+    UNKNOWN,
+    Condition,
+    RuleValidationError,
+    compile_condition,
+    to_decimal,
+)
 from .engine import (
     RULE_KEYS,
     Classification,

@@ -66,12 +66,12 @@ class Snapshot:
     rules: tuple[Mapping[str, Any], ...]
     verbs: frozenset[str]
     notifications: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    members: Mapping[str, frozenset] = field(default_factory=dict)
+    members: Mapping[str, frozenset[int]] = field(default_factory=dict)
     default: Mapping[str, Any] = field(default_factory=dict)
     step_up_levels: frozenset[str] = frozenset({"critical"})
     policy_admins: str = "risk-admins"
 
-    def people(self, group: str | None) -> frozenset:
+    def people(self, group: str | None) -> frozenset[int]:
         return frozenset(self.members.get(group, frozenset())) if group else frozenset()
 
 
@@ -83,8 +83,8 @@ class Authority:
     level: str
     quorum: int
     step_up: bool
-    deciders: frozenset  # the approver group's members
-    escalation_deciders: frozenset  # who gets decide on escalation (rule's and notifications' targets)
+    deciders: frozenset[int]  # the approver group's members
+    escalation_deciders: frozenset[int]  # who gets decide on escalation (rule's and notifications' targets)
     escalate_after: int | None  # seconds until escalation by time; None: only when the quorum is unreachable
     decision_ttl: int
     execution_window: int
@@ -193,7 +193,7 @@ def _deadline_limits(before: Snapshot, after: Snapshot, limits: Limits) -> str |
     return None
 
 
-def _count(people: frozenset) -> str:
+def _count(people: frozenset[int]) -> str:
     return "1 person" if len(people) == 1 else f"{len(people)} people"
 
 

@@ -132,7 +132,7 @@ def _matches(operand: LinearPattern, actual: Any) -> bool | None:
 def _check_length(value: Any, field: str, op: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise RuleValidationError(field, f"'{op}' needs a non-negative integer")
-    return value
+    return int(value)
 
 
 def _check_bool(value: Any, field: str, op: str) -> bool:
@@ -141,7 +141,7 @@ def _check_bool(value: Any, field: str, op: str) -> bool:
     return value
 
 
-def _compare(test: Callable[[Any, Decimal], bool]) -> Callable[[Any, Any], bool]:
+def _compare(test: Callable[[Any, Decimal | int], bool]) -> Callable[[Any, Any], bool]:
     def run(operand: Decimal | int, actual: Any) -> bool:
         # Fast path: Decimal compares exactly with int, no conversion needed.
         if type(actual) is int:
@@ -167,7 +167,7 @@ def _length(actual: Any) -> int | None:
 
 
 _Validator = Callable[[Any, str, str], Any]
-_Test = Callable[[Any, Any], bool]
+_Test = Callable[[Any, Any], bool | None]  # None: UNKNOWN (a pattern RE2 cannot answer for)
 
 _OPERATORS: Final[dict[str, tuple[_Validator, _Test]]] = {
     "eq": (_check_scalar, lambda operand, actual: json_equal(operand, actual)),

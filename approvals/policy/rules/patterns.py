@@ -41,9 +41,12 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 import re2
+
+if TYPE_CHECKING:
+    from .rulespec import RuleSpec
 
 __all__ = ["LinearPattern", "MAX_PATTERN_LENGTH", "compile_pattern", "pattern_problems", "refuse_problem_patterns"]
 
@@ -100,7 +103,7 @@ class LinearPattern:
 
     __slots__ = ("text", "problem", "_regex", "_boundary", "_dollar", "_ignore_case")
 
-    def __init__(self, text: str, regex, problem: str | None, *, boundary: bool = False, dollar: bool = False,
+    def __init__(self, text: str, regex: Any, problem: str | None, *, boundary: bool = False, dollar: bool = False,
                  ignore_case: bool = False) -> None:
         self.text = text
         self.problem = problem
@@ -223,10 +226,10 @@ def compile_pattern(text: str) -> LinearPattern:
                          ignore_case=reading.ignore_case)
 
 
-def pattern_problems(spec) -> list[tuple[str, str]]:
+def pattern_problems(spec: RuleSpec) -> list[tuple[str, str]]:
     """``(field, why)`` for each ``matches`` condition of a RuleSpec whose pattern is a
     problem, fields as the editor names them (``conditions[0].value``)."""
-    found = []
+    found: list[tuple[str, str]] = []
     for index, condition in enumerate(spec.compiled_conditions):
         problem = condition.pattern_problem
         if problem is not None:
@@ -234,7 +237,7 @@ def pattern_problems(spec) -> list[tuple[str, str]]:
     return found
 
 
-def refuse_problem_patterns(spec, *, prefix: str = "") -> None:
+def refuse_problem_patterns(spec: RuleSpec, *, prefix: str = "") -> None:
     """Raise RuleValidationError naming the first ``matches`` value of ``spec`` that
     RE2 cannot run as written (``prefix`` as in ``rules[3].``)."""
     from .values import RuleValidationError

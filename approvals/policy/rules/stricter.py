@@ -31,7 +31,7 @@ Pure Python: nothing here imports Django. Rules are compared by name as
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .engine import RULE_KEYS, RuleSpec
@@ -133,11 +133,13 @@ def _field_change(key: str, name: str, before: Any, after: Any) -> str | None:
     if key == "step_up":
         return None if after else f"turning step-up off for {name}"
     # A field added to rules later waits until someone puts it on the list (fails closed).
-    waiting = _WAITING.get(key, lambda name, before, after: f"changing {key} of {name}")
+    waiting = _WAITING.get(key)
+    if waiting is None:
+        return f"changing {key} of {name}"
     return waiting(name, before, after)
 
 
-_WAITING = {
+_WAITING: dict[str, Callable[[str, Any, Any], str | None]] = {
     "name": lambda name, before, after: f"renaming {before} to {after}",
     "priority": lambda name, before, after: f"moving {name} in the order (priority {before} to {after})",
     "enabled": lambda name, before, after: f"{'enabling' if after else 'disabling'} {name}",

@@ -25,8 +25,8 @@ from django.db.models import JSONField, OuterRef, Subquery
 
 from ...masking import blinded, masked_impact
 from ...models import ApprovalRequest, ParamsRevision
-from .. import compile_policy, current_policy
 from ..checks import specs_from_dicts
+from ..current import compile_policy, current_policy
 from ..rules.conditions import RuleValidationError
 from ..rules.engine import Classification, ClassificationInput, CompiledPolicy, RuleSpec
 from ..rules.impact import compute_impact
@@ -247,7 +247,8 @@ def recent_requests(limit: int = DEFAULT_SAMPLE) -> list[StoredRequest]:
         request=OuterRef("pk"), number=OuterRef("current_revision")
     ).values("params")[:1]
     rows = (
-        ApprovalRequest.objects.order_by("-created_at", "-pk")
+        # The stubs take the annotation for the model's current_params() method; the query is right.
+        ApprovalRequest.objects.order_by("-created_at", "-pk")  # type: ignore[no-redef, misc]
         .annotate(current_params=Subquery(current_params, output_field=JSONField()))
         .values_list(
             "pk", "action_type", "action_type_sent", "current_params", "target", "declared", "created_at",

@@ -263,8 +263,8 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
                 text=condition.describe(actual, redact=redact),
             ))
         action_type_matches = spec.matches_action_type(inp.action_type)
-        held = [r.held for r in results]
-        conditions_hold = not held or (all(held) if spec.match == "all" else any(held))
+        each_held = [r.held for r in results]
+        conditions_hold = not each_held or (all(each_held) if spec.match == "all" else any(each_held))
         rule_matches = spec.enabled and action_type_matches and conditions_hold
     read_blind = sorted(reads_masked(_all_conditions(policy, inp.action_type), masked, facts)) if not reveal else []
     return RuleTest(

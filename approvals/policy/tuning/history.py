@@ -6,6 +6,7 @@ when stricter, else waiting for a second risk-admin like any other).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -82,12 +83,12 @@ def _row(version: PolicyVersion) -> VersionRow:
     )
 
 
-def versions() -> QuerySet:
+def versions() -> QuerySet[PolicyVersion]:
     """Every policy version, newest first, without the rule snapshots (one query per page)."""
     return PolicyVersion.objects.order_by("-number").defer("rules", "destructive_verbs")
 
 
-def rows(page) -> list[VersionRow]:
+def rows(page: Iterable[PolicyVersion]) -> list[VersionRow]:
     return [_row(version) for version in page]
 
 

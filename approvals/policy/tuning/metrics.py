@@ -23,10 +23,9 @@ from __future__ import annotations
 import csv
 import io
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from datetime import date, datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.db import connection
@@ -76,7 +75,7 @@ class Period:
         return cls(end - timedelta(days=days), end)
 
     @classmethod
-    def from_query(cls, query, *, now: datetime | None = None) -> Period:
+    def from_query(cls, query: Mapping[str, str], *, now: datetime | None = None) -> Period:
         """``?from=YYYY-MM-DD&to=YYYY-MM-DD`` (both inclusive); raises ValueError in words."""
         raw_from, raw_to = query.get("from", ""), query.get("to", "")
         if not raw_from and not raw_to:
@@ -91,7 +90,7 @@ class Period:
             raise ValueError("the period starts after it ends")
         if (last - first).days >= MAX_PERIOD_DAYS:
             raise ValueError(f"a period is at most {MAX_PERIOD_DAYS} days")
-        utc = dt_timezone.utc
+        utc = UTC
         return cls(datetime.combine(first, time.min, utc), datetime.combine(last + timedelta(days=1), time.min, utc))
 
     @property
@@ -112,7 +111,7 @@ class Seconds(Func):
     output_field = FloatField()
     arity = 2
 
-    def as_sql(self, compiler, connection, **extra_context):
+    def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:  # type: ignore[override]
         # arguments are (end, start)
         if connection.vendor == "postgresql":
             template = "EXTRACT(EPOCH FROM (%(expressions)s))::float8"
@@ -131,7 +130,7 @@ class PercentileCont(Aggregate):
     output_field = FloatField()
     template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
 
-    def __init__(self, expression, fraction: float, **extra):
+    def __init__(self, expression: Any, fraction: float, **extra: Any) -> None:
         if not 0 <= fraction <= 1:
             raise ValueError("a percentile is between 0 and 1")
         super().__init__(expression, fraction=repr(float(fraction)), **extra)
@@ -146,7 +145,7 @@ def _interpolate(values: dict[int, float], n: int, fraction: float) -> float:
     return values[low] + (position - low) * (values[high] - values[low])
 
 
-def _window_percentiles(queryset: QuerySet, key: str, seconds: Func) -> dict[Any, dict[float, float]]:
+def _window_percentiles(queryset: QuerySet[Any], key: str, seconds: Func) -> dict[Any, dict[float, float]]:
     """Percentiles per `key` with window functions: at most 4 rows per group come back."""
     inner = queryset.order_by().annotate(_k=F(key), _s=seconds).values("_k", "_s")
     sql, params = inner.query.sql_with_params()
@@ -172,14 +171,14 @@ def _window_percentiles(queryset: QuerySet, key: str, seconds: Func) -> dict[Any
     return {k: {f: _interpolate(values, sizes[k], f) for f in PERCENTILES} for k, values in picked.items()}
 
 
-def _percentile_cont(queryset: QuerySet, key: str, seconds: Func) -> dict[Any, dict[float, float]]:
+def _percentile_cont(queryset: QuerySet[Any], key: str, seconds: Func) -> dict[Any, dict[float, float]]:
     aggregates = {f"p{round(f * 100)}": PercentileCont(seconds, f) for f in PERCENTILES}
     rows = queryset.values(key).order_by().annotate(**aggregates)
     return {row[key]: {f: row[f"p{round(f * 100)}"] for f in PERCENTILES} for row in rows}
 
 
 def duration_percentiles(
-    queryset: QuerySet, *, key: str, end: str, start: str, method: str | None = None
+    queryset: QuerySet[Any], *, key: str, end: str, start: str, method: str | None = None
 ) -> dict[Any, dict[float, float]]:
     """{key value: {0.5: seconds, 0.9: seconds}} of ``end - start`` per group (one query).
 
@@ -260,7 +259,7 @@ class OutcomeRow:
         return _share(self.failed, self.approved_total)
 
 
-def _requests_in(period: Period) -> QuerySet:
+def _requests_in(period: Period) -> QuerySet[Any]:
     return ApprovalRequest.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
 
 

@@ -136,7 +136,7 @@ def _seconds(value: int) -> str:
 
 def describe_field(key: str, rule: Mapping[str, Any]) -> str:
     """One field of a rule in words: conditions as ``impact.amount > 1000 and ...``."""
-    value = rule.get(key)
+    value: Any = rule.get(key)
     if key == "conditions":
         return conditions_text(value, rule.get("match", "all"))
     if key == "match":

@@ -12,8 +12,7 @@ ChainVerification row (shown on the auditors' status panel).
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -88,6 +87,6 @@ def _checkpoint_age() -> str:
     newest = latest_checkpoint()
     if newest is None or "problem" in newest:
         return "No signed checkpoint yet: a deleted tail cannot be detected until one is written."
-    written = datetime.strptime(newest["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt_timezone.utc)
+    written = datetime.strptime(newest["time"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
     hours = (timezone.now() - written).total_seconds() / 3600
     return f"Newest signed checkpoint: seq {newest['seq']}, written {hours:.1f} h ago ({newest['file']})."

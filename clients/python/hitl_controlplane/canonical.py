@@ -22,7 +22,7 @@ import json
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -100,6 +100,8 @@ def _number(value: int | float) -> str:
         return "0"
     # repr is the shortest round-trip form; ECMAScript's Number::toString lays those digits out.
     sign, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': a NaN or an infinity, refused above
+        raise ValueError("NaN and infinities are not JSON")
     digits = "".join(map(str, digit_tuple))
     k, n = len(digits), exponent + len(digits)
     if k <= n <= 21:
@@ -159,7 +161,7 @@ def format_timestamp(dt: datetime) -> str:
     """
     if dt.tzinfo is None or dt.utcoffset() is None:
         raise ValueError("audit timestamps must be timezone-aware")
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def chain_hash(prev_hash: str, canonical: bytes) -> str:

@@ -49,7 +49,7 @@ import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -135,7 +135,10 @@ def submitted_value(kind: str, *, params: Any = None, path: str = "", plan: str 
 
 def submitted_sha256(kind: str, **submitted: Any) -> str:
     """The digest of what was submitted (see `submitted_value`), computed on the JSON as sent."""
-    return value_sha256(_as_sent(submitted_value(kind, **submitted)))
+    digest = value_sha256(_as_sent(submitted_value(kind, **submitted)))
+    if digest is None:  # submitted_value is a dict for every kind
+        raise ValueError("nothing was submitted")
+    return digest
 
 
 @dataclass(frozen=True)
@@ -332,8 +335,8 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
                               f"the signed decision {signed.get('request_id')!r}")
     deadline = signed.get("execute_by")
     if signed.get("verdict") == "approved" and isinstance(deadline, str):
-        moment = now or datetime.now(timezone.utc)
-        if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc) <= moment:
+        moment = now or datetime.now(UTC)
+        if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) <= moment:
             raise DecisionRefused(f"request {named}: the approval had to be executed by {deadline}; "
                                   "it has lapsed (a stale approval, replayed?)")
     return dict(signed)

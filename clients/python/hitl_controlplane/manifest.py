@@ -185,7 +185,7 @@ class ExportDigests:
             self.first_seq = seq
         self.last_seq = seq
 
-    def add_many(self, rows: Sequence[tuple]) -> None:
+    def add_many(self, rows: Sequence[tuple[Any, ...]]) -> None:
         """`add` for a chunk of (seq, prev_hash, hash, ...) rows in order: the same
         digests, one hash update per chunk."""
         if not rows:

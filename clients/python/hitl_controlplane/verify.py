@@ -44,14 +44,16 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .canonical import GENESIS_HASH, chain_hash
-from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .ed25519 import SignatureCheck, key_id_of, parse_public_key
+from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .manifest import (
     CHECKPOINT_TYPE,
     CSV_COLUMNS,
@@ -240,13 +242,13 @@ def _check_manifest_signature(manifest: Mapping[str, Any], key: VerifyingKey, no
     notes.append(f"manifest signature valid (key {manifest['signature'].get('key_id')})")
 
 
-def _signed_by_one_of(document: Mapping[str, Any], keys: VerifyingKey) -> bool:
+def _signed_by_one_of(document: Mapping[str, Any], keys: Sequence[Ed25519PublicKey]) -> bool:
     signature = document.get("signature")
     named = signature.get("key_id") if isinstance(signature, Mapping) else None
     return named in {key_id_of(public) for public in keys}
 
 
-def _public_keys(key: VerifyingKey | None) -> bool:
+def _public_keys(key: VerifyingKey | None) -> TypeGuard[Sequence[Ed25519PublicKey]]:
     return key is not None and not isinstance(key, (str, bytes))
 
 
@@ -333,7 +335,8 @@ def _signature_problem(row: Mapping[str, Any], signatures: SignatureCheck) -> st
 def load_checkpoint(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a checkpoint file written by the server (see audit.checkpoint)."""
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        checkpoint: dict[str, Any] = json.load(handle)
+    return checkpoint
 
 
 def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: VerifyingKey | None) -> int | None:
@@ -384,7 +387,7 @@ def _key_from(arguments: argparse.Namespace) -> VerifyingKey | None:
     if arguments.key_file:
         return Path(arguments.key_file).read_bytes().rstrip(b"\r\n")
     if arguments.key:
-        return arguments.key.encode("utf-8")
+        return bytes(arguments.key.encode("utf-8"))
     from_environment = os.environ.get(KEY_ENVIRONMENT_VARIABLE)
     return from_environment.encode("utf-8") if from_environment else None
 

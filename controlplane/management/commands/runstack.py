@@ -137,12 +137,13 @@ class Command(BaseCommand):
         finally:
             self._stop(children)
         if failed is not None:
-            raise CommandError(f"{failed.name} exited with status {failed.process.returncode}; stopped the rest.")
+            status = failed.process.returncode if failed.process is not None else None
+            raise CommandError(f"{failed.name} exited with status {status}; stopped the rest.")
         self.stdout.write("Stopped.")
 
     def _stop(self, children: list[Child]) -> None:
         for child in reversed(children):
-            if child.running:
+            if child.running and child.process is not None:  # running implies a process; said for mypy
                 child.process.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
         for child in reversed(children):

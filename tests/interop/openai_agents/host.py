@@ -23,9 +23,9 @@ import os
 import sys
 
 import httpx
+
 from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
-
 from hitl_controlplane.client import AsyncControlPlane, DecisionRefused
 from hitl_controlplane.client.openai_agents import decide_interruptions_async, interruption_action
 

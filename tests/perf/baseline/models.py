@@ -17,7 +17,7 @@ class BaselineRequest(models.Model):
     declared = models.JSONField(default=dict)
     run_id = models.CharField(max_length=200, blank=True, db_index=True)
     tool_call_id = models.CharField(max_length=200, blank=True)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001 (as ApprovalRequest)
     risk_level = models.CharField(max_length=12, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 

@@ -16,6 +16,7 @@ DecisionRefused. `AsyncControlPlane` is the same with `await`. Network errors ar
 the same idempotency key, so a retried submission never creates a second request.
 """
 
+from ..decisions import DecisionRefused
 from ._core import (
     ApprovalRejected,
     ApprovalTimeout,
@@ -23,7 +24,6 @@ from ._core import (
     Resume,
     fallback_plan_text,
 )
-from ..decisions import DecisionRefused
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane, submit_plan
 

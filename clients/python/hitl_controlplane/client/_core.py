@@ -7,9 +7,9 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -59,21 +59,24 @@ class Resume:
 
     @property
     def approved(self) -> bool:
-        return self.resume_data.get("action") == "approved"
+        return bool(self.resume_data.get("action") == "approved")
 
     @property
     def feedback(self) -> str:
-        return self.resume_data.get("feedback", "")
+        feedback: str = self.resume_data.get("feedback", "")
+        return feedback
 
     @property
     def reply(self) -> str:
         """A reviewer's reply in place of the tool (`action: responded`): what the model reads instead."""
-        return self.resume_data.get("message", "")
+        message: str = self.resume_data.get("message", "")
+        return message
 
     @property
     def params(self) -> dict[str, Any]:
         """The exact approved params (actions), possibly edited by a reviewer."""
-        return self.resume_data.get("params", {})
+        params: dict[str, Any] = self.resume_data.get("params", {})
+        return params
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any], decision: dict[str, Any] | None = None) -> Resume:
@@ -163,7 +166,7 @@ class AgentPin:
             self.name = resume.decision["agent"]["name"]
 
 
-def action_call(action_type: str, params: dict | None, *, idempotency_key: str,
+def action_call(action_type: str, params: dict[str, Any] | None, *, idempotency_key: str,
                 tool_call_id: str | None) -> SubmittedCall:
     """The SubmittedCall of an action as `action_body` sends it."""
     return SubmittedCall.action(action_type, params or {}, idempotency_key=idempotency_key,
@@ -192,7 +195,7 @@ def new_idempotency_key() -> str:
 def raise_for_error(response: httpx.Response) -> dict[str, Any]:
     """The JSON body of a success, or ControlPlaneError with the API's code."""
     try:
-        body = response.json()
+        body: dict[str, Any] = response.json()
     except ValueError:
         body = {}
     if response.is_success:
@@ -205,7 +208,7 @@ def raise_for_error(response: httpx.Response) -> dict[str, Any]:
     )
 
 
-def action_body(action_type: str, target: dict | None, params: dict | None, **fields: Any) -> dict[str, Any]:
+def action_body(action_type: str, target: dict[str, Any] | None, params: dict[str, Any] | None, **fields: Any) -> dict[str, Any]:
     """The submission's JSON; fields left empty (None, "", {}) are not sent."""
     body = {"action_type": action_type, "target": target or {}, "params": params or {}}
     body.update({k: v for k, v in fields.items() if v not in (None, "", {})})
@@ -223,7 +226,7 @@ def read_plan(path: str) -> str:
         return handle.read()
 
 
-def call_params(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+def call_params(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The function's arguments by name, defaults applied: the params reviewers see."""
     bound = inspect.signature(fn).bind(*args, **kwargs)
     bound.apply_defaults()
@@ -231,7 +234,7 @@ def call_params(fn: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
 
 
 def backoff_delay(attempt: int, base: float) -> float:
-    return min(base * (2 ** attempt), 10.0)
+    return min(base * (2.0 ** attempt), 10.0)
 
 
 def jsonable(value: Any) -> Any:

@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Iterable
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 
+from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
     RETRYABLE_STATUSES,
     USER_AGENT,
+    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
-    AgentPin,
     action_body,
     action_call,
-    checked_resume,
-    decision_keys,
     backoff_delay,
     call_params,
+    checked_resume,
+    decision_keys,
     jsonable,
     new_idempotency_key,
     plan_body,
@@ -32,7 +33,6 @@ from ._core import (
     read_plan,
     submitted_id,
 )
-from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -82,9 +82,9 @@ class AsyncControlPlane:
             await asyncio.sleep(backoff_delay(attempt, self.retry_backoff))
         raise AssertionError("unreachable")
 
-    async def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+    async def submit_action(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
                             idempotency_key: str | None = None, reason: str | None = None,
-                            context: dict | None = None, **fields: Any) -> dict[str, Any]:
+                            context: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
         """As `ControlPlane.submit_action` (with `reason` and `context`)."""
         return await self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params,
                                                                               reason=reason, context=context,
@@ -101,7 +101,8 @@ class AsyncControlPlane:
         return await self._call("GET", f"/api/v1/requests/{request_id}/")
 
     async def find(self, **filters: str) -> list[dict[str, Any]]:
-        return (await self._call("GET", "/api/v1/requests/", params=filters))["results"]
+        found: list[dict[str, Any]] = (await self._call("GET", "/api/v1/requests/", params=filters))["results"]
+        return found
 
     async def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         return await self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
@@ -138,9 +139,9 @@ class AsyncControlPlane:
                                 json={"token": grant_token, "succeeded": succeeded, "result": result,
                                       "error": error})
 
-    async def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+    async def request_approval(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
                                timeout: float | None = None, idempotency_key: str | None = None,
-                               reason: str | None = None, context: dict | None = None, **fields: Any) -> Resume:
+                               reason: str | None = None, context: dict[str, Any] | None = None, **fields: Any) -> Resume:
         key = idempotency_key or new_idempotency_key()
         submitted = await self.submit_action(action_type, target, params, idempotency_key=key,
                                              reason=reason, context=context, **fields)
@@ -156,7 +157,7 @@ class AsyncControlPlane:
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
+    def require_approval(self, action_type: str | None = None, *, target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
                          timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
         """As `ControlPlane.require_approval`, for `async def` tool functions."""
 

@@ -200,7 +200,7 @@ def _remaining(deadline: float | None) -> float | None:
 
 
 def _settle(cp: ControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *, claim: bool,
-            deadline: float | None) -> dict:
+            deadline: float | None) -> dict[str, Any]:
     resume = cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
@@ -231,7 +231,7 @@ def _answer_calls(cp: ControlPlane, calls: list[ToolCall], *, batch_id: str, run
 
 def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None, run_id: str = "",
                      thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
-                     target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+                     target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
     """The resume value for one interrupt value: `{"decisions": [...]}` for a batched
     `HITLRequest`, one decision for a per-call `ToolApprovalRequest`.
 
@@ -246,7 +246,7 @@ def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: st
 
 
 def answer_interrupts(cp: ControlPlane, interrupts: Sequence[Any], *, run_id: str = "", thread_id: str = "",
-                      target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+                      target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
     """`{interrupt.id: resume value}` for the middleware's pending interrupts (pass it to
     `Command(resume=...)`): one batched interrupt, or the per-call interrupts of parallel
     tool calls, all submitted as one batch and answered once every call is decided.
@@ -271,7 +271,7 @@ def _is_hitl(value: Any) -> bool:
     return isinstance(value, Mapping) and (value.get("type") == "tool_approval" or "action_requests" in value)
 
 
-def _resume_value(value: Mapping[str, Any], decisions: list[dict]) -> Any:
+def _resume_value(value: Mapping[str, Any], decisions: list[dict[str, Any]]) -> dict[str, Any]:
     return decisions[0] if value.get("type") == "tool_approval" else {"decisions": decisions}
 
 
@@ -279,7 +279,7 @@ def _resume_value(value: Mapping[str, Any], decisions: list[dict]) -> Any:
 
 
 async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *,
-                   claim: bool, deadline: float | None) -> dict:
+                   claim: bool, deadline: float | None) -> dict[str, Any]:
     resume = await cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
@@ -310,7 +310,7 @@ async def _aanswer_calls(cp: AsyncControlPlane, calls: list[ToolCall], *, batch_
 
 async def aanswer_interrupt(cp: AsyncControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None,
                             run_id: str = "", thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
-                            target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict:
+                            target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
     """`answer_interrupt` for AsyncControlPlane (the calls are waited on together)."""
     calls = tool_calls_of(value, allowed_decisions=allowed_decisions)
     decisions = await _aanswer_calls(cp, calls, batch_id=batch_id or f"lc-{uuid.uuid4()}", run_id=run_id,
@@ -320,7 +320,7 @@ async def aanswer_interrupt(cp: AsyncControlPlane, value: Mapping[str, Any], *, 
 
 async def aanswer_interrupts(cp: AsyncControlPlane, interrupts: Sequence[Any], *, run_id: str = "",
                              thread_id: str = "", target: Target | None = None, timeout: float | None = None,
-                             claim: bool = True) -> dict:
+                             claim: bool = True) -> dict[str, Any]:
     """`answer_interrupts` for AsyncControlPlane."""
     pending = [i for i in interrupts if _is_hitl(i.value)]
     if not pending:

@@ -35,6 +35,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from ..decisions import SubmittedCall
 from ._core import Resume, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane
@@ -47,7 +48,7 @@ EDITED_MESSAGE = (
 )
 
 
-def interruption_action(item: Any, *, run_id: str, target: dict | Callable[[Any], dict] | None = None,
+def interruption_action(item: Any, *, run_id: str, target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
                         ) -> dict[str, Any]:
     """The action a ToolApprovalItem becomes: `submit_action` keyword arguments, idempotency key included."""
     name = item.tool_name or item.name
@@ -86,13 +87,13 @@ def rejection_message(resume: Resume, arguments: dict[str, Any]) -> str | None:
     return None
 
 
-def _bound(action: dict[str, Any]):
+def _bound(action: dict[str, Any]) -> SubmittedCall:
     """The call an interruption's submission makes, which its signed decision must name."""
     return action_call(action["action_type"], action["params"], idempotency_key=action["idempotency_key"],
                        tool_call_id=action["tool_call_id"])
 
 
-def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict], resumes: Sequence[Resume]) -> None:
+def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict[str, Any]], resumes: Sequence[Resume]) -> None:
     for item, action, resume in zip(items, actions, resumes):
         message = rejection_message(resume, action["params"])
         if resume.approved and message is None:
@@ -103,7 +104,7 @@ def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict], resumes: S
 
 
 def decide_interruptions(cp: ControlPlane, state: Any, interruptions: Iterable[Any], *, run_id: str,
-                         target: dict | Callable[[Any], dict] | None = None, timeout: float | None = None,
+                         target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None, timeout: float | None = None,
                          ) -> list[Resume]:
     """Submit every interruption, wait for all decisions, then approve or reject each on `state`.
 
@@ -122,7 +123,7 @@ def decide_interruptions(cp: ControlPlane, state: Any, interruptions: Iterable[A
 
 
 async def decide_interruptions_async(acp: AsyncControlPlane, state: Any, interruptions: Iterable[Any], *,
-                                     run_id: str, target: dict | Callable[[Any], dict] | None = None,
+                                     run_id: str, target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
                                      timeout: float | None = None) -> list[Resume]:
     """`decide_interruptions` for asyncio hosts (`Runner.run`): the waits run concurrently."""
     items = list(interruptions)

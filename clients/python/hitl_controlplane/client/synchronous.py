@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Iterable
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import httpx
 
+from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
     RETRYABLE_STATUSES,
     USER_AGENT,
+    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
     ControlPlaneError,
     Resume,
-    AgentPin,
     action_body,
     action_call,
-    checked_resume,
-    decision_keys,
     backoff_delay,
     call_params,
+    checked_resume,
     configured_from_env,
+    decision_keys,
     fallback_plan_text,
     jsonable,
     new_idempotency_key,
@@ -34,7 +35,6 @@ from ._core import (
     read_plan,
     submitted_id,
 )
-from ..decisions import SubmittedCall
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,9 +95,9 @@ class ControlPlane:
 
     # --- requests -----------------------------------------------------------------------
 
-    def submit_action(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+    def submit_action(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
                       idempotency_key: str | None = None, reason: str | None = None,
-                      context: dict | None = None, **fields: Any) -> dict[str, Any]:
+                      context: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
         """Submit a tool call; returns the request as the API shows it (`id`, `state`, `rule`, ...).
 
         `reason`: why the agent wants this, in plain text; `context`: `{"links": [{"label", "url"}],
@@ -121,7 +121,8 @@ class ControlPlane:
 
     def find(self, **filters: str) -> list[dict[str, Any]]:
         """The agent's requests matching `filters` (idempotency_key, run_id, tool_call_id, state, ...)."""
-        return self._call("GET", "/api/v1/requests/", params=filters)["results"]
+        found: list[dict[str, Any]] = self._call("GET", "/api/v1/requests/", params=filters)["results"]
+        return found
 
     def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         """One long-poll: the resume payload, `decided` false if nothing was decided within `wait`."""
@@ -166,9 +167,9 @@ class ControlPlane:
 
     # --- blocking helpers ------------------------------------------------------------------
 
-    def request_approval(self, action_type: str, target: dict | None = None, params: dict | None = None, *,
+    def request_approval(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
                          timeout: float | None = None, idempotency_key: str | None = None,
-                         reason: str | None = None, context: dict | None = None, **fields: Any) -> Resume:
+                         reason: str | None = None, context: dict[str, Any] | None = None, **fields: Any) -> Resume:
         """Submit a tool call and wait for the decision. Check `.approved`; use `.params`.
 
         `reason` and `context` travel with it (see `submit_action`)."""
@@ -192,7 +193,7 @@ class ControlPlane:
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    def require_approval(self, action_type: str | None = None, *, target: dict | Callable[..., dict] | None = None,
+    def require_approval(self, action_type: str | None = None, *, target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
                          timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
         """Decorate a tool function so it runs only when approved, with the approved params.
 
