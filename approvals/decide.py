@@ -45,6 +45,7 @@ APPROVE, REJECT, EDIT, RESPOND = "approve", "reject", "edit", "respond"
 VERDICTS = (APPROVE, REJECT, EDIT, RESPOND)
 BATCH_VERDICTS = {APPROVE: "approval", REJECT: "rejection"}
 BATCH_LIMIT = 100  # the dashboard's group limit and the API's batch limit
+# Each step-up method's secret field (the API's `step_up` serializer checks the same).
 STEP_UP_SECRETS = {"password": "password", "totp": "code", "passkey": "assertion", "provider": "nonce"}
 _ABSENT: Any = object()
 
@@ -68,7 +69,8 @@ def step_up_proof(fields: Mapping | None, *, rp_id: str, covers: Iterable | None
     if not given:
         return None
     method = given["method"]
-    return services.StepUpProof(method, given[STEP_UP_SECRETS[method]], covers=covers, nonce=given.get("nonce", ""), rp_id=rp_id)
+    return services.StepUpProof(method, given[STEP_UP_SECRETS[method]], covers=covers,
+                                nonce=given.get("nonce", ""), rp_id=rp_id)
 
 
 def _form_step_up(form: Mapping) -> dict[str, Any] | None:

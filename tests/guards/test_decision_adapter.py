@@ -15,7 +15,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.core.cache import cache
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
@@ -24,6 +23,8 @@ from rest_framework.test import APIClient
 from approvals import decide, policy, services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
+# Autouse, by name: step-up failure counters and spent codes never carry over between tests.
+from tests.guards.test_revision import fresh_counters  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_ACCEPT = {"HTTP_ACCEPT": "application/json"}
@@ -31,15 +32,6 @@ PING = {"name": "ping", "priority": 1, "action_type": "ping", "risk_level": "med
 LAUNCH = {"name": "launch", "priority": 1, "action_type": "launch", "risk_level": "critical",
           "required_approvals": 1}
 SURFACES = ("keyboard", "api")
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters(settings):
-    """Step-up failure counters live in the cache: never carry them over."""
-    settings.MFA_REQUIRED_GROUPS = []
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture
