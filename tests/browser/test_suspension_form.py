@@ -149,7 +149,7 @@ def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
         const token = document.cookie.split("; ").find((c) => c.startsWith("csrftoken=")).split("=")[1];
         const response = await fetch(url, {method: "POST", credentials: "same-origin",
             headers: {"Content-Type": "application/json", "X-CSRFToken": token},
-            body: JSON.stringify({decision: "respond", resume_data: {approved: "yes", extra: 1}})});
+            body: JSON.stringify({decision: "respond", revision: 1, resume_data: {approved: "yes", extra: 1}})});
         return [response.status, await response.json()];
     }""", f"/api/v1/requests/{request_id}/decisions/")
     assert raw[0] == 422 and raw[1]["code"] == "invalid_resume_data"
