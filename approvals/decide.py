@@ -68,7 +68,12 @@ def step_up_proof(fields: Mapping | None, *, rp_id: str, covers: Iterable | None
     given = _form_step_up(fields) if fields is not None and _is_form(fields) else fields
     if not given:
         return None
-    method = given["method"]
+    method = given.get("method") if isinstance(given, Mapping) else None
+    if not isinstance(method, str) or method not in STEP_UP_SECRETS or not given.get(STEP_UP_SECRETS[method]) or (
+            method in ("passkey", "provider") and not isinstance(given.get("nonce"), str)):
+        # The API's serializer refuses these first; a surface that sends JSON unchecked meets this.
+        raise DomainError(VALIDATION_ERROR, "step_up names a method (password, totp, passkey or provider) and "
+                          "its secret (and a passkey's or provider's nonce).", fields=["step_up"])
     return services.StepUpProof(method, given[STEP_UP_SECRETS[method]], covers=covers,
                                 nonce=given.get("nonce", ""), rp_id=rp_id)
 
@@ -151,6 +156,8 @@ def read_decision(fields: Mapping, target, *, verdict: str | None = None) -> Dec
     (422) for a field that is not what it must be; nothing else is checked here."""
     form = _is_form(fields)
     verdict = verdict or fields.get("decision", "")
+    if not isinstance(verdict, str):
+        verdict = ""  # refused below, naming `decision`
     edits: dict[str, Any] = {}
     resume_data = _ABSENT
     if form:
@@ -160,18 +167,31 @@ def read_decision(fields: Mapping, target, *, verdict: str | None = None) -> Dec
             resume_data = form_answer(fields)
         revision = form_revision(fields)
     else:
-        edits = fields.get("edits") or {}
+        edits = _typed(fields, "edits", dict, {}) or {}
         if verdict == APPROVE and edits:
             verdict = EDIT
         if verdict == RESPOND and ("resume_data" in fields or target.kind == Kind.SUSPENSION):
             resume_data = fields.get("resume_data")
-        revision = fields.get("revision")
+        revision = _typed(fields, "revision", int, None)
+        if isinstance(revision, bool) or (revision is not None and BOUNDS["revision"].problem(revision)):
+            raise DomainError(VALIDATION_ERROR, "revision is the whole number of the revision you looked at.",
+                              fields=["revision"])
     if verdict not in VERDICTS:
         raise DomainError(VALIDATION_ERROR, "decision is approve, reject, edit or respond.", fields=["decision"])
     return Decision(request_id=str(target.pk), verdict=verdict, revision=revision,
-                    feedback=fields.get("feedback", ""), edits=edits, message=fields.get("message", ""),
-                    resume_data=resume_data,
-                    step_up=fields if form else fields.get("step_up"))
+                    feedback=_typed(fields, "feedback", str, ""), edits=edits,
+                    message=_typed(fields, "message", str, ""), resume_data=resume_data,
+                    step_up=fields if form else _typed(fields, "step_up", dict, None))
+
+
+def _typed(fields: Mapping, name: str, kind: type, default: Any) -> Any:
+    """`fields[name]` if it is a `kind` (or absent or null: `default`); else 422 naming it.
+    The API's serializers check first; this keeps a surface that forwards JSON unchecked
+    from reaching a service with a value of the wrong type."""
+    value = fields.get(name, default)
+    if value is None or value is default or isinstance(value, kind):
+        return default if value is None else value
+    raise DomainError(VALIDATION_ERROR, f"{name} is not a {kind.__name__}.", fields=[name])
 
 
 def form_revision(form: Mapping) -> int | None:
@@ -259,12 +279,31 @@ def read_batch(fields: Mapping) -> Batch:
                               fields=["decision", "request"])
         step_up: Mapping | None = fields
     else:
-        verdict = fields["decision"]
-        items = [(str(item["id"]), item.get("revision")) for item in fields["requests"]]
+        verdict, items = fields.get("decision"), _json_batch_items(fields.get("requests"))
+        if not isinstance(verdict, str) or verdict not in BATCH_VERDICTS or items is None:
+            raise DomainError(VALIDATION_ERROR, "A batch decision needs approve or reject and each request once "
+                              "as {id, revision}.", fields=["decision", "requests"])
         for _pk, revision in items:
             services.require_revision_given(revision)  # 422 revision_required: nothing decided
-        step_up = fields.get("step_up")
-    return Batch(verdict=verdict, items=tuple(items), feedback=fields.get("feedback", ""), step_up=step_up)
+        step_up = _typed(fields, "step_up", dict, None)
+    return Batch(verdict=verdict, items=tuple(items), feedback=_typed(fields, "feedback", str, ""), step_up=step_up)
+
+
+def _json_batch_items(requests: Any) -> list[tuple[str, int | None]] | None:
+    """The API's `requests` (validated by its serializer first), or None when malformed."""
+    if not isinstance(requests, list) or not 0 < len(requests) <= BATCH_LIMIT:
+        return None
+    items: list[tuple[str, int | None]] = []
+    for item in requests:
+        revision = item.get("revision") if isinstance(item, Mapping) else None
+        try:
+            items.append((str(uuid.UUID(str(item["id"]))), revision))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if revision is not None and (not isinstance(revision, int) or isinstance(revision, bool)
+                                     or BOUNDS["revision"].problem(revision)):
+            return None
+    return items if len({pk for pk, _ in items}) == len(items) else None
 
 
 def _form_batch_items(values: list[str]) -> list[tuple[str, int]] | None:

@@ -15,12 +15,14 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings as hypothesis_settings, strategies as st
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from approvals import decide, policy, services
+from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 # Autouse, by name: step-up failure counters and spent codes never carry over between tests.
@@ -117,6 +119,17 @@ def test_no_field_is_no_proof():
     assert decide.step_up_proof(None, rp_id="testserver") is None
 
 
+@pytest.mark.parametrize("step_up", [
+    {"method": ["password"]}, {"method": "password"}, {"method": "sms", "code": "1"}, ["password", "x"],
+    {"method": "passkey", "assertion": {"id": "x"}}, {"method": "provider", "nonce": 7},
+], ids=["unhashable-method", "no-secret", "unknown-method", "not-an-object", "passkey-without-nonce",
+        "nonce-not-text"])
+def test_a_malformed_proof_forwarded_unchecked_is_a_422_not_a_500(step_up):
+    with pytest.raises(DomainError) as refused:
+        decide.step_up_proof(step_up, rp_id="testserver")
+    assert (refused.value.code, refused.value.details) == ("validation_error", {"fields": ["step_up"]})
+
+
 # --- The same decision, the same answer, on every surface ----------------------------------
 
 
@@ -162,6 +175,59 @@ def test_a_batch_answers_each_request_alike(surface, ask, people):
     assert ApprovalRequest.objects.get(pk=fresh.pk).state == "approved"
     assert ApprovalRequest.objects.get(pk=stale.pk).state == "pending_approval"
     assert ApprovalRequest.objects.get(pk=launch.pk).state == "pending_approval"
+
+
+# --- No input is a 500: the adapter refuses, with a code, whatever a surface forwards ------------
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                      max_size=3), max_leaves=8)
+DECISION_KEYS = st.sampled_from(["decision", "revision", "feedback", "message", "edits", "resume_data", "step_up",
+                                 "requests", "request", "password", "code", "passkey_assertion", "passkey_nonce",
+                                 "provider_nonce", "edit:n", "masked:n"])
+
+
+class Target:
+    """A request as a surface loads it: what the adapter reads to parse a form."""
+
+    pk = uuid.UUID("00000000-0000-4000-8000-000000000001")
+    classification = {"editable_params": ["n"]}
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def current_params(self) -> dict:
+        return {"n": 1}
+
+
+def _read_everything(fields, kind: str) -> None:
+    for verdict in (None, *decide.VERDICTS):
+        try:
+            decision = decide.read_decision(fields, Target(kind), verdict=verdict)
+            decide.step_up_proof(decision.step_up, rp_id="testserver")
+        except DomainError as refused:
+            assert refused.http_status in (403, 409, 422), refused
+    try:
+        batch = decide.read_batch(fields)
+        decide.step_up_proof(batch.step_up, rp_id="testserver", covers=batch.confirmed())
+    except DomainError as refused:
+        assert refused.http_status == 422, refused
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(body=st.dictionaries(DECISION_KEYS, JSON_VALUES, max_size=6), kind=st.sampled_from(["action", "suspension"]))
+def test_any_json_a_surface_forwards_is_read_or_refused_with_a_code(body, kind):
+    _read_everything(body, kind)
+
+
+@hypothesis_settings(max_examples=150, deadline=None)
+@given(pairs=st.lists(st.tuples(DECISION_KEYS, st.text(max_size=12)), max_size=8),
+       kind=st.sampled_from(["action", "suspension"]))
+def test_any_form_is_read_or_refused_with_a_code(pairs, kind):
+    form = QueryDict(mutable=True)
+    for key, value in pairs:
+        form.appendlist(key, value)
+    _read_everything(form, kind)
 
 
 # --- One place that reads decisions --------------------------------------------------------
