@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -427,11 +427,12 @@ class BatchDecided:
         return any(result.error is not None and result.error.code == errors.SESSION_ENDED for result in self.results)
 
 
-def decide_batch(batch: Batch, *, actor: services.Person, user, in_scope: Sequence[str]) -> BatchDecided:
-    """Decide the members of `batch` in the surface's scope (`in_scope`: their ids);
-    the others are `missing`. Raises DomainError only for the batch's own input (its
-    feedback's size): then nothing was decided."""
-    scope = set(in_scope)
+def decide_batch(batch: Batch, *, actor: services.Person, scope) -> BatchDecided:
+    """Decide the members of `batch` in the surface's `scope` (the queryset it answers
+    404 outside of: the dashboard's queue, the API's viewable requests); the others are
+    `missing`. Raises DomainError only for the batch's own input (its feedback's
+    size): then nothing was decided."""
+    scope = {str(pk) for pk in scope.filter(pk__in=[pk for pk, _ in batch.items]).values_list("pk", flat=True)}
     decided = {item.request_id: item for item in services.decide_batch(
         [item for item in batch.items if item[0] in scope], actor=actor, verdict=batch.verdict,
         feedback=batch.feedback)}

@@ -193,10 +193,8 @@ class BatchDecisionView(PersonView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         batch = decide.read_batch(serializer.validated_data)
-        visible = [str(pk) for pk in viewable_by(request.user).filter(pk__in=[pk for pk, _ in batch.items])
-                   .values_list("pk", flat=True)]
         decided = decide.decide_batch(batch, actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
-                                      user=request.user, in_scope=visible)
+                                      scope=viewable_by(request.user))
         if decided.ended_the_session:
             decide.end_session_if(request, errors.SESSION_ENDED)
         # Decided and refused ones in the batch's order, then those the person may not view.

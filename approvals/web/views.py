@@ -332,10 +332,8 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     the queue again with the messages."""
     try:
         batch = decide.read_batch(request.POST)
-        in_queue = [str(pk) for pk in decidable_by(request.user).filter(pk__in=[pk for pk, _ in batch.items])
-                    .values_list("pk", flat=True)]
         decided = decide.decide_batch(batch, actor=decide.reviewer(request, request.POST, covers=batch.confirmed()),
-                                      user=request.user, in_scope=in_queue)
+                                      scope=decidable_by(request.user))
     except DomainError as error:  # the batch's own input (its form, its feedback's size): nothing was decided
         return _refused(request, error)
     results = [_batch_result(result) for result in decided.results]
