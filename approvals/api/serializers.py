@@ -3,14 +3,13 @@ answers it (rendered by `representation.request_dict`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from controlplane.http.fields import BoundedJSONObject, WholeNumberField
 
 from ..bounds import BOUNDS
+from ..decide import STEP_UP_SECRETS
 from ..models import ACTION_DECISIONS
 from ..states import Kind, RiskLevel, State
 from .representation import REQUEST_FIELDS, request_dict
@@ -138,7 +137,7 @@ class StepUpSerializer(serializers.Serializer):
         required=False, help_text="With `passkey`: the WebAuthn assertion (PublicKeyCredential.toJSON()) over that "
                                   "challenge, made with user verification. Valid once, for those decisions only.")
 
-    _SECRETS = {"password": "password", "totp": "code", "passkey": "assertion", "provider": "nonce"}
+    _SECRETS = STEP_UP_SECRETS  # the adapter's (approvals.decide), which reads the proof
 
     def validate(self, attrs):
         if attrs["method"] in ("passkey", "provider") and not attrs.get("nonce"):
@@ -149,10 +148,6 @@ class StepUpSerializer(serializers.Serializer):
             raise serializers.ValidationError({secret: f"The {attrs['method']} step-up needs `{secret}`."},
                                               code="required")
         return attrs
-
-    @classmethod
-    def secret(cls, proof: dict) -> Any:
-        return proof[cls._SECRETS[proof["method"]]]
 
 
 class DecisionSerializer(serializers.Serializer):

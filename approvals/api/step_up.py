@@ -19,7 +19,7 @@ from rest_framework.response import Response
 
 from controlplane.http.schema import error_responses
 
-from .. import errors, services
+from .. import decide, errors, services
 from ..errors import DomainError
 from ..services import decision_digest, method_for, passkeys, provider_step_up
 from ..services.decisions import APPROVE_WITH_EDITS
@@ -56,11 +56,12 @@ def _decisions(data: dict) -> list[tuple]:
     verdict = data["decision"]
     if verdict == APPROVE_WITH_EDITS:
         (item,) = data["requests"]
-        return [services.edit_decision(item["id"], item["revision"], data["edits"])]
+        return [decide.Decision(str(item["id"]), decide.EDIT, item["revision"], edits=data["edits"]).confirmed()]
     if verdict == RESPOND:
         (item,) = data["requests"]
-        return [services.answer_decision(item["id"], item["revision"], data["resume_data"])]
-    return [(str(item["id"]), item["revision"], verdict) for item in data["requests"]]
+        return [decide.Decision(str(item["id"]), decide.RESPOND, item["revision"],
+                                resume_data=data["resume_data"]).confirmed()]
+    return decide.Batch(verdict, tuple((str(item["id"]), item["revision"]) for item in data["requests"])).confirmed()
 
 
 def challenge(user, digest: str, *, rp_id: str) -> dict:

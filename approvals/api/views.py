@@ -8,7 +8,8 @@ on a decision is the services' (`approvals.services`); these views only translat
 
 from __future__ import annotations
 
-from django.contrib.auth import logout
+from dataclasses import replace
+
 from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import extend_schema
@@ -21,13 +22,12 @@ from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
 from controlplane.http.pagination import NewestFirstCursorPagination
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
-from .. import errors, services
+from .. import decide, errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
 from ..permissions import viewable_by, visible_to
 from ..resume_schema import INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA
-from ..states import Kind, State
 from .representation import request_dict, with_current_params
 from .serializers import (
     ApprovalRequestSerializer,
@@ -37,7 +37,6 @@ from .serializers import (
     DecisionSerializer,
     RevealedSerializer,
     RevealSerializer,
-    StepUpSerializer,
 )
 
 __all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "RevealView",
@@ -120,20 +119,9 @@ class PersonView(generics.GenericAPIView):
     permission_classes = [IsPerson]
     throttle_classes: list = []
 
-    def reviewer(self, data: dict, *, covers=None) -> services.Person:
-        proof = data.get("step_up")
-        step_up = (services.StepUpProof(proof["method"], StepUpSerializer.secret(proof), covers=covers,
-                                        nonce=proof.get("nonce", ""), rp_id=self.rp_id())
-                   if proof else None)
-        return services.Person.from_request(self.request, step_up=step_up)
-
     def rp_id(self) -> str:
         """The WebAuthn relying party: the host name the browser (or script) called."""
-        return self.request.get_host().rsplit(":", 1)[0]
-
-    def end_session_if(self, error_code: str | None) -> None:
-        if error_code == errors.SESSION_ENDED:
-            logout(self.request)  # the service ended the session; the answer clears the cookie
+        return decide.rp_id_of(self.request)
 
 
 DECISION_ERRORS = (
@@ -166,20 +154,22 @@ class DecisionView(PersonView):
         tags=["reviewers"],
     )
     def post(self, request, pk):
-        if not viewable_by(request.user).filter(pk=pk).exists():
+        target = viewable_by(request.user).filter(pk=pk).only("pk", "kind").first()
+        if target is None:
             raise _not_found()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        revision = revision_of(request, data.get("revision"))
+        decision = decide.read_decision(data, target)
+        decision = replace(decision, revision=revision_of(request, decision.revision))
         try:
-            decided = _decide(pk, self.reviewer(data), data, revision)
+            decided = decide.decide(decision, actor=decide.reviewer(request, decision.step_up), user=request.user)
         except DomainError as error:
-            self.end_session_if(error.code)
+            decide.end_session_if(request, error.code)
             raise
-        decided = with_current_params(ApprovalRequest.objects.filter(pk=decided.pk)).get()
-        return Response({**request_dict(decided, mask=True), "outcome": _outcome(decided, request.user)},
-                        headers={"ETag": etag(decided.current_revision)})
+        now = with_current_params(ApprovalRequest.objects.filter(pk=decided.request.pk)).get()
+        return Response({**request_dict(now, mask=True), "outcome": decided.outcome},
+                        headers={"ETag": etag(now.current_revision)})
 
 
 class BatchDecisionView(PersonView):
@@ -202,26 +192,18 @@ class BatchDecisionView(PersonView):
     def post(self, request):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        verdict = data["decision"]
-        items = [(str(item["id"]), item.get("revision")) for item in data["requests"]]
-        for _pk, revision in items:
-            services.require_revision_given(revision)  # 422 revision_required: nothing decided
-        covered = [(request_id, revision, verdict) for request_id, revision in items]
-        actor = self.reviewer(data, covers=covered)
-        visible = {str(pk) for pk in viewable_by(request.user).filter(pk__in=[i for i, _ in items])
-                   .values_list("pk", flat=True)}
-        results = []
-        for item in services.decide_batch([i for i in items if i[0] in visible], actor=actor, verdict=verdict,
-                                          feedback=data["feedback"]):
-            if item.error is None:
-                results.append({"id": item.request_id, "outcome": _outcome(item.request, request.user)})
-            else:
-                results.append({"id": item.request_id, "code": item.error.code, "message": item.error.message})
-                self.end_session_if(item.error.code)
-        results += [{"id": i, "code": NOT_FOUND, "message": "No such approval request."}
-                    for i, _ in items if i not in visible]
-        return Response({"digest": services.decision_digest(covered), "results": results})
+        batch = decide.read_batch(serializer.validated_data)
+        decided = decide.decide_batch(batch, actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
+                                      scope=viewable_by(request.user))
+        if decided.ended_the_session:
+            decide.end_session_if(request, errors.SESSION_ENDED)
+        # Decided and refused ones in the batch's order, then those the person may not view.
+        results = [{"id": result.request_id, "outcome": result.decided.outcome} if result.ok
+                   else {"id": result.request_id, "code": result.error.code, "message": result.error.message}
+                   for result in decided.results if not result.missing]
+        results += [{"id": result.request_id, "code": NOT_FOUND, "message": "No such approval request."}
+                    for result in decided.results if result.missing]
+        return Response({"digest": decided.digest, "results": results})
 
 
 REVEAL_ERRORS = (errors.NOT_FOUND, errors.NOT_PERMITTED, errors.ILLEGAL_TRANSITION, errors.FIELD_NOT_MASKED)
@@ -278,25 +260,3 @@ def revision_of(request: Request, given: int | None) -> int | None:
         raise DomainError(VALIDATION_ERROR, f"`revision` ({given}) and If-Match ({text}) disagree.",
                           fields=["revision", "If-Match"])
     return int(text)
-
-
-def _decide(pk, actor: services.Person, data: dict, revision: int | None) -> ApprovalRequest:
-    if data["decision"] == "respond":  # a suspension's answer, or a reply in place of an action's tool
-        if "resume_data" in data or ApprovalRequest.objects.filter(pk=pk, kind=Kind.SUSPENSION).exists():
-            return services.respond_to_suspension(pk, actor=actor, resume_data=data.get("resume_data"),
-                                                  revision=revision, feedback=data["feedback"])
-        return services.respond_instead(pk, data["message"], actor=actor, revision=revision)
-    if data["decision"] == "reject":
-        return services.reject(pk, actor=actor, feedback=data["feedback"], revision=revision)
-    if data.get("edits"):
-        return services.approve_with_edits(pk, actor=actor, revision=revision, edits=data["edits"],
-                                           feedback=data["feedback"])
-    return services.approve(pk, actor=actor, feedback=data["feedback"], revision=revision)
-
-
-def _outcome(decided: ApprovalRequest, user) -> str:
-    if decided.state != State.PENDING_APPROVAL:
-        return decided.state
-    if services.is_proposal(decided, by=user):
-        return "answer_proposed" if decided.kind == Kind.SUSPENSION else "edit_proposed"
-    return "vote_recorded"

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import respond, step_up, views
+from . import step_up, views
 
 app_name = "approvals"
 
@@ -18,6 +18,6 @@ urlpatterns = [
     path("requests/<uuid:pk>/approve/", views.approve, name="approve"),
     path("requests/<uuid:pk>/reject/", views.reject, name="reject"),
     path("requests/<uuid:pk>/approve-with-edits/", views.approve_with_edits, name="approve-with-edits"),
-    path("requests/<uuid:pk>/respond/", respond.respond, name="respond"),
+    path("requests/<uuid:pk>/respond/", views.respond, name="respond"),
     path("requests/<uuid:pk>/step-up-challenge/", step_up.step_up_challenge, name="step-up-challenge"),
 ]

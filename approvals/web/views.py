@@ -2,7 +2,8 @@
 
 Views are thin: they parse input (filters: `approvals.filters`), read through
 `approvals.web.dashboard` (which uses `permissions.decidable_by`) and `cards`, and
-change state only through `approvals.services`.
+decide only through the reviewer-decision adapter (`approvals.decide`), which the
+JSON API shares.
 Decision endpoints answer a plain form POST with a redirect and a message, and a
 `fetch` from the page (Accept: application/json) with JSON: `{"ok": true,
 "message": ...}` or `{"code": ..., "message": ...}` with the DomainError's status.
@@ -11,7 +12,6 @@ Decision endpoints answer a plain form POST with a redirect and a message, and a
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -26,16 +26,14 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
-from .. import errors, services
-from ..bounds import BOUNDS
+from .. import decide, errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, visible_to
-from ..states import RiskLevel, State
+from ..states import RiskLevel
 from . import cards, dashboard, request_page
 
 
@@ -167,8 +165,7 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
     try:
         revealed = services.reveal_field(pk, field, actor=services.Person.from_request(request))
     except DomainError as error:
-        return JsonResponse({"code": error.code, "message": error.message,
-                             **({"details": error.details} if error.details else {})}, status=error.http_status)
+        return JsonResponse(error.as_dict(), status=error.http_status)
     return JsonResponse({"field": revealed.field, "value": revealed.value, "revision": revealed.revision,
                          "edit_value": revealed.value if isinstance(revealed.value, str)
                          else json.dumps(revealed.value, ensure_ascii=False)})
@@ -263,45 +260,20 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
 
 
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
-    if error.code == errors.SESSION_ENDED:
-        logout(request)  # the service ended the session; this answer carries the cleared cookie
+    decide.end_session_if(request, error.code)  # this answer then carries the cleared cookie
     # "Already approved by bob." is news, not a failure: the loser of a race sees who won.
     return _outcome(request, ok=False, message=error.message, status=error.http_status, code=error.code,
                     **({"details": error.details} if error.details else {}))
 
 
-def _decidable(request: HttpRequest, pk):
-    """The request if the reviewer may decide it; 404 otherwise (no existence leak)."""
-    found = decidable_by(request.user).filter(pk=pk).only("pk", "kind").first()
+def _decidable(request: HttpRequest, pk, *, full: bool = False):
+    """The request if the reviewer may decide it; 404 otherwise (no existence leak).
+    `full`: the whole row (an edit is read against its current params)."""
+    scope = decidable_by(request.user).filter(pk=pk)
+    found = (scope if full else scope.only("pk", "kind")).first()
     if found is None:
         raise Http404("No such request in your queue.")
     return found
-
-
-def _reviewer(request: HttpRequest, *, covers=None) -> services.Person:
-    """The signed-in reviewer, with the step-up they gave (a passkey assertion, an
-    authenticator code or their password), if any (the service decides whether the deciding level needs it,
-    after any re-classification, and which of the two it takes). `covers`: the
-    (request, revision, verdict) triples of a batch the one proof is for."""
-    code, password = request.POST.get("code", ""), request.POST.get("password", "")
-    assertion = request.POST.get("passkey_assertion", "")
-    provider_nonce = request.POST.get("provider_nonce", "")
-    if provider_nonce:
-        proof = services.StepUpProof.provider(provider_nonce)
-    elif assertion:
-        proof = services.StepUpProof.passkey(_json_or_none(assertion), nonce=request.POST.get("passkey_nonce", ""),
-                                             rp_id=request.get_host().rsplit(":", 1)[0], covers=covers)
-    else:
-        proof = (services.StepUpProof.totp(code, covers=covers) if code
-                 else services.StepUpProof.password(password, covers=covers) if password else None)
-    return services.Person.from_request(request, step_up=proof)
-
-
-def _json_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None  # refused as a wrong proof, like any assertion that does not verify
 
 
 def _step_up_method(request: HttpRequest) -> Callable[[], str]:
@@ -309,131 +281,44 @@ def _step_up_method(request: HttpRequest) -> Callable[[], str]:
     return cache(lambda: services.method_for(request.user))
 
 
-def _revision(request: HttpRequest) -> int | None:
-    """The revision the card showed, so a decision never lands on params the reviewer did not see.
-
-    None when the form sent none; one that is not a revision (ASCII digits within the
-    column: "²".isdigit() is true and int() refuses it) is refused, never read as none.
-    """
-    raw = request.POST.get("revision", "")
-    if raw == "":
-        return None
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or BOUNDS["revision"].problem(int(raw)):
-        raise DomainError(VALIDATION_ERROR, "The revision must be the whole number the card showed.",
-                          fields=["revision"])
-    return int(raw)
-
-
-def _decided_message(request_obj, verb: str) -> str:
-    if request_obj.state == State.PENDING_APPROVAL:
-        return (f"Your {verb} is recorded: {request_obj.required_approvals} approvals are needed, "
-                "waiting for the others.")
-    return f"{request_obj.action_type} {request_obj.get_state_display().lower()}."
+def decision_answer(request: HttpRequest, pk, verdict: str) -> HttpResponse:
+    """A card's decision (`verdict`: approve, reject, edit or respond), read and made by
+    the one adapter (approvals.decide); the answer is its `Decided`, or the refusal."""
+    target = _decidable(request, pk, full=verdict == decide.EDIT)
+    try:
+        decision = decide.read_decision(request.POST, target, verdict=verdict)
+        decided = decide.decide(decision, actor=decide.reviewer(request, request.POST), user=request.user)
+    except DomainError as error:
+        return _refused(request, error)
+    return _outcome(request, ok=True, message=decided.message, state=decided.request.state,
+                    **({"proposal": True} if decided.proposal else {}))
 
 
 @login_required
 @require_POST
 def approve(request: HttpRequest, pk) -> HttpResponse:
-    target = _decidable(request, pk)
-    try:
-        decided = services.approve(target.pk, actor=_reviewer(request), revision=_revision(request),
-                                   feedback=request.POST.get("feedback", ""))
-    except DomainError as error:
-        return _refused(request, error)
-    return _outcome(request, ok=True, message=_decided_message(decided, "approval"), state=decided.state)
+    return decision_answer(request, pk, decide.APPROVE)
 
 
 @login_required
 @require_POST
 def reject(request: HttpRequest, pk) -> HttpResponse:
-    target = _decidable(request, pk)
-    try:
-        decided = services.reject(target.pk, actor=_reviewer(request), revision=_revision(request),
-                                  feedback=request.POST.get("feedback", ""))
-    except DomainError as error:
-        return _refused(request, error)
-    return _outcome(request, ok=True, message=_decided_message(decided, "rejection"), state=decided.state)
-
-
-def reply(request: HttpRequest, target) -> HttpResponse:
-    """"Reply instead" on an action: the agent's model reads the reply as the tool's
-    result and the tool never runs (respond.py routes it here by kind)."""
-    try:
-        decided = services.respond_instead(target.pk, request.POST.get("message", ""), actor=_reviewer(request),
-                                           revision=_revision(request))
-    except DomainError as error:
-        return _refused(request, error)
-    return _outcome(request, ok=True, state=decided.state,
-                    message=f"{decided.action_type}: your reply went to the agent instead of running the tool.")
-
-
-def _parse_edits(request: HttpRequest, current: dict[str, Any], editable: list[str]) -> dict[str, Any]:
-    """Edits from `edit:<param>` fields. A param that was text stays text; others are
-    JSON. An empty field means "unchanged" for masked params (their value is never
-    sent to the browser) and for params the agent did not set."""
-    edits: dict[str, Any] = {}
-    for key in editable:
-        field = f"edit:{key}"
-        if field not in request.POST:
-            continue
-        raw = request.POST[field]
-        if raw == "" and (f"masked:{key}" in request.POST or key not in current):
-            continue
-        if isinstance(current.get(key), str) or key not in current:
-            value: Any = raw
-        else:
-            try:
-                value = parse_json_text(raw, field=key)
-            except ValueError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
-                                  fields=[key]) from None
-            except CodedError as refused:
-                raise DomainError(errors.INVALID_EDIT, refused.message, fields=[key]) from None
-        if key not in current or value != current[key]:
-            edits[key] = value
-    return edits
+    return decision_answer(request, pk, decide.REJECT)
 
 
 @login_required
 @require_POST
 def approve_with_edits(request: HttpRequest, pk) -> HttpResponse:
-    target = _decidable(request, pk)
-    full = decidable_by(request.user).get(pk=target.pk)
-    try:
-        edits = _parse_edits(request, full.current_params(), list(full.classification.get("editable_params", ())))
-        decided = services.approve_with_edits(
-            target.pk, actor=_reviewer(request), revision=_revision(request), edits=edits,
-            feedback=request.POST.get("feedback", ""),
-        )
-    except DomainError as error:
-        return _refused(request, error)
-    changed = ", ".join(sorted(edits))
-    if services.is_proposal(decided, by=request.user):
-        group = decided.approver_group.name if decided.approver_group_id else "its approvers"
-        return _outcome(request, ok=True, state=decided.state, proposal=True,
-                        message=f"Your edit to {changed} is saved as a proposal: {group} must approve it "
-                                f"({decided.required_approvals} needed), and your approval does not count for it.")
-    return _outcome(request, ok=True, state=decided.state,
-                    message=f"Approved with edits to {changed}. " + _decided_message(decided, "approval"))
+    return decision_answer(request, pk, decide.EDIT)
 
 
-_BATCH_VERDICTS = {"approve": "approval", "reject": "rejection"}
-
-
-def _batch_items(values: list[str]) -> list[tuple[str, int]] | None:
-    """The `request` fields of a batch form ("<uuid>:<revision>", each once), or None
-    when any is malformed."""
-    items: list[tuple[str, int]] = []
-    for value in values:
-        pk, _, revision = value.partition(":")
-        try:
-            items.append((str(uuid.UUID(pk)), int(revision)))
-        except ValueError:
-            return None
-        if not (revision.isascii() and revision.isdigit()) or BOUNDS["revision"].problem(items[-1][1]):
-            return None
-    ids = [pk for pk, _ in items]
-    return items if items and len(set(ids)) == len(ids) and len(items) <= dashboard.GROUP_LIMIT else None
+@login_required
+@require_POST
+def respond(request: HttpRequest, pk) -> HttpResponse:
+    """The card's `respond`, one address for two answers that differ by kind: a
+    suspension's typed answer (`resume_data`, JSON text from static/js/schema_form.js)
+    or a reply in place of an action's tool (`message`: the tool never runs)."""
+    return decision_answer(request, pk, decide.RESPOND)
 
 
 @login_required
@@ -445,46 +330,27 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     "message", "results": [{"id", "ok", "state"?, "code"?, "message"}]}`, a refusal per
     request (one not in the reviewer's queue reads as missing); a plain form POST,
     the queue again with the messages."""
-    verdict = request.POST.get("decision", "")
-    values = request.POST.getlist("request")
-    if any(not value.partition(":")[2] for value in values):
-        return _refused(request, DomainError(
-            errors.REVISION_REQUIRED, "Each request of a batch decision names the revision its row showed (id:revision).",
-            fields=["request"]))
-    items = _batch_items(values)
-    if verdict not in _BATCH_VERDICTS or items is None:
-        return _outcome(request, ok=False, status=422, code=VALIDATION_ERROR,
-                        message="A batch decision needs approve or reject and each request once as id:revision.",
-                        details={"fields": ["decision", "request"]})
-    covered = [(pk, revision, verdict) for pk, revision in items]
-    actor = _reviewer(request, covers=covered)
-    decidable = {str(pk) for pk in decidable_by(request.user).filter(pk__in=[pk for pk, _ in items])
-                 .values_list("pk", flat=True)}
     try:
-        decided = {item.request_id: item for item in services.decide_batch(
-            [item for item in items if item[0] in decidable], actor=actor, verdict=verdict,
-            feedback=request.POST.get("feedback", ""))}
-    except DomainError as error:  # the batch's own input (its feedback's size): nothing was decided
+        batch = decide.read_batch(request.POST)
+        decided = decide.decide_batch(batch, actor=decide.reviewer(request, request.POST, covers=batch.confirmed()),
+                                      scope=decidable_by(request.user))
+    except DomainError as error:  # the batch's own input (its form, its feedback's size): nothing was decided
         return _refused(request, error)
-    results = []
-    for pk, _ in items:
-        item = decided.get(pk)
-        if item is None:
-            results.append({"id": pk, "ok": False, "code": errors.NOT_FOUND, "message": "No such request in your queue."})
-        elif item.error is not None:
-            results.append({"id": pk, "ok": False, "code": item.error.code, "message": item.error.message})
-        else:
-            results.append({"id": pk, "ok": True, "state": item.request.state,
-                            "message": _decided_message(item.request, _BATCH_VERDICTS[verdict])})
-    if any(result.get("code") == errors.SESSION_ENDED for result in results):
+    results = [_batch_result(result) for result in decided.results]
+    if decided.ended_the_session:
         logout(request)
-    done = sum(result["ok"] for result in results)
-    refused = len(results) - done
-    message = f"{done} of {len(results)} {'approved' if verdict == 'approve' else 'rejected'}" + (
-        f"; {refused} refused (see each)." if refused else ".")
     if not _wants_json(request):  # the no-script form: the queue again, with each refusal said
         for result in results:
             if not result["ok"]:
                 messages.warning(request, f"{result['id']}: {result['message']}")
-    return _outcome(request, ok=True, message=message, results=results)
+    return _outcome(request, ok=True, message=decided.message, results=results)
 
+
+def _batch_result(result: decide.ItemResult) -> dict[str, Any]:
+    if result.missing:
+        return {"id": result.request_id, "ok": False, "code": errors.NOT_FOUND,
+                "message": "No such request in your queue."}
+    if result.error is not None:
+        return {"id": result.request_id, "ok": False, "code": result.error.code, "message": result.error.message}
+    return {"id": result.request_id, "ok": True, "state": result.decided.request.state,
+            "message": result.decided.message}
