@@ -21,9 +21,10 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import logout
+from django.http import QueryDict
 
 from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.errors import CodedError
@@ -265,13 +266,15 @@ def read_batch(fields: Mapping) -> Batch:
     ("<uuid>:<revision>", each once), or the API's validated `decision` and
     `requests: [{"id", "revision"}]`. A member without a revision refuses the batch
     (422 `revision_required`, nothing decided); a malformed one, 422 `validation_error`."""
+    items: list[tuple[str, int | None]] | None
     if _is_form(fields):
-        values = fields.getlist("request")
+        values = cast(QueryDict, fields).getlist("request")
         if any(not value.partition(":")[2] for value in values):
             raise DomainError(errors.REVISION_REQUIRED,
                               "Each request of a batch decision names the revision its row showed (id:revision).",
                               fields=["request"])
-        items = _form_batch_items(values)
+        from_form = _form_batch_items(values)
+        items = None if from_form is None else [(pk, revision) for pk, revision in from_form]
         verdict = fields.get("decision", "")
         if verdict not in BATCH_VERDICTS or items is None:
             raise DomainError(VALIDATION_ERROR,

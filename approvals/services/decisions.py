@@ -72,22 +72,22 @@ def _require_bounded_input(feedback: str, edits: dict[str, Any] | None = None) -
 APPROVE_WITH_EDITS = "approve_with_edits"
 
 
-def edit_decision(request_id: RequestId, revision: int, edits: dict[str, Any]) -> tuple[str, int, str, str]:
+def edit_decision(request_id: RequestId, revision: int | None, edits: dict[str, Any]) -> tuple[str, int, str, str]:
     """What a step-up proof for approving `edits` at `revision` binds: the request, the
     revision the edit was made on, the verdict and the digest of exactly these edits."""
-    return (str(request_id), int(revision), APPROVE_WITH_EDITS, payload_digest(edits))
+    return (str(request_id), require_revision_given(revision), APPROVE_WITH_EDITS, payload_digest(edits))
 
 
 # --- Approve and reject -------------------------------------------------------------
 
 
-def approve(request_id: RequestId, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
+def approve(request_id: RequestId, *, actor: Person, revision: int | None, feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s approval of the current revision; approve once the quorum stands.
 
     `revision`: the revision the reviewer looked at (required: 422 `revision_required`
     without one); if the request moved on since, nothing is recorded (`revision_changed`).
     """
-    require_revision_given(revision)
+    revision = require_revision_given(revision)
     _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
@@ -105,13 +105,13 @@ def approve(request_id: RequestId, *, actor: Person, revision: int, feedback: st
     return request
 
 
-def reject(request_id: RequestId, *, actor: Person, revision: int, feedback: str = "") -> ApprovalRequest:
+def reject(request_id: RequestId, *, actor: Person, revision: int | None, feedback: str = "") -> ApprovalRequest:
     """Any reviewer who may decide ends the request; `feedback` reaches the agent verbatim.
 
     A rejection needs no step-up and is open to the agent's owner and the person it
     acts for: it can only stop something, never make it run.
     """
-    require_revision_given(revision)
+    revision = require_revision_given(revision)
     _require_bounded_input(feedback)
     with changing(request_id) as request:
         require_pending(request)
@@ -127,16 +127,21 @@ def reject(request_id: RequestId, *, actor: Person, revision: int, feedback: str
     return request
 
 
-def require_revision_given(revision: Any) -> None:
+def require_revision_given(revision: object) -> int:
     """Every decision names the revision it was made on (DESIGN.md "A decision names
     what it decides"): none, or something that is no revision number, is 422
-    `revision_required`, before anything is locked or read."""
+    `revision_required`, before anything is locked or read. Returns the revision.
+
+    The services take `revision: int | None` on purpose: a surface passes what it read
+    (None when the reviewer's input named none) and the refusal is the core's, not the
+    surface's, so no surface can decide without one by forgetting a check."""
     if type(revision) is not int or revision < 1:
         raise DomainError(
             errors.REVISION_REQUIRED,
             "Say which revision you decided on: send `revision` (the API also takes If-Match).",
             fields=["revision"],
         )
+    return revision
 
 
 def _require_revision(request: ApprovalRequest, revision: int) -> None:
@@ -186,7 +191,7 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
 # --- Approve with edits ------------------------------------------------------------------
 
 
-def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int, edits: dict[str, Any],
+def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int | None, edits: dict[str, Any],
                        feedback: str = "") -> ApprovalRequest:
     """Make a new revision with `edits` applied to the params the rule marks editable,
     and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
@@ -203,7 +208,7 @@ def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int, e
     the request moved on). A step-up proof must be made for exactly these edits at
     that revision (`edit_decision`).
     """
-    require_revision_given(revision)
+    revision = require_revision_given(revision)
     _require_bounded_input(feedback, edits)
     with changing(request_id) as request:
         require_pending(request)
@@ -346,7 +351,7 @@ class BatchItem:
     error: DomainError | None = None
 
 
-def decide_batch(items: Sequence[tuple[str, int]], *, actor: Person, verdict: str,
+def decide_batch(items: Sequence[tuple[str, int | None]], *, actor: Person, verdict: str,
                  feedback: str = "") -> list[BatchItem]:
     """Approve or reject several requests at once, each exactly at the revision the
     reviewer saw, each in its own transaction with every guard of a single decision.

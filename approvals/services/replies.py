@@ -38,12 +38,12 @@ RESPONDED = "responded"
 MAX_REPLY_CHARS = 10_000
 
 
-def respond_instead(request_id: RequestId, message: str, *, actor: Person, revision: int) -> ApprovalRequest:
+def respond_instead(request_id: RequestId, message: str, *, actor: Person, revision: int | None) -> ApprovalRequest:
     """End the pending action with `message` as what the agent's model reads instead of the tool's result.
 
     `revision`: the revision the reviewer replied to (required: 422 `revision_required`).
     """
-    require_revision_given(revision)
+    revision = require_revision_given(revision)
     if not message.strip():
         raise DomainError(errors.REPLY_REQUIRED, "Write the reply the agent's model should read.")
     if len(message) > MAX_REPLY_CHARS:

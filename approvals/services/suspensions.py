@@ -44,10 +44,10 @@ __all__ = ["RESPOND", "answer_decision", "answer_of", "respond_to_suspension"]
 RESPOND = "respond"
 
 
-def answer_decision(request_id: RequestId, revision: int, answer: Any) -> tuple[str, int, str, str]:
+def answer_decision(request_id: RequestId, revision: int | None, answer: Any) -> tuple[str, int, str, str]:
     """What a step-up proof for giving `answer` at `revision` binds: the request, the
     revision the reviewer saw, the verdict and the digest of exactly this answer."""
-    return (str(request_id), int(revision), RESPOND, payload_digest(answer))
+    return (str(request_id), require_revision_given(revision), RESPOND, payload_digest(answer))
 
 
 def answer_of(request: ApprovalRequest) -> dict[str, Any] | None:
@@ -61,7 +61,7 @@ def _same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: Any, revision: int,
+def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: Any, revision: int | None,
                           feedback: str = "") -> ApprovalRequest:
     """Record `actor`'s answer to a pending suspension; approve it once the quorum agrees.
 
@@ -74,7 +74,7 @@ def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: 
     failing path), and every refusal of a decision (`revision_changed`,
     `not_permitted`, `step_up_required`, `already_voted`, ...).
     """
-    require_revision_given(revision)
+    revision = require_revision_given(revision)
     schema = _validated_before_the_lock(request_id, resume_data)
     with changing(request_id) as request:
         if request.kind != Kind.SUSPENSION:

@@ -15,16 +15,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hypothesis_settings, strategies as st
 from django.http import QueryDict
 from django.test import Client
 from django.urls import reverse
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from approvals import decide, policy, services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
 from approvals.people import Person
+
 # Autouse, by name: step-up failure counters and spent codes never carry over between tests.
 from tests.guards.test_revision import fresh_counters  # noqa: F401
 
