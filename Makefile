@@ -33,8 +33,7 @@ run: migrate
 test: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
-	@# Enabled once the tree is formatted (`ruff format .`, after issue 23's branches merge): drop the "@# ".
-	@# $(BIN)/ruff format --check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/pytest $(PYTEST_ARGS)
 

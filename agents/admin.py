@@ -43,7 +43,15 @@ class CallbackAttemptInline(admin.TabularInline):
 
 @admin.register(CallbackDelivery)
 class CallbackDeliveryAdmin(admin.ModelAdmin):
-    list_display = ["request", "state", "destination", "attempts", "last_status", "delivered_at", "gave_up_at",
-                    "next_attempt_at"]
+    list_display = [
+        "request",
+        "state",
+        "destination",
+        "attempts",
+        "last_status",
+        "delivered_at",
+        "gave_up_at",
+        "next_attempt_at",
+    ]
     readonly_fields = [f.name for f in CallbackDelivery._meta.fields]
     inlines = [CallbackAttemptInline]

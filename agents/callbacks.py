@@ -61,7 +61,8 @@ def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
     try:
         with transaction.atomic():
             delivery, _ = CallbackDelivery.objects.get_or_create(
-                request=request, state=state,
+                request=request,
+                state=state,
                 defaults={"destination": callback.url, "payload": payload, "next_attempt_at": timezone.now()},
             )
     except IntegrityError:  # a concurrent enqueue won
@@ -102,7 +103,9 @@ def _claim_due(now, limit: int) -> list[int]:
     with transaction.atomic():
         rows = list(
             CallbackDelivery.objects.select_for_update(skip_locked=True)
-            .filter(next_attempt_at__lte=now).order_by("next_attempt_at").values_list("pk", flat=True)[:limit]
+            .filter(next_attempt_at__lte=now)
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:limit]
         )
         CallbackDelivery.objects.filter(pk__in=rows).update(next_attempt_at=now + lease)
     return rows
@@ -114,9 +117,13 @@ def _attempt(delivery: CallbackDelivery) -> None:
     status, error = None, ""
     started = time.monotonic()
     try:
-        answer = signed_post(delivery.destination, body, secret=delivery.request.agent.callback_secret,
-                             timeout=settings.CALLBACK_TIMEOUT_SECONDS,
-                             headers={DELIVERY_HEADER: str(delivery.pk)})
+        answer = signed_post(
+            delivery.destination,
+            body,
+            secret=delivery.request.agent.callback_secret,
+            timeout=settings.CALLBACK_TIMEOUT_SECONDS,
+            headers={DELIVERY_HEADER: str(delivery.pk)},
+        )
         status = answer.status_code
         if not answer.is_success:
             error = f"HTTP {status}" + (" (redirects are not followed)" if answer.is_redirect else "")
@@ -126,11 +133,19 @@ def _attempt(delivery: CallbackDelivery) -> None:
         error = str(exc)
     now = timezone.now()
     retry_at = now + backoff(number, base=settings.CALLBACK_RETRY_BASE_SECONDS, cap=settings.CALLBACK_RETRY_MAX_SECONDS)
-    outcome = delivery.settled_fields(now=now, error=error, give_up=number >= settings.CALLBACK_MAX_ATTEMPTS,
-                                      retry_at=retry_at)
-    CallbackAttempt.objects.create(delivery=delivery, number=number, attempted_at=now, succeeded=not error,
-                                   status_code=status, error=error, next_attempt_at=outcome["next_attempt_at"],
-                                   duration_ms=int((time.monotonic() - started) * 1000))
+    outcome = delivery.settled_fields(
+        now=now, error=error, give_up=number >= settings.CALLBACK_MAX_ATTEMPTS, retry_at=retry_at
+    )
+    CallbackAttempt.objects.create(
+        delivery=delivery,
+        number=number,
+        attempted_at=now,
+        succeeded=not error,
+        status_code=status,
+        error=error,
+        next_attempt_at=outcome["next_attempt_at"],
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
     CallbackDelivery.objects.filter(pk=delivery.pk).update(attempts=number, last_status=status, **outcome)
 
 

@@ -61,7 +61,9 @@ def token_group(token_id: int) -> str:
 def token_usable(token_id: int) -> bool:
     return AgentToken.objects.filter(
         Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now()),
-        pk=token_id, revoked_at__isnull=True, agent__is_active=True,
+        pk=token_id,
+        revoked_at__isnull=True,
+        agent__is_active=True,
     ).exists()
 
 

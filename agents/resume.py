@@ -53,9 +53,7 @@ ACTION_REJECTED_WITHOUT_FEEDBACK = (
 # A reviewer replied in place of the tool (LangChain HITL's `respond`): the call did not
 # run, and the reply is the answer. Said so, so the model neither assumes the side
 # effect happened nor retries the call to make it happen.
-ACTION_RESPONDED = (
-    "The tool was not run: a reviewer answered in its place. Their reply:\n\n{message}"
-)
+ACTION_RESPONDED = "The tool was not run: a reviewer answered in its place. Their reply:\n\n{message}"
 # `resolution_code` of a reply (approvals.services.replies.RESPONDED).
 _RESPONDED = "responded"
 
@@ -117,12 +115,22 @@ def _suspension_resume(request: Any, action: str, feedback: str) -> dict[str, An
         text = request.resume_data_json
         answer = json.loads(text)
         result = SUSPENSION_ANSWERED.format(answer=text)
-        return {"resume_data": answer, "tool_result": result,
-                "decision_signature": _signed(request, resume_data=answer, tool_result=result)}
-    result = (SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback) if feedback
-              else SUSPENSION_REJECTED_WITHOUT_FEEDBACK)
-    return {"resume_data": None, "feedback": feedback, "tool_result": result,
-            "decision_signature": _signed(request, resume_data=None, tool_result=result)}
+        return {
+            "resume_data": answer,
+            "tool_result": result,
+            "decision_signature": _signed(request, resume_data=answer, tool_result=result),
+        }
+    result = (
+        SUSPENSION_REJECTED_WITH_FEEDBACK.format(feedback=feedback)
+        if feedback
+        else SUSPENSION_REJECTED_WITHOUT_FEEDBACK
+    )
+    return {
+        "resume_data": None,
+        "feedback": feedback,
+        "tool_result": result,
+        "decision_signature": _signed(request, resume_data=None, tool_result=result),
+    }
 
 
 def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -134,8 +142,13 @@ def resume_payload(request: Any, *, params: dict[str, Any] | None = None) -> dic
     """
     state = request.effective_state
     decision = _decision(request, state)
-    body: dict[str, Any] = {"request_id": str(request.pk), "state": state, "decided": decision is not None,
-                            "resume_data": None, "tool_result": None}
+    body: dict[str, Any] = {
+        "request_id": str(request.pk),
+        "state": state,
+        "decided": decision is not None,
+        "resume_data": None,
+        "tool_result": None,
+    }
     if decision is None:
         return body
     action, feedback = decision
@@ -173,11 +186,16 @@ def _signed(request: Any, *, resume_data: Any, tool_result: str | None) -> dict[
     idempotency key and tool-call id, besides the request, revision and verdict.
     """
     document = decision_document(
-        kind=str(request.kind), agent={"id": request.agent_id, "name": request.agent.name},
-        request_id=str(request.pk), revision=request.current_revision, action_type=request.action_type,
-        idempotency_key=request.idempotency_key, tool_call_id=request.tool_call_id,
+        kind=str(request.kind),
+        agent={"id": request.agent_id, "name": request.agent.name},
+        request_id=str(request.pk),
+        revision=request.current_revision,
+        action_type=request.action_type,
+        idempotency_key=request.idempotency_key,
+        tool_call_id=request.tool_call_id,
         submitted_sha256=request.submitted_sha256 or _submitted_sha256(request),
-        execute_by=format_timestamp(request.execute_by) if request.execute_by else None, resume_data=resume_data,
+        execute_by=format_timestamp(request.execute_by) if request.execute_by else None,
+        resume_data=resume_data,
         tool_result=tool_result,
     )
     return sign_decision(signer().current, document)

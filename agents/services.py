@@ -123,8 +123,9 @@ def revoke_token(token: AgentToken, *, actor: Actor | None = None) -> AgentToken
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
-            record("agent.token_revoked", actor=_actor(acting_user), agent=token.agent,
-                   metadata={"prefix": token.prefix})
+            record(
+                "agent.token_revoked", actor=_actor(acting_user), agent=token.agent, metadata={"prefix": token.prefix}
+            )
     return token
 
 

@@ -105,14 +105,17 @@ class RiskRuleAdmin(admin.ModelAdmin):
         return policy.is_risk_admin(request.user) and super().has_delete_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        outcome = policy.save_rule(_rule_data(form.cleaned_data), actor=Person.from_request(request),
-                                   note=form.cleaned_data["change_note"])
+        outcome = policy.save_rule(
+            _rule_data(form.cleaned_data), actor=Person.from_request(request), note=form.cleaned_data["change_note"]
+        )
         request.policy_outcome = outcome
         if isinstance(outcome, PolicyVersion):
             obj.pk = RiskRule.objects.get(name=obj.name).pk
 
     def delete_model(self, request, obj):
-        outcome = policy.delete_rule(obj.name, actor=Person.from_request(request), note=f"Deleted in admin by {request.user}")
+        outcome = policy.delete_rule(
+            obj.name, actor=Person.from_request(request), note=f"Deleted in admin by {request.user}"
+        )
         request.policy_outcome = outcome
         if isinstance(outcome, PolicyVersion):
             super().log_deletions(request, [obj])
@@ -217,8 +220,12 @@ class EmergencyStopAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         from .emergency import set_emergency_stop
 
-        set_emergency_stop(on=form.cleaned_data["on"], agent=obj.agent, actor=Person.from_request(request),
-                           reason=form.cleaned_data.get("reason", ""))
+        set_emergency_stop(
+            on=form.cleaned_data["on"],
+            agent=obj.agent,
+            actor=Person.from_request(request),
+            reason=form.cleaned_data.get("reason", ""),
+        )
         saved = EmergencyStop.objects.get(scope=EmergencyStop.scope_for(obj.agent))
         obj.pk = saved.pk
 
@@ -250,12 +257,16 @@ class FourEyesUserAdmin(UserAdmin):
         if settings.POLICY_FOUR_EYES and change and "is_active" in form.changed_data and obj.is_active:
             # Reactivating someone gives them back whatever their groups decide.
             waits = membership.membership_waits_because(
-                {name: {obj.pk} for name in obj.groups.values_list("name", flat=True)})
+                {name: {obj.pk} for name in obj.groups.values_list("name", flat=True)}
+            )
             if waits is not None:
                 obj.is_active = False
-                messages.error(request, f"{obj.get_username()} stays inactive: {waits} (reactivating them gives "
-                                        "back what their groups decide). Remove them from those groups, reactivate "
-                                        "them, then add them back: each addition is a proposal.")
+                messages.error(
+                    request,
+                    f"{obj.get_username()} stays inactive: {waits} (reactivating them gives "
+                    "back what their groups decide). Remove them from those groups, reactivate "
+                    "them, then add them back: each addition is a proposal.",
+                )
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
@@ -273,11 +284,15 @@ class FourEyesUserAdmin(UserAdmin):
                 form.cleaned_data["groups"] = [group for group in wanted if group not in waiting]
         super().save_related(request, form, formsets, change)
         for group in waiting:
-            proposal = membership.propose_membership(group, [user], acting_user=request.user,
-                                                    note=f"Add {user.get_username()} to {group.name} (admin)")
+            proposal = membership.propose_membership(
+                group, [user], acting_user=request.user, note=f"Add {user.get_username()} to {group.name} (admin)"
+            )
             if proposal is not None:
-                messages.warning(request, f"Adding {user.get_username()} to {group.name} waits for a second "
-                                          f"risk-admin: {proposal.waits_because} (proposal {proposal.pk}).")
+                messages.warning(
+                    request,
+                    f"Adding {user.get_username()} to {group.name} waits for a second "
+                    f"risk-admin: {proposal.waits_because} (proposal {proposal.pk}).",
+                )
 
 
 if admin.site.is_registered(Group):

@@ -27,8 +27,11 @@ class ApprovalsConfig(AppConfig):
         from .models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
 
         for model in (ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission):
-            post_delete.connect(broadcast.on_object_permission_deleted, sender=model,
-                                dispatch_uid=f"card-removed-on-lost-{model.__name__}")
+            post_delete.connect(
+                broadcast.on_object_permission_deleted,
+                sender=model,
+                dispatch_uid=f"card-removed-on-lost-{model.__name__}",
+            )
 
         # A server started on a test database (tests/live.py) sees it flushed and
         # re-seeded under it between tests, which gives permissions and content types
@@ -61,8 +64,10 @@ def _install_groups_and_seed_policy(sender, using="default", **kwargs) -> None:
     clear_permission_cache()
     ensure_standard_groups()
     model_permissions = {
-        RISK_ADMINS: [("approvals", c) for c in ("view_riskrule", "add_riskrule", "change_riskrule",
-                                                 "delete_riskrule", "view_policyversion")],
+        RISK_ADMINS: [
+            ("approvals", c)
+            for c in ("view_riskrule", "add_riskrule", "change_riskrule", "delete_riskrule", "view_policyversion")
+        ],
         AUDITORS: [("audit", "view_auditevent"), ("audit", "export_auditevent"), ("audit", "view_chainverification")],
     }
     for group_name, perms in model_permissions.items():

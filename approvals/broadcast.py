@@ -139,8 +139,14 @@ def on_object_permission_deleted(sender, instance, **kwargs) -> None:
 
 def push_lost_access(request_id: str, channel_group: str) -> None:
     """Tell one reviewer group's (or person's) screens that a card is no longer theirs."""
-    change = Change(event=CARD_REMOVED, request_id=request_id, state="", approver_group_id=None, agent_id=0,
-                    data={"verb": ACCESS_REVOKED})
+    change = Change(
+        event=CARD_REMOVED,
+        request_id=request_id,
+        state="",
+        approver_group_id=None,
+        agent_id=0,
+        data={"verb": ACCESS_REVOKED},
+    )
     _send_to_channel_layer(change, groups=[channel_group])
 
 

@@ -37,8 +37,22 @@ from .resume_schema import INVALID_RESUME_DATA
 from .states import Kind, State
 
 __all__ = [
-    "APPROVE", "BATCH_LIMIT", "EDIT", "REJECT", "RESPOND", "Batch", "BatchDecided", "Decided", "Decision",
-    "ItemResult", "decide", "decide_batch", "end_session_if", "read_batch", "read_decision", "reviewer",
+    "APPROVE",
+    "BATCH_LIMIT",
+    "EDIT",
+    "REJECT",
+    "RESPOND",
+    "Batch",
+    "BatchDecided",
+    "Decided",
+    "Decision",
+    "ItemResult",
+    "decide",
+    "decide_batch",
+    "end_session_if",
+    "read_batch",
+    "read_decision",
+    "reviewer",
     "step_up_proof",
 ]
 
@@ -70,21 +84,33 @@ def step_up_proof(fields: Mapping | None, *, rp_id: str, covers: Iterable | None
     if not given:
         return None
     method = given.get("method") if isinstance(given, Mapping) else None
-    if not isinstance(method, str) or method not in STEP_UP_SECRETS or not given.get(STEP_UP_SECRETS[method]) or (
-            method in ("passkey", "provider") and not isinstance(given.get("nonce"), str)):
+    if (
+        not isinstance(method, str)
+        or method not in STEP_UP_SECRETS
+        or not given.get(STEP_UP_SECRETS[method])
+        or (method in ("passkey", "provider") and not isinstance(given.get("nonce"), str))
+    ):
         # The API's serializer refuses these first; a surface that sends JSON unchecked meets this.
-        raise DomainError(VALIDATION_ERROR, "step_up names a method (password, totp, passkey or provider) and "
-                          "its secret (and a passkey's or provider's nonce).", fields=["step_up"])
-    return services.StepUpProof(method, given[STEP_UP_SECRETS[method]], covers=covers,
-                                nonce=given.get("nonce", ""), rp_id=rp_id)
+        raise DomainError(
+            VALIDATION_ERROR,
+            "step_up names a method (password, totp, passkey or provider) and "
+            "its secret (and a passkey's or provider's nonce).",
+            fields=["step_up"],
+        )
+    return services.StepUpProof(
+        method, given[STEP_UP_SECRETS[method]], covers=covers, nonce=given.get("nonce", ""), rp_id=rp_id
+    )
 
 
 def _form_step_up(form: Mapping) -> dict[str, Any] | None:
     if form.get("provider_nonce", ""):
         return {"method": "provider", "nonce": form["provider_nonce"]}
     if form.get("passkey_assertion", ""):
-        return {"method": "passkey", "assertion": _json_or_none(form["passkey_assertion"]),
-                "nonce": form.get("passkey_nonce", "")}
+        return {
+            "method": "passkey",
+            "assertion": _json_or_none(form["passkey_assertion"]),
+            "nonce": form.get("passkey_nonce", ""),
+        }
     if form.get("code", ""):
         return {"method": "totp", "code": form["code"]}
     if form.get("password", ""):
@@ -107,7 +133,8 @@ def rp_id_of(http_request) -> str:
 def reviewer(http_request, step_up: Mapping | None = None, *, covers: Iterable | None = None) -> services.Person:
     """The signed-in reviewer, with the step-up they gave (`step_up_proof`)."""
     return services.Person.from_request(
-        http_request, step_up=step_up_proof(step_up, rp_id=rp_id_of(http_request), covers=covers))
+        http_request, step_up=step_up_proof(step_up, rp_id=rp_id_of(http_request), covers=covers)
+    )
 
 
 def end_session_if(http_request, code: str | None) -> None:
@@ -175,14 +202,21 @@ def read_decision(fields: Mapping, target, *, verdict: str | None = None) -> Dec
             resume_data = fields.get("resume_data")
         revision = _typed(fields, "revision", int, None)
         if isinstance(revision, bool) or (revision is not None and BOUNDS["revision"].problem(revision)):
-            raise DomainError(VALIDATION_ERROR, "revision is the whole number of the revision you looked at.",
-                              fields=["revision"])
+            raise DomainError(
+                VALIDATION_ERROR, "revision is the whole number of the revision you looked at.", fields=["revision"]
+            )
     if verdict not in VERDICTS:
         raise DomainError(VALIDATION_ERROR, "decision is approve, reject, edit or respond.", fields=["decision"])
-    return Decision(request_id=str(target.pk), verdict=verdict, revision=revision,
-                    feedback=_typed(fields, "feedback", str, ""), edits=edits,
-                    message=_typed(fields, "message", str, ""), resume_data=resume_data,
-                    step_up=fields if form else _typed(fields, "step_up", dict, None))
+    return Decision(
+        request_id=str(target.pk),
+        verdict=verdict,
+        revision=revision,
+        feedback=_typed(fields, "feedback", str, ""),
+        edits=edits,
+        message=_typed(fields, "message", str, ""),
+        resume_data=resume_data,
+        step_up=fields if form else _typed(fields, "step_up", dict, None),
+    )
 
 
 def _typed(fields: Mapping, name: str, kind: type, default: Any) -> Any:
@@ -205,8 +239,9 @@ def form_revision(form: Mapping) -> int | None:
     if raw == "":
         return None
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 10 or BOUNDS["revision"].problem(int(raw)):
-        raise DomainError(VALIDATION_ERROR, "The revision must be the whole number the card showed.",
-                          fields=["revision"])
+        raise DomainError(
+            VALIDATION_ERROR, "The revision must be the whole number the card showed.", fields=["revision"]
+        )
     return int(raw)
 
 
@@ -228,8 +263,9 @@ def form_edits(form: Mapping, current: dict[str, Any], editable: list[str]) -> d
             try:
                 value = parse_json_text(raw, field=key)
             except ValueError:
-                raise DomainError(errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.",
-                                  fields=[key]) from None
+                raise DomainError(
+                    errors.INVALID_EDIT, f"{key} must be valid JSON, like the original value.", fields=[key]
+                ) from None
             except CodedError as refused:
                 raise DomainError(errors.INVALID_EDIT, refused.message, fields=[key]) from None
         if key not in current or value != current[key]:
@@ -270,22 +306,29 @@ def read_batch(fields: Mapping) -> Batch:
     if _is_form(fields):
         values = cast(QueryDict, fields).getlist("request")
         if any(not value.partition(":")[2] for value in values):
-            raise DomainError(errors.REVISION_REQUIRED,
-                              "Each request of a batch decision names the revision its row showed (id:revision).",
-                              fields=["request"])
+            raise DomainError(
+                errors.REVISION_REQUIRED,
+                "Each request of a batch decision names the revision its row showed (id:revision).",
+                fields=["request"],
+            )
         from_form = _form_batch_items(values)
         items = None if from_form is None else [(pk, revision) for pk, revision in from_form]
         verdict = fields.get("decision", "")
         if verdict not in BATCH_VERDICTS or items is None:
-            raise DomainError(VALIDATION_ERROR,
-                              "A batch decision needs approve or reject and each request once as id:revision.",
-                              fields=["decision", "request"])
+            raise DomainError(
+                VALIDATION_ERROR,
+                "A batch decision needs approve or reject and each request once as id:revision.",
+                fields=["decision", "request"],
+            )
         step_up: Mapping | None = fields
     else:
         verdict, items = fields.get("decision"), _json_batch_items(fields.get("requests"))
         if not isinstance(verdict, str) or verdict not in BATCH_VERDICTS or items is None:
-            raise DomainError(VALIDATION_ERROR, "A batch decision needs approve or reject and each request once "
-                              "as {id, revision}.", fields=["decision", "requests"])
+            raise DomainError(
+                VALIDATION_ERROR,
+                "A batch decision needs approve or reject and each request once as {id, revision}.",
+                fields=["decision", "requests"],
+            )
         for _pk, revision in items:
             services.require_revision_given(revision)  # 422 revision_required: nothing decided
         step_up = _typed(fields, "step_up", dict, None)
@@ -303,8 +346,9 @@ def _json_batch_items(requests: Any) -> list[tuple[str, int | None]] | None:
             items.append((str(uuid.UUID(str(item["id"]))), revision))
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
-        if revision is not None and (not isinstance(revision, int) or isinstance(revision, bool)
-                                     or BOUNDS["revision"].problem(revision)):
+        if revision is not None and (
+            not isinstance(revision, int) or isinstance(revision, bool) or BOUNDS["revision"].problem(revision)
+        ):
             return None
     return items if len({pk for pk, _ in items}) == len(items) else None
 
@@ -351,23 +395,28 @@ class Decided:
             return f"{decided.action_type}: your reply went to the agent instead of running the tool."
         if verdict == RESPOND:
             if self.proposal:
-                return ("Your answer is saved as a proposal: your approval does not count for it, "
-                        "the other approvers must agree.")
+                return (
+                    "Your answer is saved as a proposal: your approval does not count for it, "
+                    "the other approvers must agree."
+                )
             return decided_message(decided, "answer")
         if verdict == EDIT:
             changed = ", ".join(sorted(self.decision.edits))
             if self.proposal:
                 group = decided.approver_group.name if decided.approver_group_id else "its approvers"
-                return (f"Your edit to {changed} is saved as a proposal: {group} must approve it "
-                        f"({decided.required_approvals} needed), and your approval does not count for it.")
+                return (
+                    f"Your edit to {changed} is saved as a proposal: {group} must approve it "
+                    f"({decided.required_approvals} needed), and your approval does not count for it."
+                )
             return f"Approved with edits to {changed}. " + decided_message(decided, "approval")
         return decided_message(decided, "rejection" if verdict == REJECT else "approval")
 
 
 def decided_message(request_obj, verb: str) -> str:
     if request_obj.state == State.PENDING_APPROVAL:
-        return (f"Your {verb} is recorded: {request_obj.required_approvals} approvals are needed, "
-                "waiting for the others.")
+        return (
+            f"Your {verb} is recorded: {request_obj.required_approvals} approvals are needed, waiting for the others."
+        )
     return f"{request_obj.action_type} {request_obj.get_state_display().lower()}."
 
 
@@ -375,19 +424,24 @@ def decide(decision: Decision, *, actor: services.Person, user) -> Decided:
     """Call the decision service `decision` names. Raises the service's DomainError."""
     pk, revision = decision.request_id, decision.revision
     if decision.answers_a_suspension:
-        decided = services.respond_to_suspension(pk, actor=actor, resume_data=decision.resume_data,
-                                                 revision=revision, feedback=decision.feedback)
+        decided = services.respond_to_suspension(
+            pk, actor=actor, resume_data=decision.resume_data, revision=revision, feedback=decision.feedback
+        )
     elif decision.verdict == RESPOND:
         decided = services.respond_instead(pk, decision.message, actor=actor, revision=revision)
     elif decision.verdict == REJECT:
         decided = services.reject(pk, actor=actor, revision=revision, feedback=decision.feedback)
     elif decision.verdict == EDIT:
-        decided = services.approve_with_edits(pk, actor=actor, revision=revision, edits=decision.edits,
-                                              feedback=decision.feedback)
+        decided = services.approve_with_edits(
+            pk, actor=actor, revision=revision, edits=decision.edits, feedback=decision.feedback
+        )
     else:
         decided = services.approve(pk, actor=actor, revision=revision, feedback=decision.feedback)
-    proposal = (decision.verdict == EDIT or decision.answers_a_suspension) and \
-        decided.state == State.PENDING_APPROVAL and services.is_proposal(decided, by=user)
+    proposal = (
+        (decision.verdict == EDIT or decision.answers_a_suspension)
+        and decided.state == State.PENDING_APPROVAL
+        and services.is_proposal(decided, by=user)
+    )
     return Decided(decision=decision, request=decided, proposal=proposal)
 
 
@@ -423,7 +477,8 @@ class BatchDecided:
         done = sum(result.ok for result in self.results)
         refused = len(self.results) - done
         return f"{done} of {len(self.results)} {'approved' if self.batch.verdict == APPROVE else 'rejected'}" + (
-            f"; {refused} refused (see each)." if refused else ".")
+            f"; {refused} refused (see each)." if refused else "."
+        )
 
     @property
     def ended_the_session(self) -> bool:
@@ -436,11 +491,19 @@ def decide_batch(batch: Batch, *, actor: services.Person, scope) -> BatchDecided
     `missing`. Raises DomainError only for the batch's own input (its feedback's
     size): then nothing was decided."""
     scope = {str(pk) for pk in scope.filter(pk__in=[pk for pk, _ in batch.items]).values_list("pk", flat=True)}
-    decided = {item.request_id: item for item in services.decide_batch(
-        [item for item in batch.items if item[0] in scope], actor=actor, verdict=batch.verdict,
-        feedback=batch.feedback)}
-    single = {request_id: Decision(request_id, batch.verdict, revision, batch.feedback)
-              for request_id, revision in batch.items}
+    decided = {
+        item.request_id: item
+        for item in services.decide_batch(
+            [item for item in batch.items if item[0] in scope],
+            actor=actor,
+            verdict=batch.verdict,
+            feedback=batch.feedback,
+        )
+    }
+    single = {
+        request_id: Decision(request_id, batch.verdict, revision, batch.feedback)
+        for request_id, revision in batch.items
+    }
     results = []
     for request_id, _revision in batch.items:
         item = decided.get(request_id)

@@ -91,8 +91,13 @@ def current_stop_state() -> dict[str, Any]:
     switches = {s.scope: s for s in EmergencyStop.objects.select_related("agent").filter(on=True)}
     global_state = None
     if settings.EMERGENCY_STOP:
-        global_state = StopState(scope="global", on=True, reason="EMERGENCY_STOP is set in the environment.",
-                                 changed_by="settings", from_settings=True)
+        global_state = StopState(
+            scope="global",
+            on=True,
+            reason="EMERGENCY_STOP is set in the environment.",
+            changed_by="settings",
+            from_settings=True,
+        )
     elif EmergencyStop.GLOBAL in switches:
         global_state = _state(switches[EmergencyStop.GLOBAL])
     agents = [_state(s) for scope, s in sorted(switches.items()) if scope != EmergencyStop.GLOBAL]

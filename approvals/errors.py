@@ -24,10 +24,13 @@ ALREADY_DECIDED = register("already_decided", 409, "Someone decided the request 
 ALREADY_VOTED = register("already_voted", 409, "You already decided this revision.")
 DECISION_DEADLINE_PASSED = register("decision_deadline_passed", 409, "The decision deadline passed; it expired.")
 REVISION_CHANGED = register("revision_changed", 409, "The request moved to another revision since you looked.")
-REVISION_REQUIRED = register("revision_required", 422,
-                             "A decision names the revision it was made on (`revision`, or the API's `If-Match`).")
+REVISION_REQUIRED = register(
+    "revision_required", 422, "A decision names the revision it was made on (`revision`, or the API's `If-Match`)."
+)
 NOT_PERMITTED = register("not_permitted", 403, "You may not do this to this request.")
-SEPARATION_OF_DUTIES = register("separation_of_duties", 403, "The agent's owner and the person it acts for cannot approve.")
+SEPARATION_OF_DUTIES = register(
+    "separation_of_duties", 403, "The agent's owner and the person it acts for cannot approve."
+)
 PARAM_NOT_EDITABLE = register("param_not_editable", 422, "The rule does not let reviewers edit these params.")
 EDIT_PROHIBITED = register("edit_prohibited", 422, "Policy refuses the call as edited.")
 NO_CHANGES = register("no_changes", 422, "The edits change nothing.")
@@ -38,8 +41,11 @@ INVALID_ACTION_TYPE = register("invalid_action_type", 422, "The action type is o
 # --- Step-up (services.step_up) ----------------------------------------------------------
 STEP_UP_REQUIRED = register("step_up_required", 403, "Deciding at this level needs a proof made for this decision.")
 STEP_UP_FAILED = register("step_up_failed", 403, "The step-up proof was wrong.")
-STEP_UP_THROTTLED = register("step_up_throttled", 429,
-                             "Too many wrong passwords or codes for this account from here: wait `retry_after` seconds.")
+STEP_UP_THROTTLED = register(
+    "step_up_throttled",
+    429,
+    "Too many wrong passwords or codes for this account from here: wait `retry_after` seconds.",
+)
 SESSION_ENDED = register("session_ended", 401, "Too many wrong step-up proofs ended the session.")
 NO_PASSKEY = register("no_passkey", 409, "The person has no passkey to confirm with (they add one at /accounts/2fa/).")
 # --- Execution and re-validation (DESIGN.md "Re-validation") --------------------------------
@@ -55,8 +61,12 @@ EMERGENCY_STOP = register("emergency_stop", 409, "An emergency stop is on: nothi
 OUTCOME_UNKNOWN = register("outcome_unknown", 409, "The execution's outcome is unknown (its lease ran out).")
 # --- Masked params (services.reveal_field) -------------------------------------------------------
 FIELD_NOT_MASKED = register("field_not_masked", 422, "The field is not a masked parameter of this request.")
-MASKED_PROBE_REFUSED = register("masked_probe_refused", 403, "A rule test on a real request reads a masked param "
-                                "by value; only someone who may reveal it on that request, while it is pending, may.")
+MASKED_PROBE_REFUSED = register(
+    "masked_probe_refused",
+    403,
+    "A rule test on a real request reads a masked param "
+    "by value; only someone who may reveal it on that request, while it is pending, may.",
+)
 # --- Deadline extensions (services.extend_decision_deadline) -----------------------------------
 EXTENSION_NOT_ALLOWED = register("extension_not_allowed", 422, "The rule allows no such extension.")
 ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already extended once.")
@@ -64,6 +74,8 @@ ALREADY_EXTENDED = register("already_extended", 409, "The deadline was already e
 REVALIDATION_CODES = (APPROVAL_EXPIRED, TARGET_CHANGED, APPROVER_PERMISSION_REVOKED, POLICY_CHANGED, EMERGENCY_STOP)
 # --- Suspensions (services.suspensions; the schema's own codes are in approvals.resume_schema) -----
 RESUME_DATA_REQUIRED = register(
-    "resume_data_required", 422,
-    "A suspension is answered with `respond` and `resume_data`; approve only agrees with an answer already proposed.")
+    "resume_data_required",
+    422,
+    "A suspension is answered with `respond` and `resume_data`; approve only agrees with an answer already proposed.",
+)
 NOT_A_SUSPENSION = register("not_a_suspension", 422, "Only a suspension is answered with `resume_data`.")

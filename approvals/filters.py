@@ -41,13 +41,26 @@ class ApprovalRequestFilterSet(django_filters.FilterSet):
     agent = django_filters.CharFilter(field_name="agent__name", label="Agent name")
     batch = django_filters.CharFilter(field_name="batch_id", label="Batch (submitted together)")
     risk = django_filters.ChoiceFilter(field_name="risk_level", choices=RiskLevel.choices, label="Risk level")
-    expiring = django_filters.BooleanFilter(method="filter_expiring", widget=CheckboxOrFlag,
-                                            label="Decision deadline within 15 minutes")
+    expiring = django_filters.BooleanFilter(
+        method="filter_expiring", widget=CheckboxOrFlag, label="Decision deadline within 15 minutes"
+    )
 
     class Meta:
         model = ApprovalRequest
-        fields = ["state", "kind", "action_type", "run_id", "thread_id", "resource_id", "tool_call_id",
-                  "idempotency_key", "agent", "risk", "expiring", "batch"]
+        fields = [
+            "state",
+            "kind",
+            "action_type",
+            "run_id",
+            "thread_id",
+            "resource_id",
+            "tool_call_id",
+            "idempotency_key",
+            "agent",
+            "risk",
+            "expiring",
+            "batch",
+        ]
 
     def __init__(self, data=None, queryset=None, *, now=None, **kwargs) -> None:
         super().__init__(data, queryset, **kwargs)
@@ -77,5 +90,4 @@ class ApprovalRequestFilterSet(django_filters.FilterSet):
         if not self.is_bound:
             return {}
         self.form.is_valid()  # cleaned_data then holds the valid ones
-        return {name: str(value) for name, value in self.form.cleaned_data.items()
-                if value not in (None, "", False)}
+        return {name: str(value) for name, value in self.form.cleaned_data.items() if value not in (None, "", False)}

@@ -46,9 +46,16 @@ __all__ = [
 MASK = "••••••"
 
 # Impact facts that are counts or yes/no answers, never a param's value: shown as computed.
-COARSE_IMPACT_FACTS = frozenset({
-    "recipient_count", "target_count", "reversible", "sensitive", "sensitive_kinds", "unknown",
-})
+COARSE_IMPACT_FACTS = frozenset(
+    {
+        "recipient_count",
+        "target_count",
+        "reversible",
+        "sensitive",
+        "sensitive_kinds",
+        "unknown",
+    }
+)
 
 
 def masked(params: Mapping[str, Any], keys: Collection[str]) -> dict[str, Any]:
@@ -81,8 +88,9 @@ def shown_params(request: Any, params: Mapping[str, Any] | None = None) -> dict[
     return masked(params, masked_paths(request))
 
 
-def masked_impact(impact: Mapping[str, Any], paths: Collection[str],
-                  params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def masked_impact(
+    impact: Mapping[str, Any], paths: Collection[str], params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """`impact` with the facts that may copy a masked param's value masked: `amount`
     when a masked param (`paths`, of `params`) may be where it was read (a key naming
     an amount, or a nested value; without `params`, whenever anything is masked), and
@@ -98,8 +106,9 @@ def masked_impact(impact: Mapping[str, Any], paths: Collection[str],
     return shown
 
 
-def masked_facts(impact: Mapping[str, Any], paths: Collection[str],
-                 params: Mapping[str, Any] | None = None) -> frozenset[str]:
+def masked_facts(
+    impact: Mapping[str, Any], paths: Collection[str], params: Mapping[str, Any] | None = None
+) -> frozenset[str]:
     """The impact facts `masked_impact` masks."""
     shown = masked_impact(impact, paths, params)
     return frozenset(key for key, value in impact.items() if shown[key] is MASK and value is not MASK)
@@ -111,8 +120,9 @@ def _may_hold_amount(key: str, value: Any) -> bool:
     return "amount" in unicodedata.normalize("NFKC", key).casefold() or isinstance(value, (Mapping, list, tuple))
 
 
-def shown_impact(request: Any, impact: Mapping[str, Any] | None = None,
-                 params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def shown_impact(
+    request: Any, impact: Mapping[str, Any] | None = None, params: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """`impact` (default: the request's) as anyone may see it (`masked_impact`);
     `params`: the current revision's, when the caller has them."""
     if impact is None:

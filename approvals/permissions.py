@@ -155,9 +155,10 @@ def _holdings(user, permission_id: int) -> tuple[list[int], bool]:
     request: one small query (a UNION of the two)."""
     direct = ApprovalRequestUserObjectPermission.objects.filter(user=user, permission_id=permission_id)
     found = set(
-        Group.objects.filter(user=user).order_by().values_list("pk", flat=True).union(
-            direct.order_by().values_list(Value(_DIRECT, output_field=IntegerField()), flat=True)
-        )
+        Group.objects.filter(user=user)
+        .order_by()
+        .values_list("pk", flat=True)
+        .union(direct.order_by().values_list(Value(_DIRECT, output_field=IntegerField()), flat=True))
     )
     return sorted(found - {_DIRECT}), _DIRECT in found
 
@@ -181,11 +182,21 @@ def _granted_to(user, codename: str, requests: QuerySet | None = None) -> QueryS
     group_ids, has_direct = _holdings(user, permission_id)
     grants = []
     if group_ids:
-        grants.append(Q(pk__in=ApprovalRequestGroupObjectPermission.objects.filter(
-            permission_id=permission_id, group_id__in=group_ids).values("content_object_id")))
+        grants.append(
+            Q(
+                pk__in=ApprovalRequestGroupObjectPermission.objects.filter(
+                    permission_id=permission_id, group_id__in=group_ids
+                ).values("content_object_id")
+            )
+        )
     if has_direct:
-        grants.append(Q(pk__in=ApprovalRequestUserObjectPermission.objects.filter(
-            permission_id=permission_id, user=user).values("content_object_id")))
+        grants.append(
+            Q(
+                pk__in=ApprovalRequestUserObjectPermission.objects.filter(
+                    permission_id=permission_id, user=user
+                ).values("content_object_id")
+            )
+        )
     if not grants:
         return requests.none()
     return requests.filter(reduce(or_, grants))

@@ -124,8 +124,9 @@ class _LoopPusher:
             if self._pending >= PUSH_QUEUE_LIMIT:
                 self._dropped += 1
                 if self._dropped == 1:
-                    logger.warning("push queue full (%d): dropping pushes until the event loop catches up",
-                                   PUSH_QUEUE_LIMIT)
+                    logger.warning(
+                        "push queue full (%d): dropping pushes until the event loop catches up", PUSH_QUEUE_LIMIT
+                    )
                 return
             self._pending += 1
         try:

@@ -67,17 +67,24 @@ __all__ = [
 ]
 
 INVALID_RESUME_SCHEMA = register(
-    "invalid_resume_schema", 422,
-    "The resume schema is not a JSON Schema for an object, or is too large, too deep or too complex.")
+    "invalid_resume_schema",
+    422,
+    "The resume schema is not a JSON Schema for an object, or is too large, too deep or too complex.",
+)
 UNSUPPORTED_SCHEMA_DRAFT = register(
-    "unsupported_schema_draft", 422, "Resume schemas are JSON Schema draft 2020-12 or draft-07 (`$schema`).")
+    "unsupported_schema_draft", 422, "Resume schemas are JSON Schema draft 2020-12 or draft-07 (`$schema`)."
+)
 SCHEMA_REF_REFUSED = register(
-    "schema_ref_refused", 422, "Resume schemas may only `$ref` within themselves (`#...`); nothing is fetched.")
+    "schema_ref_refused", 422, "Resume schemas may only `$ref` within themselves (`#...`); nothing is fetched."
+)
 SCHEMA_PATTERN_REFUSED = register(
-    "schema_pattern_refused", 422,
-    "A regular expression in the resume schema is not supported by the linear-time engine (RE2).")
+    "schema_pattern_refused",
+    422,
+    "A regular expression in the resume schema is not supported by the linear-time engine (RE2).",
+)
 INVALID_RESUME_DATA = register(
-    "invalid_resume_data", 422, "The answer does not satisfy the suspension's resume schema; `details.path` says where.")
+    "invalid_resume_data", 422, "The answer does not satisfy the suspension's resume schema; `details.path` says where."
+)
 
 # What a submission can be refused with (the OpenAPI schema lists them).
 SCHEMA_CODES = (INVALID_RESUME_SCHEMA, UNSUPPORTED_SCHEMA_DRAFT, SCHEMA_REF_REFUSED, SCHEMA_PATTERN_REFUSED)
@@ -100,8 +107,19 @@ MAX_REF_DEPTH = 16
 MAX_ANSWER_ITEMS = 10_000
 
 # Keywords whose value is one subschema, a list of them, or a name -> subschema map.
-_ONE = ("additionalProperties", "items", "additionalItems", "contains", "not", "if", "then", "else",
-        "propertyNames", "unevaluatedItems", "unevaluatedProperties")
+_ONE = (
+    "additionalProperties",
+    "items",
+    "additionalItems",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+)
 _LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
@@ -231,8 +249,12 @@ def _unique_items(validator, unique, instance, schema):
 
 def _linear(base):
     keywords = dict(base.VALIDATORS)
-    keywords.update(pattern=_pattern, patternProperties=_pattern_properties,
-                    additionalProperties=_additional_properties, uniqueItems=_unique_items)
+    keywords.update(
+        pattern=_pattern,
+        patternProperties=_pattern_properties,
+        additionalProperties=_additional_properties,
+        uniqueItems=_unique_items,
+    )
     return validators.extend(base, {name: _counted(function) for name, function in keywords.items()})
 
 
@@ -256,9 +278,11 @@ def _draft(schema: dict[str, Any]) -> str:
         return DRAFT_2020_12
     if isinstance(declared, str) and declared.rstrip("#") in _VALIDATORS:
         return declared.rstrip("#")
-    raise DomainError(UNSUPPORTED_SCHEMA_DRAFT,
-                      f"$schema {_short(declared)} is not supported: use {DRAFT_2020_12!r} or {DRAFT_07 + '#'!r}.",
-                      field="resume_schema")
+    raise DomainError(
+        UNSUPPORTED_SCHEMA_DRAFT,
+        f"$schema {_short(declared)} is not supported: use {DRAFT_2020_12!r} or {DRAFT_07 + '#'!r}.",
+        field="resume_schema",
+    )
 
 
 def _children(schema: dict[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -331,14 +355,21 @@ class _SchemaGraph:
             if not isinstance(node, dict) or id(node) in self.nodes:
                 continue
             if len(self.nodes) >= MAX_SCHEMA_NODES:
-                raise DomainError(INVALID_RESUME_SCHEMA,
-                                  f"The resume schema has more than {MAX_SCHEMA_NODES} subschemas.", field="resume_schema")
+                raise DomainError(
+                    INVALID_RESUME_SCHEMA,
+                    f"The resume schema has more than {MAX_SCHEMA_NODES} subschemas.",
+                    field="resume_schema",
+                )
             self.nodes[id(node)] = node
             self.paths[id(node)] = path
             edges = self.edges[id(node)] = []
             if node is not root and "$id" in node:
-                raise DomainError(INVALID_RESUME_SCHEMA, f"$id at {path}: only the top of a resume schema may set $id.",
-                                  field="resume_schema", path=f"{path}/$id")
+                raise DomainError(
+                    INVALID_RESUME_SCHEMA,
+                    f"$id at {path}: only the top of a resume schema may set $id.",
+                    field="resume_schema",
+                    path=f"{path}/$id",
+                )
             _check_patterns(node, path)
             for relative, child in _children(node):
                 edges.append((False, child))
@@ -351,23 +382,37 @@ class _SchemaGraph:
 
     def _target(self, ref: Any, keyword: str, path: str) -> Any:
         if not isinstance(ref, str):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"{keyword} at {path} is not a string.",
-                              field="resume_schema", path=f"{path}/{keyword}")
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"{keyword} at {path} is not a string.",
+                field="resume_schema",
+                path=f"{path}/{keyword}",
+            )
         if not ref.startswith("#"):
-            raise DomainError(SCHEMA_REF_REFUSED,
-                              f"{keyword} {_short(ref)} at {path} points outside the schema; only '#...' refs are allowed.",
-                              field="resume_schema", path=path)
+            raise DomainError(
+                SCHEMA_REF_REFUSED,
+                f"{keyword} {_short(ref)} at {path} points outside the schema; only '#...' refs are allowed.",
+                field="resume_schema",
+                path=path,
+            )
         try:
             target = self.resolver.lookup(ref).contents
         except Exception:  # noqa: BLE001 - referencing's Unresolvable and its kin
-            raise DomainError(INVALID_RESUME_SCHEMA, f"The ref {_short(ref)} at {path} does not resolve.",
-                              field="resume_schema", path=path) from None
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"The ref {_short(ref)} at {path} does not resolve.",
+                field="resume_schema",
+                path=path,
+            ) from None
         if isinstance(target, bool):
             return target
         if not isinstance(target, dict):
-            raise DomainError(INVALID_RESUME_SCHEMA,
-                              f"The ref {_short(ref)} at {path} points to something not a schema.",
-                              field="resume_schema", path=path)
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"The ref {_short(ref)} at {path} points to something not a schema.",
+                field="resume_schema",
+                path=path,
+            )
         self.targets.append((ref, target))
         return target
 
@@ -385,8 +430,12 @@ class _SchemaGraph:
                 self.validator_class.check_schema(target, format_checker=_FORMATS)
             except SchemaError as error:
                 where = ref + "".join(f"/{part}" for part in error.path)
-                raise DomainError(INVALID_RESUME_SCHEMA, f"Not a valid JSON Schema at {where}: {error.message}",
-                                  field="resume_schema", path=where) from None
+                raise DomainError(
+                    INVALID_RESUME_SCHEMA,
+                    f"Not a valid JSON Schema at {where}: {error.message}",
+                    field="resume_schema",
+                    path=where,
+                ) from None
 
     def refuse_loops_and_fan_out(self, root: dict[str, Any]) -> None:
         """Iterative post-order over the graph: a node met again while still open is a
@@ -408,20 +457,29 @@ class _SchemaGraph:
                 size[key], depth[key] = total, deepest
                 where = self.paths[key]
                 if total > MAX_SCHEMA_NODES:
-                    raise DomainError(INVALID_RESUME_SCHEMA,
-                                      f"The resume schema's refs expand to more than {MAX_SCHEMA_NODES} subschemas "
-                                      f"(at {where}).", field="resume_schema", path=where)
+                    raise DomainError(
+                        INVALID_RESUME_SCHEMA,
+                        f"The resume schema's refs expand to more than {MAX_SCHEMA_NODES} subschemas (at {where}).",
+                        field="resume_schema",
+                        path=where,
+                    )
                 if deepest > MAX_REF_DEPTH:
-                    raise DomainError(INVALID_RESUME_SCHEMA,
-                                      f"The resume schema's refs nest more than {MAX_REF_DEPTH} deep (at {where}).",
-                                      field="resume_schema", path=where)
+                    raise DomainError(
+                        INVALID_RESUME_SCHEMA,
+                        f"The resume schema's refs nest more than {MAX_REF_DEPTH} deep (at {where}).",
+                        field="resume_schema",
+                        path=where,
+                    )
                 continue
             if key in size:
                 continue
             if key in open_nodes:
-                raise DomainError(INVALID_RESUME_SCHEMA,
-                                  f"The resume schema refers to itself in a loop (through {self.paths[key]}).",
-                                  field="resume_schema", path=self.paths[key])
+                raise DomainError(
+                    INVALID_RESUME_SCHEMA,
+                    f"The resume schema refers to itself in a loop (through {self.paths[key]}).",
+                    field="resume_schema",
+                    path=self.paths[key],
+                )
             open_nodes.add(key)
             stack.append((node, True))
             for _, child in self.edges[key]:
@@ -433,21 +491,32 @@ def _check_patterns(node: dict[str, Any], path: str) -> None:
     patterns = []
     if "pattern" in node:
         if not isinstance(node["pattern"], str):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"pattern at {path} is not a string.",
-                              field="resume_schema", path=f"{path}/pattern")
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"pattern at {path} is not a string.",
+                field="resume_schema",
+                path=f"{path}/pattern",
+            )
         patterns.append((f"{path}/pattern", node["pattern"]))
     if "patternProperties" in node:
         if not isinstance(node["patternProperties"], dict):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"patternProperties at {path} is not an object.",
-                              field="resume_schema", path=f"{path}/patternProperties")
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"patternProperties at {path} is not an object.",
+                field="resume_schema",
+                path=f"{path}/patternProperties",
+            )
         patterns += [(f"{path}/patternProperties", key) for key in node["patternProperties"]]
     for where, pattern in patterns:
         reason = _re2_error(pattern)
         if reason is not None:
-            raise DomainError(SCHEMA_PATTERN_REFUSED,
-                              f"The pattern {_short(pattern)} at {where} is not supported by RE2 ({reason}); "
-                              "rewrite it without backreferences or lookaround.",
-                              field="resume_schema", path=where)
+            raise DomainError(
+                SCHEMA_PATTERN_REFUSED,
+                f"The pattern {_short(pattern)} at {where} is not supported by RE2 ({reason}); "
+                "rewrite it without backreferences or lookaround.",
+                field="resume_schema",
+                path=where,
+            )
 
 
 def _refuse_unsafe_parts(schema: dict[str, Any], validator_class) -> None:
@@ -456,8 +525,11 @@ def _refuse_unsafe_parts(schema: dict[str, Any], validator_class) -> None:
     graph.check_targets()
     nodes = graph.nodes.values()
     if any("patternProperties" in node for node in nodes) and any("unevaluatedProperties" in node for node in nodes):
-        raise DomainError(INVALID_RESUME_SCHEMA, "unevaluatedProperties cannot be combined with patternProperties here.",
-                          field="resume_schema")
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            "unevaluatedProperties cannot be combined with patternProperties here.",
+            field="resume_schema",
+        )
 
 
 def check_resume_schema(schema: Any) -> None:
@@ -470,11 +542,17 @@ def check_resume_schema(schema: Any) -> None:
         raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema must be a JSON object.", field="resume_schema")
     size = len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False).encode())
     if size > MAX_SCHEMA_BYTES:
-        raise DomainError(INVALID_RESUME_SCHEMA, f"The resume schema is {size} bytes; at most {MAX_SCHEMA_BYTES}.",
-                          field="resume_schema")
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            f"The resume schema is {size} bytes; at most {MAX_SCHEMA_BYTES}.",
+            field="resume_schema",
+        )
     if _depth(schema) > MAX_SCHEMA_DEPTH:
-        raise DomainError(INVALID_RESUME_SCHEMA, f"The resume schema nests deeper than {MAX_SCHEMA_DEPTH} levels.",
-                          field="resume_schema")
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            f"The resume schema nests deeper than {MAX_SCHEMA_DEPTH} levels.",
+            field="resume_schema",
+        )
     validator_class = _VALIDATORS[_draft(schema)]
     # The whole graph, before the metaschema check of the top: refs, patterns, loops, fan-out.
     _refuse_unsafe_parts(schema, validator_class)
@@ -483,11 +561,18 @@ def check_resume_schema(schema: Any) -> None:
         validator_class.check_schema(schema, format_checker=_FORMATS)
     except SchemaError as error:
         where = "#" + "".join(f"/{part}" for part in error.path)
-        raise DomainError(INVALID_RESUME_SCHEMA, f"Not a valid JSON Schema at {where}: {error.message}",
-                          field="resume_schema", path=where) from None
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            f"Not a valid JSON Schema at {where}: {error.message}",
+            field="resume_schema",
+            path=where,
+        ) from None
     if schema.get("type") != "object":
-        raise DomainError(INVALID_RESUME_SCHEMA, 'The resume schema must describe an object ("type": "object").',
-                          field="resume_schema")
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            'The resume schema must describe an object ("type": "object").',
+            field="resume_schema",
+        )
     # A trial run, the last guard: anything the graph walk missed spends the same budget.
     _errors(schema, {})
 
@@ -507,15 +592,22 @@ def _errors(schema: dict[str, Any], answer: Any) -> list[AnswerError]:
     try:
         found = sorted(validator.iter_errors(answer), key=lambda error: list(error.absolute_path))
     except _OverBudget:
-        raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema is too complex to validate an answer against.",
-                          field="resume_schema") from None
+        raise DomainError(
+            INVALID_RESUME_SCHEMA,
+            "The resume schema is too complex to validate an answer against.",
+            field="resume_schema",
+        ) from None
     except RecursionError:
-        raise DomainError(INVALID_RESUME_SCHEMA, "The resume schema refers to itself without end.",
-                          field="resume_schema") from None
+        raise DomainError(
+            INVALID_RESUME_SCHEMA, "The resume schema refers to itself without end.", field="resume_schema"
+        ) from None
     except Exception as error:  # noqa: BLE001 - jsonschema raises referencing's errors for a bad `$ref`
         if type(error).__module__.startswith(("referencing", "jsonschema")):
-            raise DomainError(INVALID_RESUME_SCHEMA, f"A $ref in the resume schema does not resolve: {str(error)[:200]}",
-                              field="resume_schema") from None
+            raise DomainError(
+                INVALID_RESUME_SCHEMA,
+                f"A $ref in the resume schema does not resolve: {str(error)[:200]}",
+                field="resume_schema",
+            ) from None
         raise
     finally:
         _spent.reset(token)
@@ -587,8 +679,11 @@ def validate_resume_data(schema: dict[str, Any], answer: Any) -> None:
         raise DomainError(INVALID_RESUME_DATA, "resume_data must be a JSON object.", path="", field="resume_data")
     limit = max_answer_bytes()
     if answer_size(answer) > limit:  # the API's serializer answers the same, before this is reached
-        raise DomainError(VALIDATION_ERROR, "The request is not valid; see details.",
-                          fields={"resume_data": [f"Must be at most {limit} bytes as JSON."]})
+        raise DomainError(
+            VALIDATION_ERROR,
+            "The request is not valid; see details.",
+            fields={"resume_data": [f"Must be at most {limit} bytes as JSON."]},
+        )
     problem = _first_problem(answer)
     if problem is not None:  # 1e400 parses as infinity, which no JSON answer can carry back
         where, what = problem
@@ -597,7 +692,9 @@ def validate_resume_data(schema: dict[str, Any], answer: Any) -> None:
     if found:
         first = found[0]
         raise DomainError(
-            INVALID_RESUME_DATA, f"resume_data{first.path or ''}: {first.message}",
-            path=first.path, field="resume_data",
+            INVALID_RESUME_DATA,
+            f"resume_data{first.path or ''}: {first.message}",
+            path=first.path,
+            field="resume_data",
             errors=[{"path": error.path, "message": error.message} for error in found[:20]],
         )

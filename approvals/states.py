@@ -23,8 +23,15 @@ class State(models.TextChoices):
     @property
     def colour(self) -> str:
         return {
-            "draft": "grey", "pending_approval": "amber", "approved": "green", "rejected": "red",
-            "expired": "grey", "executing": "blue", "succeeded": "green", "failed": "red", "cancelled": "grey",
+            "draft": "grey",
+            "pending_approval": "amber",
+            "approved": "green",
+            "rejected": "red",
+            "expired": "grey",
+            "executing": "blue",
+            "succeeded": "green",
+            "failed": "red",
+            "cancelled": "grey",
         }[self.value]
 
 
@@ -41,7 +48,9 @@ class RiskLevel(models.TextChoices):
 
     @property
     def colour(self) -> str:
-        return {"low": "green", "medium": "amber", "high": "orange", "critical": "red", "prohibited": "black"}[self.value]
+        return {"low": "green", "medium": "amber", "high": "orange", "critical": "red", "prohibited": "black"}[
+            self.value
+        ]
 
     @property
     def rank(self) -> int:

@@ -226,8 +226,9 @@ def _append(pending: list[_PendingEvent]) -> None:
     signed: list[tuple[_PendingEvent, signing.SigningKey]] = [(event, keys.current) for event in pending]
     handing_over = keys.rotation_from(head_key_id)
     if handing_over is not None:  # the previous key names the current one before it signs anything
-        rotation = _PendingEvent(timezone.now(), Actor.system("audit-signing"), signing.KEY_ROTATED, None, None,
-                                 keys.rotation_metadata())
+        rotation = _PendingEvent(
+            timezone.now(), Actor.system("audit-signing"), signing.KEY_ROTATED, None, None, keys.rotation_metadata()
+        )
         signed.insert(0, (rotation, handing_over))
     rows = []
     for event, key in signed:

@@ -159,10 +159,12 @@ def render_rows(plan: ExportPlan, rows: list[Row]) -> str:
     plan.digests.add_many(rows)
     if plan.fmt == "jsonl":
         return jsonl_lines(rows)
-    return _csv_text([
-        csv_cells(json.loads(canonical), prev_hash, row_hash, canonical, key_id, signature)
-        for seq, prev_hash, row_hash, canonical, key_id, signature in rows
-    ])
+    return _csv_text(
+        [
+            csv_cells(json.loads(canonical), prev_hash, row_hash, canonical, key_id, signature)
+            for seq, prev_hash, row_hash, canonical, key_id, signature in rows
+        ]
+    )
 
 
 def _csv_text(records: list[list[str]]) -> str:
@@ -258,8 +260,7 @@ async def stream_export(plan: ExportPlan, *, chunk_rows: int | None = None) -> A
     except Exception:
         # The headers are gone: end the body instead of leaving the client waiting on a
         # stream that will never finish. Without its manifest the file verifies as incomplete.
-        logger.exception("audit export %s failed after it started; the file ends without its manifest",
-                         plan.export_id)
+        logger.exception("audit export %s failed after it started; the file ends without its manifest", plan.export_id)
         return
     text = trailer(plan)
     if text:

@@ -63,7 +63,8 @@ class MomentField(forms.CharField):
             moment = None
         if moment is None:
             raise forms.ValidationError(
-                f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z.")
+                f"{self.label} must be an ISO-8601 date or date-time, e.g. 2026-01-31T09:00:00Z."
+            )
         return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
@@ -109,16 +110,27 @@ class AuditEventFilterSet(django_filters.FilterSet):
         error_messages={"invalid_choice": "%(value)r is not a registered audit verb."},
     )
     actor = django_filters.CharFilter(field_name="actor_label")
-    actor_kind = django_filters.ChoiceFilter(choices=ActorKind.choices,
-                                             error_messages=_one_of("actor_kind", ActorKind.values))
-    agent = WholeNumberFilter(field_name="agent_id", min_value=0, max_value=BIGINT_MAX,
-                              error_messages={"invalid": "agent must be a whole number.",
-                                              "min_value": "agent must be a whole number.",
-                                              "max_value": "agent must be a whole number."})
-    request = django_filters.UUIDFilter(field_name="request_id",
-                                        error_messages={"invalid": "request must be a request UUID."})
-    risk = django_filters.ChoiceFilter(choices=[(level, level) for level in RISK_LEVELS], method="classified_as",
-                                       error_messages=_one_of("risk", RISK_LEVELS))
+    actor_kind = django_filters.ChoiceFilter(
+        choices=ActorKind.choices, error_messages=_one_of("actor_kind", ActorKind.values)
+    )
+    agent = WholeNumberFilter(
+        field_name="agent_id",
+        min_value=0,
+        max_value=BIGINT_MAX,
+        error_messages={
+            "invalid": "agent must be a whole number.",
+            "min_value": "agent must be a whole number.",
+            "max_value": "agent must be a whole number.",
+        },
+    )
+    request = django_filters.UUIDFilter(
+        field_name="request_id", error_messages={"invalid": "request must be a request UUID."}
+    )
+    risk = django_filters.ChoiceFilter(
+        choices=[(level, level) for level in RISK_LEVELS],
+        method="classified_as",
+        error_messages=_one_of("risk", RISK_LEVELS),
+    )
     rule = django_filters.CharFilter(method="classified_as")
 
     class Meta:

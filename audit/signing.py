@@ -85,8 +85,11 @@ class Signer:
         )
 
     def rotation_metadata(self) -> dict[str, str]:
-        return {"from_key_id": self.previous.key_id if self.previous else "", "to_key_id": self.current.key_id,
-                "to_public_key": self.current.public_text}
+        return {
+            "from_key_id": self.previous.key_id if self.previous else "",
+            "to_key_id": self.current.key_id,
+            "to_public_key": self.current.public_text,
+        }
 
 
 @lru_cache(maxsize=4)

@@ -44,7 +44,11 @@ def run_verification(*, full: bool = False, trigger: str = "scheduled", checkpoi
             stored = AuditEvent.objects.filter(seq=last_good.head_seq).values_list("hash", flat=True).first()
             if stored != last_good.head_hash:
                 problem = VerifyResult(
-                    ok=False, checked=0, head_seq=last_good.head_seq - 1, head_hash="", bad_seq=last_good.head_seq,
+                    ok=False,
+                    checked=0,
+                    head_seq=last_good.head_seq - 1,
+                    head_hash="",
+                    bad_seq=last_good.head_seq,
                     reason=f"seq {last_good.head_seq} no longer has the hash verified on {last_good.finished_at:%Y-%m-%d %H:%M} UTC",
                 )
     result = problem or checkpoint_problem() or verify_chain(since_seq=since_seq)
@@ -52,7 +56,11 @@ def run_verification(*, full: bool = False, trigger: str = "scheduled", checkpoi
     if result.ok and checkpoint and result.head_seq > 0:
         checkpoint_file = write_checkpoint(result.head_seq, result.head_hash).name
     return record_outcome(
-        result, from_seq=since_seq, full=full or since_seq == 1, trigger=trigger, started_at=started_at,
+        result,
+        from_seq=since_seq,
+        full=full or since_seq == 1,
+        trigger=trigger,
+        started_at=started_at,
         checkpoint_file=checkpoint_file,
     )
 
@@ -63,8 +71,9 @@ def checkpoint_problem() -> VerifyResult | None:
     if not checkpoints:
         return None
     stored = dict(
-        AuditEvent.objects.filter(seq__in=[c["seq"] for c in checkpoints if isinstance(c.get("seq"), int)])
-        .values_list("seq", "hash")
+        AuditEvent.objects.filter(seq__in=[c["seq"] for c in checkpoints if isinstance(c.get("seq"), int)]).values_list(
+            "seq", "hash"
+        )
     )
     for found in checkpoints:
         seq = found.get("seq")
@@ -74,15 +83,18 @@ def checkpoint_problem() -> VerifyResult | None:
             reason = f"checkpoint {found['file']} is not trustworthy: it names no seq"
         elif seq not in stored:
             first_missing = _first_missing_seq(seq)
-            reason = (f"rows from seq {first_missing} on are gone: signed checkpoint {found['file']} names seq "
-                      f"{seq}, which the database no longer has")
+            reason = (
+                f"rows from seq {first_missing} on are gone: signed checkpoint {found['file']} names seq "
+                f"{seq}, which the database no longer has"
+            )
             seq = first_missing
         elif stored[seq] != found["hash"]:
             reason = f"seq {seq} differs from signed checkpoint {found['file']}: the chain was rewritten"
         else:
             continue
-        return VerifyResult(ok=False, checked=0, head_seq=0, head_hash="",
-                            bad_seq=seq if isinstance(seq, int) else None, reason=reason)
+        return VerifyResult(
+            ok=False, checked=0, head_seq=0, head_hash="", bad_seq=seq if isinstance(seq, int) else None, reason=reason
+        )
     return None
 
 
@@ -127,15 +139,31 @@ def record_outcome(
             checkpoint_file=checkpoint_file,
         )
         if result.ok:
-            record("audit.verified", actor=actor, metadata={
-                "since_seq": from_seq, "checked": result.checked, "head_seq": result.head_seq,
-                "head_hash": result.head_hash, "full": full, "trigger": trigger, "checkpoint": checkpoint_file,
-            })
+            record(
+                "audit.verified",
+                actor=actor,
+                metadata={
+                    "since_seq": from_seq,
+                    "checked": result.checked,
+                    "head_seq": result.head_seq,
+                    "head_hash": result.head_hash,
+                    "full": full,
+                    "trigger": trigger,
+                    "checkpoint": checkpoint_file,
+                },
+            )
         else:
-            record("audit.chain_broken", actor=actor, metadata={
-                "since_seq": from_seq, "bad_seq": result.bad_seq, "reason": result.reason or "", "full": full,
-                "trigger": trigger,
-            })
+            record(
+                "audit.chain_broken",
+                actor=actor,
+                metadata={
+                    "since_seq": from_seq,
+                    "bad_seq": result.bad_seq,
+                    "reason": result.reason or "",
+                    "full": full,
+                    "trigger": trigger,
+                },
+            )
     if not result.ok:
         # The event is the durable alert; the log line reaches whoever watches the workers.
         logger.critical("audit chain broken at seq %s: %s", result.bad_seq, result.reason)

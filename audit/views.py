@@ -120,8 +120,7 @@ def _seq_or_blank(raw: str) -> str:
     return raw if raw.isascii() and raw.isdigit() and len(raw) <= 18 else ""
 
 
-def _page(filters: AuditEventFilterSet, before: str,
-          after: str) -> tuple[list[dict[str, Any]], int | None, int | None]:
+def _page(filters: AuditEventFilterSet, before: str, after: str) -> tuple[list[dict[str, Any]], int | None, int | None]:
     """One page of events, newest first, and the seqs to page older/newer from (None at an end)."""
     before, after = _seq_or_blank(before), _seq_or_blank(after)
     queryset = filters.filter_queryset(AuditEvent.objects.all()).values(*_LIST_FIELDS)
@@ -173,9 +172,11 @@ def _chain_status() -> dict[str, Any]:
 
 
 def _recent_exports(limit: int = 5) -> list[dict[str, Any]]:
-    rows = AuditEvent.objects.filter(verb="audit.exported").order_by("-seq").values(
-        "seq", "occurred_at", "actor_label", "metadata"
-    )[:limit]
+    rows = (
+        AuditEvent.objects.filter(verb="audit.exported")
+        .order_by("-seq")
+        .values("seq", "occurred_at", "actor_label", "metadata")[:limit]
+    )
     return [
         {
             "seq": row["seq"],
@@ -204,9 +205,18 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
         "hash_recomputes": recomputed == event.hash,
         "recomputed": recomputed,
         "phase": PHASES.get(event.verb, ""),
-        "agent_name": agent_names([{"agent_id": event.agent_id, "actor_kind": event.actor_kind,
-                                    "actor_id": event.actor_id, "actor_label": event.actor_label}]
-                                  ).get(event.agent_id) if event.agent_id is not None else None,
+        "agent_name": agent_names(
+            [
+                {
+                    "agent_id": event.agent_id,
+                    "actor_kind": event.actor_kind,
+                    "actor_id": event.actor_id,
+                    "actor_label": event.actor_label,
+                }
+            ]
+        ).get(event.agent_id)
+        if event.agent_id is not None
+        else None,
     }
     return render(request, "audit/event.html", context)
 
@@ -214,9 +224,7 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
 @_auditor_page
 def request_timeline(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
     """Every event about one request in seq order: submission, classification, decisions, execution."""
-    events = list(
-        AuditEvent.objects.filter(request_id=request_id).order_by("seq").values(*_LIST_FIELDS, "metadata")
-    )
+    events = list(AuditEvent.objects.filter(request_id=request_id).order_by("seq").values(*_LIST_FIELDS, "metadata"))
     ApprovalRequest = apps.get_model("approvals", "ApprovalRequest")
     subject = (
         ApprovalRequest.objects.filter(pk=request_id)

@@ -117,14 +117,25 @@ register("audit.sealed", "Rows written before signing began were verified and se
 register("request.execution_deferred", "A retryable execution failure; the next attempt is scheduled.")
 register("request.execution_reclaimed", "A worker took a fresh lease for the next attempt of a claimed execution.")
 # Risk-rule tuning: deadline extensions and per-rule notification settings.
-register("request.deadline_extended", "A reviewer extended a pending request's decision deadline (once, within the rule's limit).")
-register("rule.notifications_changed", "An admin changed a rule's notification, reminder, escalation or extension settings.")
+register(
+    "request.deadline_extended",
+    "A reviewer extended a pending request's decision deadline (once, within the rule's limit).",
+)
+register(
+    "rule.notifications_changed", "An admin changed a rule's notification, reminder, escalation or extension settings."
+)
 # Decision integrity: edits that regroup a request, proposals, step-up, sign-in throttling,
 # four eyes on policy, and who changed which group's members.
 register("request.reclassified", "An edit re-classified a pending request under a stricter rule, group or quorum.")
 register("request.edit_proposed", "A reviewer proposed edited params that others must approve.")
-register("request.field_revealed", "A reviewer who may decide the request revealed one masked param (the field, never its value).")
-register("rules.masked_probe", "A risk-admin who may reveal them tested a rule reading masked params of a pending request (the fields, never their values).")
+register(
+    "request.field_revealed",
+    "A reviewer who may decide the request revealed one masked param (the field, never its value).",
+)
+register(
+    "rules.masked_probe",
+    "A risk-admin who may reveal them tested a rule reading masked params of a pending request (the fields, never their values).",
+)
 register("auth.step_up_failed", "A reviewer gave a wrong step-up proof for a decision.")
 register("auth.session_ended", "A person's session was ended (repeated failed step-ups, passwords or codes).")
 register("auth.throttled", "Repeated failed sign-ins: that account must wait before trying again from that address.")
@@ -136,13 +147,17 @@ register("policy.proposal_rejected", "A proposed policy change was rejected or w
 register("auth.signed_in", "A person signed in (every factor the login asked for given).")
 register("auth.signed_out", "A person signed out.")
 register("auth.sign_in_failed", "A password or second-factor code given to sign in was refused.")
-register("auth.password_check_failed",
-         "A signed-in person's password or code was refused (password change, re-authentication), by page.")
+register(
+    "auth.password_check_failed",
+    "A signed-in person's password or code was refused (password change, re-authentication), by page.",
+)
 register("auth.mfa_enrolled", "A person added a second factor (authenticator app, recovery codes, passkey).")
 register("auth.mfa_removed", "A person removed a second factor.")
 register("auth.recovery_code_used", "A person used one of their single-use recovery codes.")
-register("auth.provider_signed_out",
-         "An identity provider ended a person's sessions (back-channel logout, or it no longer vouches for them).")
+register(
+    "auth.provider_signed_out",
+    "An identity provider ended a person's sessions (back-channel logout, or it no longer vouches for them).",
+)
 # LangChain HITL and the like: a reviewer answers in place of the tool (it never runs).
 register("request.responded", "A reviewer replied in place of the tool call; the request ended rejected, unrun.")
 
@@ -166,7 +181,11 @@ TRANSITION_VERBS: frozenset[str] = frozenset(
 # Suspensions: a reviewer's typed answer to a paused workflow step (its keyed digest, never the answer).
 register("suspension.answered", "A reviewer answered a suspension: proposed, replaced or agreed with an answer.")
 # Who may decide is policy (approvals.policy.authority).
-register("request.escalation_refused",
-         "An escalation was refused: its group is neither the rule's own nor an approved escalation target.")
-register("membership.claims_applied",
-         "An identity provider's group claims changed a person's groups at sign-in (never risk-admins).")
+register(
+    "request.escalation_refused",
+    "An escalation was refused: its group is neither the rule's own nor an approved escalation target.",
+)
+register(
+    "membership.claims_applied",
+    "An identity provider's group claims changed a person's groups at sign-in (never risk-admins).",
+)

@@ -103,8 +103,14 @@ def verify_chain(
     unsealed = signatures.finish() if result.ok else None
     if unsealed is not None:
         seq = signatures.unsealed_head[0] if signatures.unsealed_head else None
-        return VerifyResult(ok=False, checked=result.checked, head_seq=result.head_seq,
-                            head_hash=result.head_hash, bad_seq=seq, reason=unsealed)
+        return VerifyResult(
+            ok=False,
+            checked=result.checked,
+            head_seq=result.head_seq,
+            head_hash=result.head_hash,
+            bad_seq=seq,
+            reason=unsealed,
+        )
     return result
 
 
@@ -112,9 +118,7 @@ def _signature_check(
     since_seq: int, trusted_keys: Iterable[Ed25519PublicKey] | None
 ) -> signing.SignatureCheck | VerifyResult:
     """The signature state at `since_seq`: keys introduced by earlier rotations, earlier seals."""
-    check = signing.SignatureCheck.trusting(
-        signing.trusted_public_keys() if trusted_keys is None else trusted_keys
-    )
+    check = signing.SignatureCheck.trusting(signing.trusted_public_keys() if trusted_keys is None else trusted_keys)
     if since_seq <= 1:
         return check
     earlier = AuditEvent.objects.filter(seq__lt=since_seq).order_by("seq")
@@ -124,8 +128,9 @@ def _signature_check(
     for row in replayed:
         problem = check(row)
         if problem is not None:
-            return VerifyResult(ok=False, checked=0, head_seq=since_seq - 1, head_hash="", bad_seq=row["seq"],
-                                reason=problem)
+            return VerifyResult(
+                ok=False, checked=0, head_seq=since_seq - 1, head_hash="", bad_seq=row["seq"], reason=problem
+            )
     check.signing_began = earlier.exclude(signature="").exists()
     return check
 
@@ -149,15 +154,26 @@ def verify_unsigned_prefix() -> VerifyResult:
     if last_unsigned is None:
         return VerifyResult(ok=True, checked=0, head_seq=0, head_hash=GENESIS_HASH)
     signed_before = (
-        AuditEvent.objects.filter(seq__lt=last_unsigned).exclude(signature="").order_by("seq")
-        .values_list("seq", flat=True).first()
+        AuditEvent.objects.filter(seq__lt=last_unsigned)
+        .exclude(signature="")
+        .order_by("seq")
+        .values_list("seq", flat=True)
+        .first()
     )
     if signed_before is not None:
-        return VerifyResult(ok=False, checked=0, head_seq=0, head_hash="", bad_seq=last_unsigned,
-                            reason=f"seq {last_unsigned} is unsigned but signing began at seq {signed_before}: "
-                                   "it was inserted without the signing key")
+        return VerifyResult(
+            ok=False,
+            checked=0,
+            head_seq=0,
+            head_hash="",
+            bad_seq=last_unsigned,
+            reason=f"seq {last_unsigned} is unsigned but signing began at seq {signed_before}: "
+            "it was inserted without the signing key",
+        )
     rows = (
-        AuditEvent.objects.filter(seq__lte=last_unsigned).order_by("seq").values(*_VERIFY_FIELDS)
+        AuditEvent.objects.filter(seq__lte=last_unsigned)
+        .order_by("seq")
+        .values(*_VERIFY_FIELDS)
         .iterator(chunk_size=VERIFY_CHUNK_SIZE)
     )
     return verify_rows(rows, start_seq=1, anchor_hash=GENESIS_HASH, row_check=_columns_match_canonical)

@@ -9,8 +9,10 @@ from .environment import env_bool, env_list
 
 REST_FRAMEWORK = {
     # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
-    "DEFAULT_AUTHENTICATION_CLASSES": ["agents.api.auth.BearerTokenAuthentication",
-                                       "controlplane.http.auth.SessionAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "agents.api.auth.BearerTokenAuthentication",
+        "controlplane.http.auth.SessionAuthentication",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.auth.TokenRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # Every error under /api/ is JSON {code, message, details?} (controlplane/http/errors.py).
@@ -18,8 +20,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # DRF's defaults, with a JSON parser that refuses deep nesting as a 400 instead of a 500.
-    "DEFAULT_PARSER_CLASSES": ["controlplane.http.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "controlplane.http.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 
 # --- Agent-facing API (agents/api) ----------------------------------------------
@@ -58,6 +63,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"StateEnum": "approvals.states.State", "RiskLevelEnum": "approvals.states.RiskLevel",
-                            "KindEnum": "approvals.states.Kind"},
+    "ENUM_NAME_OVERRIDES": {
+        "StateEnum": "approvals.states.State",
+        "RiskLevelEnum": "approvals.states.RiskLevel",
+        "KindEnum": "approvals.states.Kind",
+    },
 }

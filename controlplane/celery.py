@@ -52,7 +52,10 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
         **accounts_schedule(),
         # audit/tasks.py: incremental verification + signed checkpoint, and a nightly full pass.
         "audit-verify-incremental": {"task": "audit.verify_chain", "schedule": 300.0},
-        "audit-verify-full": {"task": "audit.verify_chain", "schedule": crontab(hour=3, minute=17),
-                              "kwargs": {"full": True}},
+        "audit-verify-full": {
+            "task": "audit.verify_chain",
+            "schedule": crontab(hour=3, minute=17),
+            "kwargs": {"full": True},
+        },
     }
     sender.conf.beat_schedule = {**schedule, **(sender.conf.beat_schedule or {})}

@@ -77,8 +77,11 @@ def readyz(request: HttpRequest) -> JsonResponse:
         try:
             check()
         except Exception as exc:  # any failure means "not ready", reported by name
-            results[name] = {"ok": False, "ms": int((time.monotonic() - started) * 1000),
-                             "error": f"{type(exc).__name__}: {exc}"[:300]}
+            results[name] = {
+                "ok": False,
+                "ms": int((time.monotonic() - started) * 1000),
+                "error": f"{type(exc).__name__}: {exc}"[:300],
+            }
         else:
             results[name] = {"ok": True, "ms": int((time.monotonic() - started) * 1000)}
     ready = all(result["ok"] for result in results.values())

@@ -53,9 +53,13 @@ def social_providers(providers: list[dict]) -> dict:
         "openid_connect": {
             "OAUTH_PKCE_ENABLED": True,
             "APPS": [
-                {"provider_id": provider["id"], "name": provider.get("name", provider["id"]),
-                 "client_id": provider["client_id"], "secret": provider.get("secret", ""),
-                 "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"}}
+                {
+                    "provider_id": provider["id"],
+                    "name": provider.get("name", provider["id"]),
+                    "client_id": provider["client_id"],
+                    "secret": provider.get("secret", ""),
+                    "settings": {"server_url": provider["issuer"], "token_auth_method": "client_secret_post"},
+                }
                 for provider in providers
             ],
         }
@@ -84,8 +88,6 @@ MFA_TOTP_TOLERANCE = int(os.environ.get("MFA_TOTP_TOLERANCE", "0"))
 # Members of these groups must enroll a second factor at their next sign-in. Unset: every
 # group that may decide a request needing step-up (controlplane.accounts.mfa_policy);
 # empty: nobody; otherwise group names, comma-separated.
-MFA_REQUIRED_GROUPS: list[str] | None = (
-    env_list("MFA_REQUIRED_GROUPS") if "MFA_REQUIRED_GROUPS" in os.environ else None
-)
+MFA_REQUIRED_GROUPS: list[str] | None = env_list("MFA_REQUIRED_GROUPS") if "MFA_REQUIRED_GROUPS" in os.environ else None
 # The identity providers' origins: the sign-in form posts there (Content-Security-Policy form-action).
 OIDC_ISSUER_ORIGINS = sorted({_origin(provider["issuer"]) for provider in OIDC_PROVIDERS})

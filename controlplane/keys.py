@@ -20,8 +20,16 @@ from collections.abc import Mapping
 from itertools import combinations
 from pathlib import Path
 
-__all__ = ["REQUIRED_SECRETS", "UnsafeSecrets", "development_value", "ensure_local_keys", "problems",
-           "read_local_keys", "refuse_unsafe", "use_ephemeral_keys"]
+__all__ = [
+    "REQUIRED_SECRETS",
+    "UnsafeSecrets",
+    "development_value",
+    "ensure_local_keys",
+    "problems",
+    "read_local_keys",
+    "refuse_unsafe",
+    "use_ephemeral_keys",
+]
 
 # name -> what it protects (said in the refusal, so an operator knows why it matters)
 REQUIRED_SECRETS: Mapping[str, str] = {
@@ -53,8 +61,9 @@ def problems(values: Mapping[str, str]) -> list[str]:
         if not value:
             found.append(f"{name} is not set (it protects {purpose}).")
         elif len(value) < MINIMUM_LENGTH:
-            found.append(f"{name} is too short ({len(value)} characters, at least {MINIMUM_LENGTH}); "
-                         f"it protects {purpose}.")
+            found.append(
+                f"{name} is too short ({len(value)} characters, at least {MINIMUM_LENGTH}); it protects {purpose}."
+            )
         elif development_value(value):
             found.append(f"{name} is a development placeholder; it protects {purpose}.")
     for first, second in combinations(REQUIRED_SECRETS, 2):

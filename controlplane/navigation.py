@@ -40,8 +40,10 @@ def nav_links(user) -> list[NavLink]:
     groups = set(user.groups.values_list("name", flat=True))
     links = []
     if REVIEWERS in groups or user.is_superuser:
-        links += [NavLink("Queue", _url("approvals:queue", "/"), "queue"),
-                  NavLink("History", _url("approvals:history", "/history/"), "history")]
+        links += [
+            NavLink("Queue", _url("approvals:queue", "/"), "queue"),
+            NavLink("History", _url("approvals:history", "/history/"), "history"),
+        ]
     if RISK_ADMINS in groups or user.is_superuser:
         links.append(NavLink("Rules", _url("rules:list", "/rules/"), "rules"))
     if AUDITORS in groups or user.is_superuser:
@@ -57,7 +59,8 @@ def can_review(user) -> bool:
     if user.is_superuser:
         return True
     return user.groups.filter(
-        Q(name=REVIEWERS) | Q(pk__in=RiskRule.objects.values("approver_group"))
+        Q(name=REVIEWERS)
+        | Q(pk__in=RiskRule.objects.values("approver_group"))
         | Q(pk__in=RiskRule.objects.filter(escalation_group__isnull=False).values("escalation_group"))
     ).exists()
 

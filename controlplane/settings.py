@@ -117,8 +117,10 @@ TEMPLATES = [
                 "controlplane.http.codes.template_context",
             ],
             # The reviewer pages' template tags live with the pages (approvals/web/).
-            "libraries": {"dashboard": "approvals.web.templatetags.dashboard",
-                          "rules_text": "approvals.web.templatetags.rules_text"},
+            "libraries": {
+                "dashboard": "approvals.web.templatetags.dashboard",
+                "rules_text": "approvals.web.templatetags.rules_text",
+            },
             # `ago` ("just now", "3 minutes ago") on every page without a load tag.
             "builtins": ["approvals.web.templatetags.timewords"],
         },
@@ -197,7 +199,9 @@ if REDIS_URL:
             "CONFIG": {
                 # Every waiting long-poll holds one Redis connection in a blocking read;
                 # redis-py's default cap of 100 would fail the 101st waiter outright.
-                "hosts": [{"address": REDIS_URL, "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "2000"))}],
+                "hosts": [
+                    {"address": REDIS_URL, "max_connections": int(os.environ.get("REDIS_MAX_CONNECTIONS", "2000"))}
+                ],
             },
         }
     }

@@ -38,8 +38,13 @@ def _parts(origin: str) -> tuple[str, str, int] | None:
         port = parsed.port
     except ValueError:
         return None
-    if parsed.scheme not in DEFAULT_PORTS or not parsed.hostname or parsed.path not in ("", "/") \
-            or parsed.query or parsed.username is not None:
+    if (
+        parsed.scheme not in DEFAULT_PORTS
+        or not parsed.hostname
+        or parsed.path not in ("", "/")
+        or parsed.query
+        or parsed.username is not None
+    ):
         return None
     return parsed.scheme, parsed.hostname, port or DEFAULT_PORTS[parsed.scheme]
 

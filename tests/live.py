@@ -49,8 +49,9 @@ def child_environment(**extra: str) -> dict[str, str]:
     # appends to the same chain, which refuses rows from a key it has moved past.
     from django.conf import settings
 
-    env.update(AUDIT_SIGNING_KEY=settings.AUDIT_SIGNING_KEY,
-               AUDIT_PREVIOUS_SIGNING_KEY=settings.AUDIT_PREVIOUS_SIGNING_KEY)
+    env.update(
+        AUDIT_SIGNING_KEY=settings.AUDIT_SIGNING_KEY, AUDIT_PREVIOUS_SIGNING_KEY=settings.AUDIT_PREVIOUS_SIGNING_KEY
+    )
     return env
 
 

@@ -40,6 +40,7 @@ class TestReleaseRequestThread:
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=1) as executor:
+
             async def request() -> tuple[threading.Thread, threading.Thread]:
                 async with ThreadSensitiveContext(executor=executor):
                     first = await sync_to_async(_current_thread)()

@@ -87,8 +87,7 @@ def _authenticate(header: str) -> tuple[AgentPrincipal | None, JsonResponse | No
         return None, json_error(INSUFFICIENT_SCOPE, "The token lacks the 'read' scope.")
     wait = consume_rate(principal.token)
     if wait is not None:
-        response = json_error(RATE_LIMITED, f"Too many requests; retry in {int(wait)} s.",
-                              retry_after=int(wait))
+        response = json_error(RATE_LIMITED, f"Too many requests; retry in {int(wait)} s.", retry_after=int(wait))
         response["Retry-After"] = str(int(wait))
         return None, response
     return principal, None
@@ -133,7 +132,9 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
         return refusal
     wait = _parse_wait(request.GET.get("wait"))
     if wait is None:
-        return json_error(VALIDATION_ERROR, "wait must be a number of seconds, 0 or more.", fields={"wait": ["invalid"]})
+        return json_error(
+            VALIDATION_ERROR, "wait must be a number of seconds, 0 or more.", fields={"wait": ["invalid"]}
+        )
     agent_id = principal.agent.pk
     read = _in_pool(_read)
     layer = get_channel_layer() if wait > 0 else None
@@ -192,8 +193,14 @@ class ResumeDocumentation(APIView):
             "seconds for the decision. `decided` false means: poll again. Expired and cancelled "
             "requests resume as `rejected` with feedback saying so; `state` tells them apart."
         ),
-        parameters=[OpenApiParameter("wait", float, required=False,
-                                     description="Seconds to wait for a decision (capped at API_MAX_WAIT_SECONDS, 60 by default).")],
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                float,
+                required=False,
+                description="Seconds to wait for a decision (capped at API_MAX_WAIT_SECONDS, 60 by default).",
+            )
+        ],
         responses={200: ResumeSerializer, **error_responses(*TOKEN_ERRORS)},
         tags=["agents"],
     )

@@ -34,7 +34,8 @@ TURN_MAX_CHARS = 4000
 class ContextLinkSerializer(serializers.Serializer):
     label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     url = serializers.CharField(
-        max_length=2000, help_text="Shown as a link only when it is http(s); anything else shows as text.",
+        max_length=2000,
+        help_text="Shown as a link only when it is http(s); anything else shows as text.",
     )
 
 
@@ -52,20 +53,25 @@ class ContextSerializer(serializers.Serializer):
     def to_internal_value(self, data):
         if isinstance(data, dict) and (unknown := sorted(set(data) - {"links", "turns"})):
             raise serializers.ValidationError(
-                {key: "Unknown key: context takes `links` and `turns`." for key in unknown}, code="unknown_key")
+                {key: "Unknown key: context takes `links` and `turns`." for key in unknown}, code="unknown_key"
+            )
         return super().to_internal_value(data)
 
 
 class _AgentClaims(serializers.Serializer):
     reason = serializers.CharField(
-        max_length=REASON_MAX_CHARS, required=False, allow_blank=True, default="", trim_whitespace=False,
+        max_length=REASON_MAX_CHARS,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
         help_text="Why the agent wants this, in its own words (plain text). Reviewers see it labelled "
-                  "as the agent's claim.",
+        "as the agent's claim.",
     )
     context = ContextSerializer(
         required=False,
         help_text=f"`links` (at most {CONTEXT_MAX_LINKS}, {{label, url}}) to the run or thread, and the last "
-                  f"conversation `turns` (at most {CONTEXT_MAX_TURNS}, {{role, text}}).",
+        f"conversation `turns` (at most {CONTEXT_MAX_TURNS}, {{role, text}}).",
     )
 
 
@@ -75,16 +81,23 @@ class _CorrelationFields(_AgentClaims):
     resource_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     tool_call_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     batch_id = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, default="",
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
         help_text="Groups the requests one agent step submitted together (e.g. the interrupt id); "
-                  "the queue shows them as one batch. Filter with `?batch=`.",
+        "the queue shows them as one batch. Filter with `?batch=`.",
     )
     idempotency_key = serializers.CharField(
-        max_length=200, required=False, allow_blank=False,
+        max_length=200,
+        required=False,
+        allow_blank=False,
         help_text="Scoped to the agent; the Idempotency-Key header wins when both are given.",
     )
     callback_url = serializers.URLField(
-        max_length=2000, required=False, allow_blank=False,
+        max_length=2000,
+        required=False,
+        allow_blank=False,
         help_text="Receives the decision as a signed POST; must be on the outbound allow-list.",
     )
 
@@ -104,23 +117,29 @@ class _ActionTypeField(serializers.CharField):
 
 class ActionSubmissionSerializer(_CorrelationFields):
     action_type = _ActionTypeField(
-        max_length=200, trim_whitespace=False,
+        max_length=200,
+        trim_whitespace=False,
         help_text="Letters, digits, `_`, `-` and `.` (e.g. `send_email`, `github.create_issue`); normalized "
-                  "(Unicode NFKC, case-folded, surrounding junk stripped) before any rule reads it.",
+        "(Unicode NFKC, case-folded, surrounding junk stripped) before any rule reads it.",
     )
     target = BoundedJSONObject(max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict)
     params = BoundedJSONObject(max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict)
     declared = BoundedJSONObject(
-        max_bytes_setting="API_MAX_PARAMS_BYTES", required=False, default=dict,
+        max_bytes_setting="API_MAX_PARAMS_BYTES",
+        required=False,
+        default=dict,
         help_text="What the agent says about its own call; rules read it only if they trust it.",
     )
     allowed_decisions = serializers.ListField(
-        child=serializers.ChoiceField(choices=list(ACTION_DECISIONS)), min_length=1, max_length=4, required=False,
+        child=serializers.ChoiceField(choices=list(ACTION_DECISIONS)),
+        min_length=1,
+        max_length=4,
+        required=False,
         help_text="What the agent's host can apply (LangChain HITL's `allowed_decisions`); default "
-                  "`[approve, edit, reject]`. Leave out `edit` where your host runs the call only as submitted "
-                  "(Mastra's `approveToolCall` carries no arguments): reviewers are then offered no edit. "
-                  "`respond`: a reviewer may reply in place of the tool. Any other "
-                  "decision is refused with 422 `decision_not_allowed` (a person may always reject).",
+        "`[approve, edit, reject]`. Leave out `edit` where your host runs the call only as submitted "
+        "(Mastra's `approveToolCall` carries no arguments): reviewers are then offered no edit. "
+        "`respond`: a reviewer may reply in place of the tool. Any other "
+        "decision is refused with 422 `decision_not_allowed` (a person may always reject).",
     )
 
     def validate_allowed_decisions(self, value: list[str]) -> list[str]:
@@ -128,7 +147,9 @@ class ActionSubmissionSerializer(_CorrelationFields):
 
 
 class PlanSubmissionSerializer(_CorrelationFields):
-    path = serializers.CharField(max_length=1000, help_text="Where the agent wrote the plan, e.g. .mastracode/plans/x.md")
+    path = serializers.CharField(
+        max_length=1000, help_text="Where the agent wrote the plan, e.g. .mastracode/plans/x.md"
+    )
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     plan = serializers.CharField(help_text="The plan's Markdown (the host read the file).", trim_whitespace=False)
 
@@ -149,7 +170,9 @@ class SuspensionSubmissionSerializer(_CorrelationFields):
     workflow_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     step_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     action_type = _ActionTypeField(
-        max_length=200, trim_whitespace=False, required=False,
+        max_length=200,
+        trim_whitespace=False,
+        required=False,
         help_text="What rules match on; `<workflow_id>.<step_id>` when not given.",
     )
     suspend_payload = BoundedJSONObject(
@@ -159,7 +182,7 @@ class SuspensionSubmissionSerializer(_CorrelationFields):
     resume_schema = BoundedJSONObject(
         max_bytes_setting="API_MAX_PARAMS_BYTES",
         help_text="JSON Schema (draft 2020-12 by default, or draft-07 by `$schema`) of the answer, `type: object`; "
-                  "local `$ref`s only; patterns must be RE2 syntax.",
+        "local `$ref`s only; patterns must be RE2 syntax.",
     )
 
     def validate(self, attrs):
@@ -167,13 +190,15 @@ class SuspensionSubmissionSerializer(_CorrelationFields):
             workflow_id, step_id = attrs.get("workflow_id", ""), attrs.get("step_id", "")
             if not (workflow_id and step_id):
                 raise serializers.ValidationError(
-                    {"action_type": "Give action_type, or workflow_id and step_id to make it from."}, code="required")
+                    {"action_type": "Give action_type, or workflow_id and step_id to make it from."}, code="required"
+                )
             try:
                 parse_action_type(f"{workflow_id}.{step_id}")
             except ActionTypeError as error:
                 raise serializers.ValidationError(
                     {"action_type": f"{workflow_id}.{step_id} is not a valid action type ({error}); give action_type."},
-                    code=INVALID_ACTION_TYPE) from None
+                    code=INVALID_ACTION_TYPE,
+                ) from None
             attrs["action_type"] = f"{workflow_id}.{step_id}"
         return attrs
 
@@ -184,7 +209,8 @@ class CancelSerializer(serializers.Serializer):
 
 class ClaimSerializer(serializers.Serializer):
     target_hash = serializers.RegexField(
-        r"^[0-9a-f]{64}$", required=False,
+        r"^[0-9a-f]{64}$",
+        required=False,
         help_text="sha256 of the target as the agent sees it now (canonical JSON); a mismatch refuses the claim.",
     )
 
@@ -209,21 +235,37 @@ class GrantSerializer(serializers.Serializer):
     lease_until = serializers.DateTimeField()
 
 
-@extend_schema_field({
-    # anyOf, not oneOf: a suspension's answer is any object, so an action's matches both.
-    "anyOf": [
-        {"type": "object", "description": "Actions and plans.", "required": ["action"],
-         "properties": {"action": {"type": "string", "enum": ["approved", "rejected", "responded"]},
-                        "feedback": {"type": "string"},
-                        "message": {"type": "string", "description": "With `responded`: the reviewer's reply, for "
-                                                                     "the model in place of the tool's result."},
-                        "path": {"type": "string"}, "title": {"type": "string"},
-                        "plan": {"type": "string"}, "params": {"type": "object"}}},
-        {"type": "object", "description": "An approved suspension: the reviewers' answer exactly as validated "
-                                          "against its resume schema (pass it to `run.resume({step, resumeData})`)."},
-    ],
-    "nullable": True,
-})
+@extend_schema_field(
+    {
+        # anyOf, not oneOf: a suspension's answer is any object, so an action's matches both.
+        "anyOf": [
+            {
+                "type": "object",
+                "description": "Actions and plans.",
+                "required": ["action"],
+                "properties": {
+                    "action": {"type": "string", "enum": ["approved", "rejected", "responded"]},
+                    "feedback": {"type": "string"},
+                    "message": {
+                        "type": "string",
+                        "description": "With `responded`: the reviewer's reply, for "
+                        "the model in place of the tool's result.",
+                    },
+                    "path": {"type": "string"},
+                    "title": {"type": "string"},
+                    "plan": {"type": "string"},
+                    "params": {"type": "object"},
+                },
+            },
+            {
+                "type": "object",
+                "description": "An approved suspension: the reviewers' answer exactly as validated "
+                "against its resume schema (pass it to `run.resume({step, resumeData})`).",
+            },
+        ],
+        "nullable": True,
+    }
+)
 class _ResumeDataField(serializers.JSONField):
     """Documents the two shapes `resume_data` takes."""
 
@@ -245,11 +287,16 @@ class SignedDecisionSerializer(serializers.Serializer):
     action_type = serializers.CharField(allow_blank=True, help_text="As the server normalized it.")
     idempotency_key = serializers.CharField(allow_null=True, help_text="The submission's key; null without one.")
     tool_call_id = serializers.CharField(allow_blank=True)
-    submitted_sha256 = serializers.CharField(help_text="sha256 of the RFC 8785 bytes of what the agent submitted "
-                                             "(params; a plan's {path, plan}; a suspend payload).")
+    submitted_sha256 = serializers.CharField(
+        help_text="sha256 of the RFC 8785 bytes of what the agent submitted "
+        "(params; a plan's {path, plan}; a suspend payload)."
+    )
     verdict = serializers.CharField()
-    payload_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the RFC 8785 bytes of what the "
-                                           "agent acts on (approved params or plan); null for a rejection.")
+    payload_sha256 = serializers.CharField(
+        allow_null=True,
+        help_text="sha256 of the RFC 8785 bytes of what the "
+        "agent acts on (approved params or plan); null for a rejection.",
+    )
     tool_result_sha256 = serializers.CharField(allow_null=True, help_text="sha256 of the UTF-8 `tool_result` text.")
     execute_by = serializers.CharField(allow_null=True)
 
@@ -268,7 +315,10 @@ class ResumeSerializer(serializers.Serializer):
     resume_data = _ResumeDataField(allow_null=True)
     tool_result = serializers.CharField(allow_null=True)
     decision_signature = DecisionSignatureSerializer(
-        required=False, help_text="Decided requests: the server's Ed25519 signature binding this decision to the "
-        "exact call (hitl_controlplane.decisions). Verify it with `manage.py audit_public_key` before acting.")
+        required=False,
+        help_text="Decided requests: the server's Ed25519 signature binding this decision to the "
+        "exact call (hitl_controlplane.decisions). Verify it with `manage.py audit_public_key` before acting.",
+    )
     feedback = serializers.CharField(
-        required=False, help_text="Suspensions only: why it ended without an answer (rejected, expired, cancelled).")
+        required=False, help_text="Suspensions only: why it ended without an answer (rejected, expired, cancelled)."
+    )

@@ -81,7 +81,10 @@ class AgentView(generics.GenericAPIView):
 
 
 IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
     description="Scoped to the agent. Same key + same body replays the first response (header "
     "`Idempotent-Replayed: true`); same key + different body is 422 `idempotency_key_reused`.",
 )
@@ -124,9 +127,14 @@ class ActionSubmitView(_SubmitView):
     serializer_class = ActionSubmissionSerializer
     kind = Kind.ACTION
 
-    @extend_schema(operation_id="submit_action", summary="Submit an action (tool call)",
-                   parameters=[IDEMPOTENCY_HEADER], request=ActionSubmissionSerializer,
-                   responses=SUBMIT_RESPONSES, tags=["agents"])
+    @extend_schema(
+        operation_id="submit_action",
+        summary="Submit an action (tool call)",
+        parameters=[IDEMPOTENCY_HEADER],
+        request=ActionSubmissionSerializer,
+        responses=SUBMIT_RESPONSES,
+        tags=["agents"],
+    )
     def post(self, request: Request) -> Response:
         return super().post(request)
 
@@ -141,8 +149,14 @@ class PlanSubmitView(_SubmitView):
     serializer_class = PlanSubmissionSerializer
     kind = Kind.PLAN
 
-    @extend_schema(operation_id="submit_plan", summary="Submit a plan", parameters=[IDEMPOTENCY_HEADER],
-                   request=PlanSubmissionSerializer, responses=SUBMIT_RESPONSES, tags=["agents"])
+    @extend_schema(
+        operation_id="submit_plan",
+        summary="Submit a plan",
+        parameters=[IDEMPOTENCY_HEADER],
+        request=PlanSubmissionSerializer,
+        responses=SUBMIT_RESPONSES,
+        tags=["agents"],
+    )
     def post(self, request: Request) -> Response:
         return super().post(request)
 
@@ -157,12 +171,19 @@ class SuspensionSubmitView(_SubmitView):
     serializer_class = SuspensionSubmissionSerializer
     kind = Kind.SUSPENSION
 
-    @extend_schema(operation_id="submit_suspension", summary="Submit a suspension (a step waiting for an answer)",
-                   parameters=[IDEMPOTENCY_HEADER], request=SuspensionSubmissionSerializer,
-                   responses={201: SubmissionResponseSerializer, **error_responses(
-                       *TOKEN_ERRORS, domain_errors.INVALID_ACTION_TYPE, IDEMPOTENCY_KEY_REUSED, *OUTBOUND_CODES,
-                       *SCHEMA_CODES)},
-                   tags=["agents"])
+    @extend_schema(
+        operation_id="submit_suspension",
+        summary="Submit a suspension (a step waiting for an answer)",
+        parameters=[IDEMPOTENCY_HEADER],
+        request=SuspensionSubmissionSerializer,
+        responses={
+            201: SubmissionResponseSerializer,
+            **error_responses(
+                *TOKEN_ERRORS, domain_errors.INVALID_ACTION_TYPE, IDEMPOTENCY_KEY_REUSED, *OUTBOUND_CODES, *SCHEMA_CODES
+            ),
+        },
+        tags=["agents"],
+    )
     def post(self, request: Request) -> Response:
         return super().post(request)
 
@@ -173,17 +194,23 @@ class CancelView(AgentView):
     required_scope = Scope.SUBMIT
     serializer_class = CancelSerializer
 
-    @extend_schema(operation_id="cancel_request", summary="Withdraw a request before execution",
-                   request=CancelSerializer,
-                   responses={200: ApprovalRequestSerializer,
-                              **error_responses(*TOKEN_ERRORS, domain_errors.ILLEGAL_TRANSITION, domain_errors.ALREADY_DECIDED)},
-                   tags=["agents"])
+    @extend_schema(
+        operation_id="cancel_request",
+        summary="Withdraw a request before execution",
+        request=CancelSerializer,
+        responses={
+            200: ApprovalRequestSerializer,
+            **error_responses(*TOKEN_ERRORS, domain_errors.ILLEGAL_TRANSITION, domain_errors.ALREADY_DECIDED),
+        },
+        tags=["agents"],
+    )
     def post(self, request: Request, pk) -> Response:
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         agent_request_or_404(self.agent, pk)
-        services.cancel(pk, actor=Actor.for_agent(self.agent), agent=self.agent,
-                        reason=serializer.validated_data["reason"])
+        services.cancel(
+            pk, actor=Actor.for_agent(self.agent), agent=self.agent, reason=serializer.validated_data["reason"]
+        )
         return Response(_represent(agent_request_or_404(self.agent, pk)))
 
 
@@ -194,11 +221,20 @@ class ClaimView(AgentView):
     serializer_class = ClaimSerializer
 
     @extend_schema(
-        operation_id="claim_request", summary="Claim an approved execution", request=ClaimSerializer,
-        responses={200: GrantSerializer, **error_responses(
-            *TOKEN_ERRORS, domain_errors.ALREADY_CLAIMED, domain_errors.EXECUTED_BY_SERVER, domain_errors.ILLEGAL_TRANSITION,
-            domain_errors.ATTEMPTS_EXHAUSTED, *domain_errors.REVALIDATION_CODES,
-        )},
+        operation_id="claim_request",
+        summary="Claim an approved execution",
+        request=ClaimSerializer,
+        responses={
+            200: GrantSerializer,
+            **error_responses(
+                *TOKEN_ERRORS,
+                domain_errors.ALREADY_CLAIMED,
+                domain_errors.EXECUTED_BY_SERVER,
+                domain_errors.ILLEGAL_TRANSITION,
+                domain_errors.ATTEMPTS_EXHAUSTED,
+                *domain_errors.REVALIDATION_CODES,
+            ),
+        },
         tags=["agents"],
     )
     def post(self, request: Request, pk) -> Response:
@@ -206,7 +242,9 @@ class ClaimView(AgentView):
         serializer.is_valid(raise_exception=True)
         agent_request_or_404(self.agent, pk)
         grant = services.claim_execution(
-            pk, actor=Actor.for_agent(self.agent), agent=self.agent,
+            pk,
+            actor=Actor.for_agent(self.agent),
+            agent=self.agent,
             target_hash=serializer.validated_data.get("target_hash"),
         )
         return Response(GrantSerializer(grant).data)
@@ -219,9 +257,13 @@ class CompleteView(AgentView):
     serializer_class = CompleteSerializer
 
     @extend_schema(
-        operation_id="complete_request", summary="Report an execution's outcome", request=CompleteSerializer,
-        responses={200: ApprovalRequestSerializer,
-                   **error_responses(*TOKEN_ERRORS, domain_errors.INVALID_GRANT, domain_errors.ILLEGAL_TRANSITION)},
+        operation_id="complete_request",
+        summary="Report an execution's outcome",
+        request=CompleteSerializer,
+        responses={
+            200: ApprovalRequestSerializer,
+            **error_responses(*TOKEN_ERRORS, domain_errors.INVALID_GRANT, domain_errors.ILLEGAL_TRANSITION),
+        },
         tags=["agents"],
     )
     def post(self, request: Request, pk) -> Response:
@@ -230,7 +272,11 @@ class CompleteView(AgentView):
         data = serializer.validated_data
         agent_request_or_404(self.agent, pk)
         services.complete_execution(
-            pk, token=data["token"], succeeded=data["succeeded"], actor=Actor.for_agent(self.agent),
-            result=data["result"], error=data["error"],
+            pk,
+            token=data["token"],
+            succeeded=data["succeeded"],
+            actor=Actor.for_agent(self.agent),
+            result=data["result"],
+            error=data["error"],
         )
         return Response(_represent(agent_request_or_404(self.agent, pk)))

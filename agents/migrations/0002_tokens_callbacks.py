@@ -17,84 +17,121 @@ def _distinct_callback_secrets(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0001_initial'),
-        ('approvals', '0001_initial'),
+        ("agents", "0001_initial"),
+        ("approvals", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agent',
-            name='callback_secret',
+            model_name="agent",
+            name="callback_secret",
             field=models.CharField(default=agents.models._new_callback_secret, max_length=64),
         ),
         migrations.RunPython(_distinct_callback_secrets, migrations.RunPython.noop),
         migrations.CreateModel(
-            name='AgentToken',
+            name="AgentToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.CharField(blank=True, max_length=100)),
-                ('prefix', models.CharField(help_text='Public part of the token, for lookup.', max_length=16, unique=True)),
-                ('secret_hash', models.CharField(help_text='sha256 hex of the secret part.', max_length=64)),
-                ('scopes', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tokens', to='agents.agent')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.CharField(blank=True, max_length=100)),
+                (
+                    "prefix",
+                    models.CharField(help_text="Public part of the token, for lookup.", max_length=16, unique=True),
+                ),
+                ("secret_hash", models.CharField(help_text="sha256 hex of the secret part.", max_length=64)),
+                ("scopes", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tokens", to="agents.agent"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='CallbackDelivery',
+            name="CallbackDelivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField(max_length=2000)),
-                ('state', models.CharField(help_text='The request state this delivery announces.', max_length=20)),
-                ('payload', models.JSONField()),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField(blank=True, db_index=True, null=True)),
-                ('last_status', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('gave_up_at', models.DateTimeField(blank=True, null=True)),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='callbacks', to='approvals.approvalrequest')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("url", models.URLField(max_length=2000)),
+                ("state", models.CharField(help_text="The request state this delivery announces.", max_length=20)),
+                ("payload", models.JSONField()),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("next_attempt_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+                ("last_status", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                ("gave_up_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="callbacks",
+                        to="approvals.approvalrequest",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at'],
+                "ordering": ["created_at"],
             },
         ),
         migrations.CreateModel(
-            name='CallbackAttempt',
+            name="CallbackAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveSmallIntegerField()),
-                ('attempted_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('duration_ms', models.PositiveIntegerField(default=0)),
-                ('delivery', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='attempt_log', to='agents.callbackdelivery')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveSmallIntegerField()),
+                ("attempted_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                ("duration_ms", models.PositiveIntegerField(default=0)),
+                (
+                    "delivery",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="attempt_log",
+                        to="agents.callbackdelivery",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['delivery', 'number'],
+                "ordering": ["delivery", "number"],
             },
         ),
         migrations.CreateModel(
-            name='RequestCallback',
+            name="RequestCallback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('url', models.URLField(max_length=2000)),
-                ('request', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='callback', to='approvals.approvalrequest')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("url", models.URLField(max_length=2000)),
+                (
+                    "request",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="callback",
+                        to="approvals.approvalrequest",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='callbackdelivery',
-            constraint=models.UniqueConstraint(fields=('request', 'state'), name='one_callback_per_request_state'),
+            model_name="callbackdelivery",
+            constraint=models.UniqueConstraint(fields=("request", "state"), name="one_callback_per_request_state"),
         ),
     ]

@@ -4,16 +4,15 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0002_tokens_callbacks'),
+        ("agents", "0002_tokens_callbacks"),
         # Any stop still set on the column is carried over to an EmergencyStop row first.
-        ('approvals', '0006_agent_stops_are_emergency_stop_rows'),
+        ("approvals", "0006_agent_stops_are_emergency_stop_rows"),
     ]
 
     operations = [
         migrations.RemoveField(
-            model_name='agent',
-            name='emergency_stop',
+            model_name="agent",
+            name="emergency_stop",
         ),
     ]

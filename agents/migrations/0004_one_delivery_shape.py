@@ -17,20 +17,24 @@ class Migration(migrations.Migration):
     operations = [
         migrations.RenameField("callbackdelivery", "url", "destination"),
         migrations.AlterField(
-            "callbackdelivery", "destination",
+            "callbackdelivery",
+            "destination",
             models.CharField(max_length=2000, help_text="The URL posted to, or the group emailed."),
         ),
         migrations.AlterField(
-            "callbackdelivery", "payload",
+            "callbackdelivery",
+            "payload",
             models.JSONField(help_text="What is sent; masked params are already masked."),
         ),
         migrations.AlterField(
-            "callbackdelivery", "last_status",
+            "callbackdelivery",
+            "last_status",
             models.PositiveSmallIntegerField(blank=True, null=True, help_text="The last HTTP status, if any."),
         ),
         migrations.AddField("callbackattempt", "succeeded", models.BooleanField(default=False)),
         migrations.AddField(
-            "callbackattempt", "next_attempt_at",
+            "callbackattempt",
+            "next_attempt_at",
             models.DateTimeField(blank=True, null=True, help_text="When the next try is due; empty if none."),
         ),
         migrations.RunPython(mark_succeeded, migrations.RunPython.noop),

@@ -25,11 +25,45 @@ __all__ = ["CURRENT_PARAMS", "REQUEST_FIELDS", "request_dict", "with_current_par
 CURRENT_PARAMS = "current_params_value"
 
 REQUEST_FIELDS = (
-    "id", "kind", "state", "stored_state", "agent", "action_type", "target", "target_hash", "params",
-    "declared", "reason", "context", "impact", "revision", "risk_level", "rule", "policy_version", "required_approvals",
-    "quorum_reachable", "decide_by", "execute_by", "created_at", "decided_at", "decided_by", "feedback",
-    "resolution_code", "plan", "supersedes", "suspension", "run_id", "thread_id", "resource_id", "tool_call_id",
-    "idempotency_key", "result", "error", "finished_at", "batch_id", "allowed_decisions",
+    "id",
+    "kind",
+    "state",
+    "stored_state",
+    "agent",
+    "action_type",
+    "target",
+    "target_hash",
+    "params",
+    "declared",
+    "reason",
+    "context",
+    "impact",
+    "revision",
+    "risk_level",
+    "rule",
+    "policy_version",
+    "required_approvals",
+    "quorum_reachable",
+    "decide_by",
+    "execute_by",
+    "created_at",
+    "decided_at",
+    "decided_by",
+    "feedback",
+    "resolution_code",
+    "plan",
+    "supersedes",
+    "suspension",
+    "run_id",
+    "thread_id",
+    "resource_id",
+    "tool_call_id",
+    "idempotency_key",
+    "result",
+    "error",
+    "finished_at",
+    "batch_id",
+    "allowed_decisions",
 )
 
 
@@ -62,9 +96,14 @@ def _params(request: ApprovalRequest, params: dict[str, Any] | None) -> dict[str
 
 def _suspension(request: ApprovalRequest) -> dict[str, Any]:
     answer = request.resume_data_json
-    return {"workflow_id": request.workflow_id, "step_id": request.step_id, "title": request.plan_title,
-            "summary": request.plan_markdown, "resume_schema": request.resume_schema,
-            "answer": json.loads(answer) if answer else None}
+    return {
+        "workflow_id": request.workflow_id,
+        "step_id": request.step_id,
+        "title": request.plan_title,
+        "summary": request.plan_markdown,
+        "resume_schema": request.resume_schema,
+        "answer": json.loads(answer) if answer else None,
+    }
 
 
 def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = None, mask: bool = False) -> dict:
@@ -105,10 +144,16 @@ def request_dict(request: ApprovalRequest, *, params: dict[str, Any] | None = No
         "decided_by": request.decided_by_label,
         "feedback": request.feedback,
         "resolution_code": request.resolution_code,
-        "plan": ({"path": request.plan_path, "title": request.plan_title, "plan": request.plan_markdown}
-                 if request.kind == Kind.PLAN else None),
-        "supersedes": (None if previous is None
-                       else {"id": str(previous.pk), "state": previous.state, "feedback": previous.feedback}),
+        "plan": (
+            {"path": request.plan_path, "title": request.plan_title, "plan": request.plan_markdown}
+            if request.kind == Kind.PLAN
+            else None
+        ),
+        "supersedes": (
+            None
+            if previous is None
+            else {"id": str(previous.pk), "state": previous.state, "feedback": previous.feedback}
+        ),
         "suspension": _suspension(request) if request.kind == Kind.SUSPENSION else None,
         "run_id": request.run_id,
         "thread_id": request.thread_id,

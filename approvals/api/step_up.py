@@ -38,8 +38,10 @@ class StepUpChallengeView(PersonView):
         operation_id="step_up_challenge",
         summary="A passkey (or identity provider) challenge for these decisions (reviewers, session + CSRF)",
         request=StepUpChallengeSerializer,
-        responses={200: StepUpChallengeResultSerializer,
-                   **error_responses(errors.NO_PASSKEY, errors.REVISION_REQUIRED)},
+        responses={
+            200: StepUpChallengeResultSerializer,
+            **error_responses(errors.NO_PASSKEY, errors.REVISION_REQUIRED),
+        },
         tags=["reviewers"],
     )
     def post(self, request):
@@ -59,8 +61,11 @@ def _decisions(data: dict) -> list[tuple]:
         return [decide.Decision(str(item["id"]), decide.EDIT, item["revision"], edits=data["edits"]).confirmed()]
     if verdict == RESPOND:
         (item,) = data["requests"]
-        return [decide.Decision(str(item["id"]), decide.RESPOND, item["revision"],
-                                resume_data=data["resume_data"]).confirmed()]
+        return [
+            decide.Decision(
+                str(item["id"]), decide.RESPOND, item["revision"], resume_data=data["resume_data"]
+            ).confirmed()
+        ]
     return decide.Batch(verdict, tuple((str(item["id"]), item["revision"]) for item in data["requests"])).confirmed()
 
 
@@ -71,8 +76,12 @@ def challenge(user, digest: str, *, rp_id: str) -> dict:
     challenge, approvals.web.views.step_up_challenge, answers the same)."""
     if method_for(user) == PROVIDER:
         nonce = provider_step_up.issue_challenge(user, digest)
-        return {"method": PROVIDER, "nonce": nonce, "expires_in": provider_step_up.CHALLENGE_SECONDS,
-                "redirect": reverse("provider-step-up", args=[nonce])}
+        return {
+            "method": PROVIDER,
+            "nonce": nonce,
+            "expires_in": provider_step_up.CHALLENGE_SECONDS,
+            "redirect": reverse("provider-step-up", args=[nonce]),
+        }
     if not passkeys.has_passkey(user):
         raise DomainError(errors.NO_PASSKEY, "You have no passkey: confirm with your code or password instead.")
     return {"method": "passkey", **passkeys.issue_challenge(user, digest, rp_id=rp_id)}

@@ -39,8 +39,14 @@ from .serializers import (
     RevealSerializer,
 )
 
-__all__ = ["BatchDecisionView", "DecisionView", "RequestDetailView", "RequestListView", "RevealView",
-           "readable_requests"]
+__all__ = [
+    "BatchDecisionView",
+    "DecisionView",
+    "RequestDetailView",
+    "RequestListView",
+    "RevealView",
+    "readable_requests",
+]
 
 READ_SCOPE = "read"
 READ_ERRORS = (*TOKEN_ERRORS, errors.NOT_FOUND)
@@ -90,7 +96,8 @@ class RequestListView(ReaderView, generics.ListAPIView):
         return self.get_paginated_response([self.render(found) for found in page])
 
     @extend_schema(
-        operation_id="list_requests", summary="List requests (agent: own; person: permitted)",
+        operation_id="list_requests",
+        summary="List requests (agent: own; person: permitted)",
         responses={200: ApprovalRequestSerializer(many=True), **error_responses(*READ_ERRORS, VALIDATION_ERROR)},
         tags=["agents", "reviewers"],
     )
@@ -101,9 +108,12 @@ class RequestListView(ReaderView, generics.ListAPIView):
 class RequestDetailView(ReaderView):
     """`GET /api/v1/requests/{id}/`."""
 
-    @extend_schema(operation_id="get_request", summary="One request",
-                   responses={200: ApprovalRequestSerializer, **error_responses(*READ_ERRORS)},
-                   tags=["agents", "reviewers"])
+    @extend_schema(
+        operation_id="get_request",
+        summary="One request",
+        responses={200: ApprovalRequestSerializer, **error_responses(*READ_ERRORS)},
+        tags=["agents", "reviewers"],
+    )
     def get(self, request: Request, pk) -> Response:
         found = readable_requests(request.user).filter(pk=pk).first()
         if found is None:
@@ -125,13 +135,29 @@ class PersonView(generics.GenericAPIView):
 
 
 DECISION_ERRORS = (
-    errors.SESSION_ENDED, errors.NOT_PERMITTED, errors.SEPARATION_OF_DUTIES, errors.STEP_UP_REQUIRED,
-    errors.STEP_UP_FAILED, errors.STEP_UP_THROTTLED, errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED,
-    errors.ALREADY_VOTED, errors.DECISION_DEADLINE_PASSED, errors.REVISION_CHANGED, errors.REVISION_REQUIRED,
-    errors.EMERGENCY_STOP, errors.PARAM_NOT_EDITABLE,
-    errors.EDIT_PROHIBITED, errors.NO_CHANGES, errors.DECISION_NOT_ALLOWED, errors.REPLY_REQUIRED,
+    errors.SESSION_ENDED,
+    errors.NOT_PERMITTED,
+    errors.SEPARATION_OF_DUTIES,
+    errors.STEP_UP_REQUIRED,
+    errors.STEP_UP_FAILED,
+    errors.STEP_UP_THROTTLED,
+    errors.ILLEGAL_TRANSITION,
+    errors.ALREADY_DECIDED,
+    errors.ALREADY_VOTED,
+    errors.DECISION_DEADLINE_PASSED,
+    errors.REVISION_CHANGED,
+    errors.REVISION_REQUIRED,
+    errors.EMERGENCY_STOP,
+    errors.PARAM_NOT_EDITABLE,
+    errors.EDIT_PROHIBITED,
+    errors.NO_CHANGES,
+    errors.DECISION_NOT_ALLOWED,
+    errors.REPLY_REQUIRED,
     # Suspensions
-    INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA, errors.RESUME_DATA_REQUIRED, errors.NOT_A_SUSPENSION,
+    INVALID_RESUME_DATA,
+    INVALID_RESUME_SCHEMA,
+    errors.RESUME_DATA_REQUIRED,
+    errors.NOT_A_SUSPENSION,
 )
 
 
@@ -168,8 +194,9 @@ class DecisionView(PersonView):
             decide.end_session_if(request, error.code)
             raise
         now = with_current_params(ApprovalRequest.objects.filter(pk=decided.request.pk)).get()
-        return Response({**request_dict(now, mask=True), "outcome": decided.outcome},
-                        headers={"ETag": etag(now.current_revision)})
+        return Response(
+            {**request_dict(now, mask=True), "outcome": decided.outcome}, headers={"ETag": etag(now.current_revision)}
+        )
 
 
 class BatchDecisionView(PersonView):
@@ -193,16 +220,26 @@ class BatchDecisionView(PersonView):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         batch = decide.read_batch(serializer.validated_data)
-        decided = decide.decide_batch(batch, actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
-                                      scope=viewable_by(request.user))
+        decided = decide.decide_batch(
+            batch,
+            actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
+            scope=viewable_by(request.user),
+        )
         if decided.ended_the_session:
             decide.end_session_if(request, errors.SESSION_ENDED)
         # Decided and refused ones in the batch's order, then those the person may not view.
-        results = [{"id": result.request_id, "outcome": result.decided.outcome} if result.ok
-                   else {"id": result.request_id, "code": result.error.code, "message": result.error.message}
-                   for result in decided.results if not result.missing]
-        results += [{"id": result.request_id, "code": NOT_FOUND, "message": "No such approval request."}
-                    for result in decided.results if result.missing]
+        results = [
+            {"id": result.request_id, "outcome": result.decided.outcome}
+            if result.ok
+            else {"id": result.request_id, "code": result.error.code, "message": result.error.message}
+            for result in decided.results
+            if not result.missing
+        ]
+        results += [
+            {"id": result.request_id, "code": NOT_FOUND, "message": "No such approval request."}
+            for result in decided.results
+            if result.missing
+        ]
         return Response({"digest": decided.digest, "results": results})
 
 
@@ -232,8 +269,9 @@ class RevealView(PersonView):
             raise _not_found()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        revealed = services.reveal_field(pk, serializer.validated_data["field"],
-                                         actor=services.Person.from_request(request))
+        revealed = services.reveal_field(
+            pk, serializer.validated_data["field"], actor=services.Person.from_request(request)
+        )
         return Response({"field": revealed.field, "value": revealed.value, "revision": revealed.revision})
 
 
@@ -254,9 +292,11 @@ def revision_of(request: Request, given: int | None) -> int | None:
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
     if not (text.isascii() and text.isdigit()) or len(text) > 9 or int(text) < 1:
-        raise DomainError(errors.REVISION_REQUIRED, "If-Match names one revision: the number, quoted or not.",
-                          fields=["If-Match"])
+        raise DomainError(
+            errors.REVISION_REQUIRED, "If-Match names one revision: the number, quoted or not.", fields=["If-Match"]
+        )
     if given is not None and given != int(text):
-        raise DomainError(VALIDATION_ERROR, f"`revision` ({given}) and If-Match ({text}) disagree.",
-                          fields=["revision", "If-Match"])
+        raise DomainError(
+            VALIDATION_ERROR, f"`revision` ({given}) and If-Match ({text}) disagree.", fields=["revision", "If-Match"]
+        )
     return int(text)

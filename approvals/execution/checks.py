@@ -12,8 +12,10 @@ from .executors import unknown_executor_names
 @register()
 def executors_are_registered(app_configs, **kwargs) -> list[Error]:
     return [
-        Error(f"settings.EXECUTORS names the executor {name!r}, which is not registered.",
-              hint="Register it (approvals.execution.executors.register) or fix the name.",
-              id="approvals.E001")
+        Error(
+            f"settings.EXECUTORS names the executor {name!r}, which is not registered.",
+            hint="Register it (approvals.execution.executors.register) or fix the name.",
+            id="approvals.E001",
+        )
         for name in unknown_executor_names(settings.EXECUTORS)
     ]

@@ -64,7 +64,8 @@ def enqueue(request_id: str) -> bool:
     try:
         # By name: the task module imports this one, never the other way round.
         current_app.send_task(
-            EXECUTE_TASK, args=[str(request_id)],
+            EXECUTE_TASK,
+            args=[str(request_id)],
             retry=True,
             retry_policy={"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5},
         )
@@ -78,9 +79,11 @@ def enqueue(request_id: str) -> bool:
 def publish_approved(sender, change, **kwargs) -> None:
     """`request_changed` subscriber: publish the execution of a request just approved,
     when a server-side executor runs it (the approving transition recorded which)."""
-    if change.is_transition and change.to_state == State.APPROVED and ApprovalRequest.objects.filter(
-        pk=change.request_id, has_execution_step=True
-    ).exclude(executor="").exists():
+    if (
+        change.is_transition
+        and change.to_state == State.APPROVED
+        and ApprovalRequest.objects.filter(pk=change.request_id, has_execution_step=True).exclude(executor="").exists()
+    ):
         enqueue(change.request_id)
 
 
@@ -137,8 +140,13 @@ def _run(executor, context: ExecutionContext, *, token: str) -> str:
             # Bound here: Python unbinds `exc` when the except block ends, and the lambda must not depend on
             # _report calling it before then.
             error, code = exc.message, exc.code
-            return _report(context, "deferred", lambda: services.defer_execution(
-                context.request_id, token=token, actor=WORKER, error=error, code=code, retry_at=retry_at))
+            return _report(
+                context,
+                "deferred",
+                lambda: services.defer_execution(
+                    context.request_id, token=token, actor=WORKER, error=error, code=code, retry_at=retry_at
+                ),
+            )
         suffix = f" (gave up after {context.attempt} attempts)" if exc.retryable else ""
         outcome = {"succeeded": False, "error": exc.message + suffix, "code": exc.code}
     except Exception as exc:  # a bug, or a failure after the side effect: never retried
@@ -147,8 +155,9 @@ def _run(executor, context: ExecutionContext, *, token: str) -> str:
     else:
         outcome = {"succeeded": True, "result": result}
     label = "succeeded" if outcome["succeeded"] else "failed"
-    return _report(context, label, lambda: services.complete_execution(
-        context.request_id, token=token, actor=WORKER, **outcome))
+    return _report(
+        context, label, lambda: services.complete_execution(context.request_id, token=token, actor=WORKER, **outcome)
+    )
 
 
 def _report(context: ExecutionContext, label: str, call) -> str:

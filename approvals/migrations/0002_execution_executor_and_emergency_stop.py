@@ -7,35 +7,52 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0001_initial'),
-        ('approvals', '0001_initial'),
+        ("agents", "0001_initial"),
+        ("approvals", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='approvalrequest',
-            name='enqueued_at',
+            model_name="approvalrequest",
+            name="enqueued_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='executor',
+            model_name="approvalrequest",
+            name="executor",
             field=models.CharField(blank=True, db_index=True, max_length=50),
         ),
         migrations.CreateModel(
-            name='EmergencyStop',
+            name="EmergencyStop",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(editable=False, max_length=40, unique=True)),
-                ('on', models.BooleanField(default=False)),
-                ('reason', models.TextField(blank=True)),
-                ('changed_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('changed_by_label', models.CharField(blank=True, max_length=150)),
-                ('agent', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='emergency_switch', to='agents.agent')),
-                ('changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("scope", models.CharField(editable=False, max_length=40, unique=True)),
+                ("on", models.BooleanField(default=False)),
+                ("reason", models.TextField(blank=True)),
+                ("changed_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("changed_by_label", models.CharField(blank=True, max_length=150)),
+                (
+                    "agent",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="emergency_switch",
+                        to="agents.agent",
+                    ),
+                ),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
     ]

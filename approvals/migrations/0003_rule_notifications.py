@@ -7,88 +7,173 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0002_execution_executor_and_emergency_stop'),
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("approvals", "0002_execution_executor_and_emergency_stop"),
+        ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='DeadlineExtension',
+            name="DeadlineExtension",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('extended_by_label', models.CharField(max_length=150)),
-                ('previous_decide_by', models.DateTimeField()),
-                ('new_decide_by', models.DateTimeField()),
-                ('reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('extended_by', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('request', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='deadline_extension', to='approvals.approvalrequest')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("extended_by_label", models.CharField(max_length=150)),
+                ("previous_decide_by", models.DateTimeField()),
+                ("new_decide_by", models.DateTimeField()),
+                ("reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "extended_by",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "request",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deadline_extension",
+                        to="approvals.approvalrequest",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Notification',
+            name="Notification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('event', models.CharField(choices=[('arrived', 'A card arrived'), ('reminder', 'Decision deadline approaching'), ('escalated', 'Escalated')], max_length=10)),
-                ('channel', models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook')], max_length=10)),
-                ('destination', models.CharField(help_text='The group emailed, or the webhook URL.', max_length=500)),
-                ('payload', models.JSONField(help_text='What is sent; masked params are already masked.')),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('sent', 'Sent'), ('failed', 'Gave up')], default='pending', max_length=8)),
-                ('attempts', models.PositiveSmallIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('sent_at', models.DateTimeField(blank=True, null=True)),
-                ('request', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notifications', to='approvals.approvalrequest')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "event",
+                    models.CharField(
+                        choices=[
+                            ("arrived", "A card arrived"),
+                            ("reminder", "Decision deadline approaching"),
+                            ("escalated", "Escalated"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("channel", models.CharField(choices=[("email", "Email"), ("webhook", "Webhook")], max_length=10)),
+                ("destination", models.CharField(help_text="The group emailed, or the webhook URL.", max_length=500)),
+                ("payload", models.JSONField(help_text="What is sent; masked params are already masked.")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("sent", "Sent"), ("failed", "Gave up")],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                ("attempts", models.PositiveSmallIntegerField(default=0)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("sent_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "request",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="notifications",
+                        to="approvals.approvalrequest",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['created_at'],
+                "ordering": ["created_at"],
             },
         ),
         migrations.CreateModel(
-            name='DeliveryAttempt',
+            name="DeliveryAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveSmallIntegerField()),
-                ('attempted_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('succeeded', models.BooleanField()),
-                ('status_code', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('next_attempt_at', models.DateTimeField(blank=True, help_text='When the next try is due; empty if none.', null=True)),
-                ('notification', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='delivery_attempts', to='approvals.notification')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveSmallIntegerField()),
+                ("attempted_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("succeeded", models.BooleanField()),
+                ("status_code", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "next_attempt_at",
+                    models.DateTimeField(blank=True, help_text="When the next try is due; empty if none.", null=True),
+                ),
+                (
+                    "notification",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="delivery_attempts",
+                        to="approvals.notification",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['notification', 'number'],
+                "ordering": ["notification", "number"],
             },
         ),
         migrations.CreateModel(
-            name='RuleNotification',
+            name="RuleNotification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rule_name', models.CharField(max_length=100, unique=True)),
-                ('notify_on_arrival', models.BooleanField(default=True, help_text='Email the approver group when a card arrives.')),
-                ('remind_before_seconds', models.PositiveIntegerField(blank=True, help_text='Remind the approver group this long before decide_by (empty: never).', null=True)),
-                ('escalate_after_seconds', models.PositiveIntegerField(blank=True, help_text='Escalate a request still undecided this long after it arrived (empty: never).', null=True)),
-                ('max_extension_seconds', models.PositiveIntegerField(default=0, help_text='How far a reviewer may push decide_by back, once (0: no extension).')),
-                ('webhook_url', models.URLField(blank=True, help_text='Also POST signed JSON here (allow-listed).', max_length=500)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('updated_by_label', models.CharField(blank=True, max_length=150)),
-                ('escalation_group', models.ForeignKey(blank=True, help_text="Who gets the request on escalation; defaults to the rule's escalation group.", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='auth.group')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("rule_name", models.CharField(max_length=100, unique=True)),
+                (
+                    "notify_on_arrival",
+                    models.BooleanField(default=True, help_text="Email the approver group when a card arrives."),
+                ),
+                (
+                    "remind_before_seconds",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Remind the approver group this long before decide_by (empty: never).",
+                        null=True,
+                    ),
+                ),
+                (
+                    "escalate_after_seconds",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Escalate a request still undecided this long after it arrived (empty: never).",
+                        null=True,
+                    ),
+                ),
+                (
+                    "max_extension_seconds",
+                    models.PositiveIntegerField(
+                        default=0, help_text="How far a reviewer may push decide_by back, once (0: no extension)."
+                    ),
+                ),
+                (
+                    "webhook_url",
+                    models.URLField(blank=True, help_text="Also POST signed JSON here (allow-listed).", max_length=500),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("updated_by_label", models.CharField(blank=True, max_length=150)),
+                (
+                    "escalation_group",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Who gets the request on escalation; defaults to the rule's escalation group.",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="auth.group",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='notification',
-            index=models.Index(fields=['status', 'next_attempt_at'], name='notification_due'),
+            model_name="notification",
+            index=models.Index(fields=["status", "next_attempt_at"], name="notification_due"),
         ),
         migrations.AddConstraint(
-            model_name='notification',
-            constraint=models.UniqueConstraint(fields=('request', 'event', 'channel'), name='one_notification_per_event_channel'),
+            model_name="notification",
+            constraint=models.UniqueConstraint(
+                fields=("request", "event", "channel"), name="one_notification_per_event_channel"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='deliveryattempt',
-            constraint=models.UniqueConstraint(fields=('notification', 'number'), name='one_delivery_attempt_number'),
+            model_name="deliveryattempt",
+            constraint=models.UniqueConstraint(fields=("notification", "number"), name="one_delivery_attempt_number"),
         ),
     ]

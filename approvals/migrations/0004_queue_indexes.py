@@ -8,14 +8,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0003_rule_notifications'),
+        ("approvals", "0003_rule_notifications"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='approvalrequest',
-            index=models.Index(fields=['state', 'risk_level', 'decide_by'], name='request_state_risk_deadline'),
+            model_name="approvalrequest",
+            index=models.Index(fields=["state", "risk_level", "decide_by"], name="request_state_risk_deadline"),
         ),
     ]

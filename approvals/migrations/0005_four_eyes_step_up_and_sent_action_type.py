@@ -8,8 +8,19 @@ from django.db import migrations, models
 # The seeded list as it stood when verbs became part of the policy (approvals/rules/seed.py
 # may change later; existing versions keep what they meant).
 SEED_DESTRUCTIVE_VERBS = [
-    "delete", "drop", "destroy", "truncate", "remove", "wipe", "purge", "transfer", "pay", "send", "grant",
-    "revoke", "shutdown",
+    "delete",
+    "drop",
+    "destroy",
+    "truncate",
+    "remove",
+    "wipe",
+    "purge",
+    "transfer",
+    "pay",
+    "send",
+    "grant",
+    "revoke",
+    "shutdown",
 ]
 
 
@@ -18,71 +29,141 @@ def give_existing_versions_the_seed_verbs(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0004_queue_indexes'),
+        ("approvals", "0004_queue_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='approvalrequest',
-            name='action_type_sent',
-            field=models.CharField(blank=True, help_text='As the agent spelled it: its word boundaries (camelCase) find verbs.', max_length=200),
+            model_name="approvalrequest",
+            name="action_type_sent",
+            field=models.CharField(
+                blank=True,
+                help_text="As the agent spelled it: its word boundaries (camelCase) find verbs.",
+                max_length=200,
+            ),
         ),
         migrations.AddField(
-            model_name='decision',
-            name='step_up_method',
-            field=models.CharField(blank=True, help_text='How the reviewer proved presence for this decision, if it needed it.', max_length=20),
+            model_name="decision",
+            name="step_up_method",
+            field=models.CharField(
+                blank=True,
+                help_text="How the reviewer proved presence for this decision, if it needed it.",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='policyversion',
-            name='approved_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="policyversion",
+            name="approved_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='policyversion',
-            name='approved_by_label',
+            model_name="policyversion",
+            name="approved_by_label",
             field=models.CharField(blank=True, max_length=150),
         ),
         migrations.AddField(
-            model_name='policyversion',
-            name='destructive_verbs',
-            field=models.JSONField(default=list, help_text='Words that keep a low rule from auto-approving an action type containing them.'),
+            model_name="policyversion",
+            name="destructive_verbs",
+            field=models.JSONField(
+                default=list, help_text="Words that keep a low rule from auto-approving an action type containing them."
+            ),
         ),
         migrations.AddField(
-            model_name='riskrule',
-            name='step_up',
-            field=models.BooleanField(default=False, help_text='Deciding needs a step-up proof whatever the level (critical always does).'),
+            model_name="riskrule",
+            name="step_up",
+            field=models.BooleanField(
+                default=False, help_text="Deciding needs a step-up proof whatever the level (critical always does)."
+            ),
         ),
         migrations.AlterField(
-            model_name='approvalrequest',
-            name='action_type',
-            field=models.CharField(db_index=True, help_text='Normalized (NFKC, case-folded).', max_length=200),
+            model_name="approvalrequest",
+            name="action_type",
+            field=models.CharField(db_index=True, help_text="Normalized (NFKC, case-folded).", max_length=200),
         ),
         migrations.CreateModel(
-            name='PolicyProposal',
+            name="PolicyProposal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('proposed_by_label', models.CharField(max_length=150)),
-                ('note', models.TextField()),
-                ('rules', models.JSONField(help_text='The complete proposed rule set (RuleSpec dicts).')),
-                ('destructive_verbs', models.JSONField(default=list)),
-                ('diff', models.JSONField(default=dict)),
-                ('dry_run', models.JSONField(blank=True, default=dict, help_text='The replay summary shown to the approver.')),
-                ('restored_from', models.PositiveIntegerField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('pending', 'Waiting for a second risk-admin'), ('applied', 'Approved and applied'), ('rejected', 'Rejected'), ('withdrawn', 'Withdrawn by its author'), ('stale', 'Outdated by a later policy change')], db_index=True, default='pending', max_length=10)),
-                ('decided_at', models.DateTimeField(blank=True, null=True)),
-                ('decided_by_label', models.CharField(blank=True, max_length=150)),
-                ('decision_note', models.TextField(blank=True)),
-                ('applied_version', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='applied_from', to='approvals.policyversion')),
-                ('base_version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='proposals', to='approvals.policyversion')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('proposed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("proposed_by_label", models.CharField(max_length=150)),
+                ("note", models.TextField()),
+                ("rules", models.JSONField(help_text="The complete proposed rule set (RuleSpec dicts).")),
+                ("destructive_verbs", models.JSONField(default=list)),
+                ("diff", models.JSONField(default=dict)),
+                (
+                    "dry_run",
+                    models.JSONField(blank=True, default=dict, help_text="The replay summary shown to the approver."),
+                ),
+                ("restored_from", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Waiting for a second risk-admin"),
+                            ("applied", "Approved and applied"),
+                            ("rejected", "Rejected"),
+                            ("withdrawn", "Withdrawn by its author"),
+                            ("stale", "Outdated by a later policy change"),
+                        ],
+                        db_index=True,
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("decided_at", models.DateTimeField(blank=True, null=True)),
+                ("decided_by_label", models.CharField(blank=True, max_length=150)),
+                ("decision_note", models.TextField(blank=True)),
+                (
+                    "applied_version",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="applied_from",
+                        to="approvals.policyversion",
+                    ),
+                ),
+                (
+                    "base_version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="proposals",
+                        to="approvals.policyversion",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "proposed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.RunPython(give_existing_versions_the_seed_verbs, migrations.RunPython.noop),

@@ -11,8 +11,13 @@ def carry_legacy_stops_over(apps, schema_editor):
     for agent in Agent.objects.filter(emergency_stop=True):
         EmergencyStop.objects.update_or_create(
             scope=f"agent:{agent.pk}",
-            defaults={"agent": agent, "on": True, "reason": "carried over from the agent's own flag",
-                      "changed_at": timezone.now(), "changed_by_label": "migration"},
+            defaults={
+                "agent": agent,
+                "on": True,
+                "reason": "carried over from the agent's own flag",
+                "changed_at": timezone.now(),
+                "changed_by_label": "migration",
+            },
         )
 
 

@@ -24,17 +24,21 @@ class Migration(migrations.Migration):
         migrations.RenameField("notification", "sent_at", "delivered_at"),
         migrations.AddField("notification", "gave_up_at", models.DateTimeField(blank=True, null=True)),
         migrations.AddField(
-            "notification", "last_status",
+            "notification",
+            "last_status",
             models.PositiveSmallIntegerField(blank=True, null=True, help_text="The last HTTP status, if any."),
         ),
         migrations.RunPython(status_to_times, times_to_status),
         migrations.RemoveIndex("notification", "notification_due"),
         migrations.RemoveField("notification", "status"),
         migrations.AlterField(
-            "notification", "destination",
+            "notification",
+            "destination",
             models.CharField(max_length=2000, help_text="The URL posted to, or the group emailed."),
         ),
-        migrations.AlterField("notification", "next_attempt_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+        migrations.AlterField(
+            "notification", "next_attempt_at", models.DateTimeField(blank=True, db_index=True, null=True)
+        ),
         migrations.AddField("deliveryattempt", "duration_ms", models.PositiveIntegerField(default=0)),
         migrations.AlterField("deliveryattempt", "succeeded", models.BooleanField(default=False)),
     ]

@@ -6,25 +6,26 @@ import approvals.models.requests
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0007_one_delivery_shape'),
+        ("approvals", "0007_one_delivery_shape"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='approvalrequest',
-            name='allowed_decisions',
+            model_name="approvalrequest",
+            name="allowed_decisions",
             field=models.JSONField(blank=True, default=approvals.models.requests.default_allowed_decisions),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='batch_id',
+            model_name="approvalrequest",
+            name="batch_id",
             field=models.CharField(blank=True, db_index=True, max_length=200),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='verdict',
-            field=models.CharField(choices=[('approve', 'Approve'), ('reject', 'Reject'), ('respond', 'Respond')], max_length=7),
+            model_name="decision",
+            name="verdict",
+            field=models.CharField(
+                choices=[("approve", "Approve"), ("reject", "Reject"), ("respond", "Respond")], max_length=7
+            ),
         ),
     ]

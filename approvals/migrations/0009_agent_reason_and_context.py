@@ -4,20 +4,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0008_action_reply_and_batch'),
+        ("approvals", "0008_action_reply_and_batch"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='approvalrequest',
-            name='context',
-            field=models.JSONField(blank=True, default=dict, help_text='{links: [{label, url}], turns: [{role, text}]}.'),
+            model_name="approvalrequest",
+            name="context",
+            field=models.JSONField(
+                blank=True, default=dict, help_text="{links: [{label, url}], turns: [{role, text}]}."
+            ),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='reason',
-            field=models.TextField(blank=True, help_text='Why the agent says it wants this (its claim, plain text).'),
+            model_name="approvalrequest",
+            name="reason",
+            field=models.TextField(blank=True, help_text="Why the agent says it wants this (its claim, plain text)."),
         ),
     ]

@@ -4,35 +4,38 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0009_agent_reason_and_context'),
+        ("approvals", "0009_agent_reason_and_context"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='approvalrequest',
-            name='resume_data_json',
-            field=models.TextField(blank=True, help_text="The current revision's proposed answer (a suspension), as validated JSON text."),
+            model_name="approvalrequest",
+            name="resume_data_json",
+            field=models.TextField(
+                blank=True, help_text="The current revision's proposed answer (a suspension), as validated JSON text."
+            ),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='resume_schema_json',
+            model_name="approvalrequest",
+            name="resume_schema_json",
             field=models.TextField(blank=True, help_text="A suspension's resume schema, as JSON text."),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='step_id',
+            model_name="approvalrequest",
+            name="step_id",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='approvalrequest',
-            name='workflow_id',
+            model_name="approvalrequest",
+            name="workflow_id",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AlterField(
-            model_name='approvalrequest',
-            name='kind',
-            field=models.CharField(choices=[('action', 'Action'), ('plan', 'Plan'), ('suspension', 'Suspension')], max_length=10),
+            model_name="approvalrequest",
+            name="kind",
+            field=models.CharField(
+                choices=[("action", "Action"), ("plan", "Plan"), ("suspension", "Suspension")], max_length=10
+            ),
         ),
     ]

@@ -4,25 +4,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('approvals', '0010_suspensions'),
+        ("approvals", "0010_suspensions"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='policyproposal',
-            name='kind',
-            field=models.CharField(choices=[('rules', 'Rules and destructive verbs'), ('notifications', 'Notification and escalation settings'), ('membership', 'Membership of a group that can decide')], default='rules', max_length=20),
+            model_name="policyproposal",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("rules", "Rules and destructive verbs"),
+                    ("notifications", "Notification and escalation settings"),
+                    ("membership", "Membership of a group that can decide"),
+                ],
+                default="rules",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='policyproposal',
-            name='payload',
+            model_name="policyproposal",
+            name="payload",
             field=models.JSONField(blank=True, default=dict),
         ),
         migrations.AddField(
-            model_name='policyproposal',
-            name='waits_because',
-            field=models.TextField(blank=True, help_text='Why it needs a second risk-admin, in words.'),
+            model_name="policyproposal",
+            name="waits_because",
+            field=models.TextField(blank=True, help_text="Why it needs a second risk-admin, in words."),
         ),
     ]

@@ -47,8 +47,9 @@ class Delivery(models.Model):
             return DeliveryStatus.GAVE_UP
         return DeliveryStatus.PENDING
 
-    def settled_fields(self, *, now: datetime, error: str, give_up: bool,
-                       retry_at: datetime | None) -> dict[str, object]:
+    def settled_fields(
+        self, *, now: datetime, error: str, give_up: bool, retry_at: datetime | None
+    ) -> dict[str, object]:
         """The fields an attempt's outcome sets: delivered, given up, or due again at `retry_at`."""
         if not error:
             return {"delivered_at": now, "next_attempt_at": None, "last_error": ""}

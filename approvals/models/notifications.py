@@ -30,7 +30,11 @@ class RuleNotification(models.Model):
         null=True, blank=True, help_text="Escalate a request still undecided this long after it arrived (empty: never)."
     )
     escalation_group = models.ForeignKey(
-        Group, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        Group,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="Who gets the request on escalation; defaults to the rule's escalation group.",
     )
     max_extension_seconds = models.PositiveIntegerField(

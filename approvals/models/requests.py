@@ -99,8 +99,9 @@ class ApprovalRequest(models.Model):
     # What the agent submitted (params, plan, suspend payload) as the signed decision
     # names it (hitl_controlplane.decisions.submitted_sha256), taken from the body as
     # parsed, before any storage round trip could change how a number is written.
-    submitted_sha256 = models.CharField(max_length=64, blank=True,
-                                        help_text="sha256 of the canonical bytes of what the agent submitted.")
+    submitted_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="sha256 of the canonical bytes of what the agent submitted."
+    )
 
     # The decisions the agent's host can apply (a subset of ACTION_DECISIONS); the
     # services refuse any other (`decision_not_allowed`).
@@ -172,12 +173,7 @@ class ApprovalRequest(models.Model):
         now = timezone.now()
         if self.state == State.PENDING_APPROVAL and self.decide_by and self.decide_by <= now:
             return State.EXPIRED
-        if (
-            self.state == State.APPROVED
-            and self.has_execution_step
-            and self.execute_by
-            and self.execute_by <= now
-        ):
+        if self.state == State.APPROVED and self.has_execution_step and self.execute_by and self.execute_by <= now:
             return State.EXPIRED
         return self.state
 

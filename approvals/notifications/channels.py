@@ -72,8 +72,11 @@ def email_text(payload: dict[str, Any]) -> tuple[str, str]:
 
 def _recipients(group_name: str) -> list[str]:
     return sorted(
-        get_user_model().objects.filter(groups__name=group_name, is_active=True).exclude(email="")
-        .values_list("email", flat=True).distinct()
+        get_user_model()
+        .objects.filter(groups__name=group_name, is_active=True)
+        .exclude(email="")
+        .values_list("email", flat=True)
+        .distinct()
     )
 
 
@@ -82,8 +85,9 @@ def send_email(notification: Notification) -> int | None:
     if not recipients:
         raise DeliveryError(f"nobody in {notification.destination!r} has an email address", permanent=True)
     subject, body = email_text(notification.payload)
-    message = EmailMessage(subject=subject, body=body, to=recipients,
-                           headers={REQUEST_HEADER: notification.payload["request_id"]})
+    message = EmailMessage(
+        subject=subject, body=body, to=recipients, headers={REQUEST_HEADER: notification.payload["request_id"]}
+    )
     try:
         message.send(fail_silently=False)
     except Exception as exc:  # SMTP errors are many classes; all are worth a retry
@@ -95,8 +99,13 @@ def post_webhook(notification: Notification) -> int:
     body = json.dumps(notification.payload, sort_keys=True, separators=(",", ":")).encode()
     headers = {EVENT_HEADER: notification.payload["event"], "Idempotency-Key": f"cp-notification-{notification.pk}"}
     try:
-        answer = signed_post(notification.destination, body, secret=webhook_secret(),
-                             timeout=float(settings.NOTIFICATION_WEBHOOK_TIMEOUT), headers=headers)
+        answer = signed_post(
+            notification.destination,
+            body,
+            secret=webhook_secret(),
+            timeout=float(settings.NOTIFICATION_WEBHOOK_TIMEOUT),
+            headers=headers,
+        )
     except OutboundURLRefused as exc:
         raise DeliveryError(f"{exc.code}: {exc.message}", permanent=True) from None
     except OutboundFailed as exc:

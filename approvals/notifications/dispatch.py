@@ -70,10 +70,9 @@ def backoff(attempt: int) -> timedelta:
 def settings_for(rule_name: str) -> RuleNotification:
     """The rule's settings, or unsaved defaults for the editor's form (a rule without
     a saved row sends nothing: notifications are opt-in per rule)."""
-    return RuleNotification.objects.filter(rule_name=rule_name).select_related("escalation_group").first() \
-        or RuleNotification(rule_name=rule_name)
-
-
+    return RuleNotification.objects.filter(rule_name=rule_name).select_related(
+        "escalation_group"
+    ).first() or RuleNotification(rule_name=rule_name)
 
 
 # --- What is sent ------------------------------------------------------------------------------
@@ -109,8 +108,9 @@ def build_payload(request: ApprovalRequest, event: str, **extra: Any) -> dict[st
 # --- Queueing ---------------------------------------------------------------------------------------
 
 
-def _queue(request: ApprovalRequest, event: str, destinations: Iterable[tuple[str, str]], *,
-           now: datetime, **extra: Any) -> list[int]:
+def _queue(
+    request: ApprovalRequest, event: str, destinations: Iterable[tuple[str, str]], *, now: datetime, **extra: Any
+) -> list[int]:
     """Create outbox rows (one per channel); an existing row for the same event and
     channel wins, so a second sweep never notifies twice."""
     payload = build_payload(request, event, **extra)
@@ -119,8 +119,12 @@ def _queue(request: ApprovalRequest, event: str, destinations: Iterable[tuple[st
         try:
             with transaction.atomic():
                 row = Notification.objects.create(
-                    request=request, event=event, channel=channel, destination=destination,
-                    payload=payload, next_attempt_at=now,
+                    request=request,
+                    event=event,
+                    channel=channel,
+                    destination=destination,
+                    payload=payload,
+                    next_attempt_at=now,
                 )
         except IntegrityError:
             continue
@@ -200,7 +204,9 @@ def send_due_reminders(*, now: datetime | None = None) -> int:
     for rule in RuleNotification.objects.filter(remind_before_seconds__gt=0):
         due = (
             ApprovalRequest.objects.filter(
-                state=State.PENDING_APPROVAL, rule_name=rule.rule_name, decide_by__gt=now,
+                state=State.PENDING_APPROVAL,
+                rule_name=rule.rule_name,
+                decide_by__gt=now,
                 decide_by__lte=now + timedelta(seconds=rule.remind_before_seconds),
             )
             .exclude(notifications__event=Notification.Event.REMINDER)
@@ -231,7 +237,9 @@ def escalate_overdue(*, now: datetime | None = None) -> int:
     for rule in RuleNotification.objects.filter(escalate_after_seconds__gt=0).select_related("escalation_group"):
         due = (
             ApprovalRequest.objects.filter(
-                state=State.PENDING_APPROVAL, escalated=False, rule_name=rule.rule_name,
+                state=State.PENDING_APPROVAL,
+                escalated=False,
+                rule_name=rule.rule_name,
                 created_at__lte=now - timedelta(seconds=rule.escalate_after_seconds),
             )
             .filter(Q(decide_by__isnull=True) | Q(decide_by__gt=now))
@@ -240,16 +248,25 @@ def escalate_overdue(*, now: datetime | None = None) -> int:
         for request in due:
             group = _escalation_group(rule, request)
             if group is None:
-                logger.warning("rule %s escalates after %ss but names no escalation group",
-                               rule.rule_name, rule.escalate_after_seconds)
+                logger.warning(
+                    "rule %s escalates after %ss but names no escalation group",
+                    rule.rule_name,
+                    rule.escalate_after_seconds,
+                )
                 continue
             if not services.escalate_request(request.pk, group=group, reason="undecided"):
                 continue
             escalated += 1
             request.refresh_from_db()
             with transaction.atomic():
-                ids = _queue(request, Notification.Event.ESCALATED, _destinations(rule, group.name), now=now,
-                             escalated_to=group.name, escalation_reason="undecided")
+                ids = _queue(
+                    request,
+                    Notification.Event.ESCALATED,
+                    _destinations(rule, group.name),
+                    now=now,
+                    escalated_to=group.name,
+                    escalation_reason="undecided",
+                )
                 _enqueue_on_commit(ids)
     return escalated
 
@@ -266,7 +283,10 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     """
     now = now or timezone.now()
     claimed = Notification.objects.filter(
-        pk=notification_id, delivered_at=None, gave_up_at=None, next_attempt_at__lte=now,
+        pk=notification_id,
+        delivered_at=None,
+        gave_up_at=None,
+        next_attempt_at__lte=now,
     ).update(attempts=F("attempts") + 1, next_attempt_at=now + IN_FLIGHT_LEASE)
     if not claimed:
         return "not_due"
@@ -280,12 +300,19 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
         status_code, error = exc.status_code, str(exc)
         give_up = exc.permanent or notification.attempts >= max_attempts()
         logger.warning("notification %s attempt %s failed: %s", notification.pk, notification.attempts, exc)
-    outcome = notification.settled_fields(now=now, error=error, give_up=give_up,
-                                          retry_at=now + backoff(notification.attempts))
-    DeliveryAttempt.objects.create(notification=notification, number=notification.attempts, attempted_at=now,
-                                   succeeded=not error, status_code=status_code, error=error,
-                                   next_attempt_at=outcome["next_attempt_at"],
-                                   duration_ms=int((time.monotonic() - started) * 1000))
+    outcome = notification.settled_fields(
+        now=now, error=error, give_up=give_up, retry_at=now + backoff(notification.attempts)
+    )
+    DeliveryAttempt.objects.create(
+        notification=notification,
+        number=notification.attempts,
+        attempted_at=now,
+        succeeded=not error,
+        status_code=status_code,
+        error=error,
+        next_attempt_at=outcome["next_attempt_at"],
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
     Notification.objects.filter(pk=notification.pk).update(last_status=status_code, **outcome)
     if error:
         return DeliveryStatus.GAVE_UP if give_up else "retry"
@@ -298,6 +325,7 @@ def deliver_due(*, now: datetime | None = None, limit: int = BATCH) -> int:
     now = now or timezone.now()
     due = list(
         Notification.objects.filter(delivered_at=None, gave_up_at=None, next_attempt_at__lte=now)
-        .order_by("next_attempt_at").values_list("pk", flat=True)[:limit]
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
     )
     return sum(deliver(pk, now=now) == DeliveryStatus.DELIVERED for pk in due)

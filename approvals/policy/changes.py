@@ -91,8 +91,14 @@ def _normalized(rule: dict[str, Any]) -> dict[str, Any]:
 # --- The one entry point --------------------------------------------------------------------------
 
 
-def propose_change(rules: Sequence[Any], destructive_verbs: Sequence[str], *, actor: Actor | None, note: str,
-                   restored_from: int | None = None) -> Outcome:
+def propose_change(
+    rules: Sequence[Any],
+    destructive_verbs: Sequence[str],
+    *,
+    actor: Actor | None,
+    note: str,
+    restored_from: int | None = None,
+) -> Outcome:
     """Make `rules` (the complete rule set) and `destructive_verbs` the policy, now or
     once a second risk-admin approves.
 
@@ -135,18 +141,28 @@ def _refuse_new_problem_patterns(specs: Sequence[RuleSpec], before: Rules) -> No
     one a rule already had (stored before the switch to RE2) may stay through a
     reorder or a toggle: it reads as UNKNOWN, and the rules page flags it, until a
     risk-admin rewrites it."""
-    had = {rule.get("name"): {c.get("value") for c in rule.get("conditions") or () if isinstance(c, dict)
-                              and c.get("op") == "matches" and isinstance(c.get("value"), str)}
-           for rule in before if isinstance(rule, dict)}
+    had = {
+        rule.get("name"): {
+            c.get("value")
+            for c in rule.get("conditions") or ()
+            if isinstance(c, dict) and c.get("op") == "matches" and isinstance(c.get("value"), str)
+        }
+        for rule in before
+        if isinstance(rule, dict)
+    }
     for index, spec in enumerate(specs):
         old = had.get(spec.name, set())
         for condition_index, condition in enumerate(spec.compiled_conditions):
             if condition.pattern_problem is not None and condition.value not in old:
-                raise RuleValidationError(f"rules[{index}].conditions[{condition_index}].value",
-                                          f"pattern refused: {condition.pattern_problem}")
+                raise RuleValidationError(
+                    f"rules[{index}].conditions[{condition_index}].value",
+                    f"pattern refused: {condition.pattern_problem}",
+                )
 
 
-def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, actor: Actor | None, note: str) -> Outcome:
+def edit_policy(
+    edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, actor: Actor | None, note: str
+) -> Outcome:
     """`propose_change` of ``edit(rules, verbs)`` applied to the newest version, read
     under the policy lock so that a change committed meanwhile is never silently undone.
 
@@ -161,9 +177,20 @@ def edit_policy(edit: Callable[[Rules, list[str]], tuple[Rules, list[str]]], *, 
         return propose_change(new_rules, new_verbs, actor=actor, note=note)
 
 
-def apply_rules(after: Rules, verbs: list[str], groups: dict[str, Group], newest: PolicyVersion | None, *,
-                diff: dict[str, Any], note: str, created_by: Any, how: str, restored_from: int | None = None,
-                approved_by: Any = None, proposal: PolicyProposal | None = None) -> PolicyVersion:
+def apply_rules(
+    after: Rules,
+    verbs: list[str],
+    groups: dict[str, Group],
+    newest: PolicyVersion | None,
+    *,
+    diff: dict[str, Any],
+    note: str,
+    created_by: Any,
+    how: str,
+    restored_from: int | None = None,
+    approved_by: Any = None,
+    proposal: PolicyProposal | None = None,
+) -> PolicyVersion:
     """Write the RiskRule rows (a mirror of the newest version) and record the version.
 
     Call under the policy lock with `newest` read under it. `how` says, in the
@@ -176,15 +203,28 @@ def apply_rules(after: Rules, verbs: list[str], groups: dict[str, Group], newest
             _write_rule(RuleSpec.from_dict(rule), groups)
     version = PolicyVersion.objects.create(
         number=(newest.number + 1) if newest else 1,
-        created_by=created_by, created_by_label=user_label(created_by),
-        approved_by=approved_by, approved_by_label=user_label(approved_by) if approved_by else "",
-        note=note, rules=after, destructive_verbs=verbs, diff=diff,
+        created_by=created_by,
+        created_by_label=user_label(created_by),
+        approved_by=approved_by,
+        approved_by_label=user_label(approved_by) if approved_by else "",
+        note=note,
+        rules=after,
+        destructive_verbs=verbs,
+        diff=diff,
     )
-    record("policy.changed", actor=audit_actor(approved_by or created_by), metadata={
-        "version": version.number, "note": note, "diff": diff, "applied": how, "created_by": user_label(created_by),
-        **({"approved_by": user_label(approved_by), "proposal": proposal.pk} if proposal is not None else {}),
-        **({"restored_from": restored_from} if restored_from is not None else {}),
-    })
+    record(
+        "policy.changed",
+        actor=audit_actor(approved_by or created_by),
+        metadata={
+            "version": version.number,
+            "note": note,
+            "diff": diff,
+            "applied": how,
+            "created_by": user_label(created_by),
+            **({"approved_by": user_label(approved_by), "proposal": proposal.pk} if proposal is not None else {}),
+            **({"restored_from": restored_from} if restored_from is not None else {}),
+        },
+    )
     return version
 
 
@@ -211,20 +251,43 @@ def _write_rule(spec: RuleSpec, groups: dict[str, Group]) -> None:
     )
 
 
-def _propose(after: Rules, verbs: list[str], newest: PolicyVersion | None, *, diff: dict[str, Any], note: str,
-             restored_from: int | None, acting_user: Any, waits_because: str) -> PolicyProposal:
+def _propose(
+    after: Rules,
+    verbs: list[str],
+    newest: PolicyVersion | None,
+    *,
+    diff: dict[str, Any],
+    note: str,
+    restored_from: int | None,
+    acting_user: Any,
+    waits_because: str,
+) -> PolicyProposal:
     from .tuning.dry_run import proposal_summary
 
     proposal = PolicyProposal.objects.create(
-        proposed_by=acting_user, proposed_by_label=user_label(acting_user), note=note, base_version=newest,
-        rules=after, destructive_verbs=verbs, diff=diff, restored_from=restored_from,
-        dry_run=proposal_summary(after, verbs), waits_because=waits_because,
+        proposed_by=acting_user,
+        proposed_by_label=user_label(acting_user),
+        note=note,
+        base_version=newest,
+        rules=after,
+        destructive_verbs=verbs,
+        diff=diff,
+        restored_from=restored_from,
+        dry_run=proposal_summary(after, verbs),
+        waits_because=waits_because,
     )
-    record("policy.proposed", actor=audit_actor(acting_user), metadata={
-        "proposal": proposal.pk, "base_version": newest.number if newest else None, "note": note, "diff": diff,
-        "waits_because": waits_because,
-        **({"restored_from": restored_from} if restored_from is not None else {}),
-    })
+    record(
+        "policy.proposed",
+        actor=audit_actor(acting_user),
+        metadata={
+            "proposal": proposal.pk,
+            "base_version": newest.number if newest else None,
+            "note": note,
+            "diff": diff,
+            "waits_because": waits_because,
+            **({"restored_from": restored_from} if restored_from is not None else {}),
+        },
+    )
     return proposal
 
 
@@ -294,8 +357,7 @@ def restore_version(number: int, *, actor: Actor | None, note: str) -> Outcome:
     target = PolicyVersion.objects.filter(number=number).first()
     if target is None:
         raise RuleValidationError("version", f"no policy version {number}")
-    return propose_change(target.rules, target.destructive_verbs, actor=actor, note=note,
-                          restored_from=number)
+    return propose_change(target.rules, target.destructive_verbs, actor=actor, note=note, restored_from=number)
 
 
 def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVersion | None:

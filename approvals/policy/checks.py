@@ -49,7 +49,9 @@ class PolicyError(DomainError):
     """
 
 
-FOUR_EYES_SAME_PERSON = register("four_eyes_same_person", 403, "A policy change needs a second risk-admin, not its author.")
+FOUR_EYES_SAME_PERSON = register(
+    "four_eyes_same_person", 403, "A policy change needs a second risk-admin, not its author."
+)
 PROPOSAL_STALE = register("proposal_stale", 409, "The policy changed since the proposal was made.")
 PROPOSAL_NOT_PENDING = register("proposal_not_pending", 409, "The proposal was already decided or withdrawn.")
 PROPOSAL_NOT_FOUND = NOT_FOUND
@@ -151,15 +153,18 @@ def _rule_diff(before: Rules, after: Rules) -> dict[str, Any]:
     old = {r["name"]: r for r in before}
     new = {r["name"]: r for r in after}
     changed = {
-        name: {key: [old[name].get(key), new[name].get(key)] for key in new[name] if old[name].get(key) != new[name][key]}
+        name: {
+            key: [old[name].get(key), new[name].get(key)] for key in new[name] if old[name].get(key) != new[name][key]
+        }
         for name in sorted(new.keys() & old.keys())
         if old[name] != new[name]
     }
     return {"added": sorted(new.keys() - old.keys()), "removed": sorted(old.keys() - new.keys()), "changed": changed}
 
 
-def policy_diff(before_rules: Rules, before_verbs: Sequence[str], after_rules: Rules,
-                after_verbs: Sequence[str]) -> dict[str, Any]:
+def policy_diff(
+    before_rules: Rules, before_verbs: Sequence[str], after_rules: Rules, after_verbs: Sequence[str]
+) -> dict[str, Any]:
     """``{"added", "removed", "changed": {rule: {field: [before, after]}}}``, plus
     ``"destructive_verbs": {"added", "removed"}`` only when the verb list changes."""
     diff = _rule_diff(before_rules, after_rules)

@@ -31,6 +31,8 @@ class ActivePolicy:
 logger = logging.getLogger(__name__)
 
 _compiled_by_key: dict[tuple[Any, ...], ActivePolicy] = {}
+
+
 def policy_defaults() -> PolicyDefaults:
     return PolicyDefaults(
         risk_level=settings.DEFAULT_RISK_LEVEL,
@@ -72,8 +74,9 @@ def _warn_of_problem_patterns(number: int, specs: Sequence[RuleSpec]) -> None:
     version; each reads as UNKNOWN (could match) until a risk-admin rewrites it."""
     for spec in specs:
         for field, why in pattern_problems(spec):
-            logger.warning("policy v%s, rule %s, %s: %s; it reads as could-match until rewritten",
-                           number, spec.name, field, why)
+            logger.warning(
+                "policy v%s, rule %s, %s: %s; it reads as could-match until rewritten", number, spec.name, field, why
+            )
 
 
 def _column(found: Any) -> str:

@@ -27,8 +27,13 @@ from .changes import rules_and_verbs
 from .checks import PROPOSAL_STALE, PolicyError, audit_actor
 from .pending import Kind, propose
 
-__all__ = ["apply_membership", "approving_membership", "membership_approved_by", "membership_waits_because",
-           "propose_membership"]
+__all__ = [
+    "apply_membership",
+    "approving_membership",
+    "membership_approved_by",
+    "membership_waits_because",
+    "propose_membership",
+]
 
 _approver: ContextVar[Actor | None] = ContextVar("membership_approver", default=None)
 
@@ -54,7 +59,9 @@ def membership_waits_because(additions: Mapping[str, set[int]]) -> str | None:
     return waits_because(rules, verbs, user=None, members=group_members(additions))
 
 
-def propose_membership(group: Group, users: Iterable[Any], *, acting_user: Any, note: str = "") -> PolicyProposal | None:
+def propose_membership(
+    group: Group, users: Iterable[Any], *, acting_user: Any, note: str = ""
+) -> PolicyProposal | None:
     """Propose adding `users` to `group` when that needs a second risk-admin (the pending
     proposal is returned); None when adding them grants nothing and may apply at once."""
     users = sorted(users, key=lambda user: user.pk)
@@ -65,9 +72,14 @@ def propose_membership(group: Group, users: Iterable[Any], *, acting_user: Any, 
     names = [user.get_username() for user in users]
     diff = {"added": [], "removed": [], "changed": {}, "membership": {group.name: {"added": names}}}
     with audited_atomic():
-        return propose(Kind.MEMBERSHIP, {"group": group.name, "add": ids, "usernames": names},
-                       acting_user=acting_user, waits=waits, diff=diff,
-                       note=(note or "").strip() or f"Add {', '.join(names)} to {group.name}")
+        return propose(
+            Kind.MEMBERSHIP,
+            {"group": group.name, "add": ids, "usernames": names},
+            acting_user=acting_user,
+            waits=waits,
+            diff=diff,
+            note=(note or "").strip() or f"Add {', '.join(names)} to {group.name}",
+        )
 
 
 def apply_membership(proposal: PolicyProposal, approver: Any) -> None:

@@ -32,12 +32,19 @@ from .pending import Kind, propose
 
 __all__ = ["SETTINGS_FIELDS", "apply_notifications", "save_settings", "settings_dict", "write_settings"]
 
-SETTINGS_FIELDS = ("notify_on_arrival", "remind_before_seconds", "escalate_after_seconds", "escalation_group",
-                   "max_extension_seconds", "webhook_url")
+SETTINGS_FIELDS = (
+    "notify_on_arrival",
+    "remind_before_seconds",
+    "escalate_after_seconds",
+    "escalation_group",
+    "max_extension_seconds",
+    "webhook_url",
+)
 
 
-def save_settings(rule_name: str, *, actor: Actor | None, note: str = "",
-                  **values: Any) -> RuleNotification | PolicyProposal:
+def save_settings(
+    rule_name: str, *, actor: Actor | None, note: str = "", **values: Any
+) -> RuleNotification | PolicyProposal:
     """Create or update a rule's notification settings, audited before and after, or,
     when the change grants anything, propose it for a second risk-admin.
 
@@ -80,31 +87,52 @@ def save_settings(rule_name: str, *, actor: Actor | None, note: str = "",
         if newest is not None and not any(rule["name"] == rule_name for rule in rules):
             raise ValueError(f"rule: no rule named {rule_name!r}")
         current = RuleNotification.objects.select_for_update().filter(rule_name=rule_name).first()
-        proposed = {**(settings_dict(current or RuleNotification(rule_name=rule_name)) or {}),
-                    **{name: (value.name if isinstance(value, Group) else value) for name, value in values.items()}}
+        proposed = {
+            **(settings_dict(current or RuleNotification(rule_name=rule_name)) or {}),
+            **{name: (value.name if isinstance(value, Group) else value) for name, value in values.items()},
+        }
         waits = None
         if settings.POLICY_FOUR_EYES:
             notifications = authority.current_notifications()
-            notifications[rule_name] = {key: proposed[key] or (None if key == "escalation_group" else 0)
-                                        for key in authority.AUTHORITY_FIELDS}
+            notifications[rule_name] = {
+                key: proposed[key] or (None if key == "escalation_group" else 0) for key in authority.AUTHORITY_FIELDS
+            }
             waits = authority.waits_because(rules, verbs, user=acting_user, notifications=notifications)
         if waits is not None:
             if acting_user is None:
                 raise PolicyError(NOT_PERMITTED, f"Only a risk-admin may propose this: {waits}.")
             before = settings_dict(current) if current else None
-            diff = {"added": [], "removed": [], "changed": {}, "notifications": {rule_name: {
-                key: [(before or {}).get(key), proposed[key]] for key in SETTINGS_FIELDS
-                if (before or {}).get(key) != proposed[key]}}}
+            diff = {
+                "added": [],
+                "removed": [],
+                "changed": {},
+                "notifications": {
+                    rule_name: {
+                        key: [(before or {}).get(key), proposed[key]]
+                        for key in SETTINGS_FIELDS
+                        if (before or {}).get(key) != proposed[key]
+                    }
+                },
+            }
             return propose(
-                Kind.NOTIFICATIONS, {"rule": rule_name, "values": proposed, "before": before},
-                acting_user=acting_user, waits=waits, diff=diff,
+                Kind.NOTIFICATIONS,
+                {"rule": rule_name, "values": proposed, "before": before},
+                acting_user=acting_user,
+                waits=waits,
+                diff=diff,
                 note=(note or "").strip() or f"Notification settings of {rule_name}",
             )
         return write_settings(rule_name, current, proposed, acting_user=acting_user)
 
 
-def write_settings(rule_name: str, current: RuleNotification | None, values: dict[str, Any], *, acting_user: Any,
-                   proposed_by: Any = None) -> RuleNotification:
+def write_settings(
+    rule_name: str,
+    current: RuleNotification | None,
+    values: dict[str, Any],
+    *,
+    acting_user: Any,
+    proposed_by: Any = None,
+) -> RuleNotification:
     """Store `values` (JSON: escalation_group by name) on the locked row and audit the change.
 
     Call inside audited_atomic(), after the four-eyes gate (`save_settings`) or a second
@@ -121,8 +149,12 @@ def write_settings(rule_name: str, current: RuleNotification | None, values: dic
     record(
         "rule.notifications_changed",
         actor=Actor.for_user(acting_user) if acting_user else Actor.system(),
-        metadata={"rule": rule_name, "before": before, "after": settings_dict(current),
-                  **({"proposed_by": proposed_by.get_username()} if proposed_by is not None else {})},
+        metadata={
+            "rule": rule_name,
+            "before": before,
+            "after": settings_dict(current),
+            **({"proposed_by": proposed_by.get_username()} if proposed_by is not None else {}),
+        },
     )
     return current
 
@@ -140,7 +172,6 @@ def settings_dict(row: RuleNotification | None) -> dict[str, Any] | None:
     }
 
 
-
 def apply_notifications(proposal: PolicyProposal, approver: Any) -> None:
     """Store what a notification proposal says, `approver` acting (under the policy lock,
     inside the approval's transaction). Raises PolicyError `proposal_stale` when the
@@ -148,7 +179,8 @@ def apply_notifications(proposal: PolicyProposal, approver: Any) -> None:
     payload = proposal.payload
     current = RuleNotification.objects.select_for_update().filter(rule_name=payload["rule"]).first()
     if settings_dict(current) != payload["before"]:
-        raise PolicyError(PROPOSAL_STALE, "The notification settings changed since this was proposed: propose "
-                                          "it again against the current settings.")
-    write_settings(payload["rule"], current, payload["values"], acting_user=approver,
-                   proposed_by=proposal.proposed_by)
+        raise PolicyError(
+            PROPOSAL_STALE,
+            "The notification settings changed since this was proposed: propose it again against the current settings.",
+        )
+    write_settings(payload["rule"], current, payload["values"], acting_user=approver, proposed_by=proposal.proposed_by)

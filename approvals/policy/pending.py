@@ -18,8 +18,9 @@ __all__ = ["Kind", "propose"]
 Kind = PolicyProposal.Kind
 
 
-def propose(kind: str, payload: dict[str, Any], *, acting_user: Any, note: str, waits: str,
-            diff: dict[str, Any]) -> PolicyProposal:
+def propose(
+    kind: str, payload: dict[str, Any], *, acting_user: Any, note: str, waits: str, diff: dict[str, Any]
+) -> PolicyProposal:
     """A pending proposal of a notification or membership change, against the newest version
     (it goes stale, like a rule proposal, when the policy changes first).
 
@@ -28,13 +29,28 @@ def propose(kind: str, payload: dict[str, Any], *, acting_user: Any, note: str, 
     newest = lock_newest_version()
     rules, verbs = rules_and_verbs(newest)
     proposal = PolicyProposal.objects.create(
-        kind=kind, payload=payload, waits_because=waits, proposed_by=acting_user,
-        proposed_by_label=user_label(acting_user), note=note, base_version=newest, rules=rules,
-        destructive_verbs=verbs, diff=diff,
+        kind=kind,
+        payload=payload,
+        waits_because=waits,
+        proposed_by=acting_user,
+        proposed_by_label=user_label(acting_user),
+        note=note,
+        base_version=newest,
+        rules=rules,
+        destructive_verbs=verbs,
+        diff=diff,
         dry_run={"summary": "No request is classified differently: this changes who may decide or until when."},
     )
-    record("policy.proposed", actor=audit_actor(acting_user), metadata={
-        "proposal": proposal.pk, "kind": kind, "base_version": newest.number if newest else None, "note": note,
-        "diff": diff, "waits_because": waits,
-    })
+    record(
+        "policy.proposed",
+        actor=audit_actor(acting_user),
+        metadata={
+            "proposal": proposal.pk,
+            "kind": kind,
+            "base_version": newest.number if newest else None,
+            "note": note,
+            "diff": diff,
+            "waits_because": waits,
+        },
+    )
     return proposal

@@ -39,10 +39,23 @@ Status = PolicyProposal.Status
 
 def pending_proposals() -> QuerySet[PolicyProposal]:
     """Pending proposals, oldest first, without their rule sets (one query)."""
-    return (PolicyProposal.objects.filter(status=Status.PENDING).order_by("created_at")
-            .select_related("base_version").only(
-                "id", "created_at", "proposed_by_id", "proposed_by_label", "note", "diff", "status", "kind",
-                "waits_because", "base_version__number"))
+    return (
+        PolicyProposal.objects.filter(status=Status.PENDING)
+        .order_by("created_at")
+        .select_related("base_version")
+        .only(
+            "id",
+            "created_at",
+            "proposed_by_id",
+            "proposed_by_label",
+            "note",
+            "diff",
+            "status",
+            "kind",
+            "waits_because",
+            "base_version__number",
+        )
+    )
 
 
 def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -> PolicyVersion:
@@ -64,13 +77,18 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
         newest = lock_newest_version()
         proposal = _locked_pending(proposal_id)
         if proposal.proposed_by_id == acting_user.pk:
-            raise PolicyError(FOUR_EYES_SAME_PERSON, "You proposed this change: a second risk-admin must approve "
-                              "it (four eyes).")
+            raise PolicyError(
+                FOUR_EYES_SAME_PERSON, "You proposed this change: a second risk-admin must approve it (four eyes)."
+            )
         if proposal.base_version_id != (newest.pk if newest else None):
             _close(proposal, Status.STALE, acting_user, note)
-            refusal = PolicyError(PROPOSAL_STALE, (
-                f"The policy changed since this was proposed (now v{newest.number if newest else 0}): "
-                "nothing was applied; propose it again against the current policy."))
+            refusal = PolicyError(
+                PROPOSAL_STALE,
+                (
+                    f"The policy changed since this was proposed (now v{newest.number if newest else 0}): "
+                    "nothing was applied; propose it again against the current policy."
+                ),
+            )
         elif proposal.kind != PolicyProposal.Kind.RULES:
             try:
                 if proposal.kind == PolicyProposal.Kind.MEMBERSHIP:
@@ -84,9 +102,16 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
                 # The rules stay; the version records that who may decide changed, and who agreed.
                 rules, verbs = rules_and_verbs(newest)
                 version = apply_rules(
-                    rules, verbs, groups_for(RuleSpec.from_dict(rule) for rule in rules), newest,
-                    diff=proposal.diff, note=proposal.note, created_by=proposal.proposed_by, how="approved",
-                    approved_by=acting_user, proposal=proposal,
+                    rules,
+                    verbs,
+                    groups_for(RuleSpec.from_dict(rule) for rule in rules),
+                    newest,
+                    diff=proposal.diff,
+                    note=proposal.note,
+                    created_by=proposal.proposed_by,
+                    how="approved",
+                    approved_by=acting_user,
+                    proposal=proposal,
                 )
                 proposal.applied_version = version
                 _close(proposal, Status.APPLIED, acting_user, note)
@@ -95,9 +120,17 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
             groups = groups_for(RuleSpec.from_dict(rule) for rule in proposal.rules)
             diff = policy_diff(before, before_verbs, proposal.rules, proposal.destructive_verbs)
             version = apply_rules(
-                proposal.rules, list(proposal.destructive_verbs), groups, newest, diff=diff, note=proposal.note,
-                created_by=proposal.proposed_by, how="approved", restored_from=proposal.restored_from,
-                approved_by=acting_user, proposal=proposal,
+                proposal.rules,
+                list(proposal.destructive_verbs),
+                groups,
+                newest,
+                diff=diff,
+                note=proposal.note,
+                created_by=proposal.proposed_by,
+                how="approved",
+                restored_from=proposal.restored_from,
+                approved_by=acting_user,
+                proposal=proposal,
             )
             proposal.applied_version = version
             _close(proposal, Status.APPLIED, acting_user, note)
@@ -139,11 +172,18 @@ def _close(proposal: PolicyProposal, status: str, acting_user: Any, note: str) -
     proposal.decided_by = acting_user
     proposal.decided_by_label = user_label(acting_user)
     proposal.decision_note = note.strip() if isinstance(note, str) else ""
-    proposal.save(update_fields=["status", "decided_at", "decided_by", "decided_by_label", "decision_note",
-                                 "applied_version"])
+    proposal.save(
+        update_fields=["status", "decided_at", "decided_by", "decided_by_label", "decision_note", "applied_version"]
+    )
     verb = "policy.proposal_approved" if status == Status.APPLIED else "policy.proposal_rejected"
-    record(verb, actor=audit_actor(acting_user), metadata={
-        "proposal": proposal.pk, "outcome": str(status), "proposed_by": proposal.proposed_by_label,
-        "note": proposal.decision_note,
-        **({"version": proposal.applied_version.number} if proposal.applied_version is not None else {}),
-    })
+    record(
+        verb,
+        actor=audit_actor(acting_user),
+        metadata={
+            "proposal": proposal.pk,
+            "outcome": str(status),
+            "proposed_by": proposal.proposed_by_label,
+            "note": proposal.decision_note,
+            **({"version": proposal.applied_version.number} if proposal.applied_version is not None else {}),
+        },
+    )

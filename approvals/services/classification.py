@@ -39,8 +39,9 @@ class Classified:
     impact: dict[str, Any]
 
 
-def classification_input(request: ApprovalRequest, params: dict[str, Any], *,
-                         policy: ActivePolicy | None = None) -> ClassificationInput:
+def classification_input(
+    request: ApprovalRequest, params: dict[str, Any], *, policy: ActivePolicy | None = None
+) -> ClassificationInput:
     """What the rules read about `params` as a call of `request` under `policy`
     (default: the current one)."""
     policy = policy or current_policy()
@@ -50,8 +51,7 @@ def classification_input(request: ApprovalRequest, params: dict[str, Any], *,
         action_type=action_type,
         params=params,
         target=request.target,
-        impact=compute_impact(action_type, params, request.target,
-                              destructive_verbs=policy.compiled.destructive_verbs),
+        impact=compute_impact(action_type, params, request.target, destructive_verbs=policy.compiled.destructive_verbs),
         declared=request.declared,
         # A re-classification (an edit, re-validation) explains itself with the
         # request's masked params still masked, whichever rule decides now.
@@ -90,7 +90,9 @@ def apply_classification(request: ApprovalRequest, classified: Classified) -> No
     request.classification = classification.to_dict()
     if masked_before - set(classification.masked_params):
         request.classification["masked_params"] = [
-            *classification.masked_params, *sorted(masked_before - set(classification.masked_params))]
+            *classification.masked_params,
+            *sorted(masked_before - set(classification.masked_params)),
+        ]
     request.policy_version_id = classified.policy_version_id
     request.required_approvals = max(1, classification.required_approvals)
     request.impact = classified.impact

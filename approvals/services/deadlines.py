@@ -27,13 +27,15 @@ def expire(request_id: RequestId) -> bool:
 def expire_overdue(*, now: datetime | None = None, limit: int = 500) -> int:
     """The sweeper's entry point: expire what is overdue, one short transaction each."""
     now = now or timezone.now()
-    overdue = list(
-        ApprovalRequest.objects.overdue_for_decision(now).values_list("pk", flat=True)[:limit]
-    ) + list(ApprovalRequest.objects.overdue_for_execution(now).values_list("pk", flat=True)[:limit])
+    overdue = list(ApprovalRequest.objects.overdue_for_decision(now).values_list("pk", flat=True)[:limit]) + list(
+        ApprovalRequest.objects.overdue_for_execution(now).values_list("pk", flat=True)[:limit]
+    )
     return sum(expire(pk) for pk in overdue)
 
 
-def extend_decision_deadline(request_id: RequestId, *, actor: Person, seconds: int, reason: str = "") -> ApprovalRequest:
+def extend_decision_deadline(
+    request_id: RequestId, *, actor: Person, seconds: int, reason: str = ""
+) -> ApprovalRequest:
     """Push a pending request's `decide_by` back by `seconds`, once per request,
     within its rule's `max_extension_seconds` (approvals.models.RuleNotification).
 
@@ -46,14 +48,18 @@ def extend_decision_deadline(request_id: RequestId, *, actor: Person, seconds: i
         require_pending(request)
         require_may_decide(request, actor)
         limit = (
-            RuleNotification.objects.filter(rule_name=request.rule_name).values_list("max_extension_seconds", flat=True)
-            .first() if request.rule_name else None
+            RuleNotification.objects.filter(rule_name=request.rule_name)
+            .values_list("max_extension_seconds", flat=True)
+            .first()
+            if request.rule_name
+            else None
         ) or 0
         if limit <= 0:
             raise DomainError(errors.EXTENSION_NOT_ALLOWED, "This request's rule allows no deadline extension.")
         if isinstance(seconds, bool) or not isinstance(seconds, int) or not 1 <= seconds <= limit:
-            raise DomainError(errors.EXTENSION_NOT_ALLOWED,
-                              f"An extension must be between 1 and {limit} seconds.", limit=limit)
+            raise DomainError(
+                errors.EXTENSION_NOT_ALLOWED, f"An extension must be between 1 and {limit} seconds.", limit=limit
+            )
         if DeadlineExtension.objects.filter(request=request).exists():
             raise DomainError(errors.ALREADY_EXTENDED, "The deadline of this request was already extended once.")
         previous = request.decide_by
@@ -62,13 +68,23 @@ def extend_decision_deadline(request_id: RequestId, *, actor: Person, seconds: i
         request.decide_by = previous + timedelta(seconds=seconds)
         request.save(update_fields=["decide_by"])
         DeadlineExtension.objects.create(
-            request=request, extended_by=actor.user, extended_by_label=actor.label,
-            previous_decide_by=previous, new_decide_by=request.decide_by, reason=reason,
+            request=request,
+            extended_by=actor.user,
+            extended_by_label=actor.label,
+            previous_decide_by=previous,
+            new_decide_by=request.decide_by,
+            reason=reason,
         )
         record(
-            "request.deadline_extended", actor=actor, request=request,
-            metadata={"from": previous.isoformat(), "to": request.decide_by.isoformat(), "seconds": seconds,
-                      "reason": digest(reason)},
+            "request.deadline_extended",
+            actor=actor,
+            request=request,
+            metadata={
+                "from": previous.isoformat(),
+                "to": request.decide_by.isoformat(),
+                "seconds": seconds,
+                "reason": digest(reason),
+            },
         )
         announce(request, "request.deadline_extended", decide_by=request.decide_by.isoformat())
     return request

@@ -48,8 +48,18 @@ from .step_up import payload_digest, require_step_up
 if TYPE_CHECKING:
     from agents.models import Agent
 
-__all__ = ["APPROVE_WITH_EDITS", "BatchItem", "approve", "approve_with_edits", "cancel", "decide_batch",
-           "edit_decision", "is_proposal", "reject", "require_revision_given"]
+__all__ = [
+    "APPROVE_WITH_EDITS",
+    "BatchItem",
+    "approve",
+    "approve_with_edits",
+    "cancel",
+    "decide_batch",
+    "edit_decision",
+    "is_proposal",
+    "reject",
+    "require_revision_given",
+]
 
 APPROVE = Decision.Verdict.APPROVE
 REJECT = Decision.Verdict.REJECT
@@ -61,11 +71,13 @@ MAX_FEEDBACK_CHARS = 10_000
 def _require_bounded_input(feedback: str, edits: dict[str, Any] | None = None) -> None:
     """Feedback and edits within the API's sizes, whichever path they came through (422)."""
     if len(feedback) > MAX_FEEDBACK_CHARS:
-        raise DomainError(VALIDATION_ERROR, f"Feedback is limited to {MAX_FEEDBACK_CHARS} characters.",
-                          fields=["feedback"])
+        raise DomainError(
+            VALIDATION_ERROR, f"Feedback is limited to {MAX_FEEDBACK_CHARS} characters.", fields=["feedback"]
+        )
     if edits is not None and json_size(edits) > settings.API_MAX_PARAMS_BYTES:
-        raise DomainError(VALIDATION_ERROR, f"Edits are limited to {settings.API_MAX_PARAMS_BYTES} bytes as JSON.",
-                          fields=["edits"])
+        raise DomainError(
+            VALIDATION_ERROR, f"Edits are limited to {settings.API_MAX_PARAMS_BYTES} bytes as JSON.", fields=["edits"]
+        )
 
 
 # The verdict a step-up proof for an edit is made over, with the edits' digest.
@@ -97,8 +109,11 @@ def approve(request_id: RequestId, *, actor: Person, revision: int | None, feedb
         require_may_approve(request, actor)
         require_proposed_answer(request)
         method = require_step_up(
-            request, actor, decision=(str(request.pk), request.current_revision, APPROVE, ""),
-            risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
+            request,
+            actor,
+            decision=(str(request.pk), request.current_revision, APPROVE, ""),
+            risk_level=request.risk_level,
+            rule_asks=rule_asks_step_up(request),
         )
         _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
         _approve_if_quorum(request, actor)
@@ -119,10 +134,14 @@ def reject(request_id: RequestId, *, actor: Person, revision: int | None, feedba
         require_may_decide(request, actor)
         _record_vote(request, actor, REJECT, feedback)
         transition(
-            request, State.REJECTED, actor=actor,
+            request,
+            State.REJECTED,
+            actor=actor,
             metadata={"revision": request.current_revision, "feedback": digest(feedback)},
-            decided_at=timezone.now(), decided_by_label=actor.label,
-            resolution_code="rejected", feedback=feedback,
+            decided_at=timezone.now(),
+            decided_by_label=actor.label,
+            resolution_code="rejected",
+            feedback=feedback,
         )
     return request
 
@@ -154,22 +173,34 @@ def _require_revision(request: ApprovalRequest, revision: int) -> None:
         )
 
 
-def _record_vote(request: ApprovalRequest, actor: Person, verdict: str, feedback: str, *,
-                 step_up_method: str = "") -> None:
+def _record_vote(
+    request: ApprovalRequest, actor: Person, verdict: str, feedback: str, *, step_up_method: str = ""
+) -> None:
     if Decision.objects.filter(request=request, revision=request.current_revision, reviewer=actor.user).exists():
         raise DomainError(errors.ALREADY_VOTED, "You already decided this revision.")
     Decision.objects.create(
-        request=request, revision=request.current_revision, reviewer=actor.user, verdict=verdict,
-        feedback=feedback, step_up_method=step_up_method,
+        request=request,
+        revision=request.current_revision,
+        reviewer=actor.user,
+        verdict=verdict,
+        feedback=feedback,
+        step_up_method=step_up_method,
     )
     record(
         "decision.recorded",
         actor=actor,
         request=request,
-        metadata={"revision": request.current_revision, "verdict": verdict, "feedback": digest(feedback),
-                  **({"step_up": step_up_method} if step_up_method else {}),
-                  **({"step_up_credential": actor.step_up.credential_id}
-                     if step_up_method and getattr(actor.step_up, "credential_id", "") else {})},
+        metadata={
+            "revision": request.current_revision,
+            "verdict": verdict,
+            "feedback": digest(feedback),
+            **({"step_up": step_up_method} if step_up_method else {}),
+            **(
+                {"step_up_credential": actor.step_up.credential_id}
+                if step_up_method and getattr(actor.step_up, "credential_id", "")
+                else {}
+            ),
+        },
     )
 
 
@@ -181,18 +212,24 @@ def _approve_if_quorum(request: ApprovalRequest, actor: Person) -> None:
     now = timezone.now()
     window = request.classification.get("execution_window_seconds", settings.DEFAULT_EXECUTION_WINDOW_SECONDS)
     transition(
-        request, State.APPROVED, actor=actor,
+        request,
+        State.APPROVED,
+        actor=actor,
         metadata={"revision": request.current_revision, "approvals": counted},
-        decided_at=now, decided_by_label=actor.label, resolution_code="approved",
-        execute_by=now + timedelta(seconds=window), executor=server_executor(request),
+        decided_at=now,
+        decided_by_label=actor.label,
+        resolution_code="approved",
+        execute_by=now + timedelta(seconds=window),
+        executor=server_executor(request),
     )
 
 
 # --- Approve with edits ------------------------------------------------------------------
 
 
-def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int | None, edits: dict[str, Any],
-                       feedback: str = "") -> ApprovalRequest:
+def approve_with_edits(
+    request_id: RequestId, *, actor: Person, revision: int | None, edits: dict[str, Any], feedback: str = ""
+) -> ApprovalRequest:
     """Make a new revision with `edits` applied to the params the rule marks editable,
     and approve it where the editor's approval can count (DESIGN.md "Approve with edits").
 
@@ -215,14 +252,15 @@ def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int | 
         _require_revision(request, revision)
         require_may_decide(request, actor)
         if request.kind == Kind.SUSPENSION:  # its payload is what the step paused with, not the answer
-            raise DomainError(errors.RESUME_DATA_REQUIRED, "A suspension is answered, not edited: respond with resume_data.")
+            raise DomainError(
+                errors.RESUME_DATA_REQUIRED, "A suspension is answered, not edited: respond with resume_data."
+            )
         require_allowed(request, "edit")
         previous = request.current_params()
         params, changed = _edited_params(request, previous, edits)
         fresh = classify_params(request, params)
         if fresh.classification.risk_level == RiskLevel.PROHIBITED:
-            raise DomainError(errors.EDIT_PROHIBITED,
-                              f"Policy refuses the edited call: {fresh.classification.reason}")
+            raise DomainError(errors.EDIT_PROHIBITED, f"Policy refuses the edited call: {fresh.classification.reason}")
         deciding = _deciding(request, fresh)
         regroups = deciding is not None and _routes_elsewhere(request, fresh)
         counts = _editor_counts(request, actor, deciding=deciding, regroups=regroups)
@@ -230,17 +268,25 @@ def approve_with_edits(request_id: RequestId, *, actor: Person, revision: int | 
         if counts:
             risk_level, rule_asks = _deciding_step_up(request, deciding)
             method = require_step_up(
-                request, actor, decision=edit_decision(request.pk, request.current_revision, edits),
-                risk_level=risk_level, rule_asks=rule_asks,
+                request,
+                actor,
+                decision=edit_decision(request.pk, request.current_revision, edits),
+                risk_level=risk_level,
+                rule_asks=rule_asks,
             )
-        _write_revision(request, actor, params, changed, previous, fresh, deciding=deciding, regroups=regroups,
-                        proposal=not counts)
+        _write_revision(
+            request, actor, params, changed, previous, fresh, deciding=deciding, regroups=regroups, proposal=not counts
+        )
         if counts:
             _record_vote(request, actor, APPROVE, feedback, step_up_method=method)
             _approve_if_quorum(request, actor)
         else:
-            record("request.edit_proposed", actor=actor, request=request,
-                   metadata={"revision": request.current_revision, "feedback": digest(feedback)})
+            record(
+                "request.edit_proposed",
+                actor=actor,
+                request=request,
+                metadata={"revision": request.current_revision, "feedback": digest(feedback)},
+            )
             announce(request, "request.edit_proposed")
     return request
 
@@ -254,14 +300,16 @@ def is_proposal(request: ApprovalRequest, *, by: Any) -> bool:
     )
 
 
-def _edited_params(request: ApprovalRequest, previous: dict[str, Any],
-                   edits: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _edited_params(
+    request: ApprovalRequest, previous: dict[str, Any], edits: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     editable = set(request.classification.get("editable_params", ()))
     not_editable = sorted(set(edits) - editable)
     if not_editable:
         raise DomainError(
             errors.PARAM_NOT_EDITABLE,
-            f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.", fields=not_editable,
+            f"Not editable under rule {request.rule_name or 'default'}: {', '.join(not_editable)}.",
+            fields=not_editable,
         )
     changed = sorted(key for key in edits if previous.get(key, object()) != edits[key])
     if not changed:
@@ -282,12 +330,13 @@ def _routes_elsewhere(request: ApprovalRequest, fresh: Classified) -> bool:
     new = fresh.classification
     current_group = request.approver_group.name if request.approver_group is not None else None
     return (new.risk_level, new.approver_group, max(1, new.required_approvals)) != (
-        request.risk_level, current_group, request.required_approvals
+        request.risk_level,
+        current_group,
+        request.required_approvals,
     )
 
 
-def _editor_counts(request: ApprovalRequest, actor: Person, *, deciding: Classified | None,
-                   regroups: bool) -> bool:
+def _editor_counts(request: ApprovalRequest, actor: Person, *, deciding: Classified | None, regroups: bool) -> bool:
     """Whether the editor's approval can count for the new revision (step-up aside)."""
     if actor.user.pk in excluded_from_approving(request) or is_stopped(request.agent):
         return False
@@ -303,14 +352,27 @@ def _deciding_step_up(request: ApprovalRequest, deciding: Classified | None) -> 
     return deciding.classification.risk_level, deciding.classification.step_up
 
 
-def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, Any], changed: list[str],
-                    previous: dict[str, Any], fresh: Classified, *, deciding: Classified | None, regroups: bool,
-                    proposal: bool) -> None:
+def _write_revision(
+    request: ApprovalRequest,
+    actor: Person,
+    params: dict[str, Any],
+    changed: list[str],
+    previous: dict[str, Any],
+    fresh: Classified,
+    *,
+    deciding: Classified | None,
+    regroups: bool,
+    proposal: bool,
+) -> None:
     hidden = masked_paths(request)  # masked before the edit; a regroup may add more below
     request.current_revision += 1
     ParamsRevision.objects.create(
-        request=request, number=request.current_revision, params=params, created_by=actor.user,
-        changed_keys=changed, risk_level=fresh.classification.risk_level,
+        request=request,
+        number=request.current_revision,
+        params=params,
+        created_by=actor.user,
+        changed_keys=changed,
+        risk_level=fresh.classification.risk_level,
     )
     if regroups:
         regroup(request, fresh, actor=actor)
@@ -328,8 +390,10 @@ def _write_revision(request: ApprovalRequest, actor: Person, params: dict[str, A
         metadata={
             "revision": request.current_revision,
             "changed": {
-                key: {"before": value_digest(request.action_type, key, previous.get(key), hidden=hidden),
-                      "after": value_digest(request.action_type, key, params[key], hidden=hidden)}
+                key: {
+                    "before": value_digest(request.action_type, key, previous.get(key), hidden=hidden),
+                    "after": value_digest(request.action_type, key, params[key], hidden=hidden),
+                }
                 for key in changed
             },
             "risk_level": fresh.classification.risk_level,
@@ -351,8 +415,9 @@ class BatchItem:
     error: DomainError | None = None
 
 
-def decide_batch(items: Sequence[tuple[str, int | None]], *, actor: Person, verdict: str,
-                 feedback: str = "") -> list[BatchItem]:
+def decide_batch(
+    items: Sequence[tuple[str, int | None]], *, actor: Person, verdict: str, feedback: str = ""
+) -> list[BatchItem]:
     """Approve or reject several requests at once, each exactly at the revision the
     reviewer saw, each in its own transaction with every guard of a single decision.
 
@@ -393,8 +458,12 @@ def cancel(request_id: RequestId, *, actor: Actor, agent: Agent | None = None, r
         if request.state not in (State.PENDING_APPROVAL, State.APPROVED):
             raise refuse_state(request, "pending approval or approved")
         transition(
-            request, State.CANCELLED, actor=actor, metadata={"reason": digest(reason)},
-            resolution_code="withdrawn" if agent is not None else "revoked", feedback=reason,
+            request,
+            State.CANCELLED,
+            actor=actor,
+            metadata={"reason": digest(reason)},
+            resolution_code="withdrawn" if agent is not None else "revoked",
+            feedback=reason,
             decided_at=request.decided_at or timezone.now(),
         )
     return request

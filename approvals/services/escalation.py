@@ -70,8 +70,10 @@ def escalation_refusal(request: ApprovalRequest, group: Group) -> str | None:
         return "auditors decide nothing"
     if group.pk == request.approver_group_id or group.name == request.classification.get("escalation_group"):
         return None
-    if request.rule_name and RuleNotification.objects.filter(rule_name=request.rule_name,
-                                                             escalation_group=group).exists():
+    if (
+        request.rule_name
+        and RuleNotification.objects.filter(rule_name=request.rule_name, escalation_group=group).exists()
+    ):
         return None
     return f"{group.name} is neither this rule's approver group nor an approved escalation target"
 
@@ -88,8 +90,12 @@ def escalate_request(request_id: RequestId, *, group: Group, reason: str) -> boo
             return False
         refused = escalation_refusal(request, group)
         if refused is not None:
-            record("request.escalation_refused", actor=SYSTEM, request=request,
-                   metadata={"group": group.name, "reason": reason, "refused_because": refused})
+            record(
+                "request.escalation_refused",
+                actor=SYSTEM,
+                request=request,
+                metadata={"group": group.name, "reason": reason, "refused_because": refused},
+            )
             return False
         _escalate(request, group, reason=reason)
     return True
@@ -103,9 +109,12 @@ def regroup(request: ApprovalRequest, classified: Classified, *, actor: Actor) -
     escalation of the old classification no longer applies; whether the new group
     can reach the quorum is said at once.
     """
-    before = {"risk_level": request.risk_level, "rule": request.rule_name,
-              "required_approvals": request.required_approvals,
-              "group": request.approver_group.name if request.approver_group is not None else None}
+    before = {
+        "risk_level": request.risk_level,
+        "rule": request.rule_name,
+        "required_approvals": request.required_approvals,
+        "group": request.approver_group.name if request.approver_group is not None else None,
+    }
     apply_classification(request, classified)
     request.escalated = False
     request.save()
@@ -119,9 +128,12 @@ def regroup(request: ApprovalRequest, classified: Classified, *, actor: Actor) -
         metadata={
             "revision": request.current_revision,
             "from": before,
-            "to": {"risk_level": request.risk_level, "rule": request.rule_name,
-                   "required_approvals": request.required_approvals,
-                   "group": request.approver_group.name if request.approver_group is not None else None},
+            "to": {
+                "risk_level": request.risk_level,
+                "rule": request.rule_name,
+                "required_approvals": request.required_approvals,
+                "group": request.approver_group.name if request.approver_group is not None else None,
+            },
             "groups_revoked": former,
         },
     )

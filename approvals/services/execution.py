@@ -77,7 +77,10 @@ def revalidation_refusal(request: ApprovalRequest, *, target_hash: str | None = 
     if fresh and fresh != request.target_hash:
         return errors.TARGET_CHANGED, "The target changed since it was approved; submit it again for approval."
     if not request.approved_by_policy and approvals_counted(request) < request.required_approvals:
-        return errors.APPROVER_PERMISSION_REVOKED, "An approver no longer holds the permission; the quorum no longer stands."
+        return (
+            errors.APPROVER_PERMISSION_REVOKED,
+            "An approver no longer holds the permission; the quorum no longer stands.",
+        )
     fresh_classification = classify_params(request, request.current_params()).classification
     if stricter_than_request(request, fresh_classification):
         return (
@@ -106,8 +109,14 @@ def revalidate(request: ApprovalRequest, *, actor: Actor, target_hash: str | Non
         transition(request, State.EXPIRED, actor=actor, metadata={"code": code}, resolution_code=code)
     else:
         transition(
-            request, State.FAILED, actor=actor, metadata={"code": code}, resolution_code=code, error=message,
-            finished_at=timezone.now(), grant_hash="",
+            request,
+            State.FAILED,
+            actor=actor,
+            metadata={"code": code},
+            resolution_code=code,
+            error=message,
+            finished_at=timezone.now(),
+            grant_hash="",
         )
     raise PersistedRefusal(code, message, state=request.state)
 
@@ -128,16 +137,25 @@ def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata:
     request.next_attempt_at = None
     request.attempts += 1
     request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "attempts"])
-    record(verb, actor=actor, request=request,
-           metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata})
+    record(
+        verb,
+        actor=actor,
+        request=request,
+        metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata},
+    )
     announce(request, verb)
     return ExecutionGrant(
-        request_id=str(request.pk), token=token, idempotency_key=request.execution_key,
-        params=request.current_params(), lease_until=request.lease_until,
+        request_id=str(request.pk),
+        token=token,
+        idempotency_key=request.execution_key,
+        params=request.current_params(),
+        lease_until=request.lease_until,
     )
 
 
-def claim_execution(request_id: RequestId, *, actor: Actor, agent: Agent | None = None, target_hash: str | None = None) -> ExecutionGrant:
+def claim_execution(
+    request_id: RequestId, *, actor: Actor, agent: Agent | None = None, target_hash: str | None = None
+) -> ExecutionGrant:
     """Re-validate and claim an approved request for execution: exactly one caller wins.
 
     `agent`: the claimant is this agent (its own requests only, and only those no
@@ -164,11 +182,17 @@ def claim_execution(request_id: RequestId, *, actor: Actor, agent: Agent | None 
         if won != 1:
             raise DomainError(errors.ALREADY_CLAIMED, "Another executor claimed this request first.")
         request.state = State.EXECUTING
-        return _issue_grant(request, actor=actor, verb="request.execution_claimed",
-                            metadata={"from": State.APPROVED, "to": State.EXECUTING})
+        return _issue_grant(
+            request,
+            actor=actor,
+            verb="request.execution_claimed",
+            metadata={"from": State.APPROVED, "to": State.EXECUTING},
+        )
 
 
-def reclaim_execution(request_id: RequestId, *, actor: Actor, idempotent: bool, max_attempts: int | None = None) -> ExecutionGrant:
+def reclaim_execution(
+    request_id: RequestId, *, actor: Actor, idempotent: bool, max_attempts: int | None = None
+) -> ExecutionGrant:
     """Take a fresh grant on an `executing` request whose next attempt is due.
 
     Due means: a deferred retry whose `next_attempt_at` has come, or (only when the
@@ -184,19 +208,29 @@ def reclaim_execution(request_id: RequestId, *, actor: Actor, idempotent: bool, 
             raise refuse_state(request, State.EXECUTING)
         deferred = not request.grant_hash
         if not request.lease_until or request.lease_until > now or not (deferred or idempotent):
-            raise DomainError(errors.ALREADY_CLAIMED, "The execution is running or not due for another attempt.",
-                              state=request.state)
+            raise DomainError(
+                errors.ALREADY_CLAIMED, "The execution is running or not due for another attempt.", state=request.state
+            )
         if request.attempts >= max_attempts:
             code = errors.ATTEMPTS_EXHAUSTED if deferred else errors.OUTCOME_UNKNOWN
             transition(
-                request, State.FAILED, actor=actor, metadata={"code": code, "attempts": request.attempts},
-                resolution_code=code, error=f"Gave up after {request.attempts} attempts. {request.error}".strip(),
-                finished_at=now, grant_hash="",
+                request,
+                State.FAILED,
+                actor=actor,
+                metadata={"code": code, "attempts": request.attempts},
+                resolution_code=code,
+                error=f"Gave up after {request.attempts} attempts. {request.error}".strip(),
+                finished_at=now,
+                grant_hash="",
             )
             raise PersistedRefusal(errors.ATTEMPTS_EXHAUSTED, "No attempts left.", state=request.state)
         revalidate(request, actor=actor)
-        return _issue_grant(request, actor=actor, verb="request.execution_reclaimed",
-                            metadata={"reason": "retry" if deferred else "lease_lost"})
+        return _issue_grant(
+            request,
+            actor=actor,
+            verb="request.execution_reclaimed",
+            metadata={"reason": "retry" if deferred else "lease_lost"},
+        )
 
 
 # --- Outcomes -----------------------------------------------------------------------------
@@ -210,7 +244,14 @@ def _require_grant(request: ApprovalRequest, token: str) -> None:
 
 
 def complete_execution(
-    request_id: RequestId, *, token: str, succeeded: bool, actor: Actor, result: Any = None, error: str = "", code: str = ""
+    request_id: RequestId,
+    *,
+    token: str,
+    succeeded: bool,
+    actor: Actor,
+    result: Any = None,
+    error: str = "",
+    code: str = "",
 ) -> ApprovalRequest:
     """Record the executor's outcome for the claim that `token` proves.
 
@@ -220,16 +261,22 @@ def complete_execution(
     with changing(request_id) as request:
         _require_grant(request, token)
         transition(
-            request, State.SUCCEEDED if succeeded else State.FAILED, actor=actor,
+            request,
+            State.SUCCEEDED if succeeded else State.FAILED,
+            actor=actor,
             metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
-            result=result, error=error, finished_at=timezone.now(), grant_hash="",
+            result=result,
+            error=error,
+            finished_at=timezone.now(),
+            grant_hash="",
             resolution_code="succeeded" if succeeded else (code or "execution_failed"),
         )
     return request
 
 
-def defer_execution(request_id: RequestId, *, token: str, actor: Actor, error: str, code: str,
-                    retry_at: datetime) -> ApprovalRequest:
+def defer_execution(
+    request_id: RequestId, *, token: str, actor: Actor, error: str, code: str, retry_at: datetime
+) -> ApprovalRequest:
     """A retryable failure: give the grant back and schedule the next attempt.
 
     The request stays `executing` (its claim stands; the idempotency key is the
@@ -243,9 +290,15 @@ def defer_execution(request_id: RequestId, *, token: str, actor: Actor, error: s
         request.error = error
         request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "error"])
         record(
-            "request.execution_deferred", actor=actor, request=request,
-            metadata={"attempt": request.attempts, "code": code, "error": digest(error),
-                      "retry_at": retry_at.isoformat()},
+            "request.execution_deferred",
+            actor=actor,
+            request=request,
+            metadata={
+                "attempt": request.attempts,
+                "code": code,
+                "error": digest(error),
+                "retry_at": retry_at.isoformat(),
+            },
         )
         announce(request, "request.execution_deferred")
     return request
@@ -257,9 +310,14 @@ def fail_lost_execution(request_id: RequestId) -> bool:
         if request.state != State.EXECUTING or not request.lease_until or request.lease_until > timezone.now():
             return False
         transition(
-            request, State.FAILED, actor=SYSTEM, metadata={"code": errors.OUTCOME_UNKNOWN},
-            resolution_code=errors.OUTCOME_UNKNOWN, error="The execution lease ran out with no result.",
-            finished_at=timezone.now(), grant_hash="",
+            request,
+            State.FAILED,
+            actor=SYSTEM,
+            metadata={"code": errors.OUTCOME_UNKNOWN},
+            resolution_code=errors.OUTCOME_UNKNOWN,
+            error="The execution lease ran out with no result.",
+            finished_at=timezone.now(),
+            grant_hash="",
         )
     return True
 

@@ -111,11 +111,16 @@ def require_allowed(request: ApprovalRequest, decision: str) -> None:
     no way to hear it).
     """
     if decision == "respond" and request.kind != Kind.ACTION:
-        raise DomainError(errors.DECISION_NOT_ALLOWED,
-                          f"Only an action can be answered in place of its tool, not a {request.kind}.",
-                          decision=decision)
+        raise DomainError(
+            errors.DECISION_NOT_ALLOWED,
+            f"Only an action can be answered in place of its tool, not a {request.kind}.",
+            decision=decision,
+        )
     if not request.allows(decision):
         allowed = list(request.allowed_decisions or DEFAULT_ALLOWED_DECISIONS)
-        raise DomainError(errors.DECISION_NOT_ALLOWED,
-                          f"The agent's host cannot apply {decision!r} to this request; it allows: "
-                          f"{', '.join(allowed)}.", decision=decision, allowed=allowed)
+        raise DomainError(
+            errors.DECISION_NOT_ALLOWED,
+            f"The agent's host cannot apply {decision!r} to this request; it allows: {', '.join(allowed)}.",
+            decision=decision,
+            allowed=allowed,
+        )

@@ -76,11 +76,12 @@ def verify_assertion(user: Any, *, nonce: str, assertion: Any, digest: str, rp_i
     decisions, with user verification; "" when it did not. The nonce is spent either way."""
     if not nonce or not isinstance(assertion, dict) or not cache.delete(_nonce_key(user, nonce)):
         return ""
-    state = {"challenge": websafe_encode(_challenge(user, nonce, digest)),
-             "user_verification": UserVerificationRequirement.REQUIRED}
+    state = {
+        "challenge": websafe_encode(_challenge(user, nonce, digest)),
+        "user_verification": UserVerificationRequirement.REQUIRED,
+    }
     try:
         credential = _server(rp_id).authenticate_complete(state, _credentials(user), assertion)
     except (ValueError, TypeError, KeyError):
         return ""
     return websafe_encode(credential.credential_id)
-

@@ -40,8 +40,11 @@ def _key(user: Any, nonce: str) -> str:
 def issue_challenge(user: Any, digest: str, *, now: float | None = None) -> str:
     """A fresh nonce for these decisions, to be proven by a re-authentication at the provider."""
     nonce = secrets.token_urlsafe(24)
-    cache.set(_key(user, nonce), {"digest": digest, "issued_at": time.time() if now is None else now,
-                                  "proven_by": ""}, timeout=CHALLENGE_SECONDS)
+    cache.set(
+        _key(user, nonce),
+        {"digest": digest, "issued_at": time.time() if now is None else now, "proven_by": ""},
+        timeout=CHALLENGE_SECONDS,
+    )
     return nonce
 
 
@@ -57,8 +60,7 @@ def proven(user: Any, nonce: str) -> bool:
     return entry is not None and bool(entry) and bool(entry["proven_by"])
 
 
-def record_reauthentication(user: Any, nonce: str, *, provider: str, auth_time: Any,
-                            now: float | None = None) -> bool:
+def record_reauthentication(user: Any, nonce: str, *, provider: str, auth_time: Any, now: float | None = None) -> bool:
     """Mark the challenge proven by a sign-in at `provider` at `auth_time` (from a verified
     ID token); False (and the challenge gone) when that sign-in was not fresh."""
     key = _key(user, nonce)
@@ -66,10 +68,13 @@ def record_reauthentication(user: Any, nonce: str, *, provider: str, auth_time: 
     if not entry or entry["proven_by"]:
         return False
     now = time.time() if now is None else now
-    fresh = (isinstance(auth_time, (int, float)) and not isinstance(auth_time, bool)
-             and auth_time >= entry["issued_at"] - CLOCK_SKEW_SECONDS
-             and now - auth_time <= settings.PROVIDER_STEP_UP_MAX_AGE_SECONDS
-             and auth_time <= now + CLOCK_SKEW_SECONDS)
+    fresh = (
+        isinstance(auth_time, (int, float))
+        and not isinstance(auth_time, bool)
+        and auth_time >= entry["issued_at"] - CLOCK_SKEW_SECONDS
+        and now - auth_time <= settings.PROVIDER_STEP_UP_MAX_AGE_SECONDS
+        and auth_time <= now + CLOCK_SKEW_SECONDS
+    )
     if not fresh:
         cache.delete(key)
         return False

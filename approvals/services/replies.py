@@ -47,8 +47,7 @@ def respond_instead(request_id: RequestId, message: str, *, actor: Person, revis
     if not message.strip():
         raise DomainError(errors.REPLY_REQUIRED, "Write the reply the agent's model should read.")
     if len(message) > MAX_REPLY_CHARS:
-        raise DomainError(VALIDATION_ERROR, f"A reply is limited to {MAX_REPLY_CHARS} characters.",
-                          fields=["message"])
+        raise DomainError(VALIDATION_ERROR, f"A reply is limited to {MAX_REPLY_CHARS} characters.", fields=["message"])
     with changing(request_id) as request:
         require_pending(request)
         _require_revision(request, revision)
@@ -56,9 +55,14 @@ def respond_instead(request_id: RequestId, message: str, *, actor: Person, revis
         require_allowed(request, "respond")
         _record_vote(request, actor, Decision.Verdict.RESPOND, message)
         transition(
-            request, State.REJECTED, actor=actor, verb="request.responded",
+            request,
+            State.REJECTED,
+            actor=actor,
+            verb="request.responded",
             metadata={"revision": request.current_revision, "reply": digest(message)},
-            decided_at=timezone.now(), decided_by_label=actor.label,
-            resolution_code=RESPONDED, feedback=message,
+            decided_at=timezone.now(),
+            decided_by_label=actor.label,
+            resolution_code=RESPONDED,
+            feedback=message,
         )
     return request

@@ -56,17 +56,23 @@ def reveal_field(request_id: RequestId, path: Any, *, actor: Person) -> Revealed
         # A reveal serves a decision still to make; once decided (or expired) the value
         # has no reader left to inform, only one more place to leak from.
         if request.effective_state != State.PENDING_APPROVAL:
-            raise DomainError(errors.ILLEGAL_TRANSITION, "Masked params can be revealed only while the request "
-                              "awaits a decision.", state=request.effective_state)
+            raise DomainError(
+                errors.ILLEGAL_TRANSITION,
+                "Masked params can be revealed only while the request awaits a decision.",
+                state=request.effective_state,
+            )
         masked = (request.classification or {}).get("masked_params") or ()
         if not isinstance(path, str) or path not in masked:
-            raise DomainError(errors.FIELD_NOT_MASKED, "That is not a masked parameter of this request.",
-                              field="field")
+            raise DomainError(errors.FIELD_NOT_MASKED, "That is not a masked parameter of this request.", field="field")
         params = request.current_params()
         if path not in params:
             raise DomainError(errors.FIELD_NOT_MASKED, "The agent did not set that parameter.", field="field")
-        record("request.field_revealed", actor=actor, request=request,
-               metadata={"field": path, "revision": request.current_revision})
+        record(
+            "request.field_revealed",
+            actor=actor,
+            request=request,
+            metadata={"field": path, "revision": request.current_revision},
+        )
     return Revealed(field=path, value=params[path], revision=request.current_revision)
 
 
@@ -104,6 +110,10 @@ def allow_masked_probe(request_id: RequestId, paths: list[str], *, actor: Person
                 "decide it, while it is pending, may run it on them. Test it on a sample instead.",
                 fields=named,
             )
-        record("rules.masked_probe", actor=actor, request=request,
-               metadata={"fields": named, "revision": request.current_revision})
+        record(
+            "rules.masked_probe",
+            actor=actor,
+            request=request,
+            metadata={"fields": named, "revision": request.current_revision},
+        )
     return request

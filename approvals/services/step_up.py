@@ -67,11 +67,18 @@ TOTP = "totp"
 PASSKEY = "passkey"
 PROVIDER = "provider"
 METHODS = (PASSWORD, TOTP, PASSKEY, PROVIDER)
-_ASKS = {PASSWORD: "your password again", TOTP: "a code from your authenticator app",
-         PASSKEY: "your passkey, for this decision",
-         PROVIDER: "signing in again at your identity provider, for this decision"}
-_NAMES = {PASSWORD: "password", TOTP: "code", PASSKEY: "passkey confirmation",
-          PROVIDER: "sign-in at your identity provider"}
+_ASKS = {
+    PASSWORD: "your password again",
+    TOTP: "a code from your authenticator app",
+    PASSKEY: "your passkey, for this decision",
+    PROVIDER: "signing in again at your identity provider, for this decision",
+}
+_NAMES = {
+    PASSWORD: "password",
+    TOTP: "code",
+    PASSKEY: "passkey confirmation",
+    PROVIDER: "sign-in at your identity provider",
+}
 
 # (request id, revision, verdict, payload digest): the payload is what the verdict
 # carries (an edit's params, a suspension's answer; `payload_digest`), "" for none.
@@ -139,11 +146,11 @@ class StepUpProof:
     """What a reviewer gave to prove presence for a decision. The secret never
     leaves this object: not in its repr, not in audit rows, not in logs."""
 
-    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused", "_nonce", "_rp_id",
-                 "credential_id")
+    __slots__ = ("method", "_secret", "_covers", "_verified_for_user", "_refused", "_nonce", "_rp_id", "credential_id")
 
-    def __init__(self, method: str, secret: Any, *, covers: Iterable[Decision] | None = None,
-                 nonce: str = "", rp_id: str = "") -> None:
+    def __init__(
+        self, method: str, secret: Any, *, covers: Iterable[Decision] | None = None, nonce: str = "", rp_id: str = ""
+    ) -> None:
         if method not in METHODS:
             raise ValueError(f"unknown step-up method {method!r}")
         self.method = method
@@ -164,8 +171,9 @@ class StepUpProof:
         return cls(TOTP, code, covers=covers)
 
     @classmethod
-    def passkey(cls, assertion: Any, *, nonce: str, rp_id: str,
-                covers: Iterable[Decision] | None = None) -> StepUpProof:
+    def passkey(
+        cls, assertion: Any, *, nonce: str, rp_id: str, covers: Iterable[Decision] | None = None
+    ) -> StepUpProof:
         """A WebAuthn assertion over the challenge `passkeys.issue_challenge` gave for these decisions."""
         return cls(PASSKEY, assertion, covers=covers, nonce=nonce, rp_id=rp_id)
 
@@ -271,8 +279,7 @@ def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
     return rule_asks or risk_level in settings.STEP_UP_RISK_LEVELS
 
 
-def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_level: str,
-                    rule_asks: bool) -> str:
+def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_level: str, rule_asks: bool) -> str:
     """Check the proof for one decision on a locked request; returns the method used
     ('' when the level needs none).
 
@@ -288,12 +295,15 @@ def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_
     if proof is None or proof.method != expected:
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            f"Deciding a {risk_level} request needs {_ASKS[expected]}.", risk_level=risk_level, method=expected,
+            f"Deciding a {risk_level} request needs {_ASKS[expected]}.",
+            risk_level=risk_level,
+            method=expected,
         )
     if not proof._bind(_decision(decision)):
         raise DomainError(
             errors.STEP_UP_REQUIRED,
-            "That step-up proof was made for another decision; give one for this decision.", risk_level=risk_level,
+            "That step-up proof was made for another decision; give one for this decision.",
+            risk_level=risk_level,
         )
     if not proof._refused and proof._matches(reviewer.user):
         cache.delete(_failures_key(reviewer.user))
@@ -337,19 +347,28 @@ def _count_failure(user: Any) -> int:
 def _refuse_wrong_proof(request: Any, reviewer: Person, proof: StepUpProof) -> None:
     failures = _count_failure(reviewer.user)
     limit = settings.STEP_UP_FAILURE_LIMIT
-    record("auth.step_up_failed", actor=reviewer, request=request,
-           metadata={"method": proof.method, "failures": failures, "limit": limit})
+    record(
+        "auth.step_up_failed",
+        actor=reviewer,
+        request=request,
+        metadata={"method": proof.method, "failures": failures, "limit": limit},
+    )
     if failures < limit:
         left = limit - failures
         raise PersistedRefusal(
             errors.STEP_UP_FAILED,
             f"That {_NAMES[proof.method]} is not right. {left} more wrong {'try' if left == 1 else 'tries'} "
-            "and you will be signed out.", tries_left=left,
+            "and you will be signed out.",
+            tries_left=left,
         )
     cache.delete(_failures_key(reviewer.user))
     ended = _end_session(reviewer.session_key)
-    record("auth.session_ended", actor=reviewer, request=request,
-           metadata={"reason": "step_up_failures", "failures": failures, "session_ended": ended})
+    record(
+        "auth.session_ended",
+        actor=reviewer,
+        request=request,
+        metadata={"reason": "step_up_failures", "failures": failures, "session_ended": ended},
+    )
     raise PersistedRefusal(
         errors.SESSION_ENDED,
         "Too many wrong step-up proofs: you have been signed out. Sign in again to continue.",

@@ -109,8 +109,9 @@ def submit(submission: Submission, *, agent: Agent) -> ApprovalRequest:
         resource_id=submission.resource_id,
         tool_call_id=submission.tool_call_id,
         batch_id=submission.batch_id,
-        allowed_decisions=(list(submission.allowed_decisions) if submission.allowed_decisions
-                           else list(DEFAULT_ALLOWED_DECISIONS)),
+        allowed_decisions=(
+            list(submission.allowed_decisions) if submission.allowed_decisions else list(DEFAULT_ALLOWED_DECISIONS)
+        ),
         idempotency_key=submission.idempotency_key,
         submission_digest=submission.submission_digest,
         submitted_sha256=submitted_digest(submission),
@@ -147,9 +148,11 @@ def _claims_metadata(submission: Submission) -> dict[str, Any]:
     if submission.reason:
         claims["reason"] = digest(submission.reason)
     if submission.context:
-        claims["context"] = {**digest(submission.context),
-                             "links": len(submission.context.get("links", ())),
-                             "turns": len(submission.context.get("turns", ()))}
+        claims["context"] = {
+            **digest(submission.context),
+            "links": len(submission.context.get("links", ())),
+            "turns": len(submission.context.get("turns", ())),
+        }
     return claims
 
 
@@ -186,13 +189,23 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     classification = classified.classification
     apply_classification(request, classified)
     now = timezone.now()
-    why = {"risk_level": classification.risk_level, "rule": classification.rule_name,
-           "policy_version": classification.policy_version, "reason": classification.reason}
+    why = {
+        "risk_level": classification.risk_level,
+        "rule": classification.rule_name,
+        "policy_version": classification.policy_version,
+        "reason": classification.reason,
+    }
 
     if classification.risk_level == RiskLevel.PROHIBITED:
         transition(
-            request, State.REJECTED, actor=SYSTEM, metadata=why, insert=True,
-            resolution_code="prohibited_by_policy", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
+            request,
+            State.REJECTED,
+            actor=SYSTEM,
+            metadata=why,
+            insert=True,
+            resolution_code="prohibited_by_policy",
+            decided_at=now,
+            decided_by_label=DECIDED_BY_POLICY,
             feedback=f"Refused by policy: {classification.reason}",
         )
         _first_revision(request, params, classified)
@@ -201,8 +214,14 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     answer_needed = request.kind == Kind.SUSPENSION
     if classification.risk_level == RiskLevel.LOW and not answer_needed and not is_stopped(request.agent):
         transition(
-            request, State.APPROVED, actor=SYSTEM, metadata=why, insert=True,
-            resolution_code="auto_approved", decided_at=now, decided_by_label=DECIDED_BY_POLICY,
+            request,
+            State.APPROVED,
+            actor=SYSTEM,
+            metadata=why,
+            insert=True,
+            resolution_code="auto_approved",
+            decided_at=now,
+            decided_by_label=DECIDED_BY_POLICY,
             execute_by=now + timedelta(seconds=classification.execution_window_seconds),
             executor=server_executor(request),
         )
@@ -211,7 +230,11 @@ def classify(request: ApprovalRequest, *, params: dict[str, Any]) -> None:
     if classification.risk_level == RiskLevel.LOW:
         why["answer_needed" if answer_needed else "emergency_stop"] = True
     transition(
-        request, State.PENDING_APPROVAL, actor=SYSTEM, metadata=why, insert=True,
+        request,
+        State.PENDING_APPROVAL,
+        actor=SYSTEM,
+        metadata=why,
+        insert=True,
         decide_by=now + timedelta(seconds=classification.decision_ttl_seconds),
     )
     _first_revision(request, params, classified)

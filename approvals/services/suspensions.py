@@ -61,8 +61,9 @@ def _same_answer(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
-def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: Any, revision: int | None,
-                          feedback: str = "") -> ApprovalRequest:
+def respond_to_suspension(
+    request_id: RequestId, *, actor: Person, resume_data: Any, revision: int | None, feedback: str = ""
+) -> ApprovalRequest:
     """Record `actor`'s answer to a pending suspension; approve it once the quorum agrees.
 
     `revision`: the revision the reviewer looked at (the proposal they saw; required:
@@ -93,16 +94,24 @@ def respond_to_suspension(request_id: RequestId, *, actor: Person, resume_data: 
         method = ""
         if counts:
             method = require_step_up(
-                request, actor, decision=answer_decision(request.pk, request.current_revision, resume_data),
-                risk_level=request.risk_level, rule_asks=rule_asks_step_up(request),
+                request,
+                actor,
+                decision=answer_decision(request.pk, request.current_revision, resume_data),
+                risk_level=request.risk_level,
+                rule_asks=rule_asks_step_up(request),
             )
         if not agrees:
             _propose(request, actor, resume_data)
         record(
-            "suspension.answered", actor=actor, request=request,
-            metadata={"revision": request.current_revision, "answer": digest(resume_data),
-                      "proposal": "agreed" if agrees else "replaced" if proposed is not None else "new",
-                      "counts": counts},
+            "suspension.answered",
+            actor=actor,
+            request=request,
+            metadata={
+                "revision": request.current_revision,
+                "answer": digest(resume_data),
+                "proposal": "agreed" if agrees else "replaced" if proposed is not None else "new",
+                "counts": counts,
+            },
         )
         if counts:
             _record_vote(request, actor, Decision.Verdict.APPROVE, feedback, step_up_method=method)
@@ -120,8 +129,11 @@ def _validated_before_the_lock(request_id: RequestId, resume_data: Any) -> Any:
     Returns the schema's stored text (None for no such suspension: the locked read
     then refuses)."""
     try:
-        found = ApprovalRequest.objects.filter(pk=getattr(request_id, "pk", request_id)).values_list(
-            "kind", "state", "resume_schema_json").first()
+        found = (
+            ApprovalRequest.objects.filter(pk=getattr(request_id, "pk", request_id))
+            .values_list("kind", "state", "resume_schema_json")
+            .first()
+        )
     except (ValueError, ValidationError):  # not an id at all: the locked read answers it as missing
         return None
     if found is None:
@@ -138,8 +150,12 @@ def _propose(request: ApprovalRequest, actor: Person, answer: dict[str, Any]) ->
     params = request.current_params()
     request.current_revision += 1
     ParamsRevision.objects.create(
-        request=request, number=request.current_revision, params=params, created_by=actor.user,
-        changed_keys=[], risk_level=request.risk_level,  # the params did not change; the answer did
+        request=request,
+        number=request.current_revision,
+        params=params,
+        created_by=actor.user,
+        changed_keys=[],
+        risk_level=request.risk_level,  # the params did not change; the answer did
     )
     # ensure_ascii=False keeps the text as sent; json.loads gives back equal values in this order.
     request.resume_data_json = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))

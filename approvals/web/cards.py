@@ -146,8 +146,9 @@ class Card:
     @property
     def needs_step_up(self) -> bool:
         """Approving asks for a proof of presence (the services check it; this only shows the field)."""
-        return needs_step_up(self.request.risk_level,
-                             rule_asks=bool((self.request.classification or {}).get("step_up")))
+        return needs_step_up(
+            self.request.risk_level, rule_asks=bool((self.request.classification or {}).get("step_up"))
+        )
 
     @property
     def is_plan(self) -> bool:
@@ -192,7 +193,7 @@ class Card:
 
     @property
     def may_edit(self) -> bool:
-        """"Edit & approve" is offered only where it can work: something is editable
+        """ "Edit & approve" is offered only where it can work: something is editable
         and the viewer's approval could count."""
         return bool(self.editable_params) and self.viewer_may_approve
 
@@ -298,7 +299,9 @@ def group_batches(cards: list[Card]) -> list[Card | BatchGroup]:
 
 def card_version(request: ApprovalRequest, approvals: int) -> str:
     """Changes whenever what a card shows changes (the resync compares it)."""
-    return f"{request.state}:{request.current_revision}:{approvals}:{request.risk_level}:{int(request.quorum_reachable)}"
+    return (
+        f"{request.state}:{request.current_revision}:{approvals}:{request.risk_level}:{int(request.quorum_reachable)}"
+    )
 
 
 def _show(value: Any) -> tuple[str, bool]:
@@ -366,9 +369,12 @@ def build_cards(requests: Iterable[ApprovalRequest], *, viewer) -> list[Card]:
     if not requests:
         return []
     ids = [r.pk for r in requests]
-    limits = dict(RuleNotification.objects.filter(
-        rule_name__in={r.rule_name for r in requests if r.rule_name}, max_extension_seconds__gt=0,
-    ).values_list("rule_name", "max_extension_seconds"))
+    limits = dict(
+        RuleNotification.objects.filter(
+            rule_name__in={r.rule_name for r in requests if r.rule_name},
+            max_extension_seconds__gt=0,
+        ).values_list("rule_name", "max_extension_seconds")
+    )
     revisions: dict[Any, dict[int, ParamsRevision]] = defaultdict(dict)
     for revision in ParamsRevision.objects.filter(request_id__in=ids).select_related("created_by"):
         revisions[revision.request_id][revision.number] = revision
@@ -376,8 +382,10 @@ def build_cards(requests: Iterable[ApprovalRequest], *, viewer) -> list[Card]:
     for decision in Decision.objects.filter(request_id__in=ids).select_related("reviewer"):
         decisions[decision.request_id].append(decision)
     events: dict[Any, list[AuditEvent]] = defaultdict(list)
-    for event in AuditEvent.objects.filter(request_id__in=ids).order_by("seq").only(
-        "seq", "occurred_at", "actor_label", "verb", "request_id"
+    for event in (
+        AuditEvent.objects.filter(request_id__in=ids)
+        .order_by("seq")
+        .only("seq", "occurred_at", "actor_label", "verb", "request_id")
     ):
         events[event.request_id].append(event)
 
@@ -393,7 +401,8 @@ def _extension_choices(request: ApprovalRequest, limit: int) -> list[tuple[int, 
     if limit <= 0 or _has_extension(request):
         return []
     return [(seconds, words) for seconds, words in EXTENSION_CHOICES if seconds <= limit] or [
-        (limit, f"by {limit // 60} minutes" if limit >= 60 else f"by {limit} seconds")]
+        (limit, f"by {limit // 60} minutes" if limit >= 60 else f"by {limit} seconds")
+    ]
 
 
 def _has_extension(request: ApprovalRequest) -> bool:
@@ -423,8 +432,14 @@ def _link_patterns() -> dict[str, str]:
     return {name: reverse(view, args=[_PLACEHOLDER]) for name, view in _CARD_ACTIONS.items()}
 
 
-def _card(request, revisions: dict[int, Any], decisions: list[Decision], events: list[AuditEvent], viewer,
-          link_patterns: Mapping[str, str]) -> Card:
+def _card(
+    request,
+    revisions: dict[int, Any],
+    decisions: list[Decision],
+    events: list[AuditEvent],
+    viewer,
+    link_patterns: Mapping[str, str],
+) -> Card:
     classification = request.classification or {}
     masked = set(masked_paths(request))
     # Nothing is editable where the host runs the call only as submitted (the core refuses such an edit too).
@@ -437,8 +452,17 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
     for key in sorted(shown):
         hidden = key in masked
         text, is_text = (MASK, True) if hidden else _show(shown[key])
-        rows.append(ParamRow(key, text, hidden, key in editable, is_text, key in changed_now,
-                             edit_value="" if hidden else _edit_text(shown[key])))
+        rows.append(
+            ParamRow(
+                key,
+                text,
+                hidden,
+                key in editable,
+                is_text,
+                key in changed_now,
+                edit_value="" if hidden else _edit_text(shown[key]),
+            )
+        )
     # Editable params the agent left out can still be set by an editor (edit form only).
     for key in sorted(editable - set(params)):
         rows.append(ParamRow(key, "", key in masked, True, True, is_set=False))
@@ -446,8 +470,7 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
     this_revision = [d for d in decisions if d.revision == request.current_revision]
     approvers = sorted({d.reviewer.get_username() for d in this_revision if d.verdict == Decision.Verdict.APPROVE})
     mine = next((d for d in this_revision if d.reviewer_id == getattr(viewer, "pk", None)), None)
-    excluded = {request.requested_for_id: "the person this action is for",
-                request.agent.owner_id: "the agent's owner"}
+    excluded = {request.requested_for_id: "the person this action is for", request.agent.owner_id: "the agent's owner"}
     excluded.pop(None, None)
     excluded_reason = excluded.get(getattr(viewer, "pk", None), "")
 
@@ -459,13 +482,15 @@ def _card(request, revisions: dict[int, Any], decisions: list[Decision], events:
         for key in after.changed_keys:
             old = before.params.get(key) if before else None
             new = after.params.get(key)
-            param_changes.append(ParamChange(
-                revision=number,
-                by=after.created_by.get_username() if after.created_by else "system",
-                key=key,
-                before=MASK if key in masked else _show(old)[0] if old is not None else "(not set)",
-                after=MASK if key in masked else _show(new)[0],
-            ))
+            param_changes.append(
+                ParamChange(
+                    revision=number,
+                    by=after.created_by.get_username() if after.created_by else "system",
+                    key=key,
+                    before=MASK if key in masked else _show(old)[0] if old is not None else "(not set)",
+                    after=MASK if key in masked else _show(new)[0],
+                )
+            )
 
     card = Card(
         request=request,
@@ -516,8 +541,11 @@ def _target_view(request, params: Mapping[str, Any], masked: set[str]) -> Target
         if params[key] == current[key]:
             continue
         before, after = _show(current[key])[0], _show(params[key])[0]
-        multiline = isinstance(current[key], str) and isinstance(params[key], str) and (
-            "\n" in current[key] or "\n" in params[key])
+        multiline = (
+            isinstance(current[key], str)
+            and isinstance(params[key], str)
+            and ("\n" in current[key] or "\n" in params[key])
+        )
         changes.append(TargetChange(key, before, after, _plan_diff(before, after) if multiline else []))
     return TargetView(changes=changes, drifted=stable_hash(current) != request.target_hash)
 

@@ -111,7 +111,8 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         # A fresh read of the session: the scope's copy was loaded once, at connect.
         stored = import_module(settings.SESSION_ENGINE).SessionStore(self.session_key)
         return str(stored.get(SESSION_KEY)) == str(user.pk) and constant_time_compare(
-            stored.get(HASH_SESSION_KEY) or "", user.get_session_auth_hash())
+            stored.get(HASH_SESSION_KEY) or "", user.get_session_auth_hash()
+        )
 
     @database_sync_to_async
     def _group_ids(self, user) -> list[int]:
@@ -154,8 +155,12 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def _settle_presence(self) -> None:
         await asyncio.sleep(PRESENCE_SETTLE_SECONDS)
-        if self.heartbeat and not self.principal_closed and self.viewing is not None and (
-                self.viewing[0] == self.wanted):
+        if (
+            self.heartbeat
+            and not self.principal_closed
+            and self.viewing is not None
+            and (self.viewing[0] == self.wanted)
+        ):
             await self._tell_presence(here=True)
         self.heartbeat = False
         while not self.principal_closed and (self.viewing[0] if self.viewing else None) != self.wanted:
@@ -182,8 +187,13 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def _tell_presence(self, *, here: bool) -> None:
         request_id, groups = self.viewing
-        message = {"type": "presence.update", "request_id": request_id, "name": self.display_name,
-                   "key": self.presence_key, "here": here}
+        message = {
+            "type": "presence.update",
+            "request_id": request_id,
+            "name": self.display_name,
+            "key": self.presence_key,
+            "here": here,
+        }
         for name in groups:
             await self.channel_layer.group_send(name, message)
 
@@ -199,8 +209,15 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
     async def presence_update(self, message: dict[str, Any]) -> None:
         if self.principal_closed or message.get("key") == self.presence_key:
             return
-        await self.send_json({"event": "presence", "request_id": message["request_id"], "name": message["name"],
-                              "key": message["key"], "here": bool(message.get("here"))})
+        await self.send_json(
+            {
+                "event": "presence",
+                "request_id": message["request_id"],
+                "name": message["name"],
+                "key": message["key"],
+                "here": bool(message.get("here")),
+            }
+        )
 
     async def presence_ping(self, message: dict[str, Any]) -> None:
         if self.principal_closed or message.get("key") == self.presence_key or self.viewing is None:
@@ -212,23 +229,27 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
     async def request_change(self, message: dict[str, Any]) -> None:
         if self.principal_closed:
             return
-        await self.send_json({
-            "event": message["event"],
-            "request_id": message["request_id"],
-            "state": message["state"],
-            "data": message.get("data") or {},
-        })
+        await self.send_json(
+            {
+                "event": message["event"],
+                "request_id": message["request_id"],
+                "state": message["state"],
+                "data": message.get("data") or {},
+            }
+        )
 
     async def emergency_changed(self, message: dict[str, Any]) -> None:
         if self.principal_closed:
             return
-        await self.send_json({
-            "event": "emergency.changed",
-            "scope": message.get("scope", "global"),
-            "on": bool(message.get("on")),
-            "agent": message.get("agent_name") or None,
-            "reason": message.get("reason", ""),
-        })
+        await self.send_json(
+            {
+                "event": "emergency.changed",
+                "scope": message.get("scope", "global"),
+                "on": bool(message.get("on")),
+                "agent": message.get("agent_name") or None,
+                "reason": message.get("reason", ""),
+            }
+        )
 
     async def user_close(self, message: dict[str, Any]) -> None:
         await self.close_for_principal()

@@ -91,8 +91,7 @@ _ORDERINGS = {
 }
 
 
-def queue(user, filters: ApprovalRequestFilterSet | None = None, *, order: str = DEFAULT_ORDER,
-          now=None) -> QuerySet:
+def queue(user, filters: ApprovalRequestFilterSet | None = None, *, order: str = DEFAULT_ORDER, now=None) -> QuerySet:
     """The whole queue in `order` (see ORDERS): for counting, membership and the
     API; a page of it is `queue_page`, which reads it the index's way."""
     return (
@@ -102,8 +101,15 @@ def queue(user, filters: ApprovalRequestFilterSet | None = None, *, order: str =
     )
 
 
-def queue_page(user, filters: ApprovalRequestFilterSet | None = None, *, order: str = DEFAULT_ORDER,
-               limit: int = QUEUE_LIMIT, related: tuple[str, ...] = (), now=None) -> list:
+def queue_page(
+    user,
+    filters: ApprovalRequestFilterSet | None = None,
+    *,
+    order: str = DEFAULT_ORDER,
+    limit: int = QUEUE_LIMIT,
+    related: tuple[str, ...] = (),
+    now=None,
+) -> list:
     """The first `limit` requests of `queue(...)` in the same order.
 
     Urgency is read one risk level at a time, most severe first, each slice in

@@ -41,29 +41,39 @@ def metrics_page(request: HttpRequest) -> HttpResponse:
     reviewers = metrics.reviewer_table(period)
     series = metrics.time_series(period)
     days = [point.day.strftime("%m-%d") for point in series]
-    timeline = charts.line_chart(days, [
-        charts.Series("Requests", [p.volume for p in series], "s-volume"),
-        charts.Series("Needed people", [p.needed_people for p in series], "s-people"),
-        charts.Series("Auto-approved", [p.auto_approved for p in series], "s-auto"),
-        charts.Series("Rejected", [p.rejected for p in series], "s-rejected"),
-    ], title="Requests per day")
+    timeline = charts.line_chart(
+        days,
+        [
+            charts.Series("Requests", [p.volume for p in series], "s-volume"),
+            charts.Series("Needed people", [p.needed_people for p in series], "s-people"),
+            charts.Series("Auto-approved", [p.auto_approved for p in series], "s-auto"),
+            charts.Series("Rejected", [p.rejected for p in series], "s-rejected"),
+        ],
+        title="Requests per day",
+    )
     approval_bars = charts.bar_chart(
         [charts.Bar(row.key, row.approval_rate, _pct(row.approval_rate)) for row in tables["rule"][:15]],
-        title="Approval rate by rule (of requests that needed people)", maximum=1.0,
+        title="Approval rate by rule (of requests that needed people)",
+        maximum=1.0,
     )
     reviewer_bars = charts.bar_chart(
         [charts.Bar(row.key, row.median_seconds, _duration(row.median_seconds)) for row in reviewers[:15]],
-        title="Median time to decide by reviewer", css_class="bar-b",
+        title="Median time to decide by reviewer",
+        css_class="bar-b",
     )
-    return render(request, "rules/metrics.html", {
-        "period": period,
-        "tables": [(key, metrics.DIMENSIONS[key][0], rows) for key, rows in tables.items()],
-        "reviewers": reviewers,
-        "timeline": timeline,
-        "approval_bars": approval_bars,
-        "reviewer_bars": reviewer_bars,
-        "query": f"from={period.first_day.isoformat()}&to={period.last_day.isoformat()}",
-    })
+    return render(
+        request,
+        "rules/metrics.html",
+        {
+            "period": period,
+            "tables": [(key, metrics.DIMENSIONS[key][0], rows) for key, rows in tables.items()],
+            "reviewers": reviewers,
+            "timeline": timeline,
+            "approval_bars": approval_bars,
+            "reviewer_bars": reviewer_bars,
+            "query": f"from={period.first_day.isoformat()}&to={period.last_day.isoformat()}",
+        },
+    )
 
 
 @risk_admin_required

@@ -45,10 +45,17 @@ RECENT_PROPOSALS = 10
 def history(request: HttpRequest) -> HttpResponse:
     page = Paginator(policy_history.versions(), 25).get_page(request.GET.get("page"))
     recent = PolicyProposal.objects.order_by("-created_at").only(
-        "id", "created_at", "proposed_by_label", "note", "status", "decided_by_label")[:RECENT_PROPOSALS]
-    return render(request, "rules/history.html", {
-        "page": page, "rows": policy_history.rows(page.object_list), "proposals": recent,
-    })
+        "id", "created_at", "proposed_by_label", "note", "status", "decided_by_label"
+    )[:RECENT_PROPOSALS]
+    return render(
+        request,
+        "rules/history.html",
+        {
+            "page": page,
+            "rows": policy_history.rows(page.object_list),
+            "proposals": recent,
+        },
+    )
 
 
 @risk_admin_required
@@ -57,8 +64,10 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
     detail = policy_history.version_detail(number)
     if detail is None:
         raise Http404("No such policy version.")
-    rules = [{**rule, "conditions_text": proposals.conditions_text(rule["conditions"], rule.get("match", "all"))}
-             for rule in detail.rules]
+    rules = [
+        {**rule, "conditions_text": proposals.conditions_text(rule["conditions"], rule.get("match", "all"))}
+        for rule in detail.rules
+    ]
     return render(request, "rules/version.html", {"detail": detail, "rules": rules})
 
 
@@ -84,10 +93,15 @@ def proposal(request: HttpRequest, pk: int) -> HttpResponse:
     if detail is None:
         raise Http404("No such policy proposal.")
     mine = detail.proposal.proposed_by_id == request.user.pk
-    changed = [{**change, "url": request_url(change["request_id"])} if change.get("request_id") else change
-               for change in detail.dry_run_changes]
-    return render(request, "rules/proposal.html", {"detail": detail, "p": detail.proposal, "mine": mine,
-                                                   "dry_run_changes": changed})
+    changed = [
+        {**change, "url": request_url(change["request_id"])} if change.get("request_id") else change
+        for change in detail.dry_run_changes
+    ]
+    return render(
+        request,
+        "rules/proposal.html",
+        {"detail": detail, "p": detail.proposal, "mine": mine, "dry_run_changes": changed},
+    )
 
 
 def _refused(request: HttpRequest, exc: PolicyError | RuleValidationError, pk: int) -> HttpResponse:

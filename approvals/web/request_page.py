@@ -40,9 +40,7 @@ def history_choices(user) -> dict[str, list[str]]:
     """Every agent, action type and risk level in the user's visible history, for the
     filter form (the queue's choices come from its most urgent rows, which left most of
     history unselectable). One query: the distinct triples, however long the history."""
-    triples = set(
-        history(user).order_by().values_list("agent__name", "action_type", "risk_level").distinct()
-    )
+    triples = set(history(user).order_by().values_list("agent__name", "action_type", "risk_level").distinct())
     seen_levels = {level for _, _, level in triples}
     return {
         "agents": sorted({agent for agent, _, _ in triples}),
@@ -59,13 +57,15 @@ def annotate_rows(rows: Sequence[ApprovalRequest]) -> None:
     revision_of = {row.pk: row.current_revision for row in rows}
     for request_id, revision, name in (
         Decision.objects.filter(request_id__in=list(revision_of), verdict=Decision.Verdict.APPROVE)
-        .order_by("created_at").values_list("request_id", "revision", "reviewer__username")
+        .order_by("created_at")
+        .values_list("request_id", "revision", "reviewer__username")
     ):
         if revision == revision_of[request_id]:
             approvers[request_id].append(name)
     for request_id, name in (
         ParamsRevision.objects.filter(request_id__in=list(revision_of), number__gt=1)
-        .order_by("number").values_list("request_id", "created_by__username")
+        .order_by("number")
+        .values_list("request_id", "created_by__username")
     ):
         if name and name not in editors[request_id]:
             editors[request_id].append(name)
@@ -114,11 +114,13 @@ def request_page(user, pk) -> RequestPage | None:
     if not found:
         return None
     card = found[0]
-    decisions = list(Decision.objects.filter(request_id=card.request.pk).select_related("reviewer")
-                     .order_by("created_at"))
+    decisions = list(
+        Decision.objects.filter(request_id=card.request.pk).select_related("reviewer").order_by("created_at")
+    )
     timeline = [
         TimelineEvent(phase=PHASES.get(event["verb"], "other"), **event)
-        for event in AuditEvent.objects.filter(request_id=card.request.pk).order_by("seq").values(
-            "seq", "occurred_at", "actor_kind", "actor_label", "verb", "metadata")
+        for event in AuditEvent.objects.filter(request_id=card.request.pk)
+        .order_by("seq")
+        .values("seq", "occurred_at", "actor_kind", "actor_label", "verb", "metadata")
     ]
     return RequestPage(card=card, decisions=decisions, timeline=timeline)

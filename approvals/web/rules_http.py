@@ -125,7 +125,7 @@ def note_from(request: HttpRequest) -> str:
 
 
 def outcome_message(outcome: PolicyVersion | PolicyProposal) -> str:
-    """"Applied as version N (stricter only)." or "Waiting for a second risk-admin: <why>"."""
+    """ "Applied as version N (stricter only)." or "Waiting for a second risk-admin: <why>"."""
     if isinstance(outcome, PolicyProposal):
         return f"Waiting for a second risk-admin: {waits_because(outcome) or 'it is not provably stricter'}."
     if settings.POLICY_FOUR_EYES and outcome.approved_by_id is None:

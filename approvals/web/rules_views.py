@@ -62,9 +62,17 @@ from .rules_http import (
 
 # How the condition builder names each operator (the value sent stays the operator's name).
 OPERATOR_LABELS = {
-    "eq": "= (equals)", "ne": "≠ (differs)", "gt": "> (more than)", "gte": "≥ (at least)", "lt": "< (less than)",
-    "lte": "≤ (at most)", "in": "is one of", "contains": "contains", "matches": "matches (regex)",
-    "len_gt": "is longer than", "exists": "exists (true / false)",
+    "eq": "= (equals)",
+    "ne": "≠ (differs)",
+    "gt": "> (more than)",
+    "gte": "≥ (at least)",
+    "lt": "< (less than)",
+    "lte": "≤ (at most)",
+    "in": "is one of",
+    "contains": "contains",
+    "matches": "matches (regex)",
+    "len_gt": "is longer than",
+    "exists": "exists (true / false)",
 }
 
 
@@ -80,14 +88,20 @@ def rule_list(request: HttpRequest) -> HttpResponse:
 
     for rule in rules:  # a pattern stored before RE2 that it cannot run as written: flagged until rewritten
         rule.pattern_problems = _pattern_problems(rule)
-    return render(request, "rules/list.html", {
-        "rules": rules, "latest": latest, "proposals": list(policy.pending_proposals()),
-        "pattern_problem_rules": [rule.name for rule in rules if rule.pattern_problems],
-        "verbs_text": "\n".join(latest.destructive_verbs if latest else []),
-        "identity_providers": [provider.get("id", "") for provider in settings.OIDC_PROVIDERS],
-        "groups_claim": settings.OIDC_GROUPS_CLAIM,
-        "claim_changes": list(AuditEvent.objects.filter(verb="membership.claims_applied").order_by("-seq")[:10]),
-    })
+    return render(
+        request,
+        "rules/list.html",
+        {
+            "rules": rules,
+            "latest": latest,
+            "proposals": list(policy.pending_proposals()),
+            "pattern_problem_rules": [rule.name for rule in rules if rule.pattern_problems],
+            "verbs_text": "\n".join(latest.destructive_verbs if latest else []),
+            "identity_providers": [provider.get("id", "") for provider in settings.OIDC_PROVIDERS],
+            "groups_claim": settings.OIDC_GROUPS_CLAIM,
+            "claim_changes": list(AuditEvent.objects.filter(verb="membership.claims_applied").order_by("-seq")[:10]),
+        },
+    )
 
 
 def _pattern_problems(rule: RiskRule) -> list[tuple[str, str]]:
@@ -130,8 +144,9 @@ def delete(request: HttpRequest, name: str) -> HttpResponse:
         outcome = policy.delete_rule(name, actor=Person.from_request(request), note=note_from(request))
     except (RuleValidationError, PolicyError) as exc:
         flash_refusal(request, exc)
-        return redirect("rules:edit", name=name) if RiskRule.objects.filter(name=name).exists() else redirect(
-            "rules:list")
+        return (
+            redirect("rules:edit", name=name) if RiskRule.objects.filter(name=name).exists() else redirect("rules:list")
+        )
     flash_outcome(request, outcome, f"Deleting rule {name}:")
     return redirect_after(outcome)
 
@@ -157,8 +172,14 @@ def _catalogue(action_type: Any) -> rule_paths.PathCatalogue:
     return rule_paths.catalogue_for(action_type, executor_params=params_by_action_type(settings.EXECUTORS))
 
 
-def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str | None,
-                    error: RuleValidationError | PolicyError | None = None, note: str = "") -> dict[str, Any]:
+def _editor_context(
+    request: HttpRequest,
+    rule: dict[str, Any],
+    *,
+    existing: str | None,
+    error: RuleValidationError | PolicyError | None = None,
+    note: str = "",
+) -> dict[str, Any]:
     groups = list(Group.objects.order_by("name").values_list("name", flat=True))
     return {
         "rule": rule,
@@ -186,10 +207,24 @@ def _editor_context(request: HttpRequest, rule: dict[str, Any], *, existing: str
     }
 
 
-NEW_RULE = {"name": "", "priority": 100, "enabled": True, "action_type": "", "conditions": [], "match": "all",
-            "risk_level": "medium", "required_approvals": 1, "approver_group": "reviewers", "escalation_group": None,
-            "decision_ttl_seconds": 3600, "execution_window_seconds": 900, "editable_params": [],
-            "masked_params": [], "trusts_declared": False, "step_up": False}
+NEW_RULE = {
+    "name": "",
+    "priority": 100,
+    "enabled": True,
+    "action_type": "",
+    "conditions": [],
+    "match": "all",
+    "risk_level": "medium",
+    "required_approvals": 1,
+    "approver_group": "reviewers",
+    "escalation_group": None,
+    "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900,
+    "editable_params": [],
+    "masked_params": [],
+    "trusts_declared": False,
+    "step_up": False,
+}
 
 
 @risk_admin_required
@@ -219,12 +254,20 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
         data = None
     except CodedError as refused:
         error = RuleValidationError(refused.details.get("field", "rule"), refused.message)
-        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error,
-                                                                  note=note), status=422)
+        return render(
+            request,
+            "rules/edit.html",
+            _editor_context(request, rule, existing=existing, error=error, note=note),
+            status=422,
+        )
     if not isinstance(data, dict):
         error = RuleValidationError("rule", "the rule did not arrive; is JavaScript on?")
-        return render(request, "rules/edit.html", _editor_context(request, rule, existing=existing, error=error,
-                                                                  note=note), status=422)
+        return render(
+            request,
+            "rules/edit.html",
+            _editor_context(request, rule, existing=existing, error=error, note=note),
+            status=422,
+        )
     if existing is not None and data.get("name") != existing:
         error = RuleValidationError("name", "a rule keeps its name; create a new rule and delete this one instead")
     elif existing is None and RiskRule.objects.filter(name=data.get("name")).exists():
@@ -240,8 +283,12 @@ def rule_edit(request: HttpRequest, name: str | None = None) -> HttpResponse:
             flash_outcome(request, outcome, f"Rule {data['name']}:")
             return redirect_after(outcome)
     shown = {**rule, **{k: v for k, v in data.items() if k in RULE_KEYS}}
-    return render(request, "rules/edit.html", _editor_context(request, shown, existing=existing, error=error,
-                                                              note=note), status=422)
+    return render(
+        request,
+        "rules/edit.html",
+        _editor_context(request, shown, existing=existing, error=error, note=note),
+        status=422,
+    )
 
 
 @risk_admin_required
@@ -266,7 +313,9 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
         if group_name and group is None:
             raise ValueError(f"escalation_group: no group named {group_name!r}")
         outcome = notifications.save_settings(
-            name, actor=Person.from_request(request), note=request.POST.get("note", ""),
+            name,
+            actor=Person.from_request(request),
+            note=request.POST.get("note", ""),
             notify_on_arrival=request.POST.get("notify_on_arrival") == "1",
             remind_before_seconds=seconds("remind_before_seconds"),
             escalate_after_seconds=seconds("escalate_after_seconds"),
@@ -311,8 +360,9 @@ def paths(request: HttpRequest) -> JsonResponse:
     if not isinstance(rule, dict):
         raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
     catalogue = _catalogue(rule.get("action_type"))
-    return JsonResponse({"ok": True, **catalogue.to_dict(),
-                         "warnings": rule_paths.path_warnings(rule.get("conditions"), catalogue)})
+    return JsonResponse(
+        {"ok": True, **catalogue.to_dict(), "warnings": rule_paths.path_warnings(rule.get("conditions"), catalogue)}
+    )
 
 
 def _proposal(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -344,12 +394,18 @@ def dry_run(request: HttpRequest) -> JsonResponse:
     for change in report["changes"]:  # each row opens the request it would affect
         change["url"] = request_url(change["request_id"])
     current = policy.current_policy()
-    waits = policy_authority.waits_because(
-        current.compiled.to_dicts(), current.destructive_verbs, proposed, current.destructive_verbs,
-        user=request.user,
-    ) if settings.POLICY_FOUR_EYES else None
-    return JsonResponse({"ok": True, **report,
-                         "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})
+    waits = (
+        policy_authority.waits_because(
+            current.compiled.to_dicts(),
+            current.destructive_verbs,
+            proposed,
+            current.destructive_verbs,
+            user=request.user,
+        )
+        if settings.POLICY_FOUR_EYES
+        else None
+    )
+    return JsonResponse({"ok": True, **report, "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})
 
 
 @risk_admin_required
@@ -406,8 +462,9 @@ def extend_deadline(request: HttpRequest, pk) -> HttpResponse:
     try:
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:  # "²".isdigit() is true; int() refuses it
             raise DomainError(errors.EXTENSION_NOT_ALLOWED, "Say by how many seconds to extend.")
-        updated = services.extend_decision_deadline(pk, actor=services.Person.from_request(request), seconds=int(raw),
-                                                    reason=request.POST.get("reason", ""))
+        updated = services.extend_decision_deadline(
+            pk, actor=services.Person.from_request(request), seconds=int(raw), reason=request.POST.get("reason", "")
+        )
     except DomainError as exc:
         if wants_json:
             return JsonResponse(exc.as_dict(), status=exc.http_status)

@@ -39,8 +39,11 @@ def step_up_challenge(request: HttpRequest, pk) -> JsonResponse:
         if verdict is None:
             raise DomainError(VALIDATION_ERROR, "decision is approve, edit or respond.", fields=["decision"])
         decision = decide.read_decision(request.POST, target, verdict=verdict)
-        confirmed = decision.confirmed() if verdict != decide.RESPOND or decision.answers_a_suspension else \
-            services.answer_decision(decision.request_id, decision.revision, decide.form_answer(request.POST))
+        confirmed = (
+            decision.confirmed()
+            if verdict != decide.RESPOND or decision.answers_a_suspension
+            else services.answer_decision(decision.request_id, decision.revision, decide.form_answer(request.POST))
+        )
         body = challenge(request.user, services.decision_digest([confirmed]), rp_id=decide.rp_id_of(request))
     except DomainError as error:
         return JsonResponse(error.as_dict(), status=error.http_status)

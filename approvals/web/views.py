@@ -70,10 +70,17 @@ def _entries(request: HttpRequest, shown: list[cards.Card]) -> list[dict[str, st
     for entry in cards.group_batches(shown):
         members = entry.members if entry.is_group else [entry]
         if entry.is_group:
-            entries.append({"id": entry.id, "version": entry.version, "sort": entry.sort_key,
-                            "url": reverse("approvals:batch-card", args=[entry.first.id])})
-        entries += [{"id": card.id, "version": card.version, "sort": card.sort_key, "group": card.group_id}
-                    for card in members]
+            entries.append(
+                {
+                    "id": entry.id,
+                    "version": entry.version,
+                    "sort": entry.sort_key,
+                    "url": reverse("approvals:batch-card", args=[entry.first.id]),
+                }
+            )
+        entries += [
+            {"id": card.id, "version": card.version, "sort": card.sort_key, "group": card.group_id} for card in members
+        ]
     return entries
 
 
@@ -96,24 +103,31 @@ def queue(request: HttpRequest) -> HttpResponse:
     order = _order(request)
     counts = dashboard.queue_counts(request.user, filters)
     shown = _page_of_cards(request, filters)
-    return render(request, "approvals/queue.html", {
-        "cards": shown,
-        "entries": cards.group_batches(shown),
-        "counts": counts,
-        "filters": filters.in_use(),
-        "order": order,
-        "order_explained": dashboard.ORDERS[order],
-        "orders": [(name, _with(request.GET, order=name if name != "urgency" else "")) for name in dashboard.ORDERS],
-        "risk_links": [(level, n, colour, _with(request.GET, risk=level))
-                       for level, n, colour in counts["by_risk"]],
-        "expiring_link": _with(request.GET, expiring="1"),
-        "shown_limit": dashboard.QUEUE_LIMIT,
-        "more_than_shown": _more_than_shown(counts),
-        "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
-        "query": request.GET.urlencode(),
-        "next_url": _back_to_queue(request),
-        "step_up_method": _step_up_method(request),
-    })
+    return render(
+        request,
+        "approvals/queue.html",
+        {
+            "cards": shown,
+            "entries": cards.group_batches(shown),
+            "counts": counts,
+            "filters": filters.in_use(),
+            "order": order,
+            "order_explained": dashboard.ORDERS[order],
+            "orders": [
+                (name, _with(request.GET, order=name if name != "urgency" else "")) for name in dashboard.ORDERS
+            ],
+            "risk_links": [
+                (level, n, colour, _with(request.GET, risk=level)) for level, n, colour in counts["by_risk"]
+            ],
+            "expiring_link": _with(request.GET, expiring="1"),
+            "shown_limit": dashboard.QUEUE_LIMIT,
+            "more_than_shown": _more_than_shown(counts),
+            "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
+            "query": request.GET.urlencode(),
+            "next_url": _back_to_queue(request),
+            "step_up_method": _step_up_method(request),
+        },
+    )
 
 
 @login_required
@@ -126,13 +140,17 @@ def history(request: HttpRequest) -> HttpResponse:
     choices = request_page.history_choices(request.user)
     query = request.GET.copy()
     query.pop("page", None)
-    return render(request, "approvals/history.html", {
-        "page": page,
-        "filters": filters.in_use(),
-        "counts": choices,  # the filter form reads `counts.agents` and `counts.action_types`
-        "risk_levels": choices["risk_levels"],
-        "query": query.urlencode(),
-    })
+    return render(
+        request,
+        "approvals/history.html",
+        {
+            "page": page,
+            "filters": filters.in_use(),
+            "counts": choices,  # the filter form reads `counts.agents` and `counts.action_types`
+            "risk_levels": choices["risk_levels"],
+            "query": query.urlencode(),
+        },
+    )
 
 
 @login_required
@@ -166,9 +184,16 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
         revealed = services.reveal_field(pk, field, actor=services.Person.from_request(request))
     except DomainError as error:
         return JsonResponse(error.as_dict(), status=error.http_status)
-    return JsonResponse({"field": revealed.field, "value": revealed.value, "revision": revealed.revision,
-                         "edit_value": revealed.value if isinstance(revealed.value, str)
-                         else json.dumps(revealed.value, ensure_ascii=False)})
+    return JsonResponse(
+        {
+            "field": revealed.field,
+            "value": revealed.value,
+            "revision": revealed.revision,
+            "edit_value": revealed.value
+            if isinstance(revealed.value, str)
+            else json.dumps(revealed.value, ensure_ascii=False),
+        }
+    )
 
 
 @login_required
@@ -185,13 +210,15 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
     filters = _filters(request)
     counts = dashboard.queue_counts(request.user, filters)
     shown = _page_of_cards(request, filters)
-    return JsonResponse({
-        "count": counts["total"],
-        "by_risk": {level: n for level, n, _ in counts["by_risk"]},
-        "expiring": counts["expiring"],
-        "more": _more_than_shown(counts),
-        "cards": _entries(request, shown),
-    })
+    return JsonResponse(
+        {
+            "count": counts["total"],
+            "by_risk": {level: n for level, n, _ in counts["by_risk"]},
+            "expiring": counts["expiring"],
+            "more": _more_than_shown(counts),
+            "cards": _entries(request, shown),
+        }
+    )
 
 
 def _more_than_shown(counts: dict[str, Any]) -> bool:
@@ -212,8 +239,11 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     if not found:
         return HttpResponse(status=204)
     # The card, then its row in the triage list: one fetch keeps the two in step.
-    response = render(request, "approvals/_card_fragment.html", {
-        "card": found[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)})
+    response = render(
+        request,
+        "approvals/_card_fragment.html",
+        {"card": found[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)},
+    )
     response["X-Card-Version"] = found[0].version
     response["X-Card-Sort"] = found[0].sort_key
     return response
@@ -233,8 +263,11 @@ def batch_card(request: HttpRequest, pk) -> HttpResponse:
     groups = [entry for entry in cards.group_batches(cards.build_cards(same, viewer=request.user)) if entry.is_group]
     if not groups:
         return HttpResponse(status=204)
-    response = render(request, "approvals/_group_fragment.html", {
-        "group": groups[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)})
+    response = render(
+        request,
+        "approvals/_group_fragment.html",
+        {"group": groups[0], "next_url": _back_to_queue(request), "step_up_method": _step_up_method(request)},
+    )
     response["X-Card-Version"] = groups[0].version
     return response
 
@@ -262,8 +295,14 @@ def _outcome(request: HttpRequest, *, ok: bool, message: str, status: int = 200,
 def _refused(request: HttpRequest, error: DomainError) -> HttpResponse:
     decide.end_session_if(request, error.code)  # this answer then carries the cleared cookie
     # "Already approved by bob." is news, not a failure: the loser of a race sees who won.
-    return _outcome(request, ok=False, message=error.message, status=error.http_status, code=error.code,
-                    **({"details": error.details} if error.details else {}))
+    return _outcome(
+        request,
+        ok=False,
+        message=error.message,
+        status=error.http_status,
+        code=error.code,
+        **({"details": error.details} if error.details else {}),
+    )
 
 
 def _decidable(request: HttpRequest, pk, *, full: bool = False):
@@ -290,8 +329,13 @@ def decision_answer(request: HttpRequest, pk, verdict: str) -> HttpResponse:
         decided = decide.decide(decision, actor=decide.reviewer(request, request.POST), user=request.user)
     except DomainError as error:
         return _refused(request, error)
-    return _outcome(request, ok=True, message=decided.message, state=decided.request.state,
-                    **({"proposal": True} if decided.proposal else {}))
+    return _outcome(
+        request,
+        ok=True,
+        message=decided.message,
+        state=decided.request.state,
+        **({"proposal": True} if decided.proposal else {}),
+    )
 
 
 @login_required
@@ -332,8 +376,11 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
     the queue again with the messages."""
     try:
         batch = decide.read_batch(request.POST)
-        decided = decide.decide_batch(batch, actor=decide.reviewer(request, request.POST, covers=batch.confirmed()),
-                                      scope=decidable_by(request.user))
+        decided = decide.decide_batch(
+            batch,
+            actor=decide.reviewer(request, request.POST, covers=batch.confirmed()),
+            scope=decidable_by(request.user),
+        )
     except DomainError as error:  # the batch's own input (its form, its feedback's size): nothing was decided
         return _refused(request, error)
     results = [_batch_result(result) for result in decided.results]
@@ -348,9 +395,17 @@ def decide_batch(request: HttpRequest) -> HttpResponse:
 
 def _batch_result(result: decide.ItemResult) -> dict[str, Any]:
     if result.missing:
-        return {"id": result.request_id, "ok": False, "code": errors.NOT_FOUND,
-                "message": "No such request in your queue."}
+        return {
+            "id": result.request_id,
+            "ok": False,
+            "code": errors.NOT_FOUND,
+            "message": "No such request in your queue.",
+        }
     if result.error is not None:
         return {"id": result.request_id, "ok": False, "code": result.error.code, "message": result.error.message}
-    return {"id": result.request_id, "ok": True, "state": result.decided.request.state,
-            "message": result.decided.message}
+    return {
+        "id": result.request_id,
+        "ok": True,
+        "state": result.decided.request.state,
+        "message": result.decided.message,
+    }

@@ -4,34 +4,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('seq', models.BigIntegerField(primary_key=True, serialize=False)),
-                ('occurred_at', models.DateTimeField()),
-                ('actor_kind', models.CharField(choices=[('user', 'User'), ('agent', 'Agent'), ('system', 'System')], max_length=16)),
-                ('actor_id', models.CharField(blank=True, max_length=64)),
-                ('actor_label', models.CharField(max_length=255)),
-                ('verb', models.CharField(max_length=64)),
-                ('request_id', models.UUIDField(blank=True, db_index=True, null=True)),
-                ('agent_id', models.BigIntegerField(blank=True, db_index=True, null=True)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('prev_hash', models.CharField(max_length=64)),
-                ('hash', models.CharField(max_length=64, unique=True)),
-                ('canonical', models.TextField()),
+                ("seq", models.BigIntegerField(primary_key=True, serialize=False)),
+                ("occurred_at", models.DateTimeField()),
+                (
+                    "actor_kind",
+                    models.CharField(
+                        choices=[("user", "User"), ("agent", "Agent"), ("system", "System")], max_length=16
+                    ),
+                ),
+                ("actor_id", models.CharField(blank=True, max_length=64)),
+                ("actor_label", models.CharField(max_length=255)),
+                ("verb", models.CharField(max_length=64)),
+                ("request_id", models.UUIDField(blank=True, db_index=True, null=True)),
+                ("agent_id", models.BigIntegerField(blank=True, db_index=True, null=True)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("prev_hash", models.CharField(max_length=64)),
+                ("hash", models.CharField(max_length=64, unique=True)),
+                ("canonical", models.TextField()),
             ],
             options={
-                'ordering': ['seq'],
-                'permissions': [('export_auditevent', 'Can export audit events')],
-                'default_permissions': ('view',),
-                'indexes': [models.Index(fields=['verb', 'occurred_at'], name='audit_event_verb_time_idx'), models.Index(fields=['occurred_at'], name='audit_event_time_idx')],
+                "ordering": ["seq"],
+                "permissions": [("export_auditevent", "Can export audit events")],
+                "default_permissions": ("view",),
+                "indexes": [
+                    models.Index(fields=["verb", "occurred_at"], name="audit_event_verb_time_idx"),
+                    models.Index(fields=["occurred_at"], name="audit_event_time_idx"),
+                ],
             },
         ),
     ]

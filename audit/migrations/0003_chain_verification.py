@@ -4,33 +4,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0002_append_only_triggers'),
+        ("audit", "0002_append_only_triggers"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ChainVerification',
+            name="ChainVerification",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField()),
-                ('from_seq', models.BigIntegerField(help_text='First seq checked; 1 for a full run.')),
-                ('head_seq', models.BigIntegerField(help_text='Last seq that passed.')),
-                ('head_hash', models.CharField(blank=True, max_length=64)),
-                ('checked', models.BigIntegerField(default=0)),
-                ('ok', models.BooleanField()),
-                ('bad_seq', models.BigIntegerField(blank=True, null=True)),
-                ('reason', models.TextField(blank=True)),
-                ('full', models.BooleanField(default=False, help_text='Walked from seq 1 rather than from the last good head.')),
-                ('trigger', models.CharField(default='scheduled', max_length=32)),
-                ('checkpoint_file', models.CharField(blank=True, max_length=255)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField()),
+                ("from_seq", models.BigIntegerField(help_text="First seq checked; 1 for a full run.")),
+                ("head_seq", models.BigIntegerField(help_text="Last seq that passed.")),
+                ("head_hash", models.CharField(blank=True, max_length=64)),
+                ("checked", models.BigIntegerField(default=0)),
+                ("ok", models.BooleanField()),
+                ("bad_seq", models.BigIntegerField(blank=True, null=True)),
+                ("reason", models.TextField(blank=True)),
+                (
+                    "full",
+                    models.BooleanField(
+                        default=False, help_text="Walked from seq 1 rather than from the last good head."
+                    ),
+                ),
+                ("trigger", models.CharField(default="scheduled", max_length=32)),
+                ("checkpoint_file", models.CharField(blank=True, max_length=255)),
             ],
             options={
-                'ordering': ['-finished_at', '-pk'],
-                'get_latest_by': 'finished_at',
-                'default_permissions': ('view',),
+                "ordering": ["-finished_at", "-pk"],
+                "get_latest_by": "finished_at",
+                "default_permissions": ("view",),
             },
         ),
     ]

@@ -11,21 +11,20 @@ def reinstall_triggers(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('audit', '0003_chain_verification'),
+        ("audit", "0003_chain_verification"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='auditevent',
-            name='key_id',
-            field=models.CharField(blank=True, default='', max_length=16),
+            model_name="auditevent",
+            name="key_id",
+            field=models.CharField(blank=True, default="", max_length=16),
         ),
         migrations.AddField(
-            model_name='auditevent',
-            name='signature',
-            field=models.CharField(blank=True, default='', max_length=100),
+            model_name="auditevent",
+            name="signature",
+            field=models.CharField(blank=True, default="", max_length=100),
         ),
         migrations.RunPython(reinstall_triggers, migrations.RunPython.noop, elidable=False),
     ]

@@ -57,8 +57,9 @@ class AccountAdapter(DefaultAccountAdapter):
         otherwise which guess did not count would tell a guesser it was right.
         """
         if not settings.LOCAL_PASSWORD_LOGIN:
-            raise forms.ValidationError("Passwords are turned off here: sign in with your identity provider.",
-                                        code="password_login_off")
+            raise forms.ValidationError(
+                "Passwords are turned off here: sign in with your identity provider.", code="password_login_off"
+            )
         username = str(credentials.get("username") or "")
         throttle = SignInThrottle.for_attempt(request, username, via="dashboard")
         try:
@@ -82,10 +83,12 @@ class AccountAdapter(DefaultAccountAdapter):
         """A signed-in person's password again (`/accounts/reauthenticate/`), under the
         sign-in throttle; wrong ones count towards ending the session (`password_checks`)."""
         if not settings.LOCAL_PASSWORD_LOGIN:
-            raise forms.ValidationError("Passwords are turned off here: sign in with your identity provider.",
-                                        code="password_login_off")
-        return password_checks.password_is_right(context.request, user, password,
-                                                 purpose=password_checks.REAUTHENTICATE)
+            raise forms.ValidationError(
+                "Passwords are turned off here: sign in with your identity provider.", code="password_login_off"
+            )
+        return password_checks.password_is_right(
+            context.request, user, password, purpose=password_checks.REAUTHENTICATE
+        )
 
     def is_reauthentication_required(self, *, app: str, **kwargs: Any) -> bool:
         """A sign-in as recent as a re-authentication counts as one: who was just sent to

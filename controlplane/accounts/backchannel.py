@@ -72,16 +72,22 @@ def _signing_key(jwks: dict[str, Any], header: dict[str, Any]) -> Any:
     raise InvalidLogoutToken("no key of the provider's JWKS verifies this token")
 
 
-def validate_logout_token(token: str, *, issuer: str, client_id: str, jwks: dict[str, Any],
-                          now: float | None = None) -> dict[str, Any]:
+def validate_logout_token(
+    token: str, *, issuer: str, client_id: str, jwks: dict[str, Any], now: float | None = None
+) -> dict[str, Any]:
     """The claims of a logout token that passes every check above; InvalidLogoutToken otherwise.
     The jti is spent by the caller (`_spend_jti`), once the token is known to be the provider's."""
     try:
         header = jwt.get_unverified_header(token)
         key = _signing_key(jwks, header)
         claims = jwt.decode(
-            token, key, algorithms=[header["alg"]], audience=client_id, issuer=issuer,
-            leeway=CLOCK_SKEW_SECONDS, options={"require": ["iss", "aud", "iat", "jti"]},
+            token,
+            key,
+            algorithms=[header["alg"]],
+            audience=client_id,
+            issuer=issuer,
+            leeway=CLOCK_SKEW_SECONDS,
+            options={"require": ["iss", "aud", "iat", "jti"]},
         )
     except jwt.PyJWTError as error:
         raise InvalidLogoutToken(str(error)) from None
@@ -94,7 +100,8 @@ def validate_logout_token(token: str, *, issuer: str, client_id: str, jwks: dict
     if "nonce" in claims:
         raise InvalidLogoutToken("a logout token carries no nonce")
     if not (isinstance(claims.get("sid"), str) and claims["sid"]) and not (
-            isinstance(claims.get("sub"), str) and claims["sub"]):
+        isinstance(claims.get("sub"), str) and claims["sub"]
+    ):
         raise InvalidLogoutToken("neither sid nor sub")
     if not isinstance(claims["jti"], str) or not claims["jti"]:
         raise InvalidLogoutToken("jti must be a string")
@@ -169,8 +176,7 @@ def backchannel_logout(request: HttpRequest, provider_id: str) -> JsonResponse:
         issuer, client_id, jwks = _provider_keys(request, provider_id, kid=header.get("kid"))
     except (requests.RequestException, ValueError, KeyError):
         logger.warning("back-channel logout: could not read the keys of provider %s", provider_id, exc_info=True)
-        return _refuse("the provider's keys could not be read; try again", status=503,
-                       error="temporarily_unavailable")
+        return _refuse("the provider's keys could not be read; try again", status=503, error="temporarily_unavailable")
     try:
         claims = validate_logout_token(token, issuer=issuer, client_id=client_id, jwks=jwks)
     except InvalidLogoutToken as refusal:
@@ -180,7 +186,9 @@ def backchannel_logout(request: HttpRequest, provider_id: str) -> JsonResponse:
         logger.warning("back-channel logout from %s refused: jti replayed", provider_id)
         return _refuse("logout_token refused: already used")
     ended = provider_sessions.end_sessions(
-        sessions_named(provider_id, claims), provider=provider_id, reason="backchannel_logout",
+        sessions_named(provider_id, claims),
+        provider=provider_id,
+        reason="backchannel_logout",
         details={"sid_given": bool(claims.get("sid")), "sub_given": bool(claims.get("sub"))},
     )
     logger.info("back-channel logout from %s ended %d session(s)", provider_id, ended)

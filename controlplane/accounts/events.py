@@ -97,13 +97,13 @@ def _on_authenticator_added(sender: Any, request: HttpRequest, user: Any, authen
     record("auth.mfa_enrolled", actor=Actor.for_user(user), metadata=_authenticator(authenticator))
 
 
-def _on_authenticator_removed(sender: Any, request: HttpRequest, user: Any, authenticator: Any,
-                              **kwargs: Any) -> None:
+def _on_authenticator_removed(sender: Any, request: HttpRequest, user: Any, authenticator: Any, **kwargs: Any) -> None:
     record("auth.mfa_removed", actor=Actor.for_user(user), metadata=_authenticator(authenticator))
 
 
-def _on_authenticator_used(sender: Any, request: HttpRequest, user: Any, authenticator: Any,
-                           reauthenticated: bool = False, **kwargs: Any) -> None:
+def _on_authenticator_used(
+    sender: Any, request: HttpRequest, user: Any, authenticator: Any, reauthenticated: bool = False, **kwargs: Any
+) -> None:
     if authenticator.type != RECOVERY_CODES:
         return
     # allauth marks the code used on a fresh copy of the row; count from the row.
@@ -115,8 +115,14 @@ def _on_authenticator_used(sender: Any, request: HttpRequest, user: Any, authent
     )
 
 
-def _on_code_refused(sender: Any, request: HttpRequest, user: Any, authenticator: Any = None,
-                     reauthentication: bool = False, **kwargs: Any) -> None:
+def _on_code_refused(
+    sender: Any,
+    request: HttpRequest,
+    user: Any,
+    authenticator: Any = None,
+    reauthentication: bool = False,
+    **kwargs: Any,
+) -> None:
     if reauthentication:
         return  # a signed-in person's code: `password_checks` audits it (auth.password_check_failed)
     throttle = SignInThrottle.for_attempt(request, user.get_username(), via="dashboard")

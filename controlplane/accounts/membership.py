@@ -235,8 +235,9 @@ def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
         additions = {name: {instance.pk} for name in Group.objects.filter(pk__in=pk_set).values_list("name", flat=True)}
     waits = membership_waits_because(additions)
     if waits is not None:
-        raise PolicyError(NOT_PERMITTED, f"Not added: {waits}. Propose it in the admin, where a second risk-admin "
-                                         "approves it.")
+        raise PolicyError(
+            NOT_PERMITTED, f"Not added: {waits}. Propose it in the admin, where a second risk-admin approves it."
+        )
 
 
 def connect() -> None:
@@ -244,7 +245,9 @@ def connect() -> None:
     m2m_changed.connect(on_membership_changed, sender=get_user_model().groups.through, dispatch_uid=DISPATCH_UID)
 
 
-def _linked(sender: type, instance: Any, reverse: bool, using: str, *, only: Iterable[int] | None = None) -> frozenset[int]:
+def _linked(
+    sender: type, instance: Any, reverse: bool, using: str, *, only: Iterable[int] | None = None
+) -> frozenset[int]:
     """Ids on the other side currently linked to `instance` (restricted to `only`).
 
     `.remove()` may name people who are not members; only real members are removed.

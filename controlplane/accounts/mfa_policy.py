@@ -36,8 +36,15 @@ SESSION_KEY = "controlplane_mfa_enrollment_required"
 SECOND_FACTORS = (Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN)
 # Where a member held at enrollment may still go: enrolling (and the re-authentication
 # it may ask for), signing out, and the site's health and static files.
-_OPEN_PREFIXES = ("/accounts/2fa/", "/accounts/reauthenticate/", "/accounts/logout/", "/logout/", "/static/",
-                  "/healthz", "/readyz")
+_OPEN_PREFIXES = (
+    "/accounts/2fa/",
+    "/accounts/reauthenticate/",
+    "/accounts/logout/",
+    "/logout/",
+    "/static/",
+    "/healthz",
+    "/readyz",
+)
 
 
 def required_groups() -> set[str]:
@@ -50,8 +57,11 @@ def required_groups() -> set[str]:
     names = set(deciding.values_list("approver_group__name", flat=True))
     names |= set(deciding.exclude(escalation_group=None).values_list("escalation_group__name", flat=True))
     # Escalation targets of the rules' notification settings decide those levels too.
-    names |= set(RuleNotification.objects.filter(rule_name__in=deciding.values("name"))
-                 .exclude(escalation_group=None).values_list("escalation_group__name", flat=True))
+    names |= set(
+        RuleNotification.objects.filter(rule_name__in=deciding.values("name"))
+        .exclude(escalation_group=None)
+        .values_list("escalation_group__name", flat=True)
+    )
     if settings.DEFAULT_RISK_LEVEL in settings.STEP_UP_RISK_LEVELS:
         names.add(settings.DEFAULT_APPROVER_GROUP)
     return names

@@ -20,16 +20,23 @@ class ProviderSession(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     provider = models.CharField(max_length=100, help_text="The provider's id (OIDC_PROVIDERS).")
     sub = models.CharField(max_length=255, help_text="The person's subject identifier at the provider.")
-    sid = models.CharField(max_length=255, blank=True, default="",
-                           help_text="The provider's session id from the ID token, when it sends one.")
+    sid = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        help_text="The provider's session id from the ID token, when it sends one.",
+    )
     signed_in_at = models.DateTimeField(default=timezone.now)
     # When the provider last vouched for this person (sign-in, or a user-info re-check).
     checked_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         app_label = "controlplane"
-        indexes = [models.Index(fields=["provider", "sub"]), models.Index(fields=["provider", "sid"]),
-                   models.Index(fields=["checked_at"])]
+        indexes = [
+            models.Index(fields=["provider", "sub"]),
+            models.Index(fields=["provider", "sid"]),
+            models.Index(fields=["checked_at"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.sub} ({self.session_key[:6]}...)"

@@ -69,8 +69,15 @@ SESSION_ENDED_MESSAGE = "Too many wrong passwords or codes: you have been signed
 
 
 @sensitive_variables("check")
-def check_secret(request: HttpRequest | None, user: Any, *, purpose: str, factor: str,
-                 check: Callable[[], bool | None], signed_in: bool = True) -> bool:
+def check_secret(
+    request: HttpRequest | None,
+    user: Any,
+    *,
+    purpose: str,
+    factor: str,
+    check: Callable[[], bool | None],
+    signed_in: bool = True,
+) -> bool:
     """Run `check` (does the secret `user` typed match?) under the sign-in throttle.
 
     True when right (the pair's wait and the person's wrong-in-a-row count are cleared;
@@ -100,25 +107,49 @@ def check_secret(request: HttpRequest | None, user: Any, *, purpose: str, factor
     return True
 
 
-def _refused(request: HttpRequest | None, user: Any, throttle: SignInThrottle, *, purpose: str, factor: str,
-             delay: int, signed_in: bool) -> None:
+def _refused(
+    request: HttpRequest | None,
+    user: Any,
+    throttle: SignInThrottle,
+    *,
+    purpose: str,
+    factor: str,
+    delay: int,
+    signed_in: bool,
+) -> None:
     if not signed_in:
         return  # the sign-in stage's refusal is audited by allauth's signal (`events`)
     address = digest(throttle.address)
     failures = count_wrong_proof(user)
     limit = settings.STEP_UP_FAILURE_LIMIT
-    record("auth.password_check_failed", actor=Actor.for_user(user),
-           metadata={"purpose": purpose, "factor": factor, "address": address, "delay_seconds": delay,
-                     "failures": failures, "limit": limit})
+    record(
+        "auth.password_check_failed",
+        actor=Actor.for_user(user),
+        metadata={
+            "purpose": purpose,
+            "factor": factor,
+            "address": address,
+            "delay_seconds": delay,
+            "failures": failures,
+            "limit": limit,
+        },
+    )
     if failures < limit:
         return
     forget_wrong_proofs(user)
     ended = request is not None and getattr(request, "session", None) is not None
     if ended:
         logout(request)  # flushes this session (a new, empty one is saved in its place)
-    record("auth.session_ended", actor=Actor.for_user(user),
-           metadata={"reason": "password_check_failures", "purpose": purpose, "failures": failures,
-                     "session_ended": ended})
+    record(
+        "auth.session_ended",
+        actor=Actor.for_user(user),
+        metadata={
+            "reason": "password_check_failures",
+            "purpose": purpose,
+            "failures": failures,
+            "session_ended": ended,
+        },
+    )
     raise forms.ValidationError(SESSION_ENDED_MESSAGE, code="session_ended")
 
 
@@ -129,8 +160,13 @@ def password_is_right(request: Any, user: Any, password: str, *, purpose: str) -
     below translate allauth's calls into this, as the decision views translate into
     the step-up service.
     """
-    return check_secret(request, user, purpose=purpose, factor="password",
-                        check=lambda: user.is_active and user.check_password(password))
+    return check_secret(
+        request,
+        user,
+        purpose=purpose,
+        factor="password",
+        check=lambda: user.is_active and user.check_password(password),
+    )
 
 
 # --- allauth's forms, each check wrapped -------------------------------------------------------
@@ -175,8 +211,9 @@ class _ThrottledCodeMixin:
                 return False
             return True
 
-        if not check_secret(context.request, user, purpose=self.purpose, factor="mfa_code", check=right,
-                            signed_in=self.signed_in):
+        if not check_secret(
+            context.request, user, purpose=self.purpose, factor="mfa_code", check=right, signed_in=self.signed_in
+        ):
             raise outcome["wrong"]
         if "other" in outcome:
             raise outcome["other"]

@@ -56,8 +56,9 @@ def remember(request: HttpRequest, *, user: Any, provider: str, sub: str, sid: s
     )
 
 
-def end_sessions(sessions: Iterable[ProviderSession], *, provider: str, reason: str,
-                 details: dict[str, Any] | None = None) -> int:
+def end_sessions(
+    sessions: Iterable[ProviderSession], *, provider: str, reason: str, details: dict[str, Any] | None = None
+) -> int:
     """End these sessions, close their people's sockets, audit once per person; how many ended."""
     by_user: dict[Any, list[ProviderSession]] = defaultdict(list)
     for session in sessions:
@@ -69,10 +70,17 @@ def end_sessions(sessions: Iterable[ProviderSession], *, provider: str, reason: 
                 _store(row.session_key).delete()
             ProviderSession.objects.filter(pk__in=[row.pk for row in rows]).delete()
             ended += len(rows)
-            record("auth.provider_signed_out", actor=provider_actor(provider), metadata={
-                "user_id": user.pk, "username": user.get_username(), "reason": reason,
-                "sessions_ended": len(rows), **(details or {}),
-            })
+            record(
+                "auth.provider_signed_out",
+                actor=provider_actor(provider),
+                metadata={
+                    "user_id": user.pk,
+                    "username": user.get_username(),
+                    "reason": reason,
+                    "sessions_ended": len(rows),
+                    **(details or {}),
+                },
+            )
         # After commit, like every other close: a rolled-back sign-out closes nothing.
         close_user_sockets([user.pk for user in by_user])
     return ended

@@ -78,27 +78,40 @@ def start(request: HttpRequest, nonce: str) -> HttpResponse:
         return _refusal("Your identity provider cannot be reached; try again.", status=503)
     state, oidc_nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
     next_url = request.GET.get("next", "")
-    trips = dict(list(request.session.get(SESSION_KEY, {}).items())[-(_KEPT_ROUND_TRIPS - 1):])
+    trips = dict(list(request.session.get(SESSION_KEY, {}).items())[-(_KEPT_ROUND_TRIPS - 1) :])
     trips[state] = {"nonce": nonce, "oidc_nonce": oidc_nonce, "provider": account.provider, "next": next_url}
     request.session[SESSION_KEY] = trips
-    query = urlencode({
-        "response_type": "code", "client_id": app.client_id, "redirect_uri": _callback_url(request),
-        "scope": "openid", "state": state, "nonce": oidc_nonce,
-        # Ask again whatever session the provider has, and say when it asked.
-        "prompt": "login", "max_age": "0", "login_hint": account.uid,
-    })
+    query = urlencode(
+        {
+            "response_type": "code",
+            "client_id": app.client_id,
+            "redirect_uri": _callback_url(request),
+            "scope": "openid",
+            "state": state,
+            "nonce": oidc_nonce,
+            # Ask again whatever session the provider has, and say when it asked.
+            "prompt": "login",
+            "max_age": "0",
+            "login_hint": account.uid,
+        }
+    )
     return HttpResponseRedirect(f"{authorize_url}?{query}")
 
 
 def _id_token(request: HttpRequest, adapter: OpenIDConnectOAuth2Adapter, code: str) -> dict[str, Any]:
     """The verified claims of the ID token the provider gives for `code`."""
     response = post_to_token_endpoint(
-        adapter, {"grant_type": "authorization_code", "code": code, "redirect_uri": _callback_url(request)})
+        adapter, {"grant_type": "authorization_code", "code": code, "redirect_uri": _callback_url(request)}
+    )
     response.raise_for_status()
     config = adapter.openid_config
-    return jwtkit.verify_and_decode(credential=response.json()["id_token"], keys_url=config["jwks_uri"],
-                                    issuer=config["issuer"], audience=adapter.get_provider().app.client_id,
-                                    lookup_kid=jwtkit.lookup_kid_jwk)
+    return jwtkit.verify_and_decode(
+        credential=response.json()["id_token"],
+        keys_url=config["jwks_uri"],
+        issuer=config["issuer"],
+        audience=adapter.get_provider().app.client_id,
+        lookup_kid=jwtkit.lookup_kid_jwk,
+    )
 
 
 @never_cache
@@ -129,21 +142,27 @@ def callback(request: HttpRequest) -> HttpResponse:
         return _failed(user, trip, "wrong_nonce")
     if account is None or account.provider != trip["provider"] or str(claims.get("sub")) != account.uid:
         return _failed(user, trip, "another_person")
-    if not provider_step_up.record_reauthentication(user, trip["nonce"], provider=trip["provider"],
-                                                    auth_time=claims.get("auth_time")):
+    if not provider_step_up.record_reauthentication(
+        user, trip["nonce"], provider=trip["provider"], auth_time=claims.get("auth_time")
+    ):
         return _failed(user, trip, "not_fresh")
     next_url = trip["next"]
-    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()},
-                                           require_https=request.is_secure()):
+    if not url_has_allowed_host_and_scheme(
+        next_url, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         next_url = "/"
     return HttpResponseRedirect(next_url)
 
 
 def _failed(user: Any, trip: dict[str, Any], reason: str) -> HttpResponse:
-    record("auth.step_up_failed", actor=Actor.for_user(user),
-           metadata={"method": "provider", "provider": trip["provider"], "reason": reason})
-    return _refusal("Your identity provider did not confirm a fresh sign-in for this decision; start it again.",
-                    status=403)
+    record(
+        "auth.step_up_failed",
+        actor=Actor.for_user(user),
+        metadata={"method": "provider", "provider": trip["provider"], "reason": reason},
+    )
+    return _refusal(
+        "Your identity provider did not confirm a fresh sign-in for this decision; start it again.", status=403
+    )
 
 
 @never_cache
@@ -154,8 +173,12 @@ def status(request: HttpRequest, nonce: str) -> JsonResponse:
     severs a window that went to another origin)."""
     if not request.user.is_authenticated:
         return JsonResponse({"code": "not_authenticated", "message": "Sign in first."}, status=401)
-    return JsonResponse({"proven": provider_step_up.proven(request.user, nonce),
-                         "pending": provider_step_up.pending(request.user, nonce)})
+    return JsonResponse(
+        {
+            "proven": provider_step_up.proven(request.user, nonce),
+            "pending": provider_step_up.pending(request.user, nonce),
+        }
+    )
 
 
 @never_cache

@@ -42,8 +42,10 @@ def enforce_session_lifetime(session, *, now: float | None = None) -> bool:
         return False
     now = int(now if now is not None else time.time())
     last_seen_at = session.get(LAST_SEEN_AT, signed_in_at)
-    if (now - signed_in_at > settings.SESSION_MAX_AGE_SECONDS
-            or now - last_seen_at > settings.SESSION_IDLE_TIMEOUT_SECONDS):
+    if (
+        now - signed_in_at > settings.SESSION_MAX_AGE_SECONDS
+        or now - last_seen_at > settings.SESSION_IDLE_TIMEOUT_SECONDS
+    ):
         session.flush()
         return True
     if now - last_seen_at >= SEEN_RESOLUTION_SECONDS:

@@ -67,10 +67,17 @@ def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
         return
     with audited_atomic(), acting_as(actor, via="sso"):
         user.groups.set(Group.objects.filter(name__in=wanted))
-        record("membership.claims_applied", actor=actor, metadata={
-            "user": user.get_username(), "provider": provider, "added": sorted(wanted - before),
-            "removed": sorted(before - wanted), "ignored": ignored,
-        })
+        record(
+            "membership.claims_applied",
+            actor=actor,
+            metadata={
+                "user": user.get_username(),
+                "provider": provider,
+                "added": sorted(wanted - before),
+                "removed": sorted(before - wanted),
+                "ignored": ignored,
+            },
+        )
 
 
 def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any = None, **kwargs: Any) -> None:
@@ -79,8 +86,9 @@ def _on_signed_in(sender: Any, request: HttpRequest, user: Any, sociallogin: Any
     provider = sociallogin.account.provider
     apply_claims(user, provider, claimed_groups(sociallogin))
     id_token = (sociallogin.account.extra_data or {}).get("id_token") or {}
-    provider_sessions.remember(request, user=user, provider=provider, sub=sociallogin.account.uid,
-                               sid=id_token.get("sid", ""))
+    provider_sessions.remember(
+        request, user=user, provider=provider, sub=sociallogin.account.uid, sid=id_token.get("sid", "")
+    )
 
 
 def connect() -> None:

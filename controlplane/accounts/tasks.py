@@ -18,5 +18,9 @@ def recheck_provider_sessions() -> dict[str, int]:
 
 
 def beat_schedule() -> dict[str, dict[str, Any]]:
-    return {"accounts.recheck_provider_sessions": {"task": "accounts.recheck_provider_sessions",
-                                                   "schedule": float(settings.SSO_RECHECK_SWEEP_SECONDS)}}
+    return {
+        "accounts.recheck_provider_sessions": {
+            "task": "accounts.recheck_provider_sessions",
+            "schedule": float(settings.SSO_RECHECK_SWEEP_SECONDS),
+        }
+    }

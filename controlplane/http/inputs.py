@@ -26,11 +26,19 @@ from django.utils.html import escape
 from .codes import register
 from .errors import CodedError, is_api_path, json_error
 
-__all__ = ["INVALID_INPUT", "MAX_JSON_DEPTH", "InputEdgeMiddleware", "first_problem", "parse_json_text",
-           "refuse_problems", "text_problem"]
+__all__ = [
+    "INVALID_INPUT",
+    "MAX_JSON_DEPTH",
+    "InputEdgeMiddleware",
+    "first_problem",
+    "parse_json_text",
+    "refuse_problems",
+    "text_problem",
+]
 
 INVALID_INPUT = register(
-    "invalid_input", 400,
+    "invalid_input",
+    400,
     "A value the server cannot store: a NUL character, a lone surrogate, or JSON nested deeper than 64 "
     "levels; `details.field` names it.",
 )
@@ -92,8 +100,11 @@ def parse_json_text(text: str | bytes, *, field: str = "") -> Any:
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
-        raise CodedError(INVALID_INPUT, f"{field or '(body)'} is nested deeper than {MAX_JSON_DEPTH} levels.",
-                         field=field or "(body)") from None
+        raise CodedError(
+            INVALID_INPUT,
+            f"{field or '(body)'} is nested deeper than {MAX_JSON_DEPTH} levels.",
+            field=field or "(body)",
+        ) from None
     refuse_problems(value, field=field)
     return value
 
@@ -110,8 +121,11 @@ def _fields(request: HttpRequest) -> Iterator[tuple[str, str, str]]:
             yield "query", name, value
     # API bodies are the API's parsers' to check, after authentication (a token that may not
     # call an endpoint hears that first, whatever its body holds).
-    if request.method == "POST" and not is_api_path(request) and request.content_type in (
-            "application/x-www-form-urlencoded", "multipart/form-data"):
+    if (
+        request.method == "POST"
+        and not is_api_path(request)
+        and request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
         for name, values in request.POST.lists():
             for value in values:
                 yield "form", name, value
@@ -131,7 +145,9 @@ def _edge_refusal(request: HttpRequest) -> HttpResponse | None:
 def _refuse(request: HttpRequest, message: str, *, field: str) -> HttpResponse:
     if is_api_path(request) or "application/json" in request.headers.get("Accept", ""):
         return json_error(INVALID_INPUT, message, field=field)
-    return HttpResponseBadRequest(f"<!doctype html><title>Bad request</title><h1>Bad request</h1><p>{escape(message)}</p>")
+    return HttpResponseBadRequest(
+        f"<!doctype html><title>Bad request</title><h1>Bad request</h1><p>{escape(message)}</p>"
+    )
 
 
 class InputEdgeMiddleware:

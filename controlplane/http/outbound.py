@@ -144,8 +144,9 @@ def sign(secret: str | bytes, timestamp: int | str, body: bytes) -> str:
     return f"sha256={mac.hexdigest()}"
 
 
-def verify_signature(secret: str | bytes, timestamp: str, body: bytes, signature: str, *,
-                     max_age: int = 300, now: float | None = None) -> bool:
+def verify_signature(
+    secret: str | bytes, timestamp: str, body: bytes, signature: str, *, max_age: int = 300, now: float | None = None
+) -> bool:
     """What a receiver does: a fresh timestamp and a matching signature (constant-time)."""
     try:
         stamp = int(timestamp)
@@ -167,7 +168,9 @@ def backoff(attempt: int, *, base: float, cap: float, jitter: float = 0.2) -> ti
 
 # --- URL policy -----------------------------------------------------------------------------------
 
-_HOST_NAME = re.compile(r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+_HOST_NAME = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
+)
 _AMBIGUOUS_ESCAPES = re.compile(r"%(2e|2f|5c)", re.IGNORECASE)
 # IPv6 ranges that carry an IPv4 address with no `ipaddress` property of their own.
 _NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
@@ -193,7 +196,9 @@ def normalize_path(path: str) -> str:
 
 def _parse(url: str) -> Target:
     if not isinstance(url, str) or not url.isascii() or "\\" in url or any(c <= " " or c == "\x7f" for c in url):
-        raise OutboundURLRefused(URL_INVALID, "The URL must be ASCII without spaces, control characters or backslashes.")
+        raise OutboundURLRefused(
+            URL_INVALID, "The URL must be ASCII without spaces, control characters or backslashes."
+        )
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -241,8 +246,7 @@ def _entry_matches(entry: str, target: Target) -> bool:
     )
 
 
-def address_refusal(address: str, *, allow_private: bool,
-                    allowed_networks: Iterable[str] = ()) -> str | None:
+def address_refusal(address: str, *, allow_private: bool, allowed_networks: Iterable[str] = ()) -> str | None:
     """Why the server may not connect to `address`, or None if it may."""
     ip = ipaddress.ip_address(address)
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
@@ -252,7 +256,9 @@ def address_refusal(address: str, *, allow_private: bool,
     if ip.is_multicast or ip.is_unspecified or (ip.is_reserved and not ip.is_loopback):
         return "a multicast, unspecified or reserved address"
     if isinstance(ip, ipaddress.IPv6Address) and (
-        ip.sixtofour is not None or ip.teredo is not None or any(ip in net for net in _NAT64)
+        ip.sixtofour is not None
+        or ip.teredo is not None
+        or any(ip in net for net in _NAT64)
         or (ip in _IPV4_COMPATIBLE and not ip.is_loopback)
     ):
         return None if allow_private else "an IPv6 address embedding an IPv4 one (6to4, Teredo, NAT64)"
@@ -266,9 +272,15 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
-def check_url(url: str, *, resolve: bool = True, resolver: Resolver | None = None,
-              allowlist: Iterable[str] | None = None, allow_private: bool | None = None,
-              allowed_networks: Iterable[str] | None = None) -> Target:
+def check_url(
+    url: str,
+    *,
+    resolve: bool = True,
+    resolver: Resolver | None = None,
+    allowlist: Iterable[str] | None = None,
+    allow_private: bool | None = None,
+    allowed_networks: Iterable[str] | None = None,
+) -> Target:
     """The checked `Target` of `url` (with every address it resolves to, all allowed),
     or OutboundURLRefused. Keyword arguments left None come from the settings."""
     allowlist = settings.OUTBOUND_URL_ALLOWLIST if allowlist is None else allowlist
@@ -277,7 +289,9 @@ def check_url(url: str, *, resolve: bool = True, resolver: Resolver | None = Non
         allowed_networks = settings.OUTBOUND_ALLOWED_NETWORKS
     target = _parse(url)
     if not any(_entry_matches(entry.strip(), target) for entry in allowlist if entry.strip()):
-        raise OutboundURLRefused(URL_NOT_ALLOWED, f"{target.url} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST).")
+        raise OutboundURLRefused(
+            URL_NOT_ALLOWED, f"{target.url} is not on the outbound allow-list (OUTBOUND_URL_ALLOWLIST)."
+        )
     literal = _ip(target.host)
     if literal is not None:
         addresses = [str(literal)]
@@ -329,8 +343,15 @@ def _public_cas() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _post_once(target: Target, address: str, body: bytes, headers: Mapping[str, str], timeout: float,
-               max_answer_bytes: int, verify: ssl.SSLContext | bool) -> Answer:
+def _post_once(
+    target: Target,
+    address: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    timeout: float,
+    max_answer_bytes: int,
+    verify: ssl.SSLContext | bool,
+) -> Answer:
     transport = PinnedTransport(target.host, address, verify=_public_cas() if verify is True else verify)
     # trust_env off: a proxy from the environment would resolve the name itself.
     with httpx.Client(transport=transport, follow_redirects=False, trust_env=False, timeout=timeout) as client:
@@ -343,9 +364,18 @@ def _post_once(target: Target, address: str, body: bytes, headers: Mapping[str, 
             return Answer(response.status_code, bytes(answer[:max_answer_bytes]))
 
 
-def signed_post(url: str, body: bytes, *, secret: str | bytes, timeout: float,
-                headers: Mapping[str, str] | None = None, resolver: Resolver | None = None,
-                max_answer_bytes: int = 64 * 1024, verify: ssl.SSLContext | bool = True, **policy) -> Answer:
+def signed_post(
+    url: str,
+    body: bytes,
+    *,
+    secret: str | bytes,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    resolver: Resolver | None = None,
+    max_answer_bytes: int = 64 * 1024,
+    verify: ssl.SSLContext | bool = True,
+    **policy,
+) -> Answer:
     """POST `body` (JSON) to `url`, signed with `secret`, to an address checked once.
 
     Raises OutboundURLRefused (the policy refuses it; nothing sent) or OutboundFailed

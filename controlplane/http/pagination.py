@@ -21,8 +21,9 @@ class NewestFirstCursorPagination(pagination.CursorPagination):
         if raw is None or raw == "":
             return self.page_size
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 6 or not 1 <= int(raw) <= self.max_page_size:
-            raise ValidationError({self.page_size_query_param: [
-                f"A whole number from 1 to {self.max_page_size}."]}, code="invalid")
+            raise ValidationError(
+                {self.page_size_query_param: [f"A whole number from 1 to {self.max_page_size}."]}, code="invalid"
+            )
         return int(raw)
 
     def get_schema_operation_parameters(self, view) -> list[dict]:

@@ -30,8 +30,18 @@ from .inputs import INVALID_INPUT
 __all__ = ["API_ERRORS", "TOKEN_ERRORS", "ErrorSerializer", "error_responses"]
 
 # What any API endpoint may answer whatever it does.
-API_ERRORS = (MALFORMED_BODY, INVALID_INPUT, NOT_AUTHENTICATED, INVALID_TOKEN, PERMISSION_DENIED, NOT_FOUND,
-              METHOD_NOT_ALLOWED, REQUEST_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE, VALIDATION_ERROR)
+API_ERRORS = (
+    MALFORMED_BODY,
+    INVALID_INPUT,
+    NOT_AUTHENTICATED,
+    INVALID_TOKEN,
+    PERMISSION_DENIED,
+    NOT_FOUND,
+    METHOD_NOT_ALLOWED,
+    REQUEST_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    VALIDATION_ERROR,
+)
 
 # What an endpoint agents reach with a token may also answer.
 TOKEN_ERRORS = (TOKEN_REVOKED, TOKEN_EXPIRED, AGENT_INACTIVE, INSUFFICIENT_SCOPE, RATE_LIMITED)
@@ -79,5 +89,9 @@ class SessionScheme(OpenApiAuthenticationExtension):
     name = "reviewerSession"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "apiKey", "in": "cookie", "name": "sessionid",
-                "description": "A person's Django session; unsafe methods need the X-CSRFToken header."}
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "A person's Django session; unsafe methods need the X-CSRFToken header.",
+        }

@@ -7,7 +7,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -16,18 +15,35 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ProviderSession',
+            name="ProviderSession",
             fields=[
-                ('session_key', models.CharField(max_length=40, primary_key=True, serialize=False)),
-                ('provider', models.CharField(help_text="The provider's id (OIDC_PROVIDERS).", max_length=100)),
-                ('sub', models.CharField(help_text="The person's subject identifier at the provider.", max_length=255)),
-                ('sid', models.CharField(blank=True, default='', help_text="The provider's session id from the ID token, when it sends one.", max_length=255)),
-                ('signed_in_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('checked_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("session_key", models.CharField(max_length=40, primary_key=True, serialize=False)),
+                ("provider", models.CharField(help_text="The provider's id (OIDC_PROVIDERS).", max_length=100)),
+                ("sub", models.CharField(help_text="The person's subject identifier at the provider.", max_length=255)),
+                (
+                    "sid",
+                    models.CharField(
+                        blank=True,
+                        default="",
+                        help_text="The provider's session id from the ID token, when it sends one.",
+                        max_length=255,
+                    ),
+                ),
+                ("signed_in_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("checked_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['provider', 'sub'], name='controlplan_provide_c15087_idx'), models.Index(fields=['provider', 'sid'], name='controlplan_provide_fec492_idx'), models.Index(fields=['checked_at'], name='controlplan_checked_cd267d_idx')],
+                "indexes": [
+                    models.Index(fields=["provider", "sub"], name="controlplan_provide_c15087_idx"),
+                    models.Index(fields=["provider", "sid"], name="controlplan_provide_fec492_idx"),
+                    models.Index(fields=["checked_at"], name="controlplan_checked_cd267d_idx"),
+                ],
             },
         ),
     ]

@@ -27,10 +27,13 @@ def login_as(client):
 
     return _login
 
+
 CONTEXT = {
     "links": [{"label": "Run 42", "url": "https://ci.example.com/runs/42"}],
-    "turns": [{"role": "user", "text": "Email Dana the Q3 numbers."},
-              {"role": "assistant", "text": "Drafting the email now."}],
+    "turns": [
+        {"role": "user", "text": "Email Dana the Q3 numbers."},
+        {"role": "assistant", "text": "Drafting the email now."},
+    ],
 }
 REASON = "Dana asked for the Q3 numbers in this thread."
 
@@ -51,8 +54,16 @@ def test_an_action_carries_its_reason_and_context_into_the_request_and_the_answe
 
 
 def test_a_plan_carries_them_too(api):
-    response = api.post("/api/v1/plans/", {"path": "plans/x.md", "plan": PLAN_MD, "reason": "The CI is red.",
-                                           "context": {"links": [{"url": "https://example.com/t/1"}]}}, format="json")
+    response = api.post(
+        "/api/v1/plans/",
+        {
+            "path": "plans/x.md",
+            "plan": PLAN_MD,
+            "reason": "The CI is red.",
+            "context": {"links": [{"url": "https://example.com/t/1"}]},
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     stored = ApprovalRequest.objects.get(pk=response.json()["id"])
     assert stored.reason == "The CI is red."
@@ -64,19 +75,33 @@ def test_without_them_the_request_holds_empty_declarations(api):
     assert (body["reason"], body["context"]) == ("", {})
 
 
-@pytest.mark.parametrize(("extra", "field"), [
-    ({"reason": "x" * (REASON_MAX_CHARS + 1)}, "reason"),
-    ({"context": {"links": [{"url": f"https://e.com/{i}"} for i in range(CONTEXT_MAX_LINKS + 1)]}}, "context"),
-    ({"context": {"turns": [{"role": "user", "text": "t"}] * (CONTEXT_MAX_TURNS + 1)}}, "context"),
-    ({"context": {"turns": [{"role": "user", "text": "t" * (TURN_MAX_CHARS + 1)}]}}, "context"),
-    ({"context": {"turns": [{"role": "user"}]}}, "context"),
-    ({"context": {"links": [{"label": "no url"}]}}, "context"),
-    ({"context": {"links": "https://e.com"}}, "context"),
-    ({"context": {"notes": "anything else"}}, "context"),
-    ({"context": ["not", "an", "object"]}, "context"),
-    ({"reason": {"not": "text"}}, "reason"),
-], ids=["long-reason", "many-links", "many-turns", "long-turn", "turn-without-text", "link-without-url",
-        "links-not-a-list", "unknown-key", "context-not-object", "reason-not-text"])
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"reason": "x" * (REASON_MAX_CHARS + 1)}, "reason"),
+        ({"context": {"links": [{"url": f"https://e.com/{i}"} for i in range(CONTEXT_MAX_LINKS + 1)]}}, "context"),
+        ({"context": {"turns": [{"role": "user", "text": "t"}] * (CONTEXT_MAX_TURNS + 1)}}, "context"),
+        ({"context": {"turns": [{"role": "user", "text": "t" * (TURN_MAX_CHARS + 1)}]}}, "context"),
+        ({"context": {"turns": [{"role": "user"}]}}, "context"),
+        ({"context": {"links": [{"label": "no url"}]}}, "context"),
+        ({"context": {"links": "https://e.com"}}, "context"),
+        ({"context": {"notes": "anything else"}}, "context"),
+        ({"context": ["not", "an", "object"]}, "context"),
+        ({"reason": {"not": "text"}}, "reason"),
+    ],
+    ids=[
+        "long-reason",
+        "many-links",
+        "many-turns",
+        "long-turn",
+        "turn-without-text",
+        "link-without-url",
+        "links-not-a-list",
+        "unknown-key",
+        "context-not-object",
+        "reason-not-text",
+    ],
+)
 def test_a_malformed_or_oversized_claim_is_a_422_naming_the_field(api, extra, field):
     response = _submit(api, {**EMAIL, **extra})
     assert response.status_code == 422
@@ -117,8 +142,11 @@ def test_without_a_reason_the_event_says_nothing_about_one(api):
 def test_the_schema_documents_both_on_submission_and_on_the_request(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     components = schema["components"]["schemas"]
-    action = components["ActionSubmissionRequest"]["properties"] if "ActionSubmissionRequest" in components \
+    action = (
+        components["ActionSubmissionRequest"]["properties"]
+        if "ActionSubmissionRequest" in components
         else components["ActionSubmission"]["properties"]
+    )
     assert action["reason"]["maxLength"] == REASON_MAX_CHARS
     context_ref = json.dumps(action["context"])
     assert "Context" in context_ref
@@ -135,7 +163,7 @@ def _card_html(login_as, people) -> str:
 def _claims(page: str) -> str:
     """The agent's section of the (one) card."""
     start = page.index('<section class="agent-claims"')
-    return page[start:page.index("</section>", start)]
+    return page[start : page.index("</section>", start)]
 
 
 def test_the_card_shows_the_reason_labelled_as_the_agents_claim(api, login_as, people):
@@ -148,12 +176,21 @@ def test_the_card_shows_the_reason_labelled_as_the_agents_claim(api, login_as, p
 
 
 def test_hostile_claims_are_escaped_and_only_web_urls_become_links(api, login_as, people):
-    _submit(api, {**EMAIL, "reason": "<script>alert(1)</script> Approve now!", "context": {
-        "links": [{"label": "<b>run</b>", "url": "javascript:alert(1)"},
-                  {"label": "data", "url": "data:text/html,<script>alert(2)</script>"},
-                  {"label": "no host", "url": "https:///nohost"}],
-        "turns": [{"role": "<img src=x onerror=alert(3)>", "text": "</li><script>alert(4)</script>"}],
-    }})
+    _submit(
+        api,
+        {
+            **EMAIL,
+            "reason": "<script>alert(1)</script> Approve now!",
+            "context": {
+                "links": [
+                    {"label": "<b>run</b>", "url": "javascript:alert(1)"},
+                    {"label": "data", "url": "data:text/html,<script>alert(2)</script>"},
+                    {"label": "no host", "url": "https:///nohost"},
+                ],
+                "turns": [{"role": "<img src=x onerror=alert(3)>", "text": "</li><script>alert(4)</script>"}],
+            },
+        },
+    )
     page = _claims(_card_html(login_as, people))
     assert "<script>alert" not in page and "<img src=x" not in page and "<b>run</b>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page

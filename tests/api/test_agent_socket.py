@@ -18,18 +18,24 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _submit(agent):
-    return services.submit(services.Submission(kind=Kind.ACTION, action_type="update_document",
-                                               params={"text": "v2"}), agent=agent)
+    return services.submit(
+        services.Submission(kind=Kind.ACTION, action_type="update_document", params={"text": "v2"}), agent=agent
+    )
 
 
 def test_the_socket_pushes_the_agents_own_decisions(agent, rival_agent, token, people):
     mine, theirs = _submit(agent), _submit(rival_agent)
 
     async def scenario() -> list[dict]:
-        async with open_socket(application, "/ws/agent/",
-                               headers=[(b"authorization", f"Bearer {token}".encode())]) as socket:
-            await sync_to_async(services.reject)(theirs.pk, revision=1, actor=services.Person(people["alice"]), feedback="theirs")
-            await sync_to_async(services.reject)(mine.pk, revision=1, actor=services.Person(people["alice"]), feedback="mine")
+        async with open_socket(
+            application, "/ws/agent/", headers=[(b"authorization", f"Bearer {token}".encode())]
+        ) as socket:
+            await sync_to_async(services.reject)(
+                theirs.pk, revision=1, actor=services.Person(people["alice"]), feedback="theirs"
+            )
+            await sync_to_async(services.reject)(
+                mine.pk, revision=1, actor=services.Person(people["alice"]), feedback="mine"
+            )
             # Pushes arrive in order: had the rival's decision leaked, it would come first.
             received = [await socket.receive_json_from(timeout=5)]
             # And nothing else is queued for this agent: the next thing it hears answers its ping.

@@ -72,15 +72,21 @@ def _submit_with_callback(api, url: str) -> str:
 def test_the_decision_is_posted_signed(api, agent, people, receiver_factory):
     receiver = receiver_factory()
     request_id = _submit_with_callback(api, receiver.url)
-    services.reject(request_id, revision=current_revision(request_id),
-                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(
+        request_id,
+        revision=current_revision(request_id),
+        actor=services.Person(people["alice"]),
+        feedback="Wrong recipient",
+    )
     assert deliver_due_callbacks() == 1
     headers, body = receiver.received[0]
     agent.refresh_from_db()
-    assert verify_signature(agent.callback_secret, headers["X-Controlplane-Timestamp"], body,
-                            headers["X-Controlplane-Signature"])
-    assert not verify_signature("another-secret", headers["X-Controlplane-Timestamp"], body,
-                                headers["X-Controlplane-Signature"])
+    assert verify_signature(
+        agent.callback_secret, headers["X-Controlplane-Timestamp"], body, headers["X-Controlplane-Signature"]
+    )
+    assert not verify_signature(
+        "another-secret", headers["X-Controlplane-Timestamp"], body, headers["X-Controlplane-Signature"]
+    )
     payload = json.loads(body)
     assert payload["request_id"] == request_id and payload["state"] == "rejected"
     assert payload["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
@@ -139,14 +145,17 @@ def test_a_missed_enqueue_is_recovered_by_the_sweep(api, people, receiver_factor
     assert len(receiver.received) == 1
 
 
-@pytest.mark.parametrize("url, code", [
-    ("http://10.0.0.5/hook", "outbound_url_private"),
-    ("http://169.254.169.254/latest/meta-data", "outbound_url_private"),
-    ("http://[::1]:8000/hook", "outbound_url_private"),
-    ("http://user:pw@hooks.example.com/", "outbound_url_invalid"),
-    ("gopher://hooks.example.com/", "outbound_url_invalid"),
-    ("https://hooks.example.com.evil.net/", "outbound_url_not_allowed"),
-])
+@pytest.mark.parametrize(
+    "url, code",
+    [
+        ("http://10.0.0.5/hook", "outbound_url_private"),
+        ("http://169.254.169.254/latest/meta-data", "outbound_url_private"),
+        ("http://[::1]:8000/hook", "outbound_url_private"),
+        ("http://user:pw@hooks.example.com/", "outbound_url_invalid"),
+        ("gopher://hooks.example.com/", "outbound_url_invalid"),
+        ("https://hooks.example.com.evil.net/", "outbound_url_not_allowed"),
+    ],
+)
 def test_the_outbound_checker_refuses_private_and_unlisted_urls(url, code):
     allowlist = ["hooks.example.com", "10.0.0.5", "169.254.169.254", "::1"]
     with pytest.raises(OutboundURLRefused) as refused:
@@ -155,10 +164,19 @@ def test_the_outbound_checker_refuses_private_and_unlisted_urls(url, code):
 
 
 def test_url_prefix_entries_and_host_patterns_allow(settings):
-    assert check_outbound_url("https://a.hooks.example.com/x", allowlist=["*.hooks.example.com"],
-                              allow_private=False, resolve=False)
-    assert check_outbound_url("https://api.example.org/agent/1", allowlist=["https://api.example.org/agent/"],
-                              allow_private=False, resolve=False)
+    assert check_outbound_url(
+        "https://a.hooks.example.com/x", allowlist=["*.hooks.example.com"], allow_private=False, resolve=False
+    )
+    assert check_outbound_url(
+        "https://api.example.org/agent/1",
+        allowlist=["https://api.example.org/agent/"],
+        allow_private=False,
+        resolve=False,
+    )
     with pytest.raises(OutboundURLRefused):
-        check_outbound_url("https://api.example.org/admin", allowlist=["https://api.example.org/agent/"],
-                           allow_private=False, resolve=False)
+        check_outbound_url(
+            "https://api.example.org/admin",
+            allowlist=["https://api.example.org/agent/"],
+            allow_private=False,
+            resolve=False,
+        )

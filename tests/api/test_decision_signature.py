@@ -28,35 +28,53 @@ def _resume(api, request_id: str) -> dict:
     return response.json()
 
 
-def test_an_approval_with_edits_is_signed_for_the_edited_params_and_the_new_revision(api, people, two_person_rule,
-                                                                                    server_keys):
-    request_id = api.post("/api/v1/actions/", {"action_type": "Transfer_Funds", "tool_call_id": "call_7",
-                                               "params": {"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15}},
-                          format="json").json()["id"]
-    services.approve_with_edits(request_id, revision=current_revision(request_id),
-                                actor=services.Person(people["alice"]), edits={"amount": 500})
+def test_an_approval_with_edits_is_signed_for_the_edited_params_and_the_new_revision(
+    api, people, two_person_rule, server_keys
+):
+    request_id = api.post(
+        "/api/v1/actions/",
+        {
+            "action_type": "Transfer_Funds",
+            "tool_call_id": "call_7",
+            "params": {"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15},
+        },
+        format="json",
+    ).json()["id"]
+    services.approve_with_edits(
+        request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), edits={"amount": 500}
+    )
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
-    signed = verify_decision(body, server_keys, request_id=request_id, tool_call_id="call_7",
-                             action_type="transfer_funds")
+    signed = verify_decision(
+        body, server_keys, request_id=request_id, tool_call_id="call_7", action_type="transfer_funds"
+    )
     request = ApprovalRequest.objects.get(pk=request_id)
-    assert signed == {"type": "hitl-controlplane/decision", "v": 2, "kind": "action",
-                      "agent": {"id": request.agent_id, "name": "mail-bot"},
-                      "request_id": request_id, "revision": 2, "action_type": "transfer_funds",
-                      "idempotency_key": None, "tool_call_id": "call_7",
-                      "submitted_sha256": payload_sha256({"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15}),
-                      "verdict": "approved",
-                      "payload_sha256": payload_sha256({"amount": 500, "to": "acme", "rate": 1.0, "fee": 0.15}),
-                      "tool_result_sha256": hashlib.sha256(body["tool_result"].encode()).hexdigest(),
-                      "execute_by": format_timestamp(request.execute_by)}
+    assert signed == {
+        "type": "hitl-controlplane/decision",
+        "v": 2,
+        "kind": "action",
+        "agent": {"id": request.agent_id, "name": "mail-bot"},
+        "request_id": request_id,
+        "revision": 2,
+        "action_type": "transfer_funds",
+        "idempotency_key": None,
+        "tool_call_id": "call_7",
+        "submitted_sha256": payload_sha256({"amount": 900, "to": "acme", "rate": 1.0, "fee": 0.15}),
+        "verdict": "approved",
+        "payload_sha256": payload_sha256({"amount": 500, "to": "acme", "rate": 1.0, "fee": 0.15}),
+        "tool_result_sha256": hashlib.sha256(body["tool_result"].encode()).hexdigest(),
+        "execute_by": format_timestamp(request.execute_by),
+    }
     assert body["decision_signature"]["key_id"] in server_keys
 
 
 def test_the_original_params_do_not_match_the_signed_edit(api, people, two_person_rule, server_keys):
-    request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900}},
-                          format="json").json()["id"]
-    services.approve_with_edits(request_id, revision=current_revision(request_id),
-                                actor=services.Person(people["alice"]), edits={"amount": 500})
+    request_id = api.post(
+        "/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900}}, format="json"
+    ).json()["id"]
+    services.approve_with_edits(
+        request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), edits={"amount": 500}
+    )
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
     body["resume_data"]["params"] = {"amount": 900}  # what the agent asked for, not what people approved
@@ -68,8 +86,12 @@ def test_rejections_and_expiries_are_signed_and_undecided_requests_are_not(api, 
     pending = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
     assert "decision_signature" not in _resume(api, pending)
     rejected = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
-    services.reject(rejected, revision=current_revision(rejected),
-                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(
+        rejected,
+        revision=current_revision(rejected),
+        actor=services.Person(people["alice"]),
+        feedback="Wrong recipient",
+    )
     assert verify_decision(_resume(api, rejected), server_keys, request_id=rejected)["verdict"] == "rejected"
     with freeze_time("2099-01-01"):
         expired = _resume(api, pending)
@@ -78,8 +100,9 @@ def test_rejections_and_expiries_are_signed_and_undecided_requests_are_not(api, 
 
 
 def test_a_plan_approval_is_signed_over_the_plan_text(api, people, server_keys):
-    request_id = api.post("/api/v1/plans/", {"path": "plans/a.md", "plan": "# A\n\n1. Do it.\n"},
-                          format="json").json()["id"]
+    request_id = api.post("/api/v1/plans/", {"path": "plans/a.md", "plan": "# A\n\n1. Do it.\n"}, format="json").json()[
+        "id"
+    ]
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
     verify_decision(body, server_keys, request_id=request_id)
@@ -91,22 +114,29 @@ def test_a_plan_approval_is_signed_over_the_plan_text(api, people, server_keys):
 @pytest.mark.django_db(transaction=True)
 def test_the_webhook_callback_carries_the_same_signed_decision(api, people, server_keys):
     receiver = Receiver([])
-    request_id = api.post("/api/v1/actions/", {**EMAIL, "tool_call_id": "call_3", "callback_url": receiver.url},
-                          format="json").json()["id"]
+    request_id = api.post(
+        "/api/v1/actions/", {**EMAIL, "tool_call_id": "call_3", "callback_url": receiver.url}, format="json"
+    ).json()["id"]
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     assert deliver_due_callbacks() >= 1
     payload = json.loads(receiver.received[-1][1])
-    signed = verify_decision(payload, server_keys, request_id=request_id, tool_call_id="call_3",
-                             action_type="send_email")
+    signed = verify_decision(
+        payload, server_keys, request_id=request_id, tool_call_id="call_3", action_type="send_email"
+    )
     assert signed["payload_sha256"] == payload_sha256(EMAIL["params"])
     receiver.close()
 
 
 def test_a_reply_in_place_of_the_tool_is_signed_over_its_words(api, people, server_keys):
-    request_id = api.post("/api/v1/actions/", {**EMAIL, "allowed_decisions": ["approve", "reject", "respond"]},
-                          format="json").json()["id"]
-    services.respond_instead(request_id, "Use the shared outbox instead.", revision=current_revision(request_id),
-                             actor=services.Person(people["alice"]))
+    request_id = api.post(
+        "/api/v1/actions/", {**EMAIL, "allowed_decisions": ["approve", "reject", "respond"]}, format="json"
+    ).json()["id"]
+    services.respond_instead(
+        request_id,
+        "Use the shared outbox instead.",
+        revision=current_revision(request_id),
+        actor=services.Person(people["alice"]),
+    )
     body = _resume(api, request_id)
     signed = verify_decision(body, server_keys, request_id=request_id)
     assert signed["payload_sha256"] == payload_sha256({"message": "Use the shared outbox instead."})

@@ -42,7 +42,9 @@ def test_what_the_host_applies_is_stored_and_shown_and_defaults_to_edits_allowed
 def test_the_reviewer_api_refuses_an_edit_the_host_cannot_apply(api, reviewer_client):
     request_id = _submit(api, AS_SUBMITTED)
     url = f"/api/v1/requests/{request_id}/decisions/"
-    edit = csrf_post(reviewer_client("alice"), url, {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}})
+    edit = csrf_post(
+        reviewer_client("alice"), url, {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}}
+    )
     assert edit.status_code == 422 and edit.json()["code"] == "decision_not_allowed"
     assert "cannot apply 'edit'" in edit.json()["message"]
     _nothing_changed(request_id)
@@ -55,16 +57,22 @@ def test_the_reviewer_api_refuses_an_edit_the_host_cannot_apply(api, reviewer_cl
 def test_the_refusal_comes_before_the_rules_own_edit_checks(api, reviewer_client):
     # Even a param no rule makes editable reads as "the host cannot apply it", the real reason.
     request_id = _submit(api, AS_SUBMITTED)
-    edit = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                     {"decision": "approve", "revision": 1, "edits": {"nonsense": 1}})
+    edit = csrf_post(
+        reviewer_client("alice"),
+        f"/api/v1/requests/{request_id}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"nonsense": 1}},
+    )
     assert edit.json()["code"] == "decision_not_allowed"
 
 
 def test_the_page_form_is_refused_in_words_too(api, client, people):
     request_id = _submit(api, AS_SUBMITTED)
     client.force_login(people["alice"])
-    response = client.post(reverse("approvals:approve-with-edits", args=[request_id]),
-                           {"edit:subject": "Hello Dana", "revision": "1"}, **JSON)
+    response = client.post(
+        reverse("approvals:approve-with-edits", args=[request_id]),
+        {"edit:subject": "Hello Dana", "revision": "1"},
+        **JSON,
+    )
     assert response.status_code == 422 and response.json()["code"] == "decision_not_allowed"
     _nothing_changed(request_id)
 
@@ -73,8 +81,7 @@ def test_the_card_offers_edit_and_approve_only_where_the_host_can_apply_an_edit(
     fixed, editable = _submit(api, AS_SUBMITTED), _submit(api, EMAIL)
     client.force_login(people["alice"])
     page = client.get(reverse("approvals:queue")).content.decode()
-    forms = {request_id: reverse("approvals:approve-with-edits", args=[request_id])
-             for request_id in (fixed, editable)}
+    forms = {request_id: reverse("approvals:approve-with-edits", args=[request_id]) for request_id in (fixed, editable)}
     assert f'action="{forms[editable]}"' in page
     assert f'action="{forms[fixed]}"' not in page
     # Both cards still offer approve and reject.
@@ -84,8 +91,11 @@ def test_the_card_offers_edit_and_approve_only_where_the_host_can_apply_an_edit(
 
 def test_an_edited_request_that_allows_edits_still_works(api, reviewer_client):
     request_id = _submit(api, EMAIL)
-    response = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}})
+    response = csrf_post(
+        reviewer_client("alice"),
+        f"/api/v1/requests/{request_id}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"subject": "Hello Dana"}},
+    )
     assert response.status_code == 200 and response.json()["revision"] == 2
 
 
@@ -93,6 +103,9 @@ def test_a_different_allowance_under_the_same_key_is_another_body(api):
     first = _submit(api, {**EMAIL, "idempotency_key": "k-1"})
     replay = api.post("/api/v1/actions/", {**EMAIL, "idempotency_key": "k-1"}, format="json")
     assert replay.status_code == 201 and replay.json()["id"] == first
-    other = api.post("/api/v1/actions/", {**EMAIL, "allowed_decisions": ["approve", "reject"], "idempotency_key": "k-1"},
-                     format="json")
+    other = api.post(
+        "/api/v1/actions/",
+        {**EMAIL, "allowed_decisions": ["approve", "reject"], "idempotency_key": "k-1"},
+        format="json",
+    )
     assert other.status_code == 422 and other.json()["code"] == "idempotency_key_reused"

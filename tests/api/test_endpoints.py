@@ -40,7 +40,9 @@ REQUEST_ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize("name, method, path, make, expected, verb", REQUEST_ENDPOINTS, ids=[e[0] for e in REQUEST_ENDPOINTS])
+@pytest.mark.parametrize(
+    "name, method, path, make, expected, verb", REQUEST_ENDPOINTS, ids=[e[0] for e in REQUEST_ENDPOINTS]
+)
 def test_request_endpoints_for_agents(api, rival_api, anonymous, name, method, path, make, expected, verb):
     request_id = make(api)
     url = path.format(id=request_id)
@@ -77,10 +79,13 @@ def test_complete_for_agents(api, rival_api, anonymous):
     assert AuditEvent.objects.filter(request_id=request_id, verb="request.succeeded").exists()
 
 
-@pytest.mark.parametrize("path, body, verb", [
-    ("/api/v1/actions/", EMAIL, "request.submitted"),
-    ("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, "request.submitted"),
-])
+@pytest.mark.parametrize(
+    "path, body, verb",
+    [
+        ("/api/v1/actions/", EMAIL, "request.submitted"),
+        ("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, "request.submitted"),
+    ],
+)
 def test_submission_endpoints(api, anonymous, path, body, verb):
     assert anonymous.post(path, body, format="json").status_code == 401
     response = api.post(path, body, format="json")
@@ -102,8 +107,11 @@ def test_decisions_endpoint(api, anonymous, reviewer_client):
     response = anonymous.post(url, {"decision": "approve", "revision": 1}, format="json")
     assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
     # mallory holds no view permission: the request does not exist for her.
-    unknown = csrf_post(reviewer_client("mallory"), f"/api/v1/requests/{uuid.uuid4()}/decisions/",
-                        {"decision": "approve", "revision": 1})
+    unknown = csrf_post(
+        reviewer_client("mallory"),
+        f"/api/v1/requests/{uuid.uuid4()}/decisions/",
+        {"decision": "approve", "revision": 1},
+    )
     hidden = csrf_post(reviewer_client("mallory"), url, {"decision": "approve", "revision": 1})
     assert hidden.status_code == unknown.status_code == 404
     assert hidden.json() == unknown.json()
@@ -144,21 +152,26 @@ def test_claiming_a_pending_request_is_refused(api):
 
 def test_complete_with_a_wrong_grant_is_403_invalid_grant(api):
     request_id, _ = _executing(api)
-    response = api.post(f"/api/v1/requests/{request_id}/complete/", {"token": "forged", "succeeded": True},
-                        format="json")
+    response = api.post(
+        f"/api/v1/requests/{request_id}/complete/", {"token": "forged", "succeeded": True}, format="json"
+    )
     assert response.status_code == 403 and response.json()["code"] == "invalid_grant"
 
 
 def test_a_failed_execution_is_recorded_with_its_error(api):
     request_id, grant_token = _executing(api)
-    response = api.post(f"/api/v1/requests/{request_id}/complete/",
-                        {"token": grant_token, "succeeded": False, "error": "SMTP 550"}, format="json")
+    response = api.post(
+        f"/api/v1/requests/{request_id}/complete/",
+        {"token": grant_token, "succeeded": False, "error": "SMTP 550"},
+        format="json",
+    )
     assert response.json()["state"] == "failed" and response.json()["error"] == "SMTP 550"
 
 
 def test_cancel_after_a_decision_is_409(api, people):
     request_id = _pending(api)
-    services.reject(request_id, revision=current_revision(request_id),
-                    actor=services.Person(people["alice"]), feedback="no")
+    services.reject(
+        request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), feedback="no"
+    )
     response = api.post(f"/api/v1/requests/{request_id}/cancel/", {}, format="json")
     assert response.status_code == 409 and response.json()["code"] == "already_decided"

@@ -43,22 +43,25 @@ def test_wrong_methods_are_json_405(api):
 
 def test_oversized_bodies_are_json_413_never_500(api, settings):
     settings.API_MAX_BODY_BYTES = 100
-    _is_error(api.post("/api/v1/actions/", {**EMAIL, "params": {"b": "x" * 200}}, format="json"), 413,
-              "request_too_large")
+    _is_error(
+        api.post("/api/v1/actions/", {**EMAIL, "params": {"b": "x" * 200}}, format="json"), 413, "request_too_large"
+    )
 
 
 def test_django_body_limit_is_json_413_too(api, settings):
     """Past DATA_UPLOAD_MAX_MEMORY_SIZE, Django's own RequestDataTooBig also becomes a JSON 413."""
     settings.API_MAX_BODY_BYTES = 10_000_000
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
-    _is_error(api.post("/api/v1/actions/", {**EMAIL, "params": {"b": "x" * 200}}, format="json"), 413,
-              "request_too_large")
+    _is_error(
+        api.post("/api/v1/actions/", {**EMAIL, "params": {"b": "x" * 200}}, format="json"), 413, "request_too_large"
+    )
 
 
 def test_csrf_failures_for_reviewers_are_json_403(reviewer_client, api):
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
-    response = reviewer_client("alice").post(f"/api/v1/requests/{request_id}/decisions/", {"decision": "approve"},
-                                             format="json")
+    response = reviewer_client("alice").post(
+        f"/api/v1/requests/{request_id}/decisions/", {"decision": "approve"}, format="json"
+    )
     _is_error(response, 403, "csrf_failed")
 
 

@@ -57,15 +57,15 @@ def _database_connections() -> int:
 @pytest.mark.redis
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_hundreds_of_long_polls_hold_no_threads_or_connections(
-    require_postgres, require_redis, daphne_server, people
-):
+def test_hundreds_of_long_polls_hold_no_threads_or_connections(require_postgres, require_redis, daphne_server, people):
     # One agent (and token) per poller, as in production: the per-token rate limit never bites.
     pollers = []
     for i in range(CLIENTS):
         poller = Agent.objects.create(name=f"poller-{i}", owner=people["owen"])
-        request = services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email",
-                                                      params={"to": [f"p{i}@example.com"]}), agent=poller)
+        request = services.submit(
+            services.Submission(kind=Kind.ACTION, action_type="send_email", params={"to": [f"p{i}@example.com"]}),
+            agent=poller,
+        )
         pollers.append((issue_token(poller).secret, str(request.pk)))
     idle_threads = _threads(daphne_server.process.pid)
     samples: dict[str, int] = {}
@@ -74,8 +74,13 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
         limits = httpx.Limits(max_connections=CLIENTS + 10, max_keepalive_connections=CLIENTS + 10)
         async with httpx.AsyncClient(base_url=daphne_server.url, limits=limits, timeout=180) as client:
             polls = [
-                asyncio.ensure_future(client.get(f"/api/v1/requests/{pk}/resume/", params={"wait": 60},
-                                                 headers={"Authorization": f"Bearer {secret}"}))
+                asyncio.ensure_future(
+                    client.get(
+                        f"/api/v1/requests/{pk}/resume/",
+                        params={"wait": 60},
+                        headers={"Authorization": f"Bearer {secret}"},
+                    )
+                )
                 for secret, pk in pollers
             ]
             # Arrival is a burst (each request briefly has a thread for Django's
@@ -93,10 +98,13 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
                 samples["threads"] = _threads(daphne_server.process.pid)
                 return samples["threads"] < idle_threads + THREAD_ALLOWANCE
 
-            for condition, what in ((every_poll_held, f"the server to hold all {CLIENTS} polls"),
-                                    (arrival_threads_gone, "the arrival threads to exit")):
-                await asyncio.to_thread(wait_for, condition, timeout=max(deadline - time.monotonic(), 0.1),
-                                        interval=0.25, what=what)
+            for condition, what in (
+                (every_poll_held, f"the server to hold all {CLIENTS} polls"),
+                (arrival_threads_gone, "the arrival threads to exit"),
+            ):
+                await asyncio.to_thread(
+                    wait_for, condition, timeout=max(deadline - time.monotonic(), 0.1), interval=0.25, what=what
+                )
             samples["db_connections"] = await asyncio.to_thread(_database_connections)
             early = [p.result() for p in polls if p.done()]
             assert not early, [(r.status_code, r.text) for r in early[:3]]
@@ -115,8 +123,7 @@ def test_hundreds_of_long_polls_hold_no_threads_or_connections(
     responses = asyncio.run(scenario())
     print(f"\n{CLIENTS} long-polls: idle daphne threads {idle_threads}, while waiting {samples}")
     assert [r.status_code for r in responses] == [200] * CLIENTS
-    assert all(r.json()["state"] == "rejected" and r.json()["resume_data"]["feedback"] == "not now"
-               for r in responses)
+    assert all(r.json()["state"] == "rejected" and r.json()["resume_data"]["feedback"] == "not now" for r in responses)
     # Waiting holds neither a thread per poll nor a connection per poll.
     assert samples["threads"] < idle_threads + THREAD_ALLOWANCE, samples
     # The server's connections are bounded by its pool (which the burst of arriving polls

@@ -91,36 +91,45 @@ HOOKS = ["https://hooks.example.com/agent/"]
 # --- The allow-list, on parsed parts ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("url, allowlist, code", [
-    ("https://hooks.example.com.evil.net/agent/x", ["https://hooks.example.com"], "outbound_url_not_allowed"),
-    ("https://hooks.example.com.evil.net/agent/x", ["hooks.example.com"], "outbound_url_not_allowed"),
-    ("https://hooks.example.com/agent/../admin", HOOKS, "outbound_url_not_allowed"),
-    ("https://hooks.example.com/agent/./../admin/", HOOKS, "outbound_url_not_allowed"),
-    ("https://hooks.example.com/agents/x", ["https://hooks.example.com/agent"], "outbound_url_not_allowed"),
-    ("https://hooks.example.com:8443/agent/x", HOOKS, "outbound_url_not_allowed"),
-    ("http://hooks.example.com/agent/x", HOOKS, "outbound_url_not_allowed"),
-    ("https://user@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
-    ("https://user:pw@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
-    ("https://evil.net\\@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
-    ("https://hooks.example.com/agent/%2e%2e/admin", HOOKS, "outbound_url_invalid"),
-    ("https://hooks.example.com/agent/..%2fadmin", HOOKS, "outbound_url_invalid"),
-    ("https://hooks.example.com/agent/ x", HOOKS, "outbound_url_invalid"),
-    ("file:///etc/passwd", HOOKS, "outbound_url_invalid"),
-])
+@pytest.mark.parametrize(
+    "url, allowlist, code",
+    [
+        ("https://hooks.example.com.evil.net/agent/x", ["https://hooks.example.com"], "outbound_url_not_allowed"),
+        ("https://hooks.example.com.evil.net/agent/x", ["hooks.example.com"], "outbound_url_not_allowed"),
+        ("https://hooks.example.com/agent/../admin", HOOKS, "outbound_url_not_allowed"),
+        ("https://hooks.example.com/agent/./../admin/", HOOKS, "outbound_url_not_allowed"),
+        ("https://hooks.example.com/agents/x", ["https://hooks.example.com/agent"], "outbound_url_not_allowed"),
+        ("https://hooks.example.com:8443/agent/x", HOOKS, "outbound_url_not_allowed"),
+        ("http://hooks.example.com/agent/x", HOOKS, "outbound_url_not_allowed"),
+        ("https://user@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
+        ("https://user:pw@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
+        ("https://evil.net\\@hooks.example.com/agent/x", HOOKS, "outbound_url_invalid"),
+        ("https://hooks.example.com/agent/%2e%2e/admin", HOOKS, "outbound_url_invalid"),
+        ("https://hooks.example.com/agent/..%2fadmin", HOOKS, "outbound_url_invalid"),
+        ("https://hooks.example.com/agent/ x", HOOKS, "outbound_url_invalid"),
+        ("file:///etc/passwd", HOOKS, "outbound_url_invalid"),
+    ],
+)
 def test_the_allow_list_compares_scheme_host_port_and_normalized_path(url, allowlist, code):
     with pytest.raises(OutboundURLRefused) as refused:
         check_url(url, allowlist=allowlist, resolve=False, **STRICT)
     assert refused.value.code == code
 
 
-@pytest.mark.parametrize("url, allowlist, sent", [
-    ("https://hooks.example.com/agent/1", HOOKS, "https://hooks.example.com:443/agent/1"),
-    ("https://HOOKS.example.com/agent/x/../2?a=1", HOOKS, "https://hooks.example.com:443/agent/2?a=1"),
-    ("https://hooks.example.com/agent", ["https://hooks.example.com/agent"], "https://hooks.example.com:443/agent"),
-    ("https://hooks.example.com:443/agent/1", ["https://hooks.example.com:443/agent/"],
-     "https://hooks.example.com:443/agent/1"),
-    ("http://a.b.example.com:8080/x", ["*.example.com"], "http://a.b.example.com:8080/x"),
-])
+@pytest.mark.parametrize(
+    "url, allowlist, sent",
+    [
+        ("https://hooks.example.com/agent/1", HOOKS, "https://hooks.example.com:443/agent/1"),
+        ("https://HOOKS.example.com/agent/x/../2?a=1", HOOKS, "https://hooks.example.com:443/agent/2?a=1"),
+        ("https://hooks.example.com/agent", ["https://hooks.example.com/agent"], "https://hooks.example.com:443/agent"),
+        (
+            "https://hooks.example.com:443/agent/1",
+            ["https://hooks.example.com:443/agent/"],
+            "https://hooks.example.com:443/agent/1",
+        ),
+        ("http://a.b.example.com:8080/x", ["*.example.com"], "http://a.b.example.com:8080/x"),
+    ],
+)
 def test_an_allowed_url_is_sent_as_it_was_checked(url, allowlist, sent):
     assert check_url(url, allowlist=allowlist, resolve=False, **STRICT).url == sent
 
@@ -128,14 +137,34 @@ def test_an_allowed_url_is_sent_as_it_was_checked(url, allowlist, sent):
 # --- Refused addresses ------------------------------------------------------------------------------
 
 REFUSED = [
-    "127.0.0.1", "10.0.0.5", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0",
-    "224.0.0.1", "240.0.0.1", "255.255.255.255", "192.0.2.1",
-    "::1", "::", "fe80::1", "fc00::1", "ff02::1",
-    "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1",  # IPv4-mapped
-    "2002:7f00:1::", "2002:a9fe:a9fe::", "2002:808:808::",  # 6to4, even of a public IPv4
+    "127.0.0.1",
+    "10.0.0.5",
+    "172.16.0.1",
+    "192.168.1.1",
+    "169.254.169.254",
+    "100.64.0.1",
+    "0.0.0.0",
+    "224.0.0.1",
+    "240.0.0.1",
+    "255.255.255.255",
+    "192.0.2.1",
+    "::1",
+    "::",
+    "fe80::1",
+    "fc00::1",
+    "ff02::1",
+    "::ffff:127.0.0.1",
+    "::ffff:169.254.169.254",
+    "::ffff:10.0.0.1",  # IPv4-mapped
+    "2002:7f00:1::",
+    "2002:a9fe:a9fe::",
+    "2002:808:808::",  # 6to4, even of a public IPv4
     "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
-    "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1",  # NAT64
-    "::7f00:1", "::a9fe:a9fe",  # IPv4-compatible
+    "64:ff9b::7f00:1",
+    "64:ff9b::a9fe:a9fe",
+    "64:ff9b:1::a00:1",  # NAT64
+    "::7f00:1",
+    "::a9fe:a9fe",  # IPv4-compatible
 ]
 
 
@@ -169,9 +198,16 @@ def test_a_resolver_answering_public_then_loopback_cannot_redirect_the_post(list
     public = listeners("127.0.0.2")
     loopback = listeners("127.0.0.1", public.port)
     resolver = Resolver(["127.0.0.2"], ["127.0.0.1"])
-    answer = signed_post(f"http://hooks.test:{public.port}/hook", b"{}", secret="s", timeout=5,
-                         resolver=resolver, allowlist=["hooks.test"], allow_private=False,
-                         allowed_networks=["127.0.0.2/32"])
+    answer = signed_post(
+        f"http://hooks.test:{public.port}/hook",
+        b"{}",
+        secret="s",
+        timeout=5,
+        resolver=resolver,
+        allowlist=["hooks.test"],
+        allow_private=False,
+        allowed_networks=["127.0.0.2/32"],
+    )
     assert answer.status_code == 200
     assert len(resolver.lookups) == 1
     assert loopback.posts == []
@@ -183,8 +219,16 @@ def test_a_resolver_answering_loopback_first_is_refused_before_connecting(listen
     loopback = listeners("127.0.0.1")
     resolver = Resolver(["127.0.0.1"], ["127.0.0.2"])
     with pytest.raises(OutboundURLRefused):
-        signed_post(f"http://hooks.test:{loopback.port}/hook", b"{}", secret="s", timeout=5, resolver=resolver,
-                    allowlist=["hooks.test"], allow_private=False, allowed_networks=["127.0.0.2/32"])
+        signed_post(
+            f"http://hooks.test:{loopback.port}/hook",
+            b"{}",
+            secret="s",
+            timeout=5,
+            resolver=resolver,
+            allowlist=["hooks.test"],
+            allow_private=False,
+            allowed_networks=["127.0.0.2/32"],
+        )
     assert loopback.posts == []
 
 
@@ -199,8 +243,12 @@ def _certificate_for(name: str, directory) -> tuple[str, str]:
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = dt.datetime.now(dt.UTC)
     certificate = (
-        x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-        .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(hours=1))
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
         .not_valid_after(now + dt.timedelta(days=1))
         .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
@@ -208,8 +256,9 @@ def _certificate_for(name: str, directory) -> tuple[str, str]:
     )
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
     return str(cert_path), str(key_path)
 
 
@@ -221,16 +270,28 @@ def test_tls_to_the_pinned_address_verifies_and_names_the_original_host(listener
     trusting = ssl.create_default_context(cafile=cert)
     policy = {"allowlist": ["hooks.test"], "allow_private": True, "verify": trusting}
 
-    answer = signed_post(f"https://hooks.test:{receiver.port}/hook", b"{}", secret="s", timeout=5,
-                         resolver=Resolver(["127.0.0.1"]), **policy)
+    answer = signed_post(
+        f"https://hooks.test:{receiver.port}/hook",
+        b"{}",
+        secret="s",
+        timeout=5,
+        resolver=Resolver(["127.0.0.1"]),
+        **policy,
+    )
     assert answer.status_code == 200
     assert receiver.server_names == ["hooks.test"]
     assert receiver.posts[0]["headers"]["Host"] == f"hooks.test:{receiver.port}"
 
     # A name the certificate does not carry fails verification, though the address is the same.
     with pytest.raises(OutboundFailed):
-        signed_post(f"https://other.test:{receiver.port}/hook", b"{}", secret="s", timeout=5,
-                    resolver=Resolver(["127.0.0.1"]), **{**policy, "allowlist": ["other.test"]})
+        signed_post(
+            f"https://other.test:{receiver.port}/hook",
+            b"{}",
+            secret="s",
+            timeout=5,
+            resolver=Resolver(["127.0.0.1"]),
+            **{**policy, "allowlist": ["other.test"]},
+        )
     assert len(receiver.posts) == 1
 
 
@@ -240,38 +301,61 @@ def test_tls_to_the_pinned_address_verifies_and_names_the_original_host(listener
 def test_the_post_is_signed_once_with_one_header_spelling(listeners):
     receiver = listeners("127.0.0.1")
     body = b'{"event":"request.changed"}'
-    answer = signed_post(f"http://127.0.0.1:{receiver.port}/hook", body, secret="agent-secret", timeout=5,
-                         headers={"Idempotency-Key": "k1"}, allowlist=["127.0.0.1"], allow_private=True)
+    answer = signed_post(
+        f"http://127.0.0.1:{receiver.port}/hook",
+        body,
+        secret="agent-secret",
+        timeout=5,
+        headers={"Idempotency-Key": "k1"},
+        allowlist=["127.0.0.1"],
+        allow_private=True,
+    )
     assert (answer.status_code, answer.body) == (200, b"ok")
     [post] = receiver.posts
     headers = post["headers"]
     assert post["body"] == body and headers["Idempotency-Key"] == "k1"
-    assert outbound.verify_signature("agent-secret", headers["X-Controlplane-Timestamp"], body,
-                                     headers["X-Controlplane-Signature"])
-    assert not outbound.verify_signature("other-secret", headers["X-Controlplane-Timestamp"], body,
-                                         headers["X-Controlplane-Signature"])
+    assert outbound.verify_signature(
+        "agent-secret", headers["X-Controlplane-Timestamp"], body, headers["X-Controlplane-Signature"]
+    )
+    assert not outbound.verify_signature(
+        "other-secret", headers["X-Controlplane-Timestamp"], body, headers["X-Controlplane-Signature"]
+    )
     stale = int(headers["X-Controlplane-Timestamp"]) + 301
-    assert not outbound.verify_signature("agent-secret", headers["X-Controlplane-Timestamp"], body,
-                                         headers["X-Controlplane-Signature"], now=stale)
+    assert not outbound.verify_signature(
+        "agent-secret", headers["X-Controlplane-Timestamp"], body, headers["X-Controlplane-Signature"], now=stale
+    )
 
 
 def test_a_redirect_is_answered_not_followed(listeners):
     receiver = listeners("127.0.0.1", status=302)
-    answer = signed_post(f"http://127.0.0.1:{receiver.port}/hook", b"{}", secret="s", timeout=5,
-                         allowlist=["127.0.0.1"], allow_private=True)
+    answer = signed_post(
+        f"http://127.0.0.1:{receiver.port}/hook",
+        b"{}",
+        secret="s",
+        timeout=5,
+        allowlist=["127.0.0.1"],
+        allow_private=True,
+    )
     assert answer.is_redirect and len(receiver.posts) == 1
 
 
 def test_nobody_listening_fails_as_not_sent():
     with pytest.raises(OutboundFailed) as failed:
-        signed_post(f"http://127.0.0.1:{free_port()}/hook", b"{}", secret="s", timeout=5,
-                    allowlist=["127.0.0.1"], allow_private=True)
+        signed_post(
+            f"http://127.0.0.1:{free_port()}/hook",
+            b"{}",
+            secret="s",
+            timeout=5,
+            allowlist=["127.0.0.1"],
+            allow_private=True,
+        )
     assert failed.value.sent is False
 
 
 def test_backoff_doubles_up_to_the_cap_within_the_jitter():
     assert [outbound.backoff(n, base=5, cap=60, jitter=0) for n in (1, 2, 3, 5)] == [
-        timedelta(seconds=s) for s in (5, 10, 20, 60)]
+        timedelta(seconds=s) for s in (5, 10, 20, 60)
+    ]
     assert timedelta(seconds=8) <= outbound.backoff(2, base=5, cap=60) <= timedelta(seconds=12)
 
 

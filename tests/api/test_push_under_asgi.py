@@ -36,17 +36,28 @@ def test_a_submission_answers_before_its_push_is_sent(token, agent, monkeypatch)
 
     layer = HeldLayer()
     monkeypatch.setattr(broadcast, "get_channel_layer", lambda: layer)
-    body = {"action_type": "send_email", "target": {"mailbox": "outbox"},
-            "params": {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"},
-            "run_id": "run-1", "tool_call_id": "call-1"}
+    body = {
+        "action_type": "send_email",
+        "target": {"mailbox": "outbox"},
+        "params": {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"},
+        "run_id": "run-1",
+        "tool_call_id": "call-1",
+    }
 
     async def serve() -> tuple[int, bytes]:
         layer.answered = asyncio.Event()
         payload = json.dumps(body).encode()
         communicator = HttpCommunicator(
-            application, "POST", "/api/v1/actions/", body=payload,
-            headers=[(b"authorization", f"Bearer {token}".encode()), (b"content-type", b"application/json"),
-                     (b"content-length", str(len(payload)).encode()), (b"host", b"testserver")],
+            application,
+            "POST",
+            "/api/v1/actions/",
+            body=payload,
+            headers=[
+                (b"authorization", f"Bearer {token}".encode()),
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                (b"host", b"testserver"),
+            ],
         )
         response = await communicator.get_response(timeout=HANG_GUARD_SECONDS)
         layer.answered.set()

@@ -25,8 +25,7 @@ from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
 
-ASK = {"action_type": "ask_user", "params": {"question": "Which mailbox?"},
-       "allowed_decisions": ["respond", "reject"]}
+ASK = {"action_type": "ask_user", "params": {"question": "Which mailbox?"}, "allowed_decisions": ["respond", "reject"]}
 JSON = {"HTTP_ACCEPT": "application/json"}
 
 
@@ -104,7 +103,10 @@ def test_a_reply_is_audited_as_its_own_verb_with_a_digest_not_the_words(api, rev
     assert "request.rejected" not in verbs
     responded = AuditEvent.objects.get(request_id=request_id, verb="request.responded")
     assert (responded.actor_label, responded.metadata["from"], responded.metadata["to"]) == (
-        "bob", "pending_approval", "rejected")
+        "bob",
+        "pending_approval",
+        "rejected",
+    )
     assert "The shared outbox." not in str(responded.metadata)
     vote = Decision.objects.get(request_id=request_id)
     assert (vote.verdict, vote.feedback) == ("respond", "The shared outbox.")
@@ -121,7 +123,9 @@ def test_a_reply_where_the_host_does_not_allow_it_is_refused_and_changes_nothing
 
 def test_a_plan_cannot_be_answered_in_place_of_a_tool(api, reviewer_client):
     plan_id = api.post("/api/v1/plans/", {"path": "plans/auth.md", "plan": PLAN_MD}, format="json").json()["id"]
-    refused = _decide(reviewer_client, "bob", plan_id, {"decision": "respond", "revision": 1, "message": "Do it differently."})
+    refused = _decide(
+        reviewer_client, "bob", plan_id, {"decision": "respond", "revision": 1, "message": "Do it differently."}
+    )
     assert refused.status_code == 422 and refused.json()["code"] == "decision_not_allowed"
     assert ApprovalRequest.objects.get(pk=plan_id).state == State.PENDING_APPROVAL
 
@@ -134,13 +138,15 @@ def test_a_reply_needs_words(api, reviewer_client, message):
     assert ApprovalRequest.objects.get(pk=request_id).state == State.PENDING_APPROVAL
 
 
-def test_approve_and_edit_the_host_cannot_apply_are_refused_but_rejecting_never_is(api, reviewer_client,
-                                                                                   two_person_rule):
+def test_approve_and_edit_the_host_cannot_apply_are_refused_but_rejecting_never_is(
+    api, reviewer_client, two_person_rule
+):
     ask = _submit(api, ASK)["id"]
     approve = _decide(reviewer_client, "alice", ask, {"decision": "approve", "revision": 1})
     assert approve.status_code == 422 and approve.json()["code"] == "decision_not_allowed"
-    transfer = _submit(api, {"action_type": "transfer_funds", "params": {"amount": 900},
-                             "allowed_decisions": ["approve", "reject"]})["id"]
+    transfer = _submit(
+        api, {"action_type": "transfer_funds", "params": {"amount": 900}, "allowed_decisions": ["approve", "reject"]}
+    )["id"]
     edit = _decide(reviewer_client, "alice", transfer, {"decision": "approve", "revision": 1, "edits": {"amount": 500}})
     assert edit.status_code == 422 and edit.json()["code"] == "decision_not_allowed"
     assert ApprovalRequest.objects.get(pk=transfer).current_revision == 1
@@ -151,15 +157,17 @@ def test_approve_and_edit_the_host_cannot_apply_are_refused_but_rejecting_never_
 
 def test_a_reply_is_decided_like_a_rejection(api, reviewer_client, two_person_rule):
     # Two approvals needed, yet one reply is final: it cannot make anything run.
-    request_id = _submit(api, {"action_type": "transfer_funds", "params": {"amount": 900},
-                               "allowed_decisions": ["approve", "respond"]})["id"]
+    request_id = _submit(
+        api, {"action_type": "transfer_funds", "params": {"amount": 900}, "allowed_decisions": ["approve", "respond"]}
+    )["id"]
     # The agent's owner may reply, as they may reject; a person who cannot see it reads 404.
     hidden = _decide(reviewer_client, "mallory", request_id, {"decision": "respond", "revision": 1, "message": "x"})
     assert hidden.status_code == 404
     stale = _decide(reviewer_client, "owen", request_id, {"decision": "respond", "message": "x", "revision": 2})
     assert stale.status_code == 409 and stale.json()["code"] == "revision_changed"
-    owner = _decide(reviewer_client, "owen", request_id, {"decision": "respond", "message": "Ask finance.",
-                                                          "revision": 1})
+    owner = _decide(
+        reviewer_client, "owen", request_id, {"decision": "respond", "message": "Ask finance.", "revision": 1}
+    )
     assert owner.status_code == 200 and owner.json()["state"] == "rejected"
     late = _decide(reviewer_client, "alice", request_id, {"decision": "respond", "revision": 1, "message": "Mine."})
     assert late.status_code == 409 and late.json()["code"] == "already_decided"
@@ -169,8 +177,9 @@ def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, peop
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["approve", "respond"])
     services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
     with pytest.raises(errors.DomainError) as refused:
-        services.respond_instead(request.pk, "Too late", revision=current_revision(request.pk),
-                                 actor=services.Person(people["bob"]))
+        services.respond_instead(
+            request.pk, "Too late", revision=current_revision(request.pk), actor=services.Person(people["bob"])
+        )
     assert refused.value.code == "already_decided"
 
 
@@ -178,8 +187,9 @@ def test_the_service_refuses_a_reply_to_a_request_no_longer_pending(submit, peop
 @given(message=st.text(min_size=1, max_size=300).filter(lambda text: text.strip() and "\x00" not in text))
 def test_any_reply_reaches_the_agent_verbatim(submit, people, message):
     request = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(request.pk, message, revision=current_revision(request.pk),
-                             actor=services.Person(people["bob"]))
+    services.respond_instead(
+        request.pk, message, revision=current_revision(request.pk), actor=services.Person(people["bob"])
+    )
     resumed = resume_payload(ApprovalRequest.objects.get(pk=request.pk))
     assert resumed["resume_data"] == {"action": "responded", "message": message}
     assert resumed["tool_result"].endswith(message)
@@ -215,8 +225,9 @@ def test_replying_from_the_page_meets_the_same_guards(client, people, submit):
 
 def test_a_hostile_reply_is_shown_escaped_in_the_history(client, people, submit):
     ask = submit("ask_user", params={"q": "?"}, allowed_decisions=["respond"])
-    services.respond_instead(ask.pk, "<script>alert(1)</script>", revision=current_revision(ask.pk),
-                                                    actor=services.Person(people["bob"]))
+    services.respond_instead(
+        ask.pk, "<script>alert(1)</script>", revision=current_revision(ask.pk), actor=services.Person(people["bob"])
+    )
     client.force_login(people["alice"])
     page = client.get(reverse("approvals:history")).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)" in page
@@ -234,23 +245,34 @@ def test_the_reply_form_needs_the_csrf_token(people, submit):
 # --- Batches ------------------------------------------------------------------------------------------
 
 
-def test_a_batch_is_stored_filterable_and_decided_one_by_one_or_all_at_once(api, reviewer_client,
-                                                                          django_assert_max_num_queries):
-    batch = [_submit(api, {**EMAIL, "batch_id": "interrupt-7", "run_id": "run-1", "tool_call_id": f"call-{i}"})
-             for i in range(3)]
+def test_a_batch_is_stored_filterable_and_decided_one_by_one_or_all_at_once(
+    api, reviewer_client, django_assert_max_num_queries
+):
+    batch = [
+        _submit(api, {**EMAIL, "batch_id": "interrupt-7", "run_id": "run-1", "tool_call_id": f"call-{i}"})
+        for i in range(3)
+    ]
     _submit(api, {**EMAIL, "batch_id": "interrupt-8"})
     alice = reviewer_client("alice")
     with django_assert_max_num_queries(8):
         listed = alice.get("/api/v1/requests/", {"batch": "interrupt-7"}).json()["results"]
     assert sorted(r["tool_call_id"] for r in listed) == ["call-0", "call-1", "call-2"]
     assert {r["batch_id"] for r in listed} == {"interrupt-7"}
-    one = _decide(reviewer_client, "bob", batch[0]["id"], {"decision": "reject", "revision": 1, "feedback": "Not this one."})
+    one = _decide(
+        reviewer_client, "bob", batch[0]["id"], {"decision": "reject", "revision": 1, "feedback": "Not this one."}
+    )
     assert one.status_code == 200
-    rest = csrf_post(alice, "/api/v1/decisions/", {
-        "decision": "approve", "requests": [{"id": r["id"], "revision": 1} for r in batch[1:]]})
+    rest = csrf_post(
+        alice,
+        "/api/v1/decisions/",
+        {"decision": "approve", "requests": [{"id": r["id"], "revision": 1} for r in batch[1:]]},
+    )
     assert [r["outcome"] for r in rest.json()["results"]] == ["approved", "approved"]
     assert [api.get(f"/api/v1/requests/{r['id']}/").json()["state"] for r in batch] == [
-        "rejected", "approved", "approved"]
+        "rejected",
+        "approved",
+        "approved",
+    ]
     # Each keeps its own decision and audit.
     for request in batch:
         assert AuditEvent.objects.filter(request_id=request["id"], verb="decision.recorded").count() == 1
@@ -259,8 +281,11 @@ def test_a_batch_is_stored_filterable_and_decided_one_by_one_or_all_at_once(api,
 def test_a_batch_approval_refuses_only_the_call_whose_host_cannot_take_it(api, reviewer_client):
     ask = _submit(api, {**ASK, "batch_id": "b-1"})
     email = _submit(api, {**EMAIL, "batch_id": "b-1"})
-    answer = csrf_post(reviewer_client("alice"), "/api/v1/decisions/", {
-        "decision": "approve", "requests": [{"id": ask["id"], "revision": 1}, {"id": email["id"], "revision": 1}]})
+    answer = csrf_post(
+        reviewer_client("alice"),
+        "/api/v1/decisions/",
+        {"decision": "approve", "requests": [{"id": ask["id"], "revision": 1}, {"id": email["id"], "revision": 1}]},
+    )
     by_id = {r["id"]: r for r in answer.json()["results"]}
     assert by_id[ask["id"]]["code"] == "decision_not_allowed"
     assert by_id[email["id"]]["outcome"] == "approved"
@@ -270,8 +295,7 @@ def test_the_card_carries_its_batch(people, submit):
     from approvals.web.cards import build_cards
 
     request = submit("send_email", batch_id="interrupt-9")
-    (card,) = build_cards([ApprovalRequest.objects.select_related("agent").get(pk=request.pk)],
-                          viewer=people["alice"])
+    (card,) = build_cards([ApprovalRequest.objects.select_related("agent").get(pk=request.pk)], viewer=people["alice"])
     assert card.batch_id == "interrupt-9" and not card.allows_reply
     assert card.batch_group == f"{request.agent_id}:interrupt-9"
 
@@ -281,8 +305,9 @@ def test_another_agent_reusing_a_batch_id_is_not_in_the_group(people, submit, ri
 
     mine = submit("send_email", batch_id="interrupt-1")
     theirs = submit("send_email", batch_id="interrupt-1", agent=rival)
-    cards = build_cards(ApprovalRequest.objects.select_related("agent").filter(pk__in=[mine.pk, theirs.pk]),
-                        viewer=people["alice"])
+    cards = build_cards(
+        ApprovalRequest.objects.select_related("agent").filter(pk__in=[mine.pk, theirs.pk]), viewer=people["alice"]
+    )
     assert len({card.batch_group for card in cards}) == 2
 
 

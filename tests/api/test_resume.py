@@ -40,8 +40,13 @@ def _email(api) -> str:
 
 def test_an_undecided_request_has_no_resume_data(api):
     request_id = _email(api)
-    assert _resume(api, request_id) == {"request_id": request_id, "state": "pending_approval", "decided": False,
-                                        "resume_data": None, "tool_result": None}
+    assert _resume(api, request_id) == {
+        "request_id": request_id,
+        "state": "pending_approval",
+        "decided": False,
+        "resume_data": None,
+        "tool_result": None,
+    }
 
 
 def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
@@ -51,14 +56,22 @@ def test_an_approved_plan_resumes_with_mastras_text_verbatim(api, people):
     assert body["state"] == "approved"
     assert body["tool_result"] == "Plan approved. Proceed with implementation following the approved plan."
     assert body["tool_result"] == PLAN_APPROVED_TEXT
-    assert body["resume_data"] == {"action": "approved", "path": "plans/auth.md",
-                                   "title": "Refactor the auth module", "plan": PLAN_MD}
+    assert body["resume_data"] == {
+        "action": "approved",
+        "path": "plans/auth.md",
+        "title": "Refactor the auth module",
+        "plan": PLAN_MD,
+    }
 
 
 def test_a_plan_rejected_with_feedback_asks_to_revise_and_resubmit(api, people):
     request_id = _plan(api)
-    services.reject(request_id, revision=current_revision(request_id),
-                    actor=services.Person(people["alice"]), feedback="Add error handling steps")
+    services.reject(
+        request_id,
+        revision=current_revision(request_id),
+        actor=services.Person(people["alice"]),
+        feedback="Add error handling steps",
+    )
     body = _resume(api, request_id)
     assert body["resume_data"]["action"] == "rejected"
     assert body["resume_data"]["feedback"] == "Add error handling steps"
@@ -73,8 +86,12 @@ def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people)
     request_id = _plan(api)
     services.reject(request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]))
     body = _resume(api, request_id)
-    assert body["resume_data"] == {"action": "rejected", "path": "plans/auth.md",
-                                   "title": "Refactor the auth module", "plan": PLAN_MD}
+    assert body["resume_data"] == {
+        "action": "rejected",
+        "path": "plans/auth.md",
+        "title": "Refactor the auth module",
+        "plan": PLAN_MD,
+    }
     assert body["tool_result"] == (
         "Plan was not approved. The user will send revision instructions in their next message. "
         "Stop now and wait for the user to provide feedback before revising the plan."
@@ -82,10 +99,12 @@ def test_a_plan_rejected_without_feedback_says_to_wait_for_the_user(api, people)
 
 
 def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, people, two_person_rule):
-    request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}},
-                          format="json").json()["id"]
-    services.approve_with_edits(request_id, revision=current_revision(request_id),
-                                actor=services.Person(people["alice"]), edits={"amount": 500})
+    request_id = api.post(
+        "/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900, "to": "acme"}}, format="json"
+    ).json()["id"]
+    services.approve_with_edits(
+        request_id, revision=current_revision(request_id), actor=services.Person(people["alice"]), edits={"amount": 500}
+    )
     services.approve(request_id, revision=current_revision(request_id), actor=services.Person(people["bob"]))
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "approved", "params": {"amount": 500, "to": "acme"}}
@@ -94,8 +113,12 @@ def test_an_action_approved_with_edits_resumes_with_the_edited_params(api, peopl
 
 def test_a_rejected_action_says_not_to_retry_unchanged(api, people):
     request_id = _email(api)
-    services.reject(request_id, revision=current_revision(request_id),
-                    actor=services.Person(people["alice"]), feedback="Wrong recipient")
+    services.reject(
+        request_id,
+        revision=current_revision(request_id),
+        actor=services.Person(people["alice"]),
+        feedback="Wrong recipient",
+    )
     body = _resume(api, request_id)
     assert body["resume_data"] == {"action": "rejected", "feedback": "Wrong recipient"}
     assert "Wrong recipient" in body["tool_result"] and "Do not retry the same call unchanged" in body["tool_result"]
@@ -115,8 +138,10 @@ def test_a_cancelled_request_resumes_as_rejected_and_state_says_cancelled(api):
     api.post(f"/api/v1/requests/{request_id}/cancel/", {"reason": "user changed their mind"}, format="json")
     body = _resume(api, request_id)
     assert body["state"] == "cancelled"
-    assert body["resume_data"] == {"action": "rejected",
-                                   "feedback": "The request was cancelled by the agent: user changed their mind"}
+    assert body["resume_data"] == {
+        "action": "rejected",
+        "feedback": "The request was cancelled by the agent: user changed their mind",
+    }
 
 
 @pytest.mark.parametrize("wait", ["-1", "abc", "nan"])
@@ -163,11 +188,16 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_
     client = AsyncClient()
 
     async def scenario() -> dict:
-        waiting = asyncio.ensure_future(client.get(f"/api/v1/requests/{request_id}/resume/", {"wait": "10"},
-                                                   headers={"Authorization": f"Bearer {token}"}))
+        waiting = asyncio.ensure_future(
+            client.get(
+                f"/api/v1/requests/{request_id}/resume/", {"wait": "10"}, headers={"Authorization": f"Bearer {token}"}
+            )
+        )
         await asyncio.wait_for(long_polls.parked.wait(), HANG_GUARD_SECONDS)  # the server holds the poll
         assert not waiting.done()
-        await sync_to_async(services.reject)(request_id, revision=1, actor=services.Person(people["alice"]), feedback="not today")
+        await sync_to_async(services.reject)(
+            request_id, revision=1, actor=services.Person(people["alice"]), feedback="not today"
+        )
         response = await asyncio.wait_for(waiting, HANG_GUARD_SECONDS)
         return response.json()
 

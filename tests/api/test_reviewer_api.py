@@ -18,8 +18,12 @@ pytestmark = pytest.mark.django_db
 
 def _submit_many(agent, count: int, action_type: str = "send_email") -> list[ApprovalRequest]:
     return [
-        services.submit(services.Submission(kind=Kind.ACTION, action_type=action_type,
-                                            params={"to": [f"p{i}@example.com"], "body": "secret"}), agent=agent)
+        services.submit(
+            services.Submission(
+                kind=Kind.ACTION, action_type=action_type, params={"to": [f"p{i}@example.com"], "body": "secret"}
+            ),
+            agent=agent,
+        )
         for i in range(count)
     ]
 
@@ -37,8 +41,7 @@ def test_reviewers_list_only_requests_they_may_view(agent, people, reviewer_clie
     assert reviewer_client("mallory").get("/api/v1/requests/").json()["results"] == []
 
 
-def test_both_lists_cost_a_constant_number_of_queries(agent, api, reviewer_client,
-                                                     django_assert_max_num_queries):
+def test_both_lists_cost_a_constant_number_of_queries(agent, api, reviewer_client, django_assert_max_num_queries):
     _submit_many(agent, 250)
     client = reviewer_client("alice")
     with django_assert_max_num_queries(8):
@@ -69,8 +72,18 @@ def test_the_list_takes_the_reviewer_pages_filters_and_refuses_a_value_no_reques
 def test_reviewers_see_masked_params_masked(agent, people, reviewer_client, admin_user, api):
     from approvals import policy
 
-    policy.save_rule({"name": "mask_body", "priority": 1, "action_type": "send_email", "risk_level": "medium",
-                      "masked_params": ["body"], "conditions": []}, actor=Person(admin_user), note="mask")
+    policy.save_rule(
+        {
+            "name": "mask_body",
+            "priority": 1,
+            "action_type": "send_email",
+            "risk_level": "medium",
+            "masked_params": ["body"],
+            "conditions": [],
+        },
+        actor=Person(admin_user),
+        note="mask",
+    )
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
     seen = reviewer_client("alice").get(f"/api/v1/requests/{request_id}/").json()
     assert seen["params"]["body"] != EMAIL["params"]["body"]
@@ -79,18 +92,25 @@ def test_reviewers_see_masked_params_masked(agent, people, reviewer_client, admi
 
 def test_a_reviewer_rejects_with_feedback(api, reviewer_client):
     request_id = api.post("/api/v1/actions/", EMAIL, format="json").json()["id"]
-    response = csrf_post(reviewer_client("bob"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "reject", "revision": 1, "feedback": "Wrong recipient"})
+    response = csrf_post(
+        reviewer_client("bob"),
+        f"/api/v1/requests/{request_id}/decisions/",
+        {"decision": "reject", "revision": 1, "feedback": "Wrong recipient"},
+    )
     assert response.status_code == 200 and response.json()["state"] == "rejected"
     assert response.json()["feedback"] == "Wrong recipient"
     assert AuditEvent.objects.filter(request_id=request_id, verb="request.rejected", actor_label="bob").exists()
 
 
 def test_a_reviewer_approves_with_edits(api, reviewer_client, two_person_rule):
-    request_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900}},
-                          format="json").json()["id"]
-    response = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{request_id}/decisions/",
-                         {"decision": "approve", "revision": 1, "edits": {"amount": 500}})
+    request_id = api.post(
+        "/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 900}}, format="json"
+    ).json()["id"]
+    response = csrf_post(
+        reviewer_client("alice"),
+        f"/api/v1/requests/{request_id}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"amount": 500}},
+    )
     assert response.status_code == 200
     assert response.json()["params"] == {"amount": 500} and response.json()["revision"] == 2
     assert AuditEvent.objects.filter(request_id=request_id, verb="request.revised").exists()
@@ -101,10 +121,14 @@ def test_refusals_carry_their_codes(api, reviewer_client, two_person_rule):
     url = f"/api/v1/requests/{request_id}/decisions/"
     owner = csrf_post(reviewer_client("owen"), url, {"decision": "approve", "revision": 1})
     assert owner.status_code == 403 and owner.json()["code"] == "separation_of_duties"
-    transfer_id = api.post("/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 5, "to": "a"}},
-                           format="json").json()["id"]
-    edit = csrf_post(reviewer_client("alice"), f"/api/v1/requests/{transfer_id}/decisions/",
-                     {"decision": "approve", "revision": 1, "edits": {"to": "mallory"}})
+    transfer_id = api.post(
+        "/api/v1/actions/", {"action_type": "transfer_funds", "params": {"amount": 5, "to": "a"}}, format="json"
+    ).json()["id"]
+    edit = csrf_post(
+        reviewer_client("alice"),
+        f"/api/v1/requests/{transfer_id}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"to": "mallory"}},
+    )
     assert edit.status_code == 422 and edit.json()["code"] == "param_not_editable"
     invalid = csrf_post(reviewer_client("alice"), url, {"decision": "maybe"})
     assert invalid.status_code == 422 and invalid.json()["code"] == "validation_error"

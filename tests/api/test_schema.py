@@ -46,8 +46,14 @@ def test_error_descriptions_name_the_codes(schema_doc):
     assert "`token_revoked`" in submit["401"]["description"]
     assert "`rate_limited`" in submit["429"]["description"]
     claim = _responses(schema_doc, "/api/v1/requests/{id}/claim/", "post")
-    for code in ("already_claimed", "approval_expired", "target_changed_reapproval_required",
-                 "approver_permission_revoked", "policy_changed_reapproval_required", "emergency_stop"):
+    for code in (
+        "already_claimed",
+        "approval_expired",
+        "target_changed_reapproval_required",
+        "approver_permission_revoked",
+        "policy_changed_reapproval_required",
+        "emergency_stop",
+    ):
         assert f"`{code}`" in claim["409"]["description"]
 
 
@@ -68,8 +74,13 @@ def test_the_docs_page_loads_its_assets_locally(client):
 # --- Schemathesis against the live server ----------------------------------------------
 
 
-CHECKS = [sc.not_a_server_error, sc.status_code_conformance, sc.content_type_conformance,
-          sc.response_schema_conformance, sc.response_headers_conformance]
+CHECKS = [
+    sc.not_a_server_error,
+    sc.status_code_conformance,
+    sc.content_type_conformance,
+    sc.response_schema_conformance,
+    sc.response_headers_conformance,
+]
 
 
 @pytest.mark.slow
@@ -84,8 +95,9 @@ def test_the_api_matches_its_schema(daphne_server, token):
     for operation in operations:
 
         @given(case=operation.as_strategy())
-        @settings(max_examples=6, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=6, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def check(case) -> None:
             response = case.call(base_url=daphne_server.url, headers={"Authorization": f"Bearer {token}"})
             statuses.append(response.status_code)

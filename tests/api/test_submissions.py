@@ -31,8 +31,13 @@ def test_an_action_is_classified_and_the_response_says_why(api, agent):
     assert body["decide_by"] is not None
     assert body["params"] == EMAIL["params"]
     assert (body["run_id"], body["tool_call_id"]) == ("run-1", "call-1")
-    assert body["resume"] == {"request_id": str(request.pk), "state": "pending_approval", "decided": False,
-                              "resume_data": None, "tool_result": None}
+    assert body["resume"] == {
+        "request_id": str(request.pk),
+        "state": "pending_approval",
+        "decided": False,
+        "resume_data": None,
+        "tool_result": None,
+    }
     assert AuditEvent.objects.filter(request_id=request.pk, verb="request.submitted", actor_label="mail-bot").exists()
 
 
@@ -106,8 +111,9 @@ def test_keys_are_scoped_to_the_agent(api, rival_api):
 
 
 def test_a_restarted_agent_finds_its_request_by_key_or_by_run_and_tool_call(api):
-    created = api.post("/api/v1/actions/", {**EMAIL, "run_id": "r9", "tool_call_id": "t9"}, format="json",
-                       HTTP_IDEMPOTENCY_KEY="k-9").json()
+    created = api.post(
+        "/api/v1/actions/", {**EMAIL, "run_id": "r9", "tool_call_id": "t9"}, format="json", HTTP_IDEMPOTENCY_KEY="k-9"
+    ).json()
     by_key = api.get("/api/v1/requests/", {"idempotency_key": "k-9"}).json()["results"]
     by_call = api.get("/api/v1/requests/", {"run_id": "r9", "tool_call_id": "t9"}).json()["results"]
     assert [r["id"] for r in by_key] == [r["id"] for r in by_call] == [created["id"]]
@@ -145,10 +151,13 @@ def test_concurrent_duplicates_create_exactly_one_request(require_postgres, toke
 
 def test_a_plan_resubmitted_after_rejection_is_the_next_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, format="json").json()
-    services.reject(first["id"], revision=current_revision(first["id"]),
-                    actor=services.Person(people["alice"]), feedback="Add error handling steps")
-    second = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD + "3. Handle errors.\n"},
-                      format="json").json()
+    services.reject(
+        first["id"],
+        revision=current_revision(first["id"]),
+        actor=services.Person(people["alice"]),
+        feedback="Add error handling steps",
+    )
+    second = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD + "3. Handle errors.\n"}, format="json").json()
     assert second["supersedes"] == {"id": first["id"], "state": "rejected", "feedback": "Add error handling steps"}
     submitted = AuditEvent.objects.get(verb="request.submitted", request_id=second["id"])
     assert submitted.metadata["supersedes"] == first["id"]
@@ -156,19 +165,21 @@ def test_a_plan_resubmitted_after_rejection_is_the_next_revision(api, people):
 
 def test_a_plan_at_another_path_or_thread_is_not_a_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD, "thread_id": "t1"}, format="json").json()
-    services.reject(first["id"], revision=current_revision(first["id"]),
-                    actor=services.Person(people["alice"]), feedback="no")
-    other_thread = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD, "thread_id": "t2"},
-                            format="json").json()
-    other_path = api.post("/api/v1/plans/", {"path": "q.md", "plan": PLAN_MD, "thread_id": "t1"},
-                          format="json").json()
+    services.reject(
+        first["id"], revision=current_revision(first["id"]), actor=services.Person(people["alice"]), feedback="no"
+    )
+    other_thread = api.post(
+        "/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD, "thread_id": "t2"}, format="json"
+    ).json()
+    other_path = api.post("/api/v1/plans/", {"path": "q.md", "plan": PLAN_MD, "thread_id": "t1"}, format="json").json()
     assert other_thread["supersedes"] is None and other_path["supersedes"] is None
 
 
 def test_approval_binds_to_one_exact_revision(api, people):
     first = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}, format="json").json()
-    services.reject(first["id"], revision=current_revision(first["id"]),
-                    actor=services.Person(people["alice"]), feedback="more")
+    services.reject(
+        first["id"], revision=current_revision(first["id"]), actor=services.Person(people["alice"]), feedback="more"
+    )
     second = api.post("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD + "more"}, format="json").json()
     services.approve(second["id"], revision=current_revision(second["id"]), actor=services.Person(people["bob"]))
     resume_first = api.get(f"/api/v1/requests/{first['id']}/resume/").json()
@@ -201,11 +212,14 @@ def test_params_over_the_size_limit_are_422(api, settings):
     assert response.status_code == 422 and "params" in response.json()["details"]["fields"]
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"params": {}}, "action_type"),
-    ({"action_type": "x y"}, "action_type"),
-    ({"action_type": "send", "params": [1, 2]}, "params"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"params": {}}, "action_type"),
+        ({"action_type": "x y"}, "action_type"),
+        ({"action_type": "send", "params": [1, 2]}, "params"),
+    ],
+)
 def test_invalid_actions_are_422_naming_the_field(api, body, field):
     response = api.post("/api/v1/actions/", body, format="json")
     assert response.status_code == 422
@@ -225,10 +239,13 @@ def test_a_callback_url_on_the_allow_list_is_stored(api):
     assert RequestCallback.objects.get(request_id=body["id"]).url == "http://127.0.0.1:9/hook"
 
 
-@pytest.mark.parametrize("url, code", [
-    ("http://evil.example.net/hook", "outbound_url_not_allowed"),
-    ("ftp://127.0.0.1/hook", "outbound_url_invalid"),
-])
+@pytest.mark.parametrize(
+    "url, code",
+    [
+        ("http://evil.example.net/hook", "outbound_url_not_allowed"),
+        ("ftp://127.0.0.1/hook", "outbound_url_invalid"),
+    ],
+)
 def test_a_callback_url_off_the_allow_list_is_refused(api, url, code):
     response = api.post("/api/v1/actions/", {**EMAIL, "callback_url": url}, format="json")
     assert response.status_code == 422 and response.json()["code"] == code

@@ -10,12 +10,15 @@ from tests.api.conftest import EMAIL, PLAN_MD
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/api/v1/actions/", EMAIL),
-    ("/api/v1/actions/", {"action_type": "read_file", "params": {"path": "notes.txt"}}),  # auto-approved
-    ("/api/v1/actions/", {"action_type": "delete_database", "params": {"name": "prod"}}),  # refused
-    ("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/v1/actions/", EMAIL),
+        ("/api/v1/actions/", {"action_type": "read_file", "params": {"path": "notes.txt"}}),  # auto-approved
+        ("/api/v1/actions/", {"action_type": "delete_database", "params": {"name": "prod"}}),  # refused
+        ("/api/v1/plans/", {"path": "p.md", "plan": PLAN_MD}),
+    ],
+)
 def test_the_submit_response_is_the_stored_request(api, path, body):
     response = api.post(path, body, format="json")
     assert response.status_code == 201

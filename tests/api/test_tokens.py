@@ -21,8 +21,19 @@ pytestmark = pytest.mark.django_db
 
 def test_create_agent_prints_a_token_once_and_stores_only_its_hash(people):
     out, err = StringIO(), StringIO()
-    call_command("create_agent", "deploy-bot", "--owner", "owen", "--scopes", "submit", "read",
-                 "--expires-days", "30", stdout=out, stderr=err)
+    call_command(
+        "create_agent",
+        "deploy-bot",
+        "--owner",
+        "owen",
+        "--scopes",
+        "submit",
+        "read",
+        "--expires-days",
+        "30",
+        stdout=out,
+        stderr=err,
+    )
     secret = out.getvalue().strip()
     agent = Agent.objects.get(name="deploy-bot")
     token = agent.tokens.get()

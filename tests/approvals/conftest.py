@@ -19,12 +19,24 @@ from approvals.people import Person
 from approvals.permissions import REVIEWERS
 
 WIRE_LARGE = {
-    "name": "wire_large", "priority": 1, "action_type": "wire", "risk_level": "critical",
-    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "to"],
+    "name": "wire_large",
+    "priority": 1,
+    "action_type": "wire",
+    "risk_level": "critical",
+    "required_approvals": 2,
+    "approver_group": "treasury",
+    "editable_params": ["amount", "to"],
     "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}],
 }
-WIRE = {"name": "wire", "priority": 2, "action_type": "wire", "risk_level": "medium", "required_approvals": 1,
-        "approver_group": "reviewers", "editable_params": ["amount", "to", "memo"]}
+WIRE = {
+    "name": "wire",
+    "priority": 2,
+    "action_type": "wire",
+    "risk_level": "medium",
+    "required_approvals": 1,
+    "approver_group": "reviewers",
+    "editable_params": ["amount", "to", "memo"],
+}
 
 
 @pytest.fixture(autouse=True)

@@ -57,8 +57,14 @@ class DecisionPath:
         self.client = APIClient(enforce_csrf_checks=name == "api")
         self.client.force_login(user)
 
-    def send(self, request: ApprovalRequest, *, edits: dict | None = None, password: str | None = None,
-             revision: int | None = None) -> Answer:
+    def send(
+        self,
+        request: ApprovalRequest,
+        *,
+        edits: dict | None = None,
+        password: str | None = None,
+        revision: int | None = None,
+    ) -> Answer:
         """`revision`: the one the decision names; by default the one the request is at now."""
         revision = current_revision(request) if revision is None else revision
         if self.name == "api":
@@ -143,7 +149,11 @@ class TestStepUpOnEveryPath:
 
         vera.send(request, edits={"amount": 2_500_000}, password="vera-pw-123!")
         request.refresh_from_db()
-        assert (request.current_revision, request.risk_level, request.approver_group.name) == (2, "critical", "treasury")
+        assert (request.current_revision, request.risk_level, request.approver_group.name) == (
+            2,
+            "critical",
+            "treasury",
+        )
         assert votes(request) == [("vera", 2)]
 
     def test_the_service_itself_refuses_without_the_proof(self, wire, treasury):
@@ -179,7 +189,11 @@ class TestEditsCannotEscalatePastTheGroup:
 
         request.refresh_from_db()
         assert request.state == State.PENDING_APPROVAL
-        assert (request.risk_level, request.required_approvals, request.approver_group.name) == ("critical", 2, "treasury")
+        assert (request.risk_level, request.required_approvals, request.approver_group.name) == (
+            "critical",
+            2,
+            "treasury",
+        )
         assert votes(request) == []  # her edit is not an approval
         assert not can_decide(everyone["alice"], request) and not can_decide(everyone["bob"], request)
         assert can_decide(everyone["tess"], request)
@@ -201,8 +215,12 @@ class TestEditsCannotEscalatePastTheGroup:
         policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], actor=Person(admin_user), note="two eyes")
         request = submit("wire", params={"amount": 500, "to": "acct-supplier"}, target={"ledger": "main"})
         alice, bob = services.Person(people["alice"]), services.Person(people["bob"])
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                    actor=alice, edits={"amount": 2_500_000, "to": "attacker-acct"})
+        services.approve_with_edits(
+            request.pk,
+            revision=current_revision(request.pk),
+            actor=alice,
+            edits={"amount": 2_500_000, "to": "attacker-acct"},
+        )
         with pytest.raises(errors.DomainError) as refused:
             services.approve(request.pk, revision=current_revision(request.pk), actor=bob)
         assert refused.value.code == errors.NOT_PERMITTED
@@ -213,8 +231,9 @@ class TestEditsCannotEscalatePastTheGroup:
         # The group that owns the decision can still make it, with its quorum and step-up.
         for name in ("tess", "trent"):
             proof = services.StepUpProof.password(f"{name}-pw-123!")
-            services.approve(request.pk, revision=current_revision(request.pk),
-                             actor=services.Person(treasury[name], step_up=proof))
+            services.approve(
+                request.pk, revision=current_revision(request.pk), actor=services.Person(treasury[name], step_up=proof)
+            )
         grant = services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
         assert grant.params["to"] == "attacker-acct"  # what treasury approved, knowingly
         assert votes(request) == [("tess", 2), ("trent", 2)]
@@ -224,16 +243,23 @@ class TestEditsCannotEscalatePastTheGroup:
         tess = services.Person(treasury["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
         services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=tess, edits={"amount": 10})
         request.refresh_from_db()
-        assert (request.risk_level, request.required_approvals, request.approver_group.name) == ("critical", 2, "treasury")
+        assert (request.risk_level, request.required_approvals, request.approver_group.name) == (
+            "critical",
+            2,
+            "treasury",
+        )
         assert request.state == State.PENDING_APPROVAL
         assert votes(request) == [("tess", 2)]
 
     def test_the_target_is_never_editable(self, wire, people):
         request = wire(500)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                        actor=services.Person(people["alice"]),
-                                        edits={"ledger": "other"})
+            services.approve_with_edits(
+                request.pk,
+                revision=current_revision(request.pk),
+                actor=services.Person(people["alice"]),
+                edits={"ledger": "other"},
+            )
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
 
 
@@ -252,7 +278,9 @@ class TestStepUpIsNoOracle:
         assert votes(request) == []
         events = AuditEvent.objects.filter(verb__startswith="auth.").order_by("seq")
         assert [(e.verb, e.actor_label) for e in events] == [
-            ("auth.step_up_failed", "tess"), ("auth.step_up_failed", "tess"), ("auth.step_up_failed", "tess"),
+            ("auth.step_up_failed", "tess"),
+            ("auth.step_up_failed", "tess"),
+            ("auth.step_up_failed", "tess"),
             ("auth.session_ended", "tess"),
         ]
         assert "guess" not in str(list(events.values_list("metadata", flat=True)))
@@ -264,37 +292,66 @@ class TestStepUpIsNoOracle:
         for request in (first, second):
             for _ in range(2):
                 with pytest.raises(errors.DomainError):
-                    services.approve(request.pk, revision=current_revision(request.pk),
-                                     actor=services.Person(tess, step_up=services.StepUpProof.password("no")))
-            services.approve(request.pk, revision=current_revision(request.pk),
-                             actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")))
+                    services.approve(
+                        request.pk,
+                        revision=current_revision(request.pk),
+                        actor=services.Person(tess, step_up=services.StepUpProof.password("no")),
+                    )
+            services.approve(
+                request.pk,
+                revision=current_revision(request.pk),
+                actor=services.Person(tess, step_up=services.StepUpProof.password("tess-pw-123!")),
+            )
         assert not AuditEvent.objects.filter(verb="auth.session_ended").exists()
 
 
 # --- 3. What only the agent vouches for never lowers the risk (through the agents' API) --------------
 
 AGENT_FIELD_RULES = [
-    {"name": "undoable_deletes_low", "priority": 1, "action_type": "delete_files", "risk_level": "low",
-     "conditions": [{"path": "impact.reversible", "op": "eq", "value": True}]},
-    {"name": "bulk_deletes", "priority": 2, "action_type": "delete_files", "risk_level": "high", "required_approvals": 2,
-     "conditions": [{"path": "impact.target_count", "op": "gt", "value": 10}]},
+    {
+        "name": "undoable_deletes_low",
+        "priority": 1,
+        "action_type": "delete_files",
+        "risk_level": "low",
+        "conditions": [{"path": "impact.reversible", "op": "eq", "value": True}],
+    },
+    {
+        "name": "bulk_deletes",
+        "priority": 2,
+        "action_type": "delete_files",
+        "risk_level": "high",
+        "required_approvals": 2,
+        "conditions": [{"path": "impact.target_count", "op": "gt", "value": 10}],
+    },
     {"name": "deletes", "priority": 3, "action_type": "delete_files", "risk_level": "medium"},
-    {"name": "big_wires", "priority": 4, "action_type": "wire_funds", "risk_level": "critical", "required_approvals": 2,
-     "conditions": [{"path": "impact.amount", "op": "gt", "value": 1_000_000}]},
+    {
+        "name": "big_wires",
+        "priority": 4,
+        "action_type": "wire_funds",
+        "risk_level": "critical",
+        "required_approvals": 2,
+        "conditions": [{"path": "impact.amount", "op": "gt", "value": 1_000_000}],
+    },
     {"name": "wires", "priority": 5, "action_type": "wire_funds", "risk_level": "high"},
 ]
 HUNDRED_FILES = {"ids": list(range(100))}
 
 AGENT_FIELD_ATTACKS = {
     "target.reversible true on a bulk delete": (
-        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"reversible": True}}, "high"),
+        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"reversible": True}},
+        "high",
+    ),
     "target.ids hiding params.ids": (
-        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"ids": [1]}}, "high"),
+        {"action_type": "delete_files", "params": HUNDRED_FILES, "target": {"ids": [1]}},
+        "high",
+    ),
     "amount with an exponent": ({"action_type": "wire_funds", "params": {"amount": "5e6"}}, "critical"),
     "amount with separators": ({"action_type": "wire_funds", "params": {"amount": "2,500,000"}}, "critical"),
     "amount with a leading space": ({"action_type": "wire_funds", "params": {"amount": " 2500000"}}, "critical"),
     "amount as value and currency": (
-        {"action_type": "wire_funds", "params": {"amount": {"value": 2_500_000, "currency": "USD"}}}, "critical"),
+        {"action_type": "wire_funds", "params": {"amount": {"value": 2_500_000, "currency": "USD"}}},
+        "critical",
+    ),
     "amount under a capitalised key": ({"action_type": "wire_funds", "params": {"Amount": 2_500_000}}, "critical"),
     "a capitalised prohibited name": ({"action_type": "Delete_Database"}, "prohibited"),
     "a prohibited name with a trailing slash": ({"action_type": "delete_database/"}, "prohibited"),

@@ -23,8 +23,10 @@ def tess_client(treasury):
 
 
 def batch(client, requests, *, password=None, decision="approve", revisions=None):
-    body = {"decision": decision,
-            "requests": [{"id": str(r.pk), "revision": (revisions or {}).get(r.pk, 1)} for r in requests]}
+    body = {
+        "decision": decision,
+        "requests": [{"id": str(r.pk), "revision": (revisions or {}).get(r.pk, 1)} for r in requests],
+    }
     if password is not None:
         body["step_up"] = {"method": "password", "password": password}
     return csrf_post(client, "/api/v1/decisions/", body)

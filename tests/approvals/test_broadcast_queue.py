@@ -58,8 +58,9 @@ def layer(monkeypatch):
 
 
 def change(event: str, request_id: str = "r1", *, agent_id: int = 7, group_id: int = 3) -> broadcast.Change:
-    return broadcast.Change(event=event, request_id=request_id, state="pending_approval",
-                            approver_group_id=group_id, agent_id=agent_id)
+    return broadcast.Change(
+        event=event, request_id=request_id, state="pending_approval", approver_group_id=group_id, agent_id=agent_id
+    )
 
 
 def push_all(changes: list[broadcast.Change], recording: RecordingLayer) -> None:
@@ -77,8 +78,9 @@ async def until_sent(recording: RecordingLayer, count: int) -> None:
     await asyncio.wait_for(poll(), DEADLOCK_GUARD_SECONDS)
 
 
-def under_server_loop(changes: list[broadcast.Change], recording: RecordingLayer, *, sent: int,
-                      thread_sensitive: bool = True) -> None:
+def under_server_loop(
+    changes: list[broadcast.Change], recording: RecordingLayer, *, sent: int, thread_sensitive: bool = True
+) -> None:
     async def server() -> None:
         with push.pushes_served_by_running_loop():
             await sync_to_async(push_all, thread_sensitive=thread_sensitive)(changes, recording)
@@ -134,8 +136,12 @@ class TestUnderARunningLoop:
     @pytest.mark.parametrize("thread_sensitive", [True, False])
     def test_pushes_reach_the_layer_in_the_order_they_were_made(self, layer, thread_sensitive):
         recording = layer(gated=True)
-        changes = [change(broadcast.CARD_CREATED, "r1"), change(broadcast.CARD_UPDATED, "r1"),
-                   change(broadcast.CARD_CREATED, "r2", group_id=4), change(broadcast.CARD_REMOVED, "r1")]
+        changes = [
+            change(broadcast.CARD_CREATED, "r1"),
+            change(broadcast.CARD_UPDATED, "r1"),
+            change(broadcast.CARD_CREATED, "r2", group_id=4),
+            change(broadcast.CARD_REMOVED, "r1"),
+        ]
 
         under_server_loop(changes, recording, sent=len(groups_of(*changes)), thread_sensitive=thread_sensitive)
 
@@ -143,14 +149,23 @@ class TestUnderARunningLoop:
 
     def test_pushes_from_several_threads_each_keep_their_order(self, layer):
         recording = layer()
-        per_thread = {f"r{n}": [change(broadcast.CARD_CREATED, f"r{n}", agent_id=n),
-                                change(broadcast.CARD_UPDATED, f"r{n}", agent_id=n),
-                                change(broadcast.CARD_REMOVED, f"r{n}", agent_id=n)] for n in range(8)}
+        per_thread = {
+            f"r{n}": [
+                change(broadcast.CARD_CREATED, f"r{n}", agent_id=n),
+                change(broadcast.CARD_UPDATED, f"r{n}", agent_id=n),
+                change(broadcast.CARD_REMOVED, f"r{n}", agent_id=n),
+            ]
+            for n in range(8)
+        }
 
         async def server() -> None:
             with push.pushes_served_by_running_loop():
-                await asyncio.gather(*(sync_to_async(push_all, thread_sensitive=False)(changes, recording)
-                                       for changes in per_thread.values()))
+                await asyncio.gather(
+                    *(
+                        sync_to_async(push_all, thread_sensitive=False)(changes, recording)
+                        for changes in per_thread.values()
+                    )
+                )
             await until_sent(recording, sum(len(groups_of(*changes)) for changes in per_thread.values()))
 
         asyncio.run(server())
@@ -158,7 +173,10 @@ class TestUnderARunningLoop:
         for changes in per_thread.values():
             agent = broadcast.agent_group(changes[0].agent_id)
             assert [event for group, event in recording.sent if group == agent] == [
-                broadcast.CARD_CREATED, broadcast.CARD_UPDATED, broadcast.CARD_REMOVED]
+                broadcast.CARD_CREATED,
+                broadcast.CARD_UPDATED,
+                broadcast.CARD_REMOVED,
+            ]
 
     def test_a_failing_group_is_logged_and_the_rest_still_go_out(self, layer, caplog):
         first, second = change(broadcast.CARD_CREATED, "r1"), change(broadcast.CARD_UPDATED, "r2", agent_id=8)
@@ -167,8 +185,9 @@ class TestUnderARunningLoop:
         with caplog.at_level(logging.WARNING, logger=broadcast.__name__):
             under_server_loop([first, second], recording, sent=len(groups_of(first, second)) - 1)
 
-        assert recording.sent == [sent for sent in groups_of(first, second)
-                                  if sent[0] != broadcast.agent_group(first.agent_id)]
+        assert recording.sent == [
+            sent for sent in groups_of(first, second) if sent[0] != broadcast.agent_group(first.agent_id)
+        ]
         assert "could not push card.created to agent-7" in caplog.text
 
     def test_a_full_queue_drops_and_logs_instead_of_growing(self, layer, monkeypatch, caplog):

@@ -122,8 +122,9 @@ class TestApproving:
         request = submit()
         services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
         with pytest.raises(DomainError) as late:
-            services.reject(request.pk, revision=current_revision(request.pk),
-                            actor=services.Person(people["bob"]), feedback="no")
+            services.reject(
+                request.pk, revision=current_revision(request.pk), actor=services.Person(people["bob"]), feedback="no"
+            )
         assert late.value.code == errors.ALREADY_DECIDED
         assert "already approved by alice" in late.value.message.lower()
 
@@ -131,8 +132,12 @@ class TestApproving:
 class TestRejecting:
     def test_rejection_keeps_the_feedback_verbatim_for_the_agent(self, submit, people):
         request = submit()
-        services.reject(request.pk, revision=current_revision(request.pk),
-                        actor=services.Person(people["bob"]), feedback="Send it to the team list instead.")
+        services.reject(
+            request.pk,
+            revision=current_revision(request.pk),
+            actor=services.Person(people["bob"]),
+            feedback="Send it to the team list instead.",
+        )
         request.refresh_from_db()
         assert request.state == State.REJECTED
         assert request.feedback == "Send it to the team list instead."
@@ -143,8 +148,12 @@ class TestApproveWithEdits:
     def test_only_editable_params_may_change(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         with pytest.raises(DomainError) as refused:
-            services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                        actor=services.Person(people["alice"]), edits={"to": "acct-evil"})
+            services.approve_with_edits(
+                request.pk,
+                revision=current_revision(request.pk),
+                actor=services.Person(people["alice"]),
+                edits={"to": "acct-evil"},
+            )
         assert refused.value.code == errors.PARAM_NOT_EDITABLE
         request.refresh_from_db()
         assert request.current_revision == 1
@@ -152,8 +161,12 @@ class TestApproveWithEdits:
     def test_an_edit_makes_a_new_revision_and_earlier_approvals_stop_counting(self, submit, people, two_person_rule):
         request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1"})
         services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]))
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                    actor=services.Person(people["bob"]), edits={"amount": "450.00"})
+        services.approve_with_edits(
+            request.pk,
+            revision=current_revision(request.pk),
+            actor=services.Person(people["bob"]),
+            edits={"amount": "450.00"},
+        )
         request.refresh_from_db()
         assert request.current_revision == 2
         assert request.current_params() == {"amount": "450.00", "to": "acct-1"}
@@ -166,8 +179,12 @@ class TestApproveWithEdits:
 
     def test_the_claim_grant_carries_the_edited_params(self, submit, people):
         request = submit("update_document", params={"doc": "d-1", "content": "draft"})
-        services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                    actor=services.Person(people["alice"]), edits={"content": "final"})
+        services.approve_with_edits(
+            request.pk,
+            revision=current_revision(request.pk),
+            actor=services.Person(people["alice"]),
+            edits={"content": "final"},
+        )
         grant = services.claim_execution(request.pk, actor=services.SYSTEM)
         assert grant.params == {"doc": "d-1", "content": "final"}
         assert grant.idempotency_key.endswith("-r2")
@@ -200,8 +217,9 @@ class TestCancelAndExpire:
         request = submit()
         with freeze_time(request.decide_by + timedelta(seconds=1)):
             with pytest.raises(DomainError) as late:
-                services.approve(request.pk, revision=current_revision(request.pk),
-                                 actor=services.Person(people["alice"]))
+                services.approve(
+                    request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"])
+                )
         assert late.value.code == "decision_deadline_passed"
         request.refresh_from_db()
         assert request.state == State.EXPIRED
@@ -221,9 +239,16 @@ class TestQuorumReachability:
         solo = Group.objects.create(name="treasury")
         people["alice"].groups.add(solo)
         policy.save_rule(
-            {"name": "treasury_two", "priority": 1, "action_type": "pay_invoice", "risk_level": "high",
-             "required_approvals": 2, "approver_group": "treasury"},
-            actor=Person(admin_user), note="treasury needs two",
+            {
+                "name": "treasury_two",
+                "priority": 1,
+                "action_type": "pay_invoice",
+                "risk_level": "high",
+                "required_approvals": 2,
+                "approver_group": "treasury",
+            },
+            actor=Person(admin_user),
+            note="treasury needs two",
         )
         request = submit("pay_invoice", params={"amount": "10"})
         assert request.quorum_reachable is False
@@ -235,9 +260,17 @@ class TestQuorumReachability:
         solo = Group.objects.create(name="treasury")
         people["alice"].groups.add(solo)
         policy.save_rule(
-            {"name": "treasury_two", "priority": 1, "action_type": "pay_invoice", "risk_level": "high",
-             "required_approvals": 2, "approver_group": "treasury", "escalation_group": "reviewers"},
-            actor=Person(admin_user), note="treasury needs two, reviewers back it up",
+            {
+                "name": "treasury_two",
+                "priority": 1,
+                "action_type": "pay_invoice",
+                "risk_level": "high",
+                "required_approvals": 2,
+                "approver_group": "treasury",
+                "escalation_group": "reviewers",
+            },
+            actor=Person(admin_user),
+            note="treasury needs two, reviewers back it up",
         )
         request = submit("pay_invoice", params={"amount": "10"})
         assert (request.escalated, request.quorum_reachable) == (True, True), request.classification
@@ -256,9 +289,17 @@ class TestLivePush:
         treasury = Group.objects.create(name="treasury")
         people["alice"].groups.add(treasury)
         policy.save_rule(
-            {"name": "treasury_two", "priority": 1, "action_type": "pay_invoice", "risk_level": "high",
-             "required_approvals": 2, "approver_group": "treasury", "escalation_group": "reviewers"},
-            actor=Person(admin_user), note="treasury needs two, reviewers back it up",
+            {
+                "name": "treasury_two",
+                "priority": 1,
+                "action_type": "pay_invoice",
+                "risk_level": "high",
+                "required_approvals": 2,
+                "approver_group": "treasury",
+                "escalation_group": "reviewers",
+            },
+            actor=Person(admin_user),
+            note="treasury needs two, reviewers back it up",
         )
         seen: list[RequestChange] = []
 
@@ -279,6 +320,8 @@ class TestLivePush:
         assert queued.event == broadcast.CARD_CREATED and queued.new_request
         assert escalation.event == broadcast.CARD_CREATED and escalation.data["escalated_to"] == "reviewers"
         assert set(escalation.channel_groups()) >= {
-            broadcast.approvers_group(treasury.pk), broadcast.approvers_group(reviewers_group.pk),
-            broadcast.agent_group(request.agent_id), broadcast.request_group(str(request.pk)),
+            broadcast.approvers_group(treasury.pk),
+            broadcast.approvers_group(reviewers_group.pk),
+            broadcast.agent_group(request.agent_id),
+            broadcast.request_group(str(request.pk)),
         }

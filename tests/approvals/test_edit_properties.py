@@ -26,14 +26,35 @@ from tests.fixtures.revisions import current_revision
 
 GROUPS = ("reviewers", "finance", "treasury")
 RULES = [
-    {"name": "pay_huge", "priority": 1, "action_type": "pay_vendor", "risk_level": "critical",
-     "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "memo"],
-     "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}]},
-    {"name": "pay_large", "priority": 2, "action_type": "pay_vendor", "risk_level": "high",
-     "required_approvals": 2, "approver_group": "finance", "editable_params": ["amount", "memo"],
-     "conditions": [{"path": "params.amount", "op": "gt", "value": 10_000}]},
-    {"name": "pay_small", "priority": 3, "action_type": "pay_vendor", "risk_level": "medium",
-     "required_approvals": 1, "approver_group": "reviewers", "editable_params": ["amount", "memo"]},
+    {
+        "name": "pay_huge",
+        "priority": 1,
+        "action_type": "pay_vendor",
+        "risk_level": "critical",
+        "required_approvals": 2,
+        "approver_group": "treasury",
+        "editable_params": ["amount", "memo"],
+        "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}],
+    },
+    {
+        "name": "pay_large",
+        "priority": 2,
+        "action_type": "pay_vendor",
+        "risk_level": "high",
+        "required_approvals": 2,
+        "approver_group": "finance",
+        "editable_params": ["amount", "memo"],
+        "conditions": [{"path": "params.amount", "op": "gt", "value": 10_000}],
+    },
+    {
+        "name": "pay_small",
+        "priority": 3,
+        "action_type": "pay_vendor",
+        "risk_level": "medium",
+        "required_approvals": 1,
+        "approver_group": "reviewers",
+        "editable_params": ["amount", "memo"],
+    },
 ]
 PEOPLE = ("p0", "p1", "p2", "p3", "p4", "owen")
 AMOUNTS = st.sampled_from([50, 9_000, 10_001, 400_000, 1_000_001, 7_000_000])
@@ -48,9 +69,7 @@ steps = st.lists(
     min_size=1,
     max_size=8,
 )
-memberships = st.fixed_dictionaries(
-    {name: st.sets(st.sampled_from(GROUPS), max_size=3) for name in PEOPLE}
-)
+memberships = st.fixed_dictionaries({name: st.sets(st.sampled_from(GROUPS), max_size=3) for name in PEOPLE})
 
 
 @pytest.fixture
@@ -75,8 +94,12 @@ def _act(request_id, user, kind: str, amount: int, proves: bool) -> None:
         elif kind == "reject":
             services.reject(request_id, revision=current_revision(request_id), actor=reviewer, feedback="no")
         else:
-            services.approve_with_edits(request_id, revision=current_revision(request_id),
-                                        actor=reviewer, edits={"amount": amount, "memo": f"m{amount}"})
+            services.approve_with_edits(
+                request_id,
+                revision=current_revision(request_id),
+                actor=reviewer,
+                edits={"amount": amount, "memo": f"m{amount}"},
+            )
     except errors.DomainError:
         pass  # refusals are allowed; what matters is what an approval stands on
 

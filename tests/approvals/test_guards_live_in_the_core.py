@@ -26,9 +26,13 @@ def translating_modules() -> list[Path]:
                 continue
             if relative in ACCOUNT_SECRETS_CORE:
                 continue
-            if path.name in ("views.py", "api.py", "consumers.py") or path.name.endswith("_views.py") \
-                    or "api" in relative.parts[1:-1] or "web" in relative.parts[1:-1] \
-                    or "accounts" in relative.parts[1:-1]:
+            if (
+                path.name in ("views.py", "api.py", "consumers.py")
+                or path.name.endswith("_views.py")
+                or "api" in relative.parts[1:-1]
+                or "web" in relative.parts[1:-1]
+                or "accounts" in relative.parts[1:-1]
+            ):
                 found.append(path)
     return found
 
@@ -56,16 +60,25 @@ def guard_checks(tree: ast.AST) -> list[int]:
     """Lines where a translating module checks a password or a decide permission itself."""
     owned_by_the_core = {"check_password", "can_decide", "excluded_from_approving", "is_stopped"}
     return [
-        node.lineno for node in ast.walk(tree)
+        node.lineno
+        for node in ast.walk(tree)
         if isinstance(node, ast.Call)
-        and (getattr(node.func, "attr", None) in owned_by_the_core or getattr(node.func, "id", None) in owned_by_the_core)
+        and (
+            getattr(node.func, "attr", None) in owned_by_the_core or getattr(node.func, "id", None) in owned_by_the_core
+        )
     ]
 
 
 def test_the_translating_modules_are_found():
     names = {str(path.relative_to(ROOT)) for path in translating_modules()}
-    assert {"approvals/web/views.py", "approvals/web/rules_views.py", "approvals/api/views.py", "agents/api/views.py",
-            "approvals/web/consumers.py", "controlplane/accounts/signin.py"} <= names
+    assert {
+        "approvals/web/views.py",
+        "approvals/web/rules_views.py",
+        "approvals/api/views.py",
+        "agents/api/views.py",
+        "approvals/web/consumers.py",
+        "controlplane/accounts/signin.py",
+    } <= names
 
 
 @pytest.mark.parametrize("path", translating_modules(), ids=lambda path: str(path.relative_to(ROOT)))

@@ -12,8 +12,9 @@ from approvals.web import dashboard
 
 def _grant_directly(user, request, *codenames: str) -> None:
     ApprovalRequestUserObjectPermission.objects.bulk_create(
-        ApprovalRequestUserObjectPermission(content_object=request, user=user,
-                                            permission_id=permissions._permission_id(codename))
+        ApprovalRequestUserObjectPermission(
+            content_object=request, user=user, permission_id=permissions._permission_id(codename)
+        )
         for codename in codenames
     )
 
@@ -47,7 +48,8 @@ def test_group_and_direct_grants_add_up_without_duplicates(people, submit):
 def test_a_group_grant_for_another_permission_does_not_count(people, submit):
     request = submit("send_email")
     ApprovalRequestGroupObjectPermission.objects.filter(
-        content_object=request, permission_id=permissions._permission_id(permissions.DECIDE)).delete()
+        content_object=request, permission_id=permissions._permission_id(permissions.DECIDE)
+    ).delete()
     alice = people["alice"]
     assert list(permissions.decidable_by(alice)) == []
     assert list(permissions.viewable_by(alice)) == [request]

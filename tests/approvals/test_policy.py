@@ -56,8 +56,11 @@ def test_a_rule_change_records_who_when_why_and_the_diff(admin_user):
 def test_a_broken_rule_is_refused_whole_and_nothing_changes(admin_user, broken, field):
     rules, versions = RiskRule.objects.count(), PolicyVersion.objects.count()
     with pytest.raises(RuleValidationError) as refused:
-        policy.save_rules([{**GIFT_CARDS, "name": "fine_rule"}, {**GIFT_CARDS, **broken}],
-                          actor=Person(admin_user), note="two rules, one broken")
+        policy.save_rules(
+            [{**GIFT_CARDS, "name": "fine_rule"}, {**GIFT_CARDS, **broken}],
+            actor=Person(admin_user),
+            note="two rules, one broken",
+        )
     assert refused.value.field == field
     assert (RiskRule.objects.count(), PolicyVersion.objects.count()) == (rules, versions)
 
@@ -91,9 +94,18 @@ class TestAdmin:
         client.force_login(root)
         reviewers = Group.objects.get(name="reviewers")
         form = {
-            "name": "wire_high", "priority": 12, "enabled": "on", "action_type": "wire_*", "conditions": "[]",
-            "match": "all", "risk_level": "high", "required_approvals": 1, "approver_group": reviewers.pk,
-            "decision_ttl_seconds": 600, "execution_window_seconds": 300, "editable_params": "[]",
+            "name": "wire_high",
+            "priority": 12,
+            "enabled": "on",
+            "action_type": "wire_*",
+            "conditions": "[]",
+            "match": "all",
+            "risk_level": "high",
+            "required_approvals": 1,
+            "approver_group": reviewers.pk,
+            "decision_ttl_seconds": 600,
+            "execution_window_seconds": 300,
+            "editable_params": "[]",
             "masked_params": "[]",
         }
         response = client.post("/admin/approvals/riskrule/add/", form)

@@ -76,8 +76,11 @@ def test_racing_approvals_have_exactly_one_winner(crowd):
     users, agent = crowd
     request = pending_email(agent)
 
-    outcomes = race(lambda i: services.approve(request.pk, revision=current_revision(request.pk),
-                                               actor=services.Person(users[i])).state)
+    outcomes = race(
+        lambda i: (
+            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(users[i])).state
+        )
+    )
 
     assert Counter(outcomes) == {State.APPROVED: 1, "already_decided": RACERS - 1}
     request.refresh_from_db()

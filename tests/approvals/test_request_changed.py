@@ -34,9 +34,12 @@ def test_each_transition_is_announced_once_with_its_verb_after_commit(
     submit, people, heard, django_capture_on_commit_callbacks
 ):
     request = committed(django_capture_on_commit_callbacks, lambda: submit("send_email", params={"to": "a@b.c"}))
-    committed(django_capture_on_commit_callbacks,
-              lambda: services.reject(request.pk, revision=current_revision(request.pk),
-                                      actor=Person(people["alice"]), feedback="not now"))
+    committed(
+        django_capture_on_commit_callbacks,
+        lambda: services.reject(
+            request.pk, revision=current_revision(request.pk), actor=Person(people["alice"]), feedback="not now"
+        ),
+    )
 
     assert [(c.from_state, c.to_state, c.verb) for c in heard] == [
         (State.DRAFT, State.PENDING_APPROVAL, TRANSITIONS[(State.DRAFT, State.PENDING_APPROVAL)]),
@@ -48,9 +51,12 @@ def test_each_transition_is_announced_once_with_its_verb_after_commit(
 
 def test_a_refused_change_announces_nothing(submit, people, heard, django_capture_on_commit_callbacks):
     request = committed(django_capture_on_commit_callbacks, lambda: submit("send_email", params={"to": "a@b.c"}))
-    committed(django_capture_on_commit_callbacks,
-              lambda: services.reject(request.pk, revision=current_revision(request.pk),
-                                      actor=Person(people["alice"]), feedback="no"))
+    committed(
+        django_capture_on_commit_callbacks,
+        lambda: services.reject(
+            request.pk, revision=current_revision(request.pk), actor=Person(people["alice"]), feedback="no"
+        ),
+    )
     heard.clear()
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(DomainError) as refused:
@@ -71,9 +77,18 @@ def test_a_refused_change_announces_nothing(submit, people, heard, django_captur
     ],
 )
 def test_the_browser_push_turns_each_change_into_its_card_event(from_state, to_state, verb, event):
-    change = RequestChange(request_id="r1", from_state=from_state, to_state=to_state, verb=verb, revision=1,
-                           agent_id=7, approver_group_id=3, rule_name="any", escalated=False,
-                           details={"approvals": 1})
+    change = RequestChange(
+        request_id="r1",
+        from_state=from_state,
+        to_state=to_state,
+        verb=verb,
+        revision=1,
+        agent_id=7,
+        approver_group_id=3,
+        rule_name="any",
+        escalated=False,
+        details={"approvals": 1},
+    )
     push = broadcast.push_for(change)
     assert (push.event, push.state, push.data) == (event, to_state, {"verb": verb, "approvals": 1})
     # Nobody can be waiting on the id of a request still being created.

@@ -118,9 +118,16 @@ def test_an_approver_lost_the_permission(approved, people, reviewers_group):
 
 def test_the_policy_became_stricter(approved, admin_user):
     policy.save_rule(
-        {"name": "send_email_default", "priority": 30, "action_type": "send_email", "risk_level": "high",
-         "editable_params": ["subject", "body", "to", "cc", "bcc"], "masked_params": ["body"]},
-        actor=Person(admin_user), note="all mail is high risk now",
+        {
+            "name": "send_email_default",
+            "priority": 30,
+            "action_type": "send_email",
+            "risk_level": "high",
+            "editable_params": ["subject", "body", "to", "cc", "bcc"],
+            "masked_params": ["body"],
+        },
+        actor=Person(admin_user),
+        note="all mail is high risk now",
     )
     assert claim_refusal(approved) == errors.POLICY_CHANGED
     assert_refused_for_good(approved, errors.POLICY_CHANGED)
@@ -129,7 +136,8 @@ def test_the_policy_became_stricter(approved, admin_user):
 def test_a_looser_policy_does_not_block(approved, admin_user):
     policy.save_rule(
         {"name": "send_email_default", "priority": 30, "action_type": "send_email", "risk_level": "low"},
-        actor=Person(admin_user), note="mail is fine",
+        actor=Person(admin_user),
+        note="mail is fine",
     )
     grant = services.claim_execution(approved.pk, actor=services.SYSTEM)
     assert_claimed(approved, grant)
@@ -174,8 +182,9 @@ class TestClaimAndComplete:
         approved.refresh_from_db()
         assert approved.state == State.EXECUTING
 
-        services.complete_execution(approved.pk, token=grant.token, succeeded=True, actor=services.SYSTEM,
-                                    result={"message_id": "m-1"})
+        services.complete_execution(
+            approved.pk, token=grant.token, succeeded=True, actor=services.SYSTEM, result={"message_id": "m-1"}
+        )
         approved.refresh_from_db()
         assert (approved.state, approved.result) == (State.SUCCEEDED, {"message_id": "m-1"})
         assert last_event(approved).verb == "request.succeeded"

@@ -71,8 +71,24 @@ def test_someone_who_may_not_decide_is_refused_and_nothing_is_recorded(email, pe
     assert reveals(email) == []
 
 
-@pytest.mark.parametrize("path", ["subject", "to", "nope", "../body", "body/../subject", "body.x", " body", "BODY",
-                                  "", None, 7, ["body"], {"field": "body"}])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "subject",
+        "to",
+        "nope",
+        "../body",
+        "body/../subject",
+        "body.x",
+        " body",
+        "BODY",
+        "",
+        None,
+        7,
+        ["body"],
+        {"field": "body"},
+    ],
+)
 def test_only_a_masked_param_of_the_request_can_be_revealed(email, people, path):
     with pytest.raises(DomainError) as refused:
         services.reveal_field(email.pk, path, actor=services.Person(people["alice"]))
@@ -91,12 +107,27 @@ def test_the_revealed_value_is_the_current_revisions(submit, people, admin_user)
     """Once a reviewer edits the body, a reveal shows the edited one (what would run)."""
     from approvals import policy
 
-    policy.save_rule({"name": "email_two_person", "priority": 5, "action_type": "send_email", "risk_level": "high",
-                      "required_approvals": 2, "editable_params": ["body"], "masked_params": ["body"],
-                      "conditions": []}, actor=services.Person(admin_user), note="two people read mail")
+    policy.save_rule(
+        {
+            "name": "email_two_person",
+            "priority": 5,
+            "action_type": "send_email",
+            "risk_level": "high",
+            "required_approvals": 2,
+            "editable_params": ["body"],
+            "masked_params": ["body"],
+            "conditions": [],
+        },
+        actor=services.Person(admin_user),
+        note="two people read mail",
+    )
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
-    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                actor=services.Person(people["alice"]), edits={"body": "Shorter."})
+    services.approve_with_edits(
+        request.pk,
+        revision=current_revision(request.pk),
+        actor=services.Person(people["alice"]),
+        edits={"body": "Shorter."},
+    )
     revealed = services.reveal_field(request.pk, "body", actor=services.Person(people["bob"]))
     assert (revealed.value, revealed.revision) == ("Shorter.", 2)
 
@@ -134,9 +165,13 @@ def _page_reveal(client: Client, request, field):
 
     secret = _get_new_csrf_string()
     client.cookies["csrftoken"] = secret
-    return client.post(f"/requests/{request.pk}/reveal/", json.dumps({"field": field}),
-                       content_type="application/json", HTTP_X_CSRFTOKEN=_mask_cipher_secret(secret),
-                       HTTP_ACCEPT="application/json")
+    return client.post(
+        f"/requests/{request.pk}/reveal/",
+        json.dumps({"field": field}),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=_mask_cipher_secret(secret),
+        HTTP_ACCEPT="application/json",
+    )
 
 
 def test_the_card_offers_reveal_and_never_ships_the_value(email, people):
@@ -154,8 +189,9 @@ def test_the_page_endpoint_reveals_for_a_reviewer(email, people):
 
 def test_the_page_endpoint_needs_the_csrf_token(email, people):
     client = _page_client(people["alice"])
-    response = client.post(f"/requests/{email.pk}/reveal/", json.dumps({"field": "body"}),
-                           content_type="application/json")
+    response = client.post(
+        f"/requests/{email.pk}/reveal/", json.dumps({"field": "body"}), content_type="application/json"
+    )
     assert response.status_code == 403 and SECRET not in response.content.decode()
     assert reveals(email) == []
 
@@ -181,8 +217,12 @@ def test_the_page_endpoint_answers_a_malformed_body_without_a_500(email, people)
     client = _page_client(people["alice"])
     secret = _get_new_csrf_string()
     client.cookies["csrftoken"] = secret
-    response = client.post(f"/requests/{email.pk}/reveal/", "{not json", content_type="application/json",
-                           HTTP_X_CSRFTOKEN=_mask_cipher_secret(secret))
+    response = client.post(
+        f"/requests/{email.pk}/reveal/",
+        "{not json",
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=_mask_cipher_secret(secret),
+    )
     assert response.status_code in (400, 422) and "code" in response.json()
 
 
@@ -202,12 +242,15 @@ def test_the_api_reveals_for_a_reviewer(email, people):
     assert [e.actor_label for e in reveals(email)] == ["bob"]
 
 
-@pytest.mark.parametrize(("who", "field", "status", "code"), [
-    ("mallory", "body", 404, "not_found"),
-    ("audrey", "body", 403, "not_permitted"),
-    ("alice", "subject", 422, "field_not_masked"),
-    ("alice", "../body", 422, "field_not_masked"),
-])
+@pytest.mark.parametrize(
+    ("who", "field", "status", "code"),
+    [
+        ("mallory", "body", 404, "not_found"),
+        ("audrey", "body", 403, "not_permitted"),
+        ("alice", "subject", 422, "field_not_masked"),
+        ("alice", "../body", 422, "field_not_masked"),
+    ],
+)
 def test_the_api_refuses_in_the_registered_shape(email, people, auditor, who, field, status, code):
     user = auditor if who == "audrey" else people[who]
     response = csrf_post(_api(user), f"/api/v1/requests/{email.pk}/reveal/", {"field": field})

@@ -45,8 +45,13 @@ EDITS = {
 }
 # Transfers over 1,000 are critical and only treasury decides them, two of them.
 TRANSFER_LARGE = {
-    "name": "transfer_large", "priority": 4, "action_type": "transfer_funds", "risk_level": "critical",
-    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "memo"],
+    "name": "transfer_large",
+    "priority": 4,
+    "action_type": "transfer_funds",
+    "risk_level": "critical",
+    "required_approvals": 2,
+    "approver_group": "treasury",
+    "editable_params": ["amount", "memo"],
     "conditions": [{"path": "params.amount", "op": "gt", "value": 1000}],
 }
 REVIEWER_NAMES = ["alice", "bob", "carol"]  # alice is in treasury too
@@ -86,8 +91,11 @@ class ApprovalLifecycle(RuleBasedStateMachine):
 
     # --- actions -------------------------------------------------------------
 
-    @rule(action_type=st.sampled_from(ACTION_TYPES), recipients=st.integers(1, 14),
-          amount=st.sampled_from(["950.00", "2500.00"]))
+    @rule(
+        action_type=st.sampled_from(ACTION_TYPES),
+        recipients=st.integers(1, 14),
+        amount=st.sampled_from(["950.00", "2500.00"]),
+    )
     def submit(self, action_type: str, recipients: int, amount: str) -> None:
         params = {"to": [f"p{i}@example.com" for i in range(recipients)], "subject": "s", "body": "b"}
         if action_type == "transfer_funds":
@@ -95,8 +103,13 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         elif action_type == "update_document":
             params = {"doc": "d", "content": "v1"}
         request = services.submit(
-            services.Submission(kind=Kind.ACTION, action_type=action_type, params=params,
-                                target={"t": action_type}, requested_for=self.people["rita"]),
+            services.Submission(
+                kind=Kind.ACTION,
+                action_type=action_type,
+                params=params,
+                target={"t": action_type},
+                requested_for=self.people["rita"],
+            ),
             agent=self.agent,
         )
         key = str(request.pk)
@@ -130,12 +143,21 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         request = ApprovalRequest.objects.get(pk=key)
         edits = data.draw(st.sampled_from(EDITS.get(request.action_type, [{"anything": "x"}])))
         try:
-            services.approve_with_edits(key, revision=current_revision(key),
-                                        actor=self._reviewer(who, proves), edits=edits)
+            services.approve_with_edits(
+                key, revision=current_revision(key), actor=self._reviewer(who, proves), edits=edits
+            )
         except DomainError as refused:
-            allowed = {errors.PARAM_NOT_EDITABLE, "no_changes", errors.ALREADY_VOTED, errors.ALREADY_DECIDED,
-                       errors.ILLEGAL_TRANSITION, "decision_deadline_passed", errors.APPROVAL_EXPIRED,
-                       errors.NOT_PERMITTED, errors.STEP_UP_REQUIRED}
+            allowed = {
+                errors.PARAM_NOT_EDITABLE,
+                "no_changes",
+                errors.ALREADY_VOTED,
+                errors.ALREADY_DECIDED,
+                errors.ILLEGAL_TRANSITION,
+                "decision_deadline_passed",
+                errors.APPROVAL_EXPIRED,
+                errors.NOT_PERMITTED,
+                errors.STEP_UP_REQUIRED,
+            }
             assert refused.code in allowed, refused
             if refused.code == errors.STEP_UP_REQUIRED:
                 assert not proves
@@ -146,8 +168,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         key = data.draw(st.sampled_from(self.requests))
         request = ApprovalRequest.objects.get(pk=key)
         try:
-            services.reject(key, revision=current_revision(key),
-                            actor=services.Person(self.people[who]), feedback="not like this")
+            services.reject(
+                key, revision=current_revision(key), actor=services.Person(self.people[who]), feedback="not like this"
+            )
         except DomainError as refused:
             self._explain_refusal(refused, request, who, approving=False)
         else:
@@ -161,8 +184,12 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         try:
             services.cancel(key, actor=Actor.for_agent(self.agent), agent=self.agent, reason="changed my mind")
         except DomainError as refused:
-            expected = (errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED, "decision_deadline_passed",
-                        errors.APPROVAL_EXPIRED)
+            expected = (
+                errors.ILLEGAL_TRANSITION,
+                errors.ALREADY_DECIDED,
+                "decision_deadline_passed",
+                errors.APPROVAL_EXPIRED,
+            )
             assert refused.code in expected, refused
 
     @rule(seconds=st.integers(0, 7200))
@@ -193,8 +220,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         except DomainError as refused:
             assert refused.code == errors.ILLEGAL_TRANSITION, refused
 
-    def _explain_refusal(self, refused: DomainError, request: ApprovalRequest, who: str, *, approving: bool,
-                         proves: bool = False) -> None:
+    def _explain_refusal(
+        self, refused: DomainError, request: ApprovalRequest, who: str, *, approving: bool, proves: bool = False
+    ) -> None:
         """Every refusal must have a reason the situation explains."""
         if refused.code == errors.NOT_PERMITTED:
             assert who == OUTSIDER or not self.people[who].groups.filter(pk=request.approver_group_id).exists()
@@ -205,8 +233,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         elif refused.code in ("decision_deadline_passed", errors.APPROVAL_EXPIRED):
             assert request.effective_state == State.EXPIRED
         elif refused.code == errors.ALREADY_VOTED:
-            assert Decision.objects.filter(request=request, revision=request.current_revision,
-                                           reviewer=self.people[who]).exists()
+            assert Decision.objects.filter(
+                request=request, revision=request.current_revision, reviewer=self.people[who]
+            ).exists()
         else:
             assert refused.code in (errors.ILLEGAL_TRANSITION, errors.ALREADY_DECIDED), refused
             assert request.state != State.PENDING_APPROVAL
@@ -234,8 +263,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
 
     def one_audit_event_per_transition(self) -> None:
         counted = {key: 0 for key in self.requests}
-        for request_id in AuditEvent.objects.filter(request_id__in=self.requests, verb__in=TRANSITION_VERBS
-                                                    ).values_list("request_id", flat=True):
+        for request_id in AuditEvent.objects.filter(
+            request_id__in=self.requests, verb__in=TRANSITION_VERBS
+        ).values_list("request_id", flat=True):
             counted[str(request_id)] += 1
         assert counted == self.transitions
 
@@ -246,8 +276,9 @@ class ApprovalLifecycle(RuleBasedStateMachine):
         approved_by_people = [request for request in approved if not request.approved_by_policy]
         excluded = {self.people[name].pk for name in [*EXCLUDED_NAMES, OUTSIDER]}
         for request in approved_by_people:
-            votes = Decision.objects.filter(request=request, revision=request.current_revision,
-                                            verdict=Decision.Verdict.APPROVE).select_related("reviewer")
+            votes = Decision.objects.filter(
+                request=request, revision=request.current_revision, verdict=Decision.Verdict.APPROVE
+            ).select_related("reviewer")
             approvers = {vote.reviewer_id for vote in votes}
             assert not approvers & excluded
             assert len(approvers) >= request.required_approvals >= 1
@@ -255,7 +286,8 @@ class ApprovalLifecycle(RuleBasedStateMachine):
                 assert vote.reviewer.groups.filter(pk=request.approver_group_id).exists(), "approved outside its group"
                 assert vote.step_up_method or not needs_step_up(request.risk_level), "counted without step-up"
             final = policy.current_policy().compiled.classify(
-                services.classification_input(request, request.current_params()))
+                services.classification_input(request, request.current_params())
+            )
             assert level_rank(request.risk_level) >= level_rank(final.risk_level), "less scrutiny than its params"
 
     def the_chain_verifies(self) -> None:

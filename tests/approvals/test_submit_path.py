@@ -28,9 +28,15 @@ def test_a_new_request_counts_its_groups_active_members_but_the_excluded(setup, 
     assert request.state == State.PENDING_APPROVAL
     eligible = eligible_approver_count(request)
     assert eligible == {"as_cast": 3, "bob_inactive": 2, "no_requested_for": 4, "only_excluded_people": 0}[setup]
-    assert set(eligible_approvers(request).values_list("username", flat=True)) == {
-        "as_cast": {"alice", "bob", "carol"}, "bob_inactive": {"alice", "carol"},
-        "no_requested_for": {"alice", "bob", "carol", "rita"}, "only_excluded_people": set()}[setup]
+    assert (
+        set(eligible_approvers(request).values_list("username", flat=True))
+        == {
+            "as_cast": {"alice", "bob", "carol"},
+            "bob_inactive": {"alice", "carol"},
+            "no_requested_for": {"alice", "bob", "carol", "rita"},
+            "only_excluded_people": set(),
+        }[setup]
+    )
     assert request.quorum_reachable is (eligible >= request.required_approvals)
 
 
@@ -51,7 +57,18 @@ def test_a_second_group_and_direct_grants_count_each_person_once(submit, people,
 def test_a_submission_is_stored_as_classified(submit):
     request = submit()
     stored = ApprovalRequest.objects.get(pk=request.pk)
-    for name in ("state", "risk_level", "rule_id", "rule_name", "approver_group_id", "required_approvals",
-                 "decide_by", "policy_version_id", "classification", "impact", "quorum_reachable"):
+    for name in (
+        "state",
+        "risk_level",
+        "rule_id",
+        "rule_name",
+        "approver_group_id",
+        "required_approvals",
+        "decide_by",
+        "policy_version_id",
+        "classification",
+        "impact",
+        "quorum_reachable",
+    ):
         assert getattr(stored, name) == getattr(request, name), name
     assert stored.revisions.get(number=1).risk_level == request.risk_level

@@ -19,12 +19,19 @@ def rewrite_chain_consistently(*, from_seq: int, change: dict[str, Any]) -> None
     with maintenance(), connection.cursor() as cursor:
         for row in rows:
             metadata = {**row.metadata, **change} if row.seq == from_seq else row.metadata
-            canonical = canonical_bytes(event_document(
-                seq=row.seq, occurred_at=format_timestamp(row.occurred_at), actor_kind=row.actor_kind,
-                actor_id=row.actor_id, actor_label=row.actor_label, verb=row.verb,
-                request_id=None if row.request_id is None else str(row.request_id), agent_id=row.agent_id,
-                metadata=metadata,
-            ))
+            canonical = canonical_bytes(
+                event_document(
+                    seq=row.seq,
+                    occurred_at=format_timestamp(row.occurred_at),
+                    actor_kind=row.actor_kind,
+                    actor_id=row.actor_id,
+                    actor_label=row.actor_label,
+                    verb=row.verb,
+                    request_id=None if row.request_id is None else str(row.request_id),
+                    agent_id=row.agent_id,
+                    metadata=metadata,
+                )
+            )
             row_hash = chain_hash(prev_hash, canonical)
             cursor.execute(
                 f"UPDATE {AuditEvent._meta.db_table} SET metadata = %s, canonical = %s, prev_hash = %s, hash = %s "

@@ -70,12 +70,16 @@ def test_a_stored_row_holds_the_exact_canonical_document(alice, refund_request):
         metadata={"to": "approved", "from": "pending_approval", "amount": "12.30", "note": "très bien"},
     )
     event = AuditEvent.objects.get()
-    assert event.canonical == (  # noqa: UP031
-        '{"actor":{"id":"%s","kind":"user","label":"alice"},"agent_id":7,'
-        '"metadata":{"amount":"12.30","from":"pending_approval","note":"très bien","to":"approved"},'
-        '"occurred_at":"2026-11-29T18:00:00.000000Z",'
-        '"request_id":"6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a","seq":1,"verb":"request.approved"}'
-    ) % alice.pk
+    assert (
+        event.canonical
+        == (  # noqa: UP031
+            '{"actor":{"id":"%s","kind":"user","label":"alice"},"agent_id":7,'
+            '"metadata":{"amount":"12.30","from":"pending_approval","note":"très bien","to":"approved"},'
+            '"occurred_at":"2026-11-29T18:00:00.000000Z",'
+            '"request_id":"6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a","seq":1,"verb":"request.approved"}'
+        )
+        % alice.pk
+    )
 
 
 @pytest.mark.django_db

@@ -25,7 +25,7 @@ from .exporting import download, jsonl_rows
 
 REFUND = SimpleNamespace(pk=uuid.UUID("6f1c1f52-4c7e-4d59-9d3a-1f2e3d4c5b6a"), agent_id=7)
 MAIL = SimpleNamespace(pk=uuid.UUID("0b5c2a6e-1111-4d59-9d3a-000000000002"), agent_id=8)
-HOSTILE = ["=HYPERLINK(\"http://x\")", "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", 'a,b "c"\nd']
+HOSTILE = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR", 'a,b "c"\nd']
 
 
 @pytest.fixture
@@ -81,10 +81,17 @@ def test_every_filter_selects_exactly_its_events(story, auditor, query, expected
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "query,field",
-    [("since=yesterday", "since"), ("verb=request.nonsense", "verb"), ("agent=seven", "agent"),
-     ("request=not-a-uuid", "request"), ("risk=spicy", "risk"),
-     ("since=2026-03-02&until=2026-03-01", "until"), ("actor_kind=robot", "actor_kind"),
-     ("agent=-7", "agent"), ("agent=99999999999999999999", "agent")],
+    [
+        ("since=yesterday", "since"),
+        ("verb=request.nonsense", "verb"),
+        ("agent=seven", "agent"),
+        ("request=not-a-uuid", "request"),
+        ("risk=spicy", "risk"),
+        ("since=2026-03-02&until=2026-03-01", "until"),
+        ("actor_kind=robot", "actor_kind"),
+        ("agent=-7", "agent"),
+        ("agent=99999999999999999999", "agent"),
+    ],
 )
 def test_a_bad_filter_is_a_json_400_naming_the_field(story, auditor, query, field):
     response, body = download(auditor, f"/audit/export.csv?{query}")
@@ -140,7 +147,7 @@ def test_the_csv_sidecar_is_fetched_by_the_link_header_and_verifies(story, audit
     response, body = download(auditor, "/audit/export.csv?agent=7")
     link = response["Link"]
     assert link.startswith("</audit/export.csv.manifest?export_id=") and 'rel="describedby"' in link
-    manifest_response, manifest_body = download(auditor, link[1:link.index(">")])
+    manifest_response, manifest_body = download(auditor, link[1 : link.index(">")])
     assert manifest_response.status_code == 200
     (tmp_path / "x.csv").write_bytes(body)
     verdict = verify_export(tmp_path / "x.csv", manifest=json.loads(manifest_body), key=SIGNING_KEY)
@@ -186,12 +193,18 @@ def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
     header, rows = records[0], records[1:]
     label = header.index("actor_label")
     assert [row[label] for row in rows] == [
-        "'=HYPERLINK(\"http://x\")", "'+1+1", "'-2+3", "'@SUM(A1)", "'\tTAB", "'\rCR", 'a,b "c"\nd',
+        '\'=HYPERLINK("http://x")',
+        "'+1+1",
+        "'-2+3",
+        "'@SUM(A1)",
+        "'\tTAB",
+        "'\rCR",
+        'a,b "c"\nd',
     ]
     for row in rows:
         assert len(row) == len(header), "commas, quotes and newlines stay inside their cell"
         assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row)
-    _, manifest = download(auditor, response["Link"][1:response["Link"].index(">")])
+    _, manifest = download(auditor, response["Link"][1 : response["Link"].index(">")])
     (tmp_path / "hostile.csv").write_bytes(body)
     verdict = verify_export(tmp_path / "hostile.csv", manifest=json.loads(manifest), key=SIGNING_KEY)
     assert verdict.ok, verdict.message
@@ -205,8 +218,7 @@ def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
 def test_audit_export_command_writes_a_verifiable_file_with_a_progress_bar(story, tmp_path, fmt):
     out, err = io.StringIO(), io.StringIO()
     path = tmp_path / f"export.{fmt}"
-    call_command("audit_export", "--format", fmt, "--out", str(path), "--since", "2026-03-02",
-                 stdout=out, stderr=err)
+    call_command("audit_export", "--format", fmt, "--out", str(path), "--since", "2026-03-02", stdout=out, stderr=err)
     assert "100% 4/4 rows" in err.getvalue()
     manifest = None
     if fmt == "csv":
@@ -297,11 +309,17 @@ def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
     from hitl_controlplane.canonical import canonical_bytes, chain_hash
     from hitl_controlplane.manifest import ExportDigests, jsonl_hashed_text, jsonl_line, jsonl_lines
 
-    documents = [{"seq": 1, "note": 'quote " backslash \\ newline \n'}, {"seq": 5, "note": "ünïcode ✓ \u2028"}, {"seq": 9}]
+    documents = [
+        {"seq": 1, "note": 'quote " backslash \\ newline \n'},
+        {"seq": 5, "note": "ünïcode ✓ \u2028"},
+        {"seq": 9},
+    ]
     rows, prev = [], "0" * 64
     for document in documents:
         canonical = canonical_bytes(document).decode("utf-8")
-        rows.append((document["seq"], prev, chain_hash(prev, canonical.encode()), canonical, "0123abcd0123abcd", "c2ln"))
+        rows.append(
+            (document["seq"], prev, chain_hash(prev, canonical.encode()), canonical, "0123abcd0123abcd", "c2ln")
+        )
         prev = rows[-1][2]
     text = jsonl_lines(rows)
     assert text == "".join(jsonl_line(*row) for row in rows)

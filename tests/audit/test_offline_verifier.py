@@ -33,10 +33,18 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 def eight_events(alice, refund_request, system) -> None:
     """A refund's story, with awkward text in it (commas, quotes, newlines, a formula)."""
     user = Actor.for_user(alice)
-    record("request.submitted", actor=Actor.for_agent(type("A", (), {"pk": 7, "name": "mail-bot"})()),
-           request=refund_request, metadata={"note": 'says "hi",\nthen leaves'})
-    record("request.queued", actor=system, request=refund_request,
-           metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"})
+    record(
+        "request.submitted",
+        actor=Actor.for_agent(type("A", (), {"pk": 7, "name": "mail-bot"})()),
+        request=refund_request,
+        metadata={"note": 'says "hi",\nthen leaves'},
+    )
+    record(
+        "request.queued",
+        actor=system,
+        request=refund_request,
+        metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"},
+    )
     record("decision.recorded", actor=user, request=refund_request, metadata={"verdict": "approve"})
     record("request.approved", actor=user, request=refund_request, metadata={"to": "approved"})
     record("request.execution_claimed", actor=system, request=refund_request, metadata={"memo": "=SUM(A1:A9)"})
@@ -88,9 +96,13 @@ def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_
 
 def run_verifier(*args: str) -> subprocess.CompletedProcess:
     """`python -m audit.verify ARGS` in a clean environment (no key in it), importing this tree's client."""
-    return subprocess.run([sys.executable, "-m", "audit.verify", *args], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT / "clients" / "python")})
+    return subprocess.run(
+        [sys.executable, "-m", "audit.verify", *args],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT / "clients" / "python")},
+    )
 
 
 def test_importing_the_verifier_does_not_import_django():
@@ -100,8 +112,9 @@ def test_importing_the_verifier_does_not_import_django():
         "assert not loaded, loaded\n"
         "import audit; assert not hasattr(audit, 'default_app_config')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            env={"PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -165,8 +178,14 @@ def test_a_rehashed_row_fails_its_signature_and_breaks_the_next_link(eight_event
     lines = lines_of(path)
     row = json.loads(lines[2])
     canonical = jsonl_hashed_text(lines[2], row).replace('"approve"', '"reject"')
-    lines[2] = jsonl_line(row["seq"], row["prev_hash"], chain_hash(row["prev_hash"], canonical.encode()), canonical,
-                          row["key_id"], row["signature"])
+    lines[2] = jsonl_line(
+        row["seq"],
+        row["prev_hash"],
+        chain_hash(row["prev_hash"], canonical.encode()),
+        canonical,
+        row["key_id"],
+        row["signature"],
+    )
     path.write_text("".join(lines), encoding="utf-8")
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 3), message
@@ -208,7 +227,7 @@ def test_any_single_byte_change_is_rejected(eight_events):
             if data[position] == byte:
                 return
             tampered = Path(directory) / "tampered.jsonl"
-            tampered.write_bytes(data[:position] + bytes([byte]) + data[position + 1:])
+            tampered.write_bytes(data[:position] + bytes([byte]) + data[position + 1 :])
             verdict = verify_export(tampered, key=SIGNING_KEY)
             assert not verdict.ok, f"byte {position} -> {byte:#x} accepted: {verdict.message}"
 
@@ -410,13 +429,16 @@ def test_an_export_in_the_earlier_layout_with_a_canonical_copy_still_verifies(ei
         canonical = jsonl_hashed_text(line, row)
         if edit:
             canonical = canonical.replace('"approve"', '"reject"')
-        return (f'{{"seq":{row["seq"]},"prev_hash":"{row["prev_hash"]}","hash":"{row["hash"]}",'
-                f'"event":{canonical},"canonical":{json.dumps(canonical, ensure_ascii=False)}}}\n')
+        return (
+            f'{{"seq":{row["seq"]},"prev_hash":"{row["prev_hash"]}","hash":"{row["hash"]}",'
+            f'"event":{canonical},"canonical":{json.dumps(canonical, ensure_ascii=False)}}}\n'
+        )
 
     path.write_text("".join(earlier_layout(line) for line in rows) + trailer, encoding="utf-8")
     assert verify(path)[0], verify(path)[1]
-    path.write_text("".join(earlier_layout(line, edit=(i == 2)) for i, line in enumerate(rows)) + trailer,
-                    encoding="utf-8")
+    path.write_text(
+        "".join(earlier_layout(line, edit=(i == 2)) for i, line in enumerate(rows)) + trailer, encoding="utf-8"
+    )
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 3), message
 
@@ -461,7 +483,10 @@ def test_a_rotation_is_followed_in_a_whole_export_and_named_in_a_filtered_one(al
 
     old = SigningKey.from_secret(SIGNING_SECRET)
     record("policy.changed", actor=system, metadata={"step": "before"})
-    settings.AUDIT_SIGNING_KEY, settings.AUDIT_PREVIOUS_SIGNING_KEY = "the-next-audit-key-0123456789abcdefghijk", SIGNING_SECRET
+    settings.AUDIT_SIGNING_KEY, settings.AUDIT_PREVIOUS_SIGNING_KEY = (
+        "the-next-audit-key-0123456789abcdefghijk",
+        SIGNING_SECRET,
+    )
     new = SigningKey.from_secret(settings.AUDIT_SIGNING_KEY)
     record("policy.changed", actor=Actor.for_user(alice), metadata={"step": "after"})
 

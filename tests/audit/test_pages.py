@@ -25,8 +25,12 @@ EXPORTS = ["/audit/export.csv", "/audit/export.jsonl"]
 def refund_story(alice, system) -> None:
     bot = SimpleNamespace(pk=7, name="refund-bot")
     record("request.submitted", actor=Actor.for_agent(bot), request=REFUND)
-    record("request.queued", actor=system, request=REFUND,
-           metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"})
+    record(
+        "request.queued",
+        actor=system,
+        request=REFUND,
+        metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"},
+    )
     record("decision.recorded", actor=Actor.for_user(alice), request=REFUND, metadata={"verdict": "approve"})
     record("request.approved", actor=Actor.for_user(alice), request=REFUND, metadata={"to": "approved"})
     record("request.execution_claimed", actor=Actor.for_agent(bot), request=REFUND, metadata={"to": "executing"})
@@ -201,8 +205,12 @@ def test_the_request_timeline_joins_decision_and_execution_events(refund_story, 
     response = client_for(auditor).get(f"/audit/requests/{REFUND.pk}/")
     phases = re.findall(rb'class="timeline-item phase-(\w+)" data-seq="(\d+)"', response.content)
     assert [(phase.decode(), int(seq)) for phase, seq in phases] == [
-        ("submission", 1), ("classification", 2), ("decision", 3), ("decision", 4),
-        ("execution", 5), ("execution", 6),
+        ("submission", 1),
+        ("classification", 2),
+        ("decision", 3),
+        ("decision", 4),
+        ("execution", 5),
+        ("execution", 6),
     ]
     assert b"deleted; the audit events remain" in response.content
     assert client_for(auditor).get(f"/audit/requests/{uuid.uuid4()}/").status_code == 404
@@ -234,8 +242,10 @@ def test_the_status_panel_shows_the_signing_key_to_pin(refund_story, auditor, se
 
 
 def agent_cells(response) -> list[str]:
-    return [re.sub(r"<[^>]+>", "", cell).strip()
-            for cell in re.findall(r'<td class="agent-cell">(.*?)</td>', response.content.decode(), re.S)]
+    return [
+        re.sub(r"<[^>]+>", "", cell).strip()
+        for cell in re.findall(r'<td class="agent-cell">(.*?)</td>', response.content.decode(), re.S)
+    ]
 
 
 @pytest.mark.django_db
@@ -277,8 +287,11 @@ def test_naming_agents_costs_one_query_however_many_agents_a_page_shows(auditor,
         with audited_atomic():
             for index in range(count):
                 bot = Agent.objects.create(name=f"bot-{count}-{index}")
-                record("request.submitted", actor=Actor.for_agent(bot),
-                       request=SimpleNamespace(pk=uuid.uuid4(), agent_id=bot.pk))
+                record(
+                    "request.submitted",
+                    actor=Actor.for_agent(bot),
+                    request=SimpleNamespace(pk=uuid.uuid4(), agent_id=bot.pk),
+                )
 
     events_by(1)
     from django.db import connection

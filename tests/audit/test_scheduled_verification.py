@@ -51,8 +51,9 @@ def test_later_runs_continue_from_the_last_good_head(five_events):
 @pytest.mark.django_db
 def test_an_edited_row_raises_chain_broken(five_events):
     with maintenance(), connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {AuditEvent._meta.db_table} SET canonical = replace(canonical, 'queued', 'QUEUED') "
-                       "WHERE seq = 2")
+        cursor.execute(
+            f"UPDATE {AuditEvent._meta.db_table} SET canonical = replace(canonical, 'queued', 'QUEUED') WHERE seq = 2"
+        )
     outcome = verify_chain_task.apply(kwargs={"full": True}).get()
     assert (outcome["ok"], outcome["bad_seq"]) == (False, 2)
     alert = AuditEvent.objects.order_by("-seq").first()

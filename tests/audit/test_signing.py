@@ -36,17 +36,34 @@ def insert_forged(*, label: str = "bob", key_id: str = "", signature: str = "") 
     """What a role with only INSERT can do: take the head, chain a new row, insert it."""
     seq, prev_hash = head()
     seq += 1
-    document = event_document(seq=seq, occurred_at=format_timestamp(AuditEvent.objects.last().occurred_at),
-                              actor_kind="user", actor_id="2", actor_label=label, verb="decision.recorded",
-                              request_id=None, agent_id=None, metadata={"decision": "approve"})
+    document = event_document(
+        seq=seq,
+        occurred_at=format_timestamp(AuditEvent.objects.last().occurred_at),
+        actor_kind="user",
+        actor_id="2",
+        actor_label=label,
+        verb="decision.recorded",
+        request_id=None,
+        agent_id=None,
+        metadata={"decision": "approve"},
+    )
     canonical = canonical_bytes(document)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {TABLE} (seq, occurred_at, actor_kind, actor_id, actor_label, verb, request_id, agent_id,"
             " metadata, prev_hash, hash, canonical, key_id, signature)"
             " VALUES (%s, %s, 'user', '2', %s, 'decision.recorded', NULL, NULL, %s, %s, %s, %s, %s, %s)",
-            [seq, AuditEvent.objects.last().occurred_at, label, json.dumps({"decision": "approve"}), prev_hash,
-             chain_hash(prev_hash, canonical), canonical.decode(), key_id, signature],
+            [
+                seq,
+                AuditEvent.objects.last().occurred_at,
+                label,
+                json.dumps({"decision": "approve"}),
+                prev_hash,
+                chain_hash(prev_hash, canonical),
+                canonical.decode(),
+                key_id,
+                signature,
+            ],
         )
     return seq
 
@@ -99,8 +116,11 @@ def test_rotation_hands_trust_to_the_next_key(alice, refund_request, system, set
     record("request.queued", actor=system, request=refund_request)
 
     rows = list(AuditEvent.objects.values_list("verb", "key_id"))
-    assert rows == [("request.submitted", old.key_id), ("audit.key_rotated", old.key_id),
-                    ("request.queued", new.key_id)]
+    assert rows == [
+        ("request.submitted", old.key_id),
+        ("audit.key_rotated", old.key_id),
+        ("request.queued", new.key_id),
+    ]
     # An auditor who pinned only the old key follows the hand-over.
     assert verify_chain(trusted_keys=[old.public]).ok
     # The retired key signs nothing after the hand-over.
@@ -124,9 +144,19 @@ def legacy_rows(count: int) -> None:
     with connection.cursor() as cursor:
         for seq in range(1, count + 1):
             occurred = AuditEvent._meta.get_field("occurred_at").to_python("2026-11-01T10:00:00Z")
-            canonical = canonical_bytes(event_document(
-                seq=seq, occurred_at=format_timestamp(occurred), actor_kind="system", actor_id="",
-                actor_label="system", verb="request.expired", request_id=None, agent_id=None, metadata={}))
+            canonical = canonical_bytes(
+                event_document(
+                    seq=seq,
+                    occurred_at=format_timestamp(occurred),
+                    actor_kind="system",
+                    actor_id="",
+                    actor_label="system",
+                    verb="request.expired",
+                    request_id=None,
+                    agent_id=None,
+                    metadata={},
+                )
+            )
             row_hash = chain_hash(prev_hash, canonical)
             cursor.execute(
                 f"INSERT INTO {TABLE} (seq, occurred_at, actor_kind, actor_id, actor_label, verb, request_id,"

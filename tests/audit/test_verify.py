@@ -124,7 +124,11 @@ def test_the_command_exits_1_from_the_shell(five_events, settings):
     env = dict(os.environ, DATABASE_URL=_database_url(), AUDIT_SIGNING_KEY=settings.AUDIT_SIGNING_KEY)
     ok = subprocess.run(
         [sys.executable, "manage.py", "audit_verify", "--no-record"],
-        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False,
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.startswith("OK: 5 events verified")
@@ -132,7 +136,11 @@ def test_the_command_exits_1_from_the_shell(five_events, settings):
     tamper(f"UPDATE {TABLE} SET actor_label = %s WHERE seq = %s", ["mallory", 1])
     broken = subprocess.run(
         [sys.executable, "manage.py", "audit_verify", "--no-record"],
-        cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=False,
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert broken.returncode == 1
     assert broken.stdout.startswith("BROKEN at seq 1: columns differ")

@@ -46,12 +46,15 @@ def sign_in_through_the_form(new_context, daphne_server, username: str, password
     return page
 
 
-@pytest.mark.parametrize(("groups", "lands_on", "heading"), [
-    ((REVIEWERS,), "/", None),
-    ((RISK_ADMINS,), "/rules/", "Risk rules"),
-    ((AUDITORS,), "/audit/", "Audit log"),
-    ((AUDITORS, REVIEWERS), "/", None),  # several roles, one of them reviewing: where the work waits
-])
+@pytest.mark.parametrize(
+    ("groups", "lands_on", "heading"),
+    [
+        ((REVIEWERS,), "/", None),
+        ((RISK_ADMINS,), "/rules/", "Risk rules"),
+        ((AUDITORS,), "/audit/", "Audit log"),
+        ((AUDITORS, REVIEWERS), "/", None),  # several roles, one of them reviewing: where the work waits
+    ],
+)
 def test_each_role_lands_on_its_own_page_after_signing_in(new_context, daphne_server, groups, lands_on, heading):
     member_of("pat", *groups)
     page = sign_in_through_the_form(new_context, daphne_server, "pat", "pat-signs-in-123!")
@@ -92,14 +95,31 @@ def test_the_condition_builder_suggests_known_paths_and_flags_one_nothing_provid
 
 def test_a_policy_version_reads_side_by_side_in_words(logged_in_page, admin_user):
     admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
-    big = {"name": "big_payments", "priority": 6, "action_type": "pay_*", "risk_level": "high", "match": "any",
-           "conditions": [{"path": "params.amount", "op": "gte", "value": 1000},
-                          {"path": "impact.reversible", "op": "eq", "value": False}]}
+    big = {
+        "name": "big_payments",
+        "priority": 6,
+        "action_type": "pay_*",
+        "risk_level": "high",
+        "match": "any",
+        "conditions": [
+            {"path": "params.amount", "op": "gte", "value": 1000},
+            {"path": "impact.reversible", "op": "eq", "value": False},
+        ],
+    }
     policy.save_rule(big, actor=Person(admin_user), note="Big or irreversible payments need approval")
-    policy.save_rule({**big, "enabled": False, "risk_level": "critical",
-                      "conditions": [{"path": "params.amount", "op": "gte", "value": 5000},
-                                     {"path": "impact.reversible", "op": "eq", "value": False}]},
-                     actor=Person(admin_user), note="Only the biggest, critical; off until finance agrees")
+    policy.save_rule(
+        {
+            **big,
+            "enabled": False,
+            "risk_level": "critical",
+            "conditions": [
+                {"path": "params.amount", "op": "gte", "value": 5000},
+                {"path": "impact.reversible", "op": "eq", "value": False},
+            ],
+        },
+        actor=Person(admin_user),
+        note="Only the biggest, critical; off until finance agrees",
+    )
     version = PolicyVersion.objects.latest()
 
     page = logged_in_page(admin_user, "ada-pw-123!")

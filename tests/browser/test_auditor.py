@@ -35,8 +35,7 @@ def refund_history(transactional_db):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_an_auditor_filters_exports_and_verifies_offline(ann, refund_history, logged_in_page, tmp_path,
-                                                         artifacts_dir):
+def test_an_auditor_filters_exports_and_verifies_offline(ann, refund_history, logged_in_page, tmp_path, artifacts_dir):
     page = logged_in_page("ann", "ann-audits-123!")
     page.goto("/audit/")
     assert page.locator("#audit-events tbody tr").count() >= 4

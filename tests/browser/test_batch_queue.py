@@ -28,8 +28,11 @@ EMAIL = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 
 @pytest.fixture
 def critical_wires(admin_user):
-    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-                     actor=Person(admin_user), note="wires are critical")
+    policy.save_rule(
+        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="wires are critical",
+    )
 
 
 def group_head(page):
@@ -38,10 +41,23 @@ def group_head(page):
 
 def submit_batch(server_url: str, token: str, batch_id: str, n: int = 3) -> list[str]:
     """n tool calls of one interrupt, through the agent API as a host sends them."""
-    return [api(server_url, token, "/api/v1/actions/", {
-        "action_type": "send_email", "target": {"mailbox": "outbox"}, "params": {**EMAIL, "subject": f"Call {i}"},
-        "idempotency_key": f"{batch_id}-{i}", "batch_id": batch_id, "run_id": "run-7", "tool_call_id": f"call-{i}",
-    })["id"] for i in range(n)]
+    return [
+        api(
+            server_url,
+            token,
+            "/api/v1/actions/",
+            {
+                "action_type": "send_email",
+                "target": {"mailbox": "outbox"},
+                "params": {**EMAIL, "subject": f"Call {i}"},
+                "idempotency_key": f"{batch_id}-{i}",
+                "batch_id": batch_id,
+                "run_id": "run-7",
+                "tool_call_id": f"call-{i}",
+            },
+        )["id"]
+        for i in range(n)
+    ]
 
 
 def test_three_calls_of_one_step_arrive_as_one_group_and_approve_all_decides_each(
@@ -118,12 +134,26 @@ def test_a_member_the_reviewer_may_not_approve_is_shown_refused_and_the_rest_dec
 
 
 def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_whole_batch(
-        new_context, daphne_server, people, agent, admin_user):
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    batch = [services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": amount, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}, batch_id="payouts"), agent=agent) for amount in (100, 200, 300)]
+    new_context, daphne_server, people, agent, admin_user
+):
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    batch = [
+        services.submit(
+            services.Submission(
+                kind=Kind.ACTION,
+                action_type="transfer_funds",
+                params={"amount": amount, "currency": "EUR"},
+                target={"account": "ACME-OPS-001"},
+                batch_id="payouts",
+            ),
+            agent=agent,
+        )
+        for amount in (100, 200, 300)
+    ]
     page, _ = _signed_in_with_a_passkey(new_context, daphne_server, people["alice"])
     page = with_clock(page)
     head = group_head(page)
@@ -144,8 +174,15 @@ def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_wh
 def test_a_batch_fits_a_phone(new_context, daphne_server, people, submit):
     for _ in range(3):
         submit("send_email", params=MANY, batch_id="a-rather-long-batch-id-" + "x" * 60, run_id="run-" + "y" * 80)
-    phone = _signed_in(new_context, daphne_server, "bob", "bob-pw-123!",
-                       viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = _signed_in(
+        new_context,
+        daphne_server,
+        "bob",
+        "bob-pw-123!",
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        has_touch=True,
+    )
     head = group_head(phone)
     head.wait_for()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390

@@ -16,14 +16,20 @@ EMAIL = {"action_type": "send_email", "params": {"to": ["dana@example.com"], "su
 
 
 def _focused_edit_field(page) -> str | None:
-    return page.evaluate("() => document.activeElement.closest('details.edit-details') ? "
-                         "document.activeElement.name : null")
+    return page.evaluate(
+        "() => document.activeElement.closest('details.edit-details') ? document.activeElement.name : null"
+    )
 
 
 def test_e_opens_an_edit_only_where_the_host_can_apply_it(logged_in_page, people, agent, daphne_server):
     token = issue_token(agent, label="browser test").secret
-    fixed = api(daphne_server.url, token, "POST", "/api/v1/actions/",
-                {**EMAIL, "allowed_decisions": ["approve", "reject"], "idempotency_key": "fixed-1"})["id"]
+    fixed = api(
+        daphne_server.url,
+        token,
+        "POST",
+        "/api/v1/actions/",
+        {**EMAIL, "allowed_decisions": ["approve", "reject"], "idempotency_key": "fixed-1"},
+    )["id"]
     editable = api(daphne_server.url, token, "POST", "/api/v1/actions/", {**EMAIL, "idempotency_key": "edit-1"})["id"]
     alice = logged_in_page("alice", "alice-pw-123!")
 

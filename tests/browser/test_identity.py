@@ -21,12 +21,22 @@ STEP = 30
 
 
 def test_enroll_an_app_sign_in_with_it_and_decide_a_critical_request_with_a_code(
-        logged_in_page, people, agent, admin_user):
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    transfer = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 900, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}), agent=agent)
+    logged_in_page, people, agent, admin_user
+):
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    transfer = services.submit(
+        services.Submission(
+            kind=Kind.ACTION,
+            action_type="transfer_funds",
+            params={"amount": 900, "currency": "EUR"},
+            target={"account": "ACME-OPS-001"},
+        ),
+        agent=agent,
+    )
     alice = logged_in_page("alice", "alice-pw-123!")
     server = alice.server_url
 

@@ -36,16 +36,23 @@ MANY = {"to": [f"p{i}@example.com" for i in range(12)], "subject": "Price change
 
 def api(server_url: str, token: str, path: str, body: dict) -> dict:
     """Submit the way an agent does: bearer token, JSON, no cookies."""
-    request = urllib.request.Request(server_url + path, method="POST", data=json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        server_url + path,
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, timeout=15) as response:
         return json.load(response)
 
 
 @pytest.fixture
 def critical_wires(admin_user):
-    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-                     actor=Person(admin_user), note="wires are critical")
+    policy.save_rule(
+        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="wires are critical",
+    )
 
 
 def row_ids(page) -> list[str]:
@@ -103,8 +110,12 @@ def test_counts_under_a_filter_follow_the_list_as_agents_submit(
     alice.locator("#live-status.is-live").wait_for()
 
     def submitted(token, action_type, params, key):
-        return api(daphne_server.url, token, "/api/v1/actions/", {
-            "action_type": action_type, "target": {"mailbox": "outbox"}, "params": params, "idempotency_key": key})
+        return api(
+            daphne_server.url,
+            token,
+            "/api/v1/actions/",
+            {"action_type": action_type, "target": {"mailbox": "outbox"}, "params": params, "idempotency_key": key},
+        )
 
     submitted(theirs, "wire_money", {"amount": 1}, "other-1")  # filtered out: must not count
     for i in range(3):
@@ -242,8 +253,9 @@ def test_a_draft_survives_another_reviewers_vote_that_redraws_the_card(
     select(bob, str(transfer.pk))
     bob.keyboard.press("r")
     bob.keyboard.type("Half now, half next week.")
-    services.approve(transfer.pk, revision=current_revision(transfer.pk),
-                     actor=services.Person(people["alice"]))  # one of two: the card is redrawn
+    services.approve(
+        transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(people["alice"])
+    )  # one of two: the card is redrawn
     card = bob.locator(f"#card-{transfer.pk}")
     card.locator(".quorum-text", has_text="1 of 2").wait_for()
     assert card.locator("textarea[name=feedback]").input_value() == "Half now, half next week."
@@ -280,8 +292,9 @@ def _signed_in(new_context, daphne_server, username: str, password: str, **optio
     return page
 
 
-def test_the_queue_fits_a_phone_and_both_screenshots(new_context, daphne_server, people, submit, critical_wires,
-                                                     artifacts_dir):
+def test_the_queue_fits_a_phone_and_both_screenshots(
+    new_context, daphne_server, people, submit, critical_wires, artifacts_dir
+):
     for _ in range(3):
         submit("send_email")
     submit("send_email", params=MANY)
@@ -290,8 +303,15 @@ def test_the_queue_fits_a_phone_and_both_screenshots(new_context, daphne_server,
     select(desktop, str(critical.pk))
     desktop.screenshot(path=str(artifacts_dir / "queue-desktop.png"))
 
-    phone = _signed_in(new_context, daphne_server, "bob", "bob-pw-123!",
-                       viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    phone = _signed_in(
+        new_context,
+        daphne_server,
+        "bob",
+        "bob-pw-123!",
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        has_touch=True,
+    )
     phone.locator("#queue-list .queue-row").first.wait_for()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
     select(phone, str(critical.pk))

@@ -86,11 +86,20 @@ def test_a_code_the_server_does_not_register_throws(logged_in_page, people):
 
 
 def test_a_wrong_step_up_password_is_refused_and_the_field_asks_again(logged_in_page, people, agent, admin_user):
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    transfer = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 900, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}), agent=agent)
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    transfer = services.submit(
+        services.Submission(
+            kind=Kind.ACTION,
+            action_type="transfer_funds",
+            params={"amount": 900, "currency": "EUR"},
+            target={"account": "ACME-OPS-001"},
+        ),
+        agent=agent,
+    )
     alice = logged_in_page("alice", "alice-pw-123!")
     alice.clock.install()  # the approval is held for its undo window; the test runs the clock past it
     alice.reload()
@@ -115,14 +124,17 @@ def test_a_wrong_step_up_password_is_refused_and_the_field_asks_again(logged_in_
 def emergency_stop(*args: str) -> None:
     """Switch the stop the way an operator does, in a process of its own (its push to the
     reviewers' sockets goes through Redis, like the server's)."""
-    done = subprocess.run([sys.executable, "manage.py", "emergency_stop", *args], cwd=ROOT, env=child_environment(),
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "emergency_stop", *args],
+        cwd=ROOT,
+        env=child_environment(),
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
-def test_the_emergency_banner_follows_the_stop_live_in_the_servers_words(
-    require_redis, logged_in_page, people, agent
-):
+def test_the_emergency_banner_follows_the_stop_live_in_the_servers_words(require_redis, logged_in_page, people, agent):
     alice = logged_in_page("alice", "alice-pw-123!")
     alice.locator("#live-status.is-live").wait_for()
     banner = alice.locator("#emergency-banner")

@@ -18,8 +18,14 @@ from tests.browser.conftest import _server_can_check, confirm_decision, select_c
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-AUTHENTICATOR = {"protocol": "ctap2", "transport": "internal", "hasResidentKey": True,
-                 "hasUserVerification": True, "isUserVerified": True, "automaticPresenceSimulation": True}
+AUTHENTICATOR = {
+    "protocol": "ctap2",
+    "transport": "internal",
+    "hasResidentKey": True,
+    "hasUserVerification": True,
+    "isUserVerified": True,
+    "automaticPresenceSimulation": True,
+}
 
 
 def on_localhost(url: str) -> str:
@@ -88,12 +94,25 @@ DECIDE_BY_API = """async ({ a, b, revision }) => {
 
 
 def test_a_critical_decision_takes_a_passkey_assertion_made_for_it_once(
-        new_context, daphne_server, people, agent, admin_user):
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    a, b, on_card = (services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": amount, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}), agent=agent) for amount in (100, 200, 300))
+    new_context, daphne_server, people, agent, admin_user
+):
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    a, b, on_card = (
+        services.submit(
+            services.Submission(
+                kind=Kind.ACTION,
+                action_type="transfer_funds",
+                params={"amount": amount, "currency": "EUR"},
+                target={"account": "ACME-OPS-001"},
+            ),
+            agent=agent,
+        )
+        for amount in (100, 200, 300)
+    )
     page, server = _signed_in_with_a_passkey(new_context, daphne_server, people["alice"])
 
     select_card(page, on_card.pk)

@@ -18,17 +18,35 @@ def agent_token(agent) -> str:
     return issue_token(agent, label="browser reply test").secret
 
 
-def test_a_reply_from_the_card_reaches_the_agent_in_place_of_the_tool(logged_in_page, people, agent_token,
-                                                                      daphne_server):
+def test_a_reply_from_the_card_reaches_the_agent_in_place_of_the_tool(
+    logged_in_page, people, agent_token, daphne_server
+):
     bob = logged_in_page("bob", "bob-pw-123!")
-    ask = api(daphne_server.url, agent_token, "POST", "/api/v1/actions/", {
-        "action_type": "ask_user", "params": {"question": "Which mailbox?"},
-        "allowed_decisions": ["respond", "reject"], "batch_id": "interrupt-1", "idempotency_key": "browser-reply-1",
-    })
-    other = api(daphne_server.url, agent_token, "POST", "/api/v1/actions/", {
-        "action_type": "archive_thread", "params": {"thread": "t-9"}, "batch_id": "interrupt-1",
-        "idempotency_key": "browser-reply-2",
-    })
+    ask = api(
+        daphne_server.url,
+        agent_token,
+        "POST",
+        "/api/v1/actions/",
+        {
+            "action_type": "ask_user",
+            "params": {"question": "Which mailbox?"},
+            "allowed_decisions": ["respond", "reject"],
+            "batch_id": "interrupt-1",
+            "idempotency_key": "browser-reply-1",
+        },
+    )
+    other = api(
+        daphne_server.url,
+        agent_token,
+        "POST",
+        "/api/v1/actions/",
+        {
+            "action_type": "archive_thread",
+            "params": {"thread": "t-9"},
+            "batch_id": "interrupt-1",
+            "idempotency_key": "browser-reply-2",
+        },
+    )
     assert other["state"] == "pending_approval"
     bob.reload()
     select_card(bob, other["id"])

@@ -28,22 +28,38 @@ SECRET = "Q3 revenue was 4.2M; please keep this internal."
 @pytest.fixture
 def approved_transfer(submit, people, two_person_rule):
     """A two-person transfer: alice edited the amount and approved, bob approved."""
-    request = submit("transfer_funds", params={"amount": "900.00", "to": "acct-1", "memo": "rent"},
-                     reason="The landlord's invoice is due today.",
-                     context={"links": [{"label": "Run 12", "url": "https://ci.example.com/runs/12"}],
-                              "turns": [{"role": "user", "text": "Pay the rent, half now."}]})
-    services.approve_with_edits(request.pk, revision=current_revision(request.pk),
-                                actor=services.Person(people["alice"]), edits={"amount": "450.00"})
-    services.approve(request.pk, revision=current_revision(request.pk),
-                     actor=services.Person(people["bob"]), feedback="Matches the invoice.")
+    request = submit(
+        "transfer_funds",
+        params={"amount": "900.00", "to": "acct-1", "memo": "rent"},
+        reason="The landlord's invoice is due today.",
+        context={
+            "links": [{"label": "Run 12", "url": "https://ci.example.com/runs/12"}],
+            "turns": [{"role": "user", "text": "Pay the rent, half now."}],
+        },
+    )
+    services.approve_with_edits(
+        request.pk,
+        revision=current_revision(request.pk),
+        actor=services.Person(people["alice"]),
+        edits={"amount": "450.00"},
+    )
+    services.approve(
+        request.pk,
+        revision=current_revision(request.pk),
+        actor=services.Person(people["bob"]),
+        feedback="Matches the invoice.",
+    )
     request.refresh_from_db()
     assert request.state == State.APPROVED
     return request
 
 
 def test_a_masked_body_is_revealed_on_the_card_and_the_reveal_is_audited(logged_in_page, submit, people):
-    request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET},
-                     reason="Dana asked for the numbers.")
+    request = submit(
+        "send_email",
+        params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET},
+        reason="Dana asked for the numbers.",
+    )
     alice = logged_in_page("alice", "alice-pw-123!")
     select_card(alice, request.pk)
     card = alice.locator(f"#card-{request.pk}")
@@ -67,19 +83,23 @@ def test_a_reviewer_outside_the_group_cannot_reveal_from_a_forged_page(logged_in
     """mallory signs in, then posts the reveal the card would have (she sees no card)."""
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
     mallory = logged_in_page("mallory", "mallory-pw-123!")
-    answer = mallory.evaluate("""async (url) => {
+    answer = mallory.evaluate(
+        """async (url) => {
         const token = document.querySelector("meta[name=csrf-token]").content;
         const response = await fetch(url, {method: "POST", credentials: "same-origin",
             headers: {"Content-Type": "application/json", "X-CSRFToken": token, Accept: "application/json"},
             body: JSON.stringify({field: "body"})});
         return {status: response.status, text: await response.text()};
-    }""", f"/requests/{request.pk}/reveal/")
+    }""",
+        f"/requests/{request.pk}/reveal/",
+    )
     assert answer["status"] == 404 and SECRET not in answer["text"]
     assert not AuditEvent.objects.filter(request_id=request.pk, verb="request.field_revealed").exists()
 
 
-def test_a_history_row_opens_the_request_page_with_both_approvers(logged_in_page, approved_transfer, people,
-                                                                    artifacts_dir):
+def test_a_history_row_opens_the_request_page_with_both_approvers(
+    logged_in_page, approved_transfer, people, artifacts_dir
+):
     carol = logged_in_page("carol", "carol-pw-123!")
     carol.goto("/history/")
     row = carol.locator(f'a.row-link[href="/requests/{approved_transfer.pk}/"]')

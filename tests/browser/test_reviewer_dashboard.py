@@ -58,35 +58,81 @@ def submit_demo(agent, people, admin_user):
     """A realistic queue: an email, a mass mailing, a critical two-person transfer, a revised plan."""
 
     def _submit() -> None:
-        policy.save_rule({"name": "transfer_funds_critical", "priority": 5, "action_type": "transfer_funds",
-                          "risk_level": "critical", "required_approvals": 2, "editable_params": ["amount", "memo"],
-                          "conditions": [{"path": "impact.amount", "op": "gt", "value": 10000}]},
-                         actor=Person(admin_user), note="large transfers need two people")
+        policy.save_rule(
+            {
+                "name": "transfer_funds_critical",
+                "priority": 5,
+                "action_type": "transfer_funds",
+                "risk_level": "critical",
+                "required_approvals": 2,
+                "editable_params": ["amount", "memo"],
+                "conditions": [{"path": "impact.amount", "op": "gt", "value": 10000}],
+            },
+            actor=Person(admin_user),
+            note="large transfers need two people",
+        )
         rita = people["rita"]
 
         def action(action_type, params, target, **extra):
-            return services.submit(services.Submission(kind=Kind.ACTION, action_type=action_type, params=params,
-                                                       target=target, requested_for=rita, **extra), agent=agent)
+            return services.submit(
+                services.Submission(
+                    kind=Kind.ACTION, action_type=action_type, params=params, target=target, requested_for=rita, **extra
+                ),
+                agent=agent,
+            )
 
-        action("send_email", {"to": ["dana@example.com"], "subject": "Quarterly numbers", "body": "Attached."},
-               {"mailbox": "outbox"})
-        action("send_email", {"to": [f"customer{i}@example.com" for i in range(14)], "subject": "Price change",
-                              "body": "Prices change on Monday."}, {"mailbox": "outbox", "list": "customers"})
-        transfer = action("transfer_funds", {"amount": 25000, "currency": "EUR", "memo": "Supplier invoice 4411",
-                                             "to_iban": "DE89370400440532013000"}, {"account": "ACME-OPS-001"})
-        services.approve(transfer.pk, revision=current_revision(transfer.pk), actor=services.Person(
-            people["bob"], step_up=services.StepUpProof.password("bob-pw-123!")))
-        first = services.submit(services.Submission(
-            kind=Kind.PLAN, plan_path="plans/migrate-orders.md", plan_title="Migrate the orders database",
-            plan_markdown="# Migrate the orders database\n\n1. Snapshot\n2. Run migrations\n3. Switch traffic\n"),
-            agent=agent)
-        services.reject(first.pk, revision=current_revision(first.pk), actor=services.Person(people["carol"]), feedback="Add a rollback step and the expected downtime.")
-        services.submit(services.Submission(
-            kind=Kind.PLAN, plan_path="plans/migrate-orders.md", plan_title="Migrate the orders database",
-            supersedes=first,
-            plan_markdown=("# Migrate the orders database\n\n1. Snapshot\n2. Run migrations **in one transaction**\n"
-                           "3. Switch traffic (about 30 s read-only)\n4. Rollback: restore the snapshot\n")),
-            agent=agent)
+        action(
+            "send_email",
+            {"to": ["dana@example.com"], "subject": "Quarterly numbers", "body": "Attached."},
+            {"mailbox": "outbox"},
+        )
+        action(
+            "send_email",
+            {
+                "to": [f"customer{i}@example.com" for i in range(14)],
+                "subject": "Price change",
+                "body": "Prices change on Monday.",
+            },
+            {"mailbox": "outbox", "list": "customers"},
+        )
+        transfer = action(
+            "transfer_funds",
+            {"amount": 25000, "currency": "EUR", "memo": "Supplier invoice 4411", "to_iban": "DE89370400440532013000"},
+            {"account": "ACME-OPS-001"},
+        )
+        services.approve(
+            transfer.pk,
+            revision=current_revision(transfer.pk),
+            actor=services.Person(people["bob"], step_up=services.StepUpProof.password("bob-pw-123!")),
+        )
+        first = services.submit(
+            services.Submission(
+                kind=Kind.PLAN,
+                plan_path="plans/migrate-orders.md",
+                plan_title="Migrate the orders database",
+                plan_markdown="# Migrate the orders database\n\n1. Snapshot\n2. Run migrations\n3. Switch traffic\n",
+            ),
+            agent=agent,
+        )
+        services.reject(
+            first.pk,
+            revision=current_revision(first.pk),
+            actor=services.Person(people["carol"]),
+            feedback="Add a rollback step and the expected downtime.",
+        )
+        services.submit(
+            services.Submission(
+                kind=Kind.PLAN,
+                plan_path="plans/migrate-orders.md",
+                plan_title="Migrate the orders database",
+                supersedes=first,
+                plan_markdown=(
+                    "# Migrate the orders database\n\n1. Snapshot\n2. Run migrations **in one transaction**\n"
+                    "3. Switch traffic (about 30 s read-only)\n4. Rollback: restore the snapshot\n"
+                ),
+            ),
+            agent=agent,
+        )
 
     return _submit
 
@@ -103,12 +149,18 @@ def test_two_reviewers_see_a_card_live_and_one_approval_removes_it_for_both(
     for page in (alice, bob):
         page.locator("#live-status.is-live").wait_for()
 
-    submitted = api(daphne_server.url, agent_token, "POST", "/api/v1/actions/", {
-        "action_type": "send_email",
-        "target": {"mailbox": "outbox"},
-        "params": {"to": ["dana@example.com"], "subject": "Quarterly numbers", "body": "Numbers attached."},
-        "idempotency_key": "browser-approve-1",
-    })
+    submitted = api(
+        daphne_server.url,
+        agent_token,
+        "POST",
+        "/api/v1/actions/",
+        {
+            "action_type": "send_email",
+            "target": {"mailbox": "outbox"},
+            "params": {"to": ["dana@example.com"], "subject": "Quarterly numbers", "body": "Numbers attached."},
+            "idempotency_key": "browser-approve-1",
+        },
+    )
     request_id = submitted["id"]
 
     for page in (alice, bob):  # no reload: the socket brought it (a row; its card shows once selected)
@@ -140,11 +192,17 @@ def test_rejection_feedback_reaches_the_agent_verbatim(
 ):
     bob = logged_in_page("bob", "bob-pw-123!")
     bob.locator("#live-status.is-live").wait_for()
-    submitted = api(daphne_server.url, agent_token, "POST", "/api/v1/plans/", {
-        "path": "plans/rotate-keys.md",
-        "plan": "# Rotate the API keys\n\n1. Issue new keys\n2. Revoke the old ones at once\n",
-        "idempotency_key": "browser-reject-1",
-    })
+    submitted = api(
+        daphne_server.url,
+        agent_token,
+        "POST",
+        "/api/v1/plans/",
+        {
+            "path": "plans/rotate-keys.md",
+            "plan": "# Rotate the API keys\n\n1. Issue new keys\n2. Revoke the old ones at once\n",
+            "idempotency_key": "browser-reject-1",
+        },
+    )
     request_id = submitted["id"]
     bob.locator(f"#row-{request_id}").wait_for()
     feedback = 'Keep the old keys for 24 hours: clients "cache" them <and> some retry late.'
@@ -169,9 +227,17 @@ def test_a_hostile_plan_renders_inert(logged_in_page, people, agent_token, daphn
         "<a href=\"javascript:alert('raw link')\">raw</a>\n\n"
         "1. Do the **real** work\n"
     )
-    submitted = api(daphne_server.url, agent_token, "POST", "/api/v1/plans/", {
-        "path": "plans/hostile.md", "plan": hostile, "idempotency_key": "browser-xss-1",
-    })
+    submitted = api(
+        daphne_server.url,
+        agent_token,
+        "POST",
+        "/api/v1/plans/",
+        {
+            "path": "plans/hostile.md",
+            "plan": hostile,
+            "idempotency_key": "browser-xss-1",
+        },
+    )
     alice = logged_in_page("alice", "alice-pw-123!")
     alice.locator(f"#row-{submitted['id']}").click()  # the pane shows the selected request
     plan = card(alice, submitted["id"]).locator(".plan")

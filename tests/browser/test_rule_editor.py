@@ -30,9 +30,14 @@ FEW = {"to": ["dana@example.com"], "subject": "Lunch?", "body": "Noon at the usu
 
 def submit_as_agent(server_url: str, token: str, body: dict) -> dict:
     request = urllib.request.Request(
-        server_url + "/api/v1/actions/", method="POST", data=json.dumps(body).encode(),
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json",
-                 "Idempotency-Key": "browser-rule-editor-1"},
+        server_url + "/api/v1/actions/",
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Idempotency-Key": "browser-rule-editor-1",
+        },
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         return json.load(response)
@@ -46,11 +51,16 @@ def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_ne
     ben.groups.add(Group.objects.get(name=RISK_ADMINS))
     # This team does not count "send" as destructive (by default the verb keeps every low
     # rule off send_email); set up before the story, as an applied policy version.
-    policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"],
-                                 actor=Person(admin_user), note="our outbound mail has its own rules")
+    policy.set_destructive_verbs(
+        [verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"],
+        actor=Person(admin_user),
+        note="our outbound mail has its own rules",
+    )
     for _ in range(3):  # history the dry-run replays: three small emails, medium today
-        services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email", params=FEW,
-                                            target={"mailbox": "outbox"}), agent=agent)
+        services.submit(
+            services.Submission(kind=Kind.ACTION, action_type="send_email", params=FEW, target={"mailbox": "outbox"}),
+            agent=agent,
+        )
     token = issue_token(agent, label="rule editor test").secret
     versions_before = PolicyVersion.objects.count()
 
@@ -80,15 +90,16 @@ def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_ne
     impact = page.inner_text("#dry-run-result")
     assert "3 requests would go from medium to low: approval needed today, auto-executed" in impact
     assert page.inner_text("#four-eyes-verdict") == (
-        "Saving waits for a second risk-admin: changing the conditions of send_email_default needs a second "
-        "risk-admin.")
+        "Saving waits for a second risk-admin: changing the conditions of send_email_default needs a second risk-admin."
+    )
     page.screenshot(path=str(artifacts_dir / "rule-editor-dry-run.png"), full_page=True)
 
     page.fill("#note", "Small internal emails need no approval")
     page.click("#save-rule")
     page.wait_for_url(re.compile(r".*/rules/proposals/\d+/$"))
     assert "Waiting for a second risk-admin: changing the conditions of send_email_default" in page.inner_text(
-        "#flash-stack")
+        "#flash-stack"
+    )
     assert page.locator("#approve").count() == 0  # ada may only withdraw her own change
     assert PolicyVersion.objects.count() == versions_before
     proposal = PolicyProposal.objects.get()
@@ -108,8 +119,9 @@ def test_admin_loosens_a_rule_after_a_dry_run_a_second_admin_approves_and_the_ne
     assert newest.note == "Small internal emails need no approval"
     assert (newest.created_by_label, newest.approved_by_label) == ("ada", "ben")
 
-    response = submit_as_agent(page.server_url, token, {
-        "action_type": "send_email", "params": FEW, "target": {"mailbox": "outbox"}})
+    response = submit_as_agent(
+        page.server_url, token, {"action_type": "send_email", "params": FEW, "target": {"mailbox": "outbox"}}
+    )
     request = ApprovalRequest.objects.get(pk=response["id"])
     assert request.policy_version_id == newest.pk
     assert (request.risk_level, request.rule_name, request.state) == ("low", "send_email_default", "approved")

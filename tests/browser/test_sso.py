@@ -48,10 +48,19 @@ class LoopbackIdP:
         self.grant("sso-alice", [])
         self.log_path = tmp / "idp.log"
         self.process = subprocess.Popen(
-            ["node", "server.mjs"], cwd=IDP, stdout=self.log_path.open("wb"), stderr=subprocess.STDOUT,
-            env={"PATH": "/usr/bin:/bin", "PORT": str(self.port), "CLIENT_ID": "controlplane",
-                 "CLIENT_SECRET": "loopback-secret", "REDIRECT_URI": callback, "BACKCHANNEL_URI": backchannel,
-                 "ACCOUNTS_FILE": str(self.accounts)},
+            ["node", "server.mjs"],
+            cwd=IDP,
+            stdout=self.log_path.open("wb"),
+            stderr=subprocess.STDOUT,
+            env={
+                "PATH": "/usr/bin:/bin",
+                "PORT": str(self.port),
+                "CLIENT_ID": "controlplane",
+                "CLIENT_SECRET": "loopback-secret",
+                "REDIRECT_URI": callback,
+                "BACKCHANNEL_URI": backchannel,
+                "ACCOUNTS_FILE": str(self.accounts),
+            },
         )
         deadline = time.monotonic() + 20  # bounds a hang only
         while True:
@@ -72,16 +81,26 @@ def sso_site(django_db_setup, django_db_blocker, tmp_path_factory):
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     port = free_port()
-    callback = (f"http://localhost:{port}/accounts/oidc/{PROVIDER_ID}/login/callback/,"
-                f"http://localhost:{port}/accounts/step-up/provider/callback/")
+    callback = (
+        f"http://localhost:{port}/accounts/oidc/{PROVIDER_ID}/login/callback/,"
+        f"http://localhost:{port}/accounts/step-up/provider/callback/"
+    )
     # 127.0.0.1, not localhost: daphne listens on IPv4 only, and node may try ::1 first.
     backchannel = f"http://127.0.0.1:{port}/accounts/oidc/{PROVIDER_ID}/backchannel-logout/"
     idp = LoopbackIdP(tmp_path_factory.mktemp("idp"), callback, backchannel)
-    providers = [{"id": PROVIDER_ID, "name": "Test IdP", "issuer": idp.issuer, "client_id": "controlplane",
-                  "secret": "loopback-secret"}]
+    providers = [
+        {
+            "id": PROVIDER_ID,
+            "name": "Test IdP",
+            "issuer": idp.issuer,
+            "client_id": "controlplane",
+            "secret": "loopback-secret",
+        }
+    ]
     with django_db_blocker.unblock():
-        server = DaphneServer(port=port, env=child_environment(OIDC_PROVIDERS=json.dumps(providers),
-                                                               MFA_REQUIRED_GROUPS=""))
+        server = DaphneServer(
+            port=port, env=child_environment(OIDC_PROVIDERS=json.dumps(providers), MFA_REQUIRED_GROUPS="")
+        )
     server.url = f"http://localhost:{port}"
     server.providers = providers
     yield server, idp
@@ -165,12 +184,15 @@ def in_a_worker(function, **kwargs):
         return pool.submit(function, **kwargs).result()
 
 
-def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(sso_site, new_context, people,
-                                                                             agent):
+def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(sso_site, new_context, people, agent):
     server, idp = sso_site
     idp.grant("sso-alice", ["reviewers"])
-    request = services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email",
-                                                  params={"to": "a@example.com", "subject": "hi"}), agent=agent)
+    request = services.submit(
+        services.Submission(
+            kind=Kind.ACTION, action_type="send_email", params={"to": "a@example.com", "subject": "hi"}
+        ),
+        agent=agent,
+    )
     _, page = live_reviewer_page(new_context, server, idp)
     assert groups_of("sso-alice") == {"reviewers"}
     page.locator(f"#row-{request.pk}").wait_for()  # hers to decide
@@ -181,7 +203,9 @@ def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_sign_in(s
 
     closed_by_the_server(page)
     assert groups_of("sso-alice") == set()
-    refused = page.evaluate(API, {"url": f"/api/v1/requests/{request.pk}/decisions/", "body": {"decision": "approve", "revision": 1}})
+    refused = page.evaluate(
+        API, {"url": f"/api/v1/requests/{request.pk}/decisions/", "body": {"decision": "approve", "revision": 1}}
+    )
     assert refused["status"] in (403, 404), refused  # the open page can no longer decide
     assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL
 
@@ -213,8 +237,9 @@ def test_a_person_the_provider_no_longer_knows_is_signed_out_by_the_recheck(sso_
     _, page = live_reviewer_page(new_context, server, idp)
 
     idp.grant("sso-alice", ["reviewers"], disabled=True)
-    counts = in_a_worker(recheck_provider_sessions,
-                         now=timezone.now() + timedelta(seconds=settings.SSO_RECHECK_SECONDS + 1))
+    counts = in_a_worker(
+        recheck_provider_sessions, now=timezone.now() + timedelta(seconds=settings.SSO_RECHECK_SECONDS + 1)
+    )
 
     assert counts["signed_out"] >= 1
     closed_by_the_server(page)
@@ -233,14 +258,27 @@ API = """async ({ url, body }) => {
 
 
 def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
-        sso_site, new_context, people, agent, admin_user):
+    sso_site, new_context, people, agent, admin_user
+):
     server, idp = sso_site
     idp.grant("sso-alice", ["reviewers"])
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    a, b = (services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": amount, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}), agent=agent) for amount in (100, 200))
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    a, b = (
+        services.submit(
+            services.Submission(
+                kind=Kind.ACTION,
+                action_type="transfer_funds",
+                params={"amount": amount, "currency": "EUR"},
+                target={"account": "ACME-OPS-001"},
+            ),
+            agent=agent,
+        )
+        for amount in (100, 200)
+    )
     page = new_context(base_url=server.url).new_page()
     sign_in_through_the_provider(page, server, idp, asks_to_log_in=True)
 
@@ -248,13 +286,16 @@ def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
         return page.evaluate(API, {"url": url, "body": body})
 
     def decide(request, step_up=None) -> dict:
-        return call(f"/api/v1/requests/{request.pk}/decisions/",
-                    {"decision": "approve", "revision": 1, **({"step_up": step_up} if step_up else {})})
+        return call(
+            f"/api/v1/requests/{request.pk}/decisions/",
+            {"decision": "approve", "revision": 1, **({"step_up": step_up} if step_up else {})},
+        )
 
     bare = decide(a)
     assert bare["status"] == 403 and bare["body"]["details"]["method"] == "provider"
-    challenge = call("/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk),
-                                                                                            "revision": 1}]})
+    challenge = call(
+        "/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk), "revision": 1}]}
+    )
     assert challenge["status"] == 200 and challenge["body"]["method"] == "provider"
 
     page.goto(challenge["body"]["redirect"] + "?next=/")
@@ -269,8 +310,9 @@ def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
     assert on_b["status"] == 403  # made for a, and spent by trying
     assert ApprovalRequest.objects.get(pk=b.pk).state == State.PENDING_APPROVAL
 
-    challenge = call("/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk),
-                                                                                            "revision": 1}]})
+    challenge = call(
+        "/api/v1/step-up/challenges/", {"decision": "approve", "requests": [{"id": str(a.pk), "revision": 1}]}
+    )
     page.goto(challenge["body"]["redirect"] + "?next=/")
     page.wait_for_url(idp.issuer + "/interaction/**")
     page.fill("input[name=login]", "sso-alice")
@@ -288,11 +330,20 @@ def test_a_critical_decision_takes_a_fresh_sign_in_at_the_provider_made_for_it(
 def test_the_cards_approve_button_asks_the_provider_in_a_window(sso_site, new_context, people, agent, admin_user):
     server, idp = sso_site
     idp.grant("sso-alice", ["reviewers"])
-    policy.save_rule({"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds",
-                      "risk_level": "critical"}, actor=Person(admin_user), note="every transfer is critical")
-    request = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="transfer_funds", params={"amount": 300, "currency": "EUR"},
-        target={"account": "ACME-OPS-001"}), agent=agent)
+    policy.save_rule(
+        {"name": "transfers_critical", "priority": 5, "action_type": "transfer_funds", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="every transfer is critical",
+    )
+    request = services.submit(
+        services.Submission(
+            kind=Kind.ACTION,
+            action_type="transfer_funds",
+            params={"amount": 300, "currency": "EUR"},
+            target={"account": "ACME-OPS-001"},
+        ),
+        agent=agent,
+    )
     context = new_context(base_url=server.url)
     page = context.new_page()
     sign_in_through_the_provider(page, server, idp, asks_to_log_in=True)
@@ -309,15 +360,16 @@ def test_the_cards_approve_button_asks_the_provider_in_a_window(sso_site, new_co
     window.fill("input[name=password]", "anything")
     window.locator("button[type=submit]").first.click()
 
-    card.wait_for(state="detached")  # held for the undo window, then sent  # the page saw the proof and sent the decision
+    card.wait_for(
+        state="detached"
+    )  # held for the undo window, then sent  # the page saw the proof and sent the decision
     assert window.is_closed() or window.url == server.url + "/accounts/step-up/provider/done/"
     assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
     recorded = AuditEvent.objects.get(verb="decision.recorded", request_id=request.pk)
     assert recorded.metadata["step_up"] == "provider"
 
 
-def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_recheck(sso_site, new_context, people,
-                                                                               settings):
+def test_a_group_dropped_at_the_provider_closes_the_socket_at_the_next_recheck(sso_site, new_context, people, settings):
     server, idp = sso_site
     settings.SOCIALACCOUNT_PROVIDERS = social_providers(server.providers)
     idp.grant("sso-alice", ["reviewers"])

@@ -29,21 +29,30 @@ FORM_SCHEMA = {
         "channel": {"enum": ["email", "sms"], "title": "Channel"},
         "note": {"type": "string", "description": "Why, for the record"},
         "tags": {"type": "array", "items": {"type": "string"}},
-        "contact": {"type": "object", "properties": {"name": {"type": "string"}, "urgent": {"type": "boolean"}},
-                    "required": ["name"]},
+        "contact": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "urgent": {"type": "boolean"}},
+            "required": ["name"],
+        },
     },
     "required": ["approved", "channel", "contact"],
     "additionalProperties": False,
 }
 # `additionalProperties` as a schema: no generated fields can express it, so a JSON editor.
-EDITOR_SCHEMA = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"],
-                 "additionalProperties": {"type": "string"}}
+EDITOR_SCHEMA = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}},
+    "required": ["approved"],
+    "additionalProperties": {"type": "string"},
+}
 HOSTILE = "<img src=x onerror=alert(document.cookie)>"
 
 
 def call(server_url: str, method: str, path: str, body: dict | None = None, headers: dict | None = None):
     request = urllib.request.Request(
-        server_url + path, method=method, data=json.dumps(body).encode() if body is not None else None,
+        server_url + path,
+        method=method,
+        data=json.dumps(body).encode() if body is not None else None,
         headers={"Content-Type": "application/json", **(headers or {})},
     )
     try:
@@ -64,13 +73,19 @@ def agent_call(agent, daphne_server):
 
 
 def suspend(agent_call, schema: dict, key: str) -> str:
-    status, body = agent_call("POST", "/api/v1/suspensions/", {
-        "title": f"Approve the payment {HOSTILE}",
-        "summary": f"**Over the limit.** <script>alert(1)</script> {HOSTILE}",
-        "workflow_id": "approval-flow", "step_id": "approval", "idempotency_key": key,
-        "suspend_payload": {"amount": 150.13, "reason": HOSTILE},
-        "resume_schema": schema,
-    })
+    status, body = agent_call(
+        "POST",
+        "/api/v1/suspensions/",
+        {
+            "title": f"Approve the payment {HOSTILE}",
+            "summary": f"**Over the limit.** <script>alert(1)</script> {HOSTILE}",
+            "workflow_id": "approval-flow",
+            "step_id": "approval",
+            "idempotency_key": key,
+            "suspend_payload": {"amount": 150.13, "reason": HOSTILE},
+            "resume_schema": schema,
+        },
+    )
     assert status == 201, body
     return body["id"]
 
@@ -83,7 +98,8 @@ def console_errors(page) -> list[str]:
 
 
 def test_the_generated_form_produces_exactly_the_object_the_host_resumes_with(
-        logged_in_page, people, agent_call, daphne_server):
+    logged_in_page, people, agent_call, daphne_server
+):
     request_id = suspend(agent_call, FORM_SCHEMA, "form-1")
     alice = logged_in_page("alice", "alice-pw-123!")
     errors = console_errors(alice)
@@ -109,8 +125,15 @@ def test_the_generated_form_produces_exactly_the_object_the_host_resumes_with(
     form.locator("button[type=submit]").click()
     alice.locator(f"#card-{request_id}").wait_for(state="detached")
 
-    expected = {"approved": True, "limit": 150.13, "count": 3, "channel": "sms", "note": "Zoë said <b>yes</b> ✓",
-                "tags": ["urgent", "q4"], "contact": {"name": "Dana", "urgent": False}}
+    expected = {
+        "approved": True,
+        "limit": 150.13,
+        "count": 3,
+        "channel": "sms",
+        "note": "Zoë said <b>yes</b> ✓",
+        "tags": ["urgent", "q4"],
+        "contact": {"name": "Dana", "urgent": False},
+    }
     status, resumed = agent_call("GET", f"/api/v1/requests/{request_id}/resume/")
     assert (status, resumed["state"]) == (200, "approved")
     assert resumed["resume_data"] == expected
@@ -120,7 +143,8 @@ def test_the_generated_form_produces_exactly_the_object_the_host_resumes_with(
 
 
 def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
-        logged_in_page, people, agent_call, daphne_server, require_redis):
+    logged_in_page, people, agent_call, daphne_server, require_redis
+):
     request_id = suspend(agent_call, EDITOR_SCHEMA, "editor-1")
     alice = logged_in_page("alice", "alice-pw-123!")
     alice.reload()
@@ -145,13 +169,16 @@ def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
     assert not AuditEvent.objects.filter(request_id=request_id, verb="suspension.answered").exists()
 
     # The same answer sent raw, past the browser's check, is the server's to refuse.
-    raw = alice.evaluate("""async (url) => {
+    raw = alice.evaluate(
+        """async (url) => {
         const token = document.cookie.split("; ").find((c) => c.startsWith("csrftoken=")).split("=")[1];
         const response = await fetch(url, {method: "POST", credentials: "same-origin",
             headers: {"Content-Type": "application/json", "X-CSRFToken": token},
             body: JSON.stringify({decision: "respond", revision: 1, resume_data: {approved: "yes", extra: 1}})});
         return [response.status, await response.json()];
-    }""", f"/api/v1/requests/{request_id}/decisions/")
+    }""",
+        f"/api/v1/requests/{request_id}/decisions/",
+    )
     assert raw[0] == 422 and raw[1]["code"] == "invalid_resume_data"
     assert raw[1]["details"]["path"] in ("/approved", "/extra")
 
@@ -165,8 +192,10 @@ def test_a_violating_answer_is_refused_in_the_browser_and_by_the_server(
 # The browser's live check and the server's agree on every answer, for a schema within
 # the browser's subset (no `pattern`: the browser leaves patterns to the server's RE2).
 SUBSET = {key: value for key, value in SIMPLE.items() if key != "patternProperties"}
-SUBSET["properties"] = {key: ({k: v for k, v in value.items() if k != "pattern"} if key == "code" else value)
-                        for key, value in SUBSET["properties"].items()}
+SUBSET["properties"] = {
+    key: ({k: v for k, v in value.items() if k != "pattern"} if key == "code" else value)
+    for key, value in SUBSET["properties"].items()
+}
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +211,12 @@ def validator_page(browser, daphne_server):
 
 @pytest.mark.django_db
 def test_the_browsers_check_agrees_with_the_servers_on_any_answer(validator_page):
-    @settings(max_examples=300, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @settings(
+        max_examples=300,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
     @given(answer=answers)
     def agree(answer):
         in_browser = validator_page.evaluate("([s, v]) => window.schemaValidate(s, v)", [SUBSET, answer])

@@ -166,7 +166,8 @@ class DroppingProxy:
 
         with self._forwarded_changed:
             assert self._forwarded_changed.wait_for(arrived, timeout), (
-                f"fewer than {count} requests with {fragment!r} reached the server: {self.forwarded}")
+                f"fewer than {count} requests with {fragment!r} reached the server: {self.forwarded}"
+            )
 
     def drop_all(self) -> None:
         with self._lock:

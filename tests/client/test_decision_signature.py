@@ -36,23 +36,48 @@ REQUEST_ID = "7b1f3c52-9d1e-4d8c-9c39-2f0a4b6c1e01"
 OTHER_REQUEST_ID = "0c6a2d9e-5b7f-4e21-8a13-6d4f2b9c7e02"
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text()
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.text()
     | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
     max_leaves=12,
 )
 
 
-def decided(params: dict, *, verdict: str = "approved", key: SigningKey = SERVER, request_id: str = REQUEST_ID,
-            tool_call_id: str = "call_1", revision: int = 2, execute_by: str | None = None) -> dict:
+def decided(
+    params: dict,
+    *,
+    verdict: str = "approved",
+    key: SigningKey = SERVER,
+    request_id: str = REQUEST_ID,
+    tool_call_id: str = "call_1",
+    revision: int = 2,
+    execute_by: str | None = None,
+) -> dict:
     resume_data = {"action": verdict, **({"params": params} if verdict == "approved" else {"feedback": "no"})}
-    document = decision_document(kind="action", agent={"id": 7, "name": "pay-bot"}, request_id=request_id,
-                                 revision=revision, action_type="transfer_funds", idempotency_key="cpc-1",
-                                 tool_call_id=tool_call_id, submitted_sha256=payload_sha256(params),
-                                 resume_data=resume_data, tool_result="...", execute_by=execute_by)
-    return {"request_id": request_id, "state": "approved" if verdict == "approved" else "rejected",
-            "decided": True, "resume_data": resume_data, "tool_result": "...",
-            "decision_signature": sign_decision(key, document)}
+    document = decision_document(
+        kind="action",
+        agent={"id": 7, "name": "pay-bot"},
+        request_id=request_id,
+        revision=revision,
+        action_type="transfer_funds",
+        idempotency_key="cpc-1",
+        tool_call_id=tool_call_id,
+        submitted_sha256=payload_sha256(params),
+        resume_data=resume_data,
+        tool_result="...",
+        execute_by=execute_by,
+    )
+    return {
+        "request_id": request_id,
+        "state": "approved" if verdict == "approved" else "rejected",
+        "decided": True,
+        "resume_data": resume_data,
+        "tool_result": "...",
+        "decision_signature": sign_decision(key, document),
+    }
 
 
 def check(payload: dict, **expected) -> dict:
@@ -118,12 +143,25 @@ def test_an_approval_of_another_action_type_is_refused():
         check(decided({"amount": 10}), action_type="delete_account")
 
 
-@pytest.mark.parametrize("field, value", [
-    ("revision", 3), ("execute_by", "2099-01-01T00:00:00.000000Z"), ("request_id", OTHER_REQUEST_ID),
-    ("tool_call_id", "call_9"), ("verdict", "rejected"), ("payload_sha256", "0" * 64), ("action_type", "x"),
-    ("agent", {"id": 8, "name": "other-bot"}), ("idempotency_key", "cpc-2"), ("submitted_sha256", "0" * 64),
-    ("kind", "plan"), ("type", "hitl-controlplane/grant"), ("v", 1), ("tool_result_sha256", "0" * 64),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("revision", 3),
+        ("execute_by", "2099-01-01T00:00:00.000000Z"),
+        ("request_id", OTHER_REQUEST_ID),
+        ("tool_call_id", "call_9"),
+        ("verdict", "rejected"),
+        ("payload_sha256", "0" * 64),
+        ("action_type", "x"),
+        ("agent", {"id": 8, "name": "other-bot"}),
+        ("idempotency_key", "cpc-2"),
+        ("submitted_sha256", "0" * 64),
+        ("kind", "plan"),
+        ("type", "hitl-controlplane/grant"),
+        ("v", 1),
+        ("tool_result_sha256", "0" * 64),
+    ],
+)
 def test_any_signed_field_altered_breaks_the_signature(field, value):
     payload = decided({"amount": 10}, execute_by="2026-12-01T10:00:00.000000Z")
     payload["decision_signature"]["signed"][field] = value
@@ -164,13 +202,16 @@ def test_an_audit_row_signature_cannot_pass_as_a_decision():
         check(payload)
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda p: p.pop("decision_signature"),
-    lambda p: p.__setitem__("decision_signature", "forged"),
-    lambda p: p["decision_signature"].__setitem__("algorithm", "none"),
-    lambda p: p["decision_signature"].__setitem__("signature", "!!not base64!!"),
-    lambda p: p["decision_signature"]["signed"].__setitem__("revision", 1.5),
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda p: p.pop("decision_signature"),
+        lambda p: p.__setitem__("decision_signature", "forged"),
+        lambda p: p["decision_signature"].__setitem__("algorithm", "none"),
+        lambda p: p["decision_signature"].__setitem__("signature", "!!not base64!!"),
+        lambda p: p["decision_signature"]["signed"].__setitem__("revision", 1.5),
+    ],
+)
 def test_a_missing_or_malformed_signature_is_refused(mangle):
     payload = decided({"amount": 10})
     mangle(payload)
@@ -186,19 +227,33 @@ def test_a_misconfigured_key_fails_loudly_instead_of_turning_checking_off():
 # --- The payload digest is language-neutral (RFC 8785) -----------------------------------------
 
 
-@pytest.mark.parametrize("number, text", [
-    (1.0, "1"), (100.0, "100"), (4.5, "4.5"), (0.002, "0.002"), (1e-7, "1e-7"), (1e21, "1e+21"),
-    (1e20, "100000000000000000000"), (-0.0, "0"), (123456789012345680000.0, "123456789012345680000"),
-    (0.000001, "0.000001"), (5e-324, "5e-324"), (1.7976931348623157e308, "1.7976931348623157e+308"),
-    (-1.5, "-1.5"), (333333333.3333333, "333333333.3333333"),
-])
+@pytest.mark.parametrize(
+    "number, text",
+    [
+        (1.0, "1"),
+        (100.0, "100"),
+        (4.5, "4.5"),
+        (0.002, "0.002"),
+        (1e-7, "1e-7"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (-0.0, "0"),
+        (123456789012345680000.0, "123456789012345680000"),
+        (0.000001, "0.000001"),
+        (5e-324, "5e-324"),
+        (1.7976931348623157e308, "1.7976931348623157e+308"),
+        (-1.5, "-1.5"),
+        (333333333.3333333, "333333333.3333333"),
+    ],
+)
 def test_numbers_are_written_as_ecmascript_writes_them(number, text):
     assert payload_bytes(number) == text.encode()
 
 
 def test_keys_sort_by_utf16_code_units_and_strings_keep_their_characters():
-    assert payload_bytes({"\U0001F600": 1, "\uFB33": 2, "a": [True, None, "é\n"]}) == (
-        '{"a":[true,null,"é\\n"],"\U0001F600":1,"\uFB33":2}'.encode())
+    assert payload_bytes({"\U0001f600": 1, "\ufb33": 2, "a": [True, None, "é\n"]}) == (
+        '{"a":[true,null,"é\\n"],"\U0001f600":1,"\ufb33":2}'.encode()
+    )
 
 
 @hypothesis_settings(max_examples=100, deadline=None)

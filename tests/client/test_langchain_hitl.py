@@ -58,9 +58,18 @@ class ScriptedModel(GenericFakeChatModel):
 def rules(admin_user):
     ada = Person(admin_user)
     for number, (name, editable) in enumerate([("post_memo", ["body"]), ("delete_file", []), ("ask_user", [])]):
-        policy.save_rule({"name": f"hitl_{name}", "priority": 2 + number, "action_type": name,
-                          "risk_level": "medium", "editable_params": editable, "conditions": []},
-                         actor=ada, note="LangChain HITL test")
+        policy.save_rule(
+            {
+                "name": f"hitl_{name}",
+                "priority": 2 + number,
+                "action_type": name,
+                "risk_level": "medium",
+                "editable_params": editable,
+                "conditions": [],
+            },
+            actor=ada,
+            note="LangChain HITL test",
+        )
 
 
 def build_agent(mode: str, ran: list):
@@ -83,13 +92,17 @@ def build_agent(mode: str, ran: list):
         return "(nobody answered)"
 
     model = ScriptedModel(messages=iter([AIMessage(content="", tool_calls=CALLS), AIMessage(content="All done.")]))
-    middleware = HumanInTheLoopMiddleware(interrupt_on={
-        "post_memo": True,  # all four decisions
-        "delete_file": {"allowed_decisions": ["approve", "reject"]},
-        "ask_user": {"allowed_decisions": ["respond", "reject"]},
-    }, interrupt_mode=mode)
-    return create_agent(model, tools=[post_memo, delete_file, ask_user], middleware=[middleware],
-                        checkpointer=InMemorySaver())
+    middleware = HumanInTheLoopMiddleware(
+        interrupt_on={
+            "post_memo": True,  # all four decisions
+            "delete_file": {"allowed_decisions": ["approve", "reject"]},
+            "ask_user": {"allowed_decisions": ["respond", "reject"]},
+        },
+        interrupt_mode=mode,
+    )
+    return create_agent(
+        model, tools=[post_memo, delete_file, ask_user], middleware=[middleware], checkpointer=InMemorySaver()
+    )
 
 
 def reviewers_answer_the_batch(daphne_url: str, user, *, run_id: str) -> threading.Thread:
@@ -99,6 +112,7 @@ def reviewers_answer_the_batch(daphne_url: str, user, *, run_id: str) -> threadi
     def run() -> None:
         try:
             with reviewer_session(daphne_url, user) as http:
+
                 def the_batch() -> list[dict]:
                     found = http.get("/api/v1/requests/", params={"run_id": run_id}).json()["results"]
                     return found if len(found) == len(CALLS) else []
@@ -107,7 +121,9 @@ def reviewers_answer_the_batch(daphne_url: str, user, *, run_id: str) -> threadi
                 assert len({r["batch_id"] for r in batch}) == 1 and batch[0]["batch_id"]
                 for request in batch:
                     answer = ANSWERS[next(iter(request["params"].values()))]
-                    response = http.post(f"/api/v1/requests/{request['id']}/decisions/", json={**answer, "revision": request["revision"]})
+                    response = http.post(
+                        f"/api/v1/requests/{request['id']}/decisions/", json={**answer, "revision": request["revision"]}
+                    )
                     assert response.status_code == 200, response.text
         except BaseException as error:  # the test thread re-raises it
             failures.append(error)
@@ -121,8 +137,10 @@ def reviewers_answer_the_batch(daphne_url: str, user, *, run_id: str) -> threadi
 
 
 def assert_only_approved_and_edited_calls_ran_and_the_model_read_the_rest(ran: list, messages: list) -> None:
-    assert sorted(ran) == [("post_memo", "ann@example.com", "Minutes attached."),
-                           ("post_memo", "ben@example.com", "Final numbers: 42.")]
+    assert sorted(ran) == [
+        ("post_memo", "ann@example.com", "Minutes attached."),
+        ("post_memo", "ben@example.com", "Final numbers: 42."),
+    ]
     results = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
     assert set(results) == {"call-1", "call-2", "call-3", "call-4"}
     assert "Keep the report; finance still needs it." in results["call-3"].content
@@ -155,8 +173,11 @@ def test_parallel_tool_calls_get_one_decision_each(daphne_server, token, people,
         assert set(requests) == {"call-1", "call-2", "call-3", "call-4"}
     by_action = {(r.action_type, r.current_revision): r for r in requests.values()}
     ask = by_action[("ask_user", 1)]
-    assert (ask.state, ask.resolution_code, set(ask.allowed_decisions)) == ("rejected", "responded",
-                                                                           {"respond", "reject"})
+    assert (ask.state, ask.resolution_code, set(ask.allowed_decisions)) == (
+        "rejected",
+        "responded",
+        {"respond", "reject"},
+    )
     assert AuditEvent.objects.filter(request_id=ask.pk, verb="request.responded").exists()
     # The approved calls were claimed (at most once) and handed to the middleware.
     assert sorted(r.state for r in requests.values() if r.action_type == "post_memo") == ["succeeded", "succeeded"]
@@ -193,8 +214,9 @@ def test_the_async_client_answers_the_per_call_interrupts_together(daphne_server
     async def host():
         async with AsyncControlPlane(daphne_server.url, token, poll_wait=5) as cp:
             state = await agent.ainvoke({"messages": [{"role": "user", "content": "Go."}]}, config)
-            resume = await aanswer_interrupts(cp, state["__interrupt__"], run_id="run-async",
-                                              thread_id="thread-async", timeout=60)
+            resume = await aanswer_interrupts(
+                cp, state["__interrupt__"], run_id="run-async", thread_id="thread-async", timeout=60
+            )
             return await agent.ainvoke(Command(resume=resume), config)
 
     state = asyncio.run(host())

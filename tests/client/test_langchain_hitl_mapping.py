@@ -23,8 +23,12 @@ CALL = ToolCall(name="post_memo", args={"to": "ann", "body": "hi"}, description=
 
 
 def resume(action: str, **data) -> Resume:
-    return Resume(request_id="r-1", state="rejected" if action != "approved" else "approved",
-                  resume_data={"action": action, **data}, tool_result="")
+    return Resume(
+        request_id="r-1",
+        state="rejected" if action != "approved" else "approved",
+        resume_data={"action": action, **data},
+        tool_result="",
+    )
 
 
 def test_approved_as_submitted_is_approve_and_with_other_params_an_edit_of_the_same_tool():
@@ -54,15 +58,23 @@ def test_a_decision_the_tool_does_not_allow_stops_the_run_instead_of_breaking_th
 
 def test_a_batched_interrupt_lists_its_calls_in_order_with_their_own_allowed_decisions():
     value = {
-        "action_requests": [{"name": "a", "args": {"x": 1}, "description": "first"},
-                            {"name": "b", "args": {}}, {"name": "a", "args": {"x": 2}}],
-        "review_configs": [{"action_name": "a", "allowed_decisions": ["approve", "reject"]},
-                           {"action_name": "b", "allowed_decisions": ["respond"]},
-                           {"action_name": "a", "allowed_decisions": ["approve", "reject"]}],
+        "action_requests": [
+            {"name": "a", "args": {"x": 1}, "description": "first"},
+            {"name": "b", "args": {}},
+            {"name": "a", "args": {"x": 2}},
+        ],
+        "review_configs": [
+            {"action_name": "a", "allowed_decisions": ["approve", "reject"]},
+            {"action_name": "b", "allowed_decisions": ["respond"]},
+            {"action_name": "a", "allowed_decisions": ["approve", "reject"]},
+        ],
     }
     calls = tool_calls_of(value)
     assert [(c.name, c.args, c.allowed) for c in calls] == [
-        ("a", {"x": 1}, ("approve", "reject")), ("b", {}, ("respond",)), ("a", {"x": 2}, ("approve", "reject"))]
+        ("a", {"x": 1}, ("approve", "reject")),
+        ("b", {}, ("respond",)),
+        ("a", {"x": 2}, ("approve", "reject")),
+    ]
     assert calls[0].description == "first" and calls[0].tool_call_id == ""
 
 

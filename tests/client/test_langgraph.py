@@ -86,13 +86,21 @@ def decide_through_the_api(daphne_url: str, user, decisions: list[dict]) -> thre
                 seen: set[str] = set()
 
                 def newly_pending() -> list[dict]:
-                    return [r for r in http.get("/api/v1/requests/", params={"state": State.PENDING_APPROVAL})
-                            .json()["results"] if r["id"] not in seen]
+                    return [
+                        r
+                        for r in http.get("/api/v1/requests/", params={"state": State.PENDING_APPROVAL}).json()[
+                            "results"
+                        ]
+                        if r["id"] not in seen
+                    ]
 
                 for decision in decisions:
                     pending = wait_for(newly_pending, what="the agent's next plan to be pending")
                     seen.add(pending[0]["id"])
-                    response = http.post(f"/api/v1/requests/{pending[0]['id']}/decisions/", json={**decision, "revision": pending[0]["revision"]})
+                    response = http.post(
+                        f"/api/v1/requests/{pending[0]['id']}/decisions/",
+                        json={**decision, "revision": pending[0]["revision"]},
+                    )
                     assert response.status_code == 200, response.text
         finally:
             connection.close()
@@ -105,17 +113,27 @@ def decide_through_the_api(daphne_url: str, user, decisions: list[dict]) -> thre
 def test_a_langgraph_interrupt_is_resumed_with_the_reviewers_decision(daphne_server, token, people, tmp_path):
     graph = build_graph(tmp_path)
     config = {"configurable": {"thread_id": "thread-42"}}
-    reviewer = decide_through_the_api(daphne_server.url, people["alice"], [
-        {"decision": "reject", "feedback": "Add error handling steps"},
-        {"decision": "approve"},
-    ])
+    reviewer = decide_through_the_api(
+        daphne_server.url,
+        people["alice"],
+        [
+            {"decision": "reject", "feedback": "Add error handling steps"},
+            {"decision": "approve"},
+        ],
+    )
     results = []
     with ControlPlane(daphne_server.url, token, poll_wait=5) as cp:
         state = graph.invoke({"task": "Refactor the auth module"}, config)
         while "__interrupt__" in state:
             suspended = state["__interrupt__"][0].value
-            resume = cp.submit_plan(suspended["path"], plan=suspended["plan"], title=suspended["title"],
-                                    thread_id="thread-42", run_id="run-1", timeout=30)
+            resume = cp.submit_plan(
+                suspended["path"],
+                plan=suspended["plan"],
+                title=suspended["title"],
+                thread_id="thread-42",
+                run_id="run-1",
+                timeout=30,
+            )
             results.append(resume)
             state = graph.invoke(Command(resume=resume.resume_data), config)
     reviewer.join(timeout=25)

@@ -23,8 +23,15 @@ from .conftest import LongPolls, NotingTransport
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-EDITABLE_TRANSFER = {"name": "transfer_one_person", "priority": 5, "action_type": "transfer_funds",
-                     "risk_level": "high", "required_approvals": 1, "editable_params": ["amount"], "conditions": []}
+EDITABLE_TRANSFER = {
+    "name": "transfer_one_person",
+    "priority": 5,
+    "action_type": "transfer_funds",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "editable_params": ["amount"],
+    "conditions": [],
+}
 
 
 @pytest.fixture
@@ -50,56 +57,69 @@ class TamperingTransport(NotingTransport):
 
 
 def client(daphne_server, token, transport, keys) -> ControlPlane:
-    return ControlPlane(daphne_server.url, token, poll_wait=5, retry_backoff=0.05, transport=transport,
-                        public_keys=keys)
+    return ControlPlane(
+        daphne_server.url, token, poll_wait=5, retry_backoff=0.05, transport=transport, public_keys=keys
+    )
 
 
-def test_a_verified_approval_runs_the_tool_with_the_edited_params(daphne_server, token, long_polls, people,
-                                                                  transfer_rule, reviewer_decides, server_public_key):
+def test_a_verified_approval_runs_the_tool_with_the_edited_params(
+    daphne_server, token, long_polls, people, transfer_rule, reviewer_decides, server_public_key
+):
     calls = []
     with client(daphne_server, token, NotingTransport(long_polls), [server_public_key]) as cp:
+
         @cp.require_approval("transfer_funds")
         def transfer(amount: int, to: str = "acme") -> str:
             calls.append((amount, to))
             return "sent"
 
-        reviewer_decides(lambda r: services.approve_with_edits(r.pk, revision=current_revision(r.pk),
-                                                               actor=Person(people["alice"]),
-                                                               edits={"amount": 50}))
+        reviewer_decides(
+            lambda r: services.approve_with_edits(
+                r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]), edits={"amount": 50}
+            )
+        )
         assert transfer(900) == "sent"
     assert calls == [(50, "acme")]
 
 
-@pytest.mark.parametrize("attack, refused_for", [
-    (lambda body: body["resume_data"]["params"].__setitem__("amount", 900_000), "payload_sha256"),
-    (lambda body: body["decision_signature"]["signed"].__setitem__("revision", 1), "does not match"),
-    (lambda body: body.pop("decision_signature"), "no decision_signature"),
-])
-def test_a_resume_altered_in_transit_never_runs_the_tool(daphne_server, token, long_polls, people, transfer_rule,
-                                                         reviewer_decides, server_public_key, attack, refused_for):
+@pytest.mark.parametrize(
+    "attack, refused_for",
+    [
+        (lambda body: body["resume_data"]["params"].__setitem__("amount", 900_000), "payload_sha256"),
+        (lambda body: body["decision_signature"]["signed"].__setitem__("revision", 1), "does not match"),
+        (lambda body: body.pop("decision_signature"), "no decision_signature"),
+    ],
+)
+def test_a_resume_altered_in_transit_never_runs_the_tool(
+    daphne_server, token, long_polls, people, transfer_rule, reviewer_decides, server_public_key, attack, refused_for
+):
     calls = []
     with client(daphne_server, token, TamperingTransport(long_polls, attack), [server_public_key]) as cp:
+
         @cp.require_approval("transfer_funds")
         def transfer(amount: int) -> str:
             calls.append(amount)
             return "sent"
 
-        reviewer_decides(lambda r: services.approve_with_edits(r.pk, revision=current_revision(r.pk),
-                                                               actor=Person(people["alice"]),
-                                                               edits={"amount": 50}))
+        reviewer_decides(
+            lambda r: services.approve_with_edits(
+                r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]), edits={"amount": 50}
+            )
+        )
         with pytest.raises(DecisionRefused, match=refused_for):
             transfer(900)
     assert calls == []
 
 
-def test_an_approval_replayed_onto_another_request_is_refused(daphne_server, token, long_polls, people,
-                                                              reviewer_decides, server_public_key):
+def test_an_approval_replayed_onto_another_request_is_refused(
+    daphne_server, token, long_polls, people, reviewer_decides, server_public_key
+):
     """The attacker answers the agent's second call with the first call's genuine, signed approval."""
     with client(daphne_server, token, NotingTransport(long_polls), [server_public_key]) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
-                                                    actor=Person(people["alice"])))
-        first = cp.request_approval("send_email", params={"to": "dana@example.com"}, tool_call_id="call_1",
-                                    timeout=15)
+        reviewer_decides(
+            lambda r: services.approve(r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]))
+        )
+        first = cp.request_approval("send_email", params={"to": "dana@example.com"}, tool_call_id="call_1", timeout=15)
         assert first.approved and first.decision["tool_call_id"] == "call_1"
         second = cp.submit_action("send_email", params={"to": "everyone@example.com"}, tool_call_id="call_2")
     replayed = {**first.raw, "request_id": second["id"]}
@@ -114,35 +134,41 @@ def test_an_approval_replayed_onto_another_request_is_refused(daphne_server, tok
             cp.wait(second["id"], tool_call_id="call_2", timeout=15)
 
 
-def test_a_client_pinned_to_another_key_refuses_the_servers_decisions(daphne_server, token, long_polls, people,
-                                                                      reviewer_decides):
+def test_a_client_pinned_to_another_key_refuses_the_servers_decisions(
+    daphne_server, token, long_polls, people, reviewer_decides
+):
     stranger = SigningKey.from_secret("not the server's key").public_text
     with client(daphne_server, token, NotingTransport(long_polls), [stranger]) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
-                                                    actor=Person(people["alice"])))
+        reviewer_decides(
+            lambda r: services.approve(r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]))
+        )
         with pytest.raises(DecisionRefused, match="does not trust"):
             cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15)
 
 
-def test_without_a_key_the_client_says_once_that_nothing_is_verified(daphne_server, token, long_polls, people,
-                                                                     reviewer_decides, caplog, monkeypatch):
+def test_without_a_key_the_client_says_once_that_nothing_is_verified(
+    daphne_server, token, long_polls, people, reviewer_decides, caplog, monkeypatch
+):
     import hitl_controlplane.client._core as core
 
     monkeypatch.setattr(core, "_warned_unverified", False)
     monkeypatch.delenv("CONTROLPLANE_PUBLIC_KEYS", raising=False)
     with client(daphne_server, token, NotingTransport(long_polls), None) as cp, caplog.at_level(logging.WARNING):
         for _ in range(2):
-            reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
-                                                        actor=Person(people["alice"])))
+            reviewer_decides(
+                lambda r: services.approve(r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]))
+            )
             assert cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15).decision is None
     warnings = [r for r in caplog.records if "NOT verified" in r.getMessage()]
     assert len(warnings) == 1
 
 
-def test_the_key_can_come_from_the_environment(daphne_server, token, long_polls, people, reviewer_decides,
-                                               server_public_key, monkeypatch):
+def test_the_key_can_come_from_the_environment(
+    daphne_server, token, long_polls, people, reviewer_decides, server_public_key, monkeypatch
+):
     monkeypatch.setenv("CONTROLPLANE_PUBLIC_KEYS", f"{SigningKey.from_secret('old').public_text},{server_public_key}")
     with client(daphne_server, token, NotingTransport(long_polls), None) as cp:
-        reviewer_decides(lambda r: services.approve(r.pk, revision=current_revision(r.pk),
-                                                    actor=Person(people["alice"])))
+        reviewer_decides(
+            lambda r: services.approve(r.pk, revision=current_revision(r.pk), actor=Person(people["alice"]))
+        )
         assert cp.request_approval("send_email", params={"to": "dana@example.com"}, timeout=15).decision

@@ -33,15 +33,21 @@ MANY = {"to": [f"p{i}@example.com" for i in range(12)], "subject": "Price change
 
 @pytest.fixture
 def critical_wires(admin_user):
-    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-                     actor=Person(admin_user), note="wires are critical")
+    policy.save_rule(
+        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="wires are critical",
+    )
 
 
 def row_ids(response) -> list[str]:
     """The triage list as rendered: group headers ("batch-...") and request rows, in order."""
     html = response.content.decode()
-    return [chunk.split('"', 1)[0] for chunk in html.split('class="queue-row')[1:]
-            for chunk in [chunk.split('data-id="', 1)[1]]]
+    return [
+        chunk.split('"', 1)[0]
+        for chunk in html.split('class="queue-row')[1:]
+        for chunk in [chunk.split('data-id="', 1)[1]]
+    ]
 
 
 def in_steps(submit, calls):
@@ -55,20 +61,29 @@ def in_steps(submit, calls):
 
 
 def test_a_batch_shows_as_one_group_at_its_most_urgent_members_place(client, people, submit):
-    alone_high, first, alone_medium, urgent, last = in_steps(submit, [
-        ("send_email", MANY, {}),
-        ("send_email", None, {"batch_id": "step-1", "run_id": "run-42"}),
-        ("send_email", None, {}),
-        ("send_email", MANY, {"batch_id": "step-1", "run_id": "run-42"}),  # high: the group's most urgent
-        ("send_email", None, {"batch_id": "step-1", "run_id": "run-42"}),
-    ])
+    alone_high, first, alone_medium, urgent, last = in_steps(
+        submit,
+        [
+            ("send_email", MANY, {}),
+            ("send_email", None, {"batch_id": "step-1", "run_id": "run-42"}),
+            ("send_email", None, {}),
+            ("send_email", MANY, {"batch_id": "step-1", "run_id": "run-42"}),  # high: the group's most urgent
+            ("send_email", None, {"batch_id": "step-1", "run_id": "run-42"}),
+        ],
+    )
     client.force_login(people["alice"])
     response = client.get(QUEUE)
     (group,) = [entry for entry in response.context["entries"] if entry.is_group]
     assert [card.id for card in group.members] == [str(urgent.pk), str(first.pk), str(last.pk)]
     assert group.risk_level == "high" and group.decide_by == min(r.decide_by for r in (first, urgent, last))
-    assert row_ids(response) == [str(alone_high.pk), group.id, str(urgent.pk), str(first.pk), str(last.pk),
-                                 str(alone_medium.pk)]
+    assert row_ids(response) == [
+        str(alone_high.pk),
+        group.id,
+        str(urgent.pk),
+        str(first.pk),
+        str(last.pk),
+        str(alone_medium.pk),
+    ]
     html = response.content.decode()
     assert "3 calls from run run-42 · batch step-1" in html
     assert html.count(f'data-group="{group.id}"') == 3  # each member row says it belongs (indented)
@@ -95,8 +110,15 @@ def test_a_batch_the_page_cut_would_split_stays_whole(people, submit):
     """Four single requests and a batch of three whose members sort first, fifth and
     last: a page of four shows all three members, then the most urgent single one
     (the members pulled forward push the least urgent off the page, never a member)."""
-    calls = [("send_email", MANY, {"batch_id": "cut"})] + [("send_email", None, {})] * 3 + [
-        ("send_email", None, {"batch_id": "cut"}), ("send_email", None, {}), ("send_email", None, {"batch_id": "cut"})]
+    calls = (
+        [("send_email", MANY, {"batch_id": "cut"})]
+        + [("send_email", None, {})] * 3
+        + [
+            ("send_email", None, {"batch_id": "cut"}),
+            ("send_email", None, {}),
+            ("send_email", None, {"batch_id": "cut"}),
+        ]
+    )
     made = in_steps(submit, calls)
     page = dashboard.queue_page(people["alice"], limit=4)
     assert [r.pk for r in page] == [made[0].pk, made[4].pk, made[6].pk, made[1].pk]
@@ -123,8 +145,7 @@ def _queries(client, url) -> int:
     return len(ctx.captured_queries)
 
 
-def test_batches_keep_the_queue_at_a_constant_number_of_queries(client, people, submit,
-                                                                 django_assert_max_num_queries):
+def test_batches_keep_the_queue_at_a_constant_number_of_queries(client, people, submit, django_assert_max_num_queries):
     client.force_login(people["alice"])
     for _ in range(3):
         submit("send_email", batch_id="small")
@@ -158,7 +179,8 @@ def test_approve_all_records_one_decision_and_one_audit_row_per_member(client, p
     answer = decide(client, batch)
     assert answer.status_code == 200
     assert [(r["id"], r["ok"], r["state"]) for r in answer.json()["results"]] == [
-        (str(r.pk), True, State.APPROVED) for r in batch]
+        (str(r.pk), True, State.APPROVED) for r in batch
+    ]
     for request in batch:
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
         assert Decision.objects.filter(request=request, reviewer=people["alice"], verdict="approve").count() == 1
@@ -183,20 +205,24 @@ def test_the_core_refuses_per_request_and_decides_the_rest(client, people, submi
     reply_only = submit("ask_user", params={"q": "?"}, batch_id="mixed", allowed_decisions=["respond"])
     moved = submit("send_email", batch_id="mixed")
     client.force_login(people["alice"])
-    body = {"decision": "approve", "request": [f"{fine.pk}:1", f"{for_alice.pk}:1", f"{reply_only.pk}:1",
-                                               f"{moved.pk}:2"]}
+    body = {
+        "decision": "approve",
+        "request": [f"{fine.pk}:1", f"{for_alice.pk}:1", f"{reply_only.pk}:1", f"{moved.pk}:2"],
+    }
     results = {r["id"]: r for r in client.post(DECIDE, body, HTTP_ACCEPT="application/json").json()["results"]}
     assert results[str(fine.pk)]["ok"]
     assert results[str(for_alice.pk)]["code"] == "separation_of_duties"
     assert results[str(reply_only.pk)]["code"] == "decision_not_allowed"
     assert results[str(moved.pk)]["code"] == "revision_changed"
     assert [ApprovalRequest.objects.get(pk=r.pk).state for r in (fine, for_alice, reply_only, moved)] == [
-        State.APPROVED] + [State.PENDING_APPROVAL] * 3
+        State.APPROVED
+    ] + [State.PENDING_APPROVAL] * 3
     assert Decision.objects.count() == 1
 
 
-def test_one_password_covers_the_batch_and_a_missing_one_refuses_only_the_critical(client, people, submit,
-                                                                                   critical_wires):
+def test_one_password_covers_the_batch_and_a_missing_one_refuses_only_the_critical(
+    client, people, submit, critical_wires
+):
     email, wire = submit("send_email", batch_id="mix"), submit("wire_money", params={"amount": 5}, batch_id="mix")
     client.force_login(people["alice"])
     results = {r["id"]: r for r in decide(client, [email, wire]).json()["results"]}
@@ -205,7 +231,8 @@ def test_one_password_covers_the_batch_and_a_missing_one_refuses_only_the_critic
     results = decide(client, [wire, other_wire], password="alice-pw-123!").json()["results"]
     assert [r["ok"] for r in results] == [True, True]
     assert set(Decision.objects.filter(request__in=[wire, other_wire]).values_list("step_up_method", flat=True)) == {
-        "password"}
+        "password"
+    }
 
 
 def test_a_request_outside_the_reviewers_queue_reads_as_missing(client, people, submit):
@@ -260,8 +287,9 @@ def test_an_agents_batch_and_run_ids_are_shown_inert(client, people, submit):
 def test_a_batch_decision_without_the_csrf_token_is_refused(browser_client, people, submit):
     batch = [submit("send_email", batch_id="csrf") for _ in range(2)]
     browser_client.force_login(people["alice"])
-    answer = browser_client.post(DECIDE, {"decision": "approve", "request": [f"{r.pk}:1" for r in batch]},
-                                 HTTP_ACCEPT="application/json")
+    answer = browser_client.post(
+        DECIDE, {"decision": "approve", "request": [f"{r.pk}:1" for r in batch]}, HTTP_ACCEPT="application/json"
+    )
     assert answer.status_code == 403
     assert not Decision.objects.exists()
 

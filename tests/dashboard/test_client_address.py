@@ -53,8 +53,13 @@ def test_a_garbled_header_falls_back_to_the_peer(behind_proxy, garbled):
 
 def test_throttling_one_client_behind_the_proxy_leaves_the_others_alone(behind_proxy, client, people, settings):
     for _ in range(settings.LOGIN_FREE_FAILURES + 1):
-        client.post("/login/", {"login": "alice", "password": "wrong"}, REMOTE_ADDR=PROXY,
-                    HTTP_X_FORWARDED_FOR="198.51.100.66")
-    response = client.post("/login/", {"login": "alice", "password": "alice-pw-123!"}, REMOTE_ADDR=PROXY,
-                           HTTP_X_FORWARDED_FOR="198.51.100.7")
+        client.post(
+            "/login/", {"login": "alice", "password": "wrong"}, REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR="198.51.100.66"
+        )
+    response = client.post(
+        "/login/",
+        {"login": "alice", "password": "alice-pw-123!"},
+        REMOTE_ADDR=PROXY,
+        HTTP_X_FORWARDED_FOR="198.51.100.7",
+    )
     assert response.status_code == 302, response.content.decode()[:500]

@@ -57,31 +57,49 @@ def test_a_socket_from_a_foreign_origin_is_refused_even_with_a_session(people):
     cookie = session_cookie(people["alice"])
 
     async def scenario():
-        await refused_socket(websocket_application, "/ws/reviewer/",
-                             headers=headers(cookie=cookie, origin="https://evil.example"))
+        await refused_socket(
+            websocket_application, "/ws/reviewer/", headers=headers(cookie=cookie, origin="https://evil.example")
+        )
 
     run(scenario)
 
 
 def test_a_reviewer_hears_created_updated_removed_for_their_groups_only(people, submit, two_person_rule, admin_user):
     finance = Group.objects.create(name="finance")
-    policy.save_rule({"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
-                      "approver_group": "finance"}, actor=Person(admin_user), note="finance approves wires")
+    policy.save_rule(
+        {
+            "name": "wire_finance",
+            "priority": 4,
+            "action_type": "wire_*",
+            "risk_level": "high",
+            "approver_group": "finance",
+        },
+        actor=Person(admin_user),
+        note="finance approves wires",
+    )
     cookie = session_cookie(people["bob"])
 
     async def scenario():
         async with reviewer_socket(cookie=cookie) as socket:
             transfer = await database_sync_to_async(submit)("transfer_funds", params={"amount": 5})
             created = await socket.receive_json_from(timeout=TIMEOUT)
-            assert created == {"event": "card.created", "request_id": str(transfer.pk),
-                               "state": "pending_approval", "data": {"verb": "request.queued"}}
+            assert created == {
+                "event": "card.created",
+                "request_id": str(transfer.pk),
+                "state": "pending_approval",
+                "data": {"verb": "request.queued"},
+            }
 
-            await database_sync_to_async(services.approve)(transfer.pk, revision=1, actor=services.Person(people["alice"]))
+            await database_sync_to_async(services.approve)(
+                transfer.pk, revision=1, actor=services.Person(people["alice"])
+            )
             updated = await socket.receive_json_from(timeout=TIMEOUT)
             assert updated["event"] == "card.updated"
             assert updated["data"] == {"verb": "decision.recorded", "approvals": 1, "required": 2}
 
-            await database_sync_to_async(services.approve)(transfer.pk, revision=1, actor=services.Person(people["carol"]))
+            await database_sync_to_async(services.approve)(
+                transfer.pk, revision=1, actor=services.Person(people["carol"])
+            )
             removed = await socket.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "approved"
 
@@ -142,8 +160,13 @@ def test_the_emergency_stop_reaches_every_reviewer(people, admin_user):
         async with reviewer_socket(cookie=cookie) as socket:
             await database_sync_to_async(set_emergency_stop)(on=True, actor=Person(admin_user), reason="drill")
             message = await socket.receive_json_from(timeout=TIMEOUT)
-            assert message == {"event": "emergency.changed", "scope": "global", "on": True, "agent": None,
-                               "reason": "drill"}
+            assert message == {
+                "event": "emergency.changed",
+                "scope": "global",
+                "on": True,
+                "agent": None,
+                "reason": "drill",
+            }
 
     run(scenario)
 
@@ -164,24 +187,35 @@ def test_a_permission_taken_from_one_request_takes_only_that_card_off_the_screen
 
             await database_sync_to_async(revoke_decide_except)(moved, None)
             heard = await socket.receive_json_from(timeout=TIMEOUT)
-            assert heard == {"event": "card.removed", "request_id": str(moved.pk), "state": "",
-                             "data": {"verb": "access.revoked"}}
+            assert heard == {
+                "event": "card.removed",
+                "request_id": str(moved.pk),
+                "state": "",
+                "data": {"verb": "access.revoked"},
+            }
             assert await socket.receive_nothing(timeout=0.3)  # nothing about the card bob still has
         assert kept.pk != moved.pk
 
     run(scenario)
 
 
-def test_presence_reaches_only_reviewers_who_may_see_the_request_and_ends_with_the_socket(
-    people, submit, admin_user
-):
+def test_presence_reaches_only_reviewers_who_may_see_the_request_and_ends_with_the_socket(people, submit, admin_user):
     """alice looks at a transfer: bob (same group) hears it, carol (who may not see it)
     hears nothing, and a look at a request alice may not see is never relayed."""
     finance = Group.objects.create(name="finance")
     people["carol"].groups.remove(Group.objects.get(name="reviewers"))
     people["carol"].groups.add(finance)
-    policy.save_rule({"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
-                      "approver_group": "finance"}, actor=Person(admin_user), note="finance approves wires")
+    policy.save_rule(
+        {
+            "name": "wire_finance",
+            "priority": 4,
+            "action_type": "wire_*",
+            "risk_level": "high",
+            "approver_group": "finance",
+        },
+        actor=Person(admin_user),
+        note="finance approves wires",
+    )
     transfer = submit("transfer_funds", params={"amount": 5})
     wire = submit("wire_money", params={"amount": 5})  # finance's: alice may not see it
     alice, bob, carol = (session_cookie(people[name]) for name in ("alice", "bob", "carol"))

@@ -23,20 +23,32 @@ def csrf_token(client) -> str:
 
 @pytest.fixture
 def critical_rule(admin_user):
-    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
-                             "risk_level": "critical", "editable_params": ["amount"]},
-                            actor=Person(admin_user), note="payroll is critical")
+    return policy.save_rule(
+        {
+            "name": "payroll_critical",
+            "priority": 3,
+            "action_type": "run_payroll",
+            "risk_level": "critical",
+            "editable_params": ["amount"],
+        },
+        actor=Person(admin_user),
+        note="payroll is critical",
+    )
 
 
 def test_every_decision_form_refuses_a_post_without_the_csrf_token(browser_client, people, submit):
     request = submit("send_email")
     browser_client.force_login(people["alice"])
     for name in ("approve", "reject", "approve-with-edits"):
-        response = browser_client.post(reverse(f"approvals:{name}", args=[request.pk]), {"revision": "1", "feedback": "x"})
+        response = browser_client.post(
+            reverse(f"approvals:{name}", args=[request.pk]), {"revision": "1", "feedback": "x"}
+        )
         assert response.status_code == 403, name
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
     token = csrf_token(browser_client)
-    response = browser_client.post(reverse("approvals:approve", args=[request.pk]), {"revision": "1", "csrfmiddlewaretoken": token})
+    response = browser_client.post(
+        reverse("approvals:approve", args=[request.pk]), {"revision": "1", "csrfmiddlewaretoken": token}
+    )
     assert response.status_code == 302
     assert ApprovalRequest.objects.get().state == State.APPROVED
 
@@ -65,7 +77,9 @@ def test_rejecting_with_feedback_stores_it_verbatim_for_the_agent(client, people
     request = submit("send_email")
     feedback = "Don't send this to Dana <dana@example.com>.\nAsk Rita first & retry tomorrow."
     client.force_login(people["bob"])
-    response = client.post(reverse("approvals:reject", args=[request.pk]), {"revision": "1", "feedback": feedback}, **JSON)
+    response = client.post(
+        reverse("approvals:reject", args=[request.pk]), {"revision": "1", "feedback": feedback}, **JSON
+    )
     assert response.status_code == 200 and response.json()["state"] == "rejected"
     request.refresh_from_db()
     assert request.state == State.REJECTED and request.feedback == feedback and request.decided_by_label == "bob"
@@ -75,8 +89,17 @@ def test_approve_with_edits_changes_only_editable_params_as_a_new_revision(clien
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Hi", "body": "secret"})
     client.force_login(people["alice"])
     url = reverse("approvals:approve-with-edits", args=[request.pk])
-    response = client.post(url, {"revision": "1", "edit:subject": "Hello Dana", "edit:to": '["dana@example.com"]',
-                                 "edit:body": "", "masked:body": "1"}, **JSON)
+    response = client.post(
+        url,
+        {
+            "revision": "1",
+            "edit:subject": "Hello Dana",
+            "edit:to": '["dana@example.com"]',
+            "edit:body": "",
+            "masked:body": "1",
+        },
+        **JSON,
+    )
     assert response.status_code == 200, response.json()
     request.refresh_from_db()
     assert request.state == State.APPROVED and request.current_revision == 2
@@ -104,7 +127,9 @@ def test_critical_risk_asks_for_the_password_before_approving(client, people, su
         response = client.post(url, {"revision": "1", **attempt}, **JSON)
         assert response.status_code == 403 and response.json()["code"] == code
     assert ApprovalRequest.objects.get().state == State.PENDING_APPROVAL
-    edits = client.post(reverse("approvals:approve-with-edits", args=[request.pk]), {"revision": "1", "edit:amount": "2"}, **JSON)
+    edits = client.post(
+        reverse("approvals:approve-with-edits", args=[request.pk]), {"revision": "1", "edit:amount": "2"}, **JSON
+    )
     assert edits.status_code == 403 and edits.json()["code"] == "step_up_required"
     response = client.post(url, {"revision": "1", "password": PASSWORDS["alice"]}, **JSON)
     assert response.status_code == 200 and response.json()["state"] == "approved"

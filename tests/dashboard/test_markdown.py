@@ -25,8 +25,34 @@ ATTACKS = [
     "<style>body{display:none}</style>",
 ]
 
-SAFE_TAGS = {"a", "blockquote", "br", "code", "del", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li", "ol",
-             "p", "pre", "s", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul"}
+SAFE_TAGS = {
+    "a",
+    "blockquote",
+    "br",
+    "code",
+    "del",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "s",
+    "strong",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+}
 
 
 class _Elements(HTMLParser):
@@ -52,7 +78,9 @@ def assert_inert(html: str) -> None:
 
 
 def test_markdown_renders_the_structure_a_plan_needs():
-    html = render_markdown("# Plan\n\n1. **Snapshot**\n2. `migrate`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n[docs](https://example.org)")
+    html = render_markdown(
+        "# Plan\n\n1. **Snapshot**\n2. `migrate`\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n[docs](https://example.org)"
+    )
     assert "<h1>Plan</h1>" in html
     assert "<strong>Snapshot</strong>" in html and "<code>migrate</code>" in html
     assert "<table>" in html and "<td>2</td>" in html
@@ -67,8 +95,10 @@ def test_each_known_attack_is_inert():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.one_of(st.sampled_from(ATTACKS), st.text(max_size=40), st.sampled_from(["\n\n", "# ", "* ", "> ", "`"])),
-             max_size=12)
+    st.lists(
+        st.one_of(st.sampled_from(ATTACKS), st.text(max_size=40), st.sampled_from(["\n\n", "# ", "* ", "> ", "`"])),
+        max_size=12,
+    )
 )
 def test_no_mix_of_markdown_and_attacks_yields_script(parts):
     html = render_markdown("".join(parts))

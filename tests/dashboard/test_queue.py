@@ -36,9 +36,16 @@ def finance(admin_user, people) -> Group:
     group = Group.objects.create(name="finance")
     people["carol"].groups.add(group)
     policy.save_rule(
-        {"name": "wire_finance", "priority": 4, "action_type": "wire_*", "risk_level": "high",
-         "approver_group": "finance", "editable_params": ["amount"]},
-        actor=Person(admin_user), note="finance approves wires",
+        {
+            "name": "wire_finance",
+            "priority": 4,
+            "action_type": "wire_*",
+            "risk_level": "high",
+            "approver_group": "finance",
+            "editable_params": ["amount"],
+        },
+        actor=Person(admin_user),
+        note="finance approves wires",
     )
     return group
 
@@ -58,15 +65,29 @@ def test_a_reviewer_sees_only_pending_requests_routed_to_their_groups(client, pe
 def test_most_urgent_first_is_highest_risk_then_nearest_deadline(client, people, submit, admin_user):
     """With every rule on the same TTL, a critical request submitted last still tops the
     queue (the seen bug: deadline-only order put it 14th of 14)."""
-    policy.save_rule({"name": "short_fuse", "priority": 3, "action_type": "page_oncall", "risk_level": "medium",
-                      "decision_ttl_seconds": 300}, actor=Person(admin_user), note="urgent pages")
-    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-                     actor=Person(admin_user), note="wires are critical")
+    policy.save_rule(
+        {
+            "name": "short_fuse",
+            "priority": 3,
+            "action_type": "page_oncall",
+            "risk_level": "medium",
+            "decision_ttl_seconds": 300,
+        },
+        actor=Person(admin_user),
+        note="urgent pages",
+    )
+    policy.save_rule(
+        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="wires are critical",
+    )
     now = timezone.now()
     with freeze_time(now):
         medium = submit("send_email")
     with freeze_time(now + timedelta(seconds=1)):
-        high = submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
+        high = submit(
+            "send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"}
+        )
     with freeze_time(now + timedelta(seconds=2)):
         urgent = submit("page_oncall", params={})
     with freeze_time(now + timedelta(seconds=3)):
@@ -75,24 +96,35 @@ def test_most_urgent_first_is_highest_risk_then_nearest_deadline(client, people,
     by_urgency = [str(critical.pk), str(high.pk), str(urgent.pk), str(medium.pk)]
     assert card_ids(client.get(QUEUE)) == by_urgency
     assert card_ids(client.get(QUEUE, {"order": "urgency"})) == by_urgency
-    assert card_ids(client.get(QUEUE, {"order": "deadline"})) == [str(urgent.pk), str(medium.pk), str(high.pk),
-                                                                   str(critical.pk)]
-    assert card_ids(client.get(QUEUE, {"order": "age"})) == [str(medium.pk), str(high.pk), str(urgent.pk),
-                                                              str(critical.pk)]
+    assert card_ids(client.get(QUEUE, {"order": "deadline"})) == [
+        str(urgent.pk),
+        str(medium.pk),
+        str(high.pk),
+        str(critical.pk),
+    ]
+    assert card_ids(client.get(QUEUE, {"order": "age"})) == [
+        str(medium.pk),
+        str(high.pk),
+        str(urgent.pk),
+        str(critical.pk),
+    ]
     assert card_ids(client.get(QUEUE, {"order": "<script>"})) == by_urgency  # unknown: the default
     assert [c["id"] for c in client.get(SYNC, {"order": "age"}).json()["cards"]] == card_ids(
-        client.get(QUEUE, {"order": "age"}))
+        client.get(QUEUE, {"order": "age"})
+    )
     html = client.get(QUEUE, {"order": "deadline"}).content.decode()
     assert "Nearest deadline first, then highest risk." in html and 'aria-current="true" data-order="deadline"' in html
     assert '<input type="hidden" name="order" value="deadline">' in html  # applying a filter keeps the order
 
 
-def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, people, submit, admin_user,
-                                                                      monkeypatch):
+def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, people, submit, admin_user, monkeypatch):
     """The page is read one level at a time; it must equal the first rows of the one-query order."""
     monkeypatch.setattr(dashboard, "QUEUE_LIMIT", 3)
-    policy.save_rule({"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-                     actor=Person(admin_user), note="wires are critical")
+    policy.save_rule(
+        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="wires are critical",
+    )
     for i in range(2):
         submit("send_email")
         submit("wire_money", params={"amount": i})
@@ -108,8 +140,13 @@ def test_counts_describe_the_filtered_list_and_add_up(client, people, submit, fi
     submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
     submit("wire_money", params={"amount": 5})
     client.force_login(people["carol"])
-    for query in ({}, {"action_type": "send_email"}, {"risk": "high"}, {"action_type": "wire_money"},
-                  {"agent": "nobody"}):
+    for query in (
+        {},
+        {"action_type": "send_email"},
+        {"risk": "high"},
+        {"action_type": "wire_money"},
+        {"agent": "nobody"},
+    ):
         response = client.get(QUEUE, query)
         counts = response.context["counts"]
         assert counts["total"] == sum(n for _, n, _ in counts["by_risk"]) == len(response.context["cards"])
@@ -119,7 +156,10 @@ def test_counts_describe_the_filtered_list_and_add_up(client, people, submit, fi
     by_risk = client.get(SYNC, {"action_type": "send_email"}).json()["by_risk"]
     assert by_risk == {"critical": 0, "high": 1, "medium": 1, "low": 0}
     # A risk link keeps the other filters.
-    assert 'href="?action_type=send_email&amp;risk=high"' in client.get(QUEUE, {"action_type": "send_email"}).content.decode()
+    assert (
+        'href="?action_type=send_email&amp;risk=high"'
+        in client.get(QUEUE, {"action_type": "send_email"}).content.decode()
+    )
 
 
 def test_filters_narrow_the_queue_and_its_counts(client, people, submit, finance):
@@ -150,8 +190,13 @@ def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client
     services.reject(rejected.pk, revision=current_revision(rejected.pk), actor=services.Person(people["bob"]))
     client.force_login(people["alice"])
     assert card_ids(client.get(QUEUE, query)) == []
-    assert client.get(SYNC, query).json() == {"count": 0, "cards": [], "expiring": 0, "more": False,
-                                              "by_risk": {"critical": 0, "high": 0, "medium": 0, "low": 0}}
+    assert client.get(SYNC, query).json() == {
+        "count": 0,
+        "cards": [],
+        "expiring": 0,
+        "more": False,
+        "by_risk": {"critical": 0, "high": 0, "medium": 0, "low": 0},
+    }
     assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []
 
 
@@ -165,8 +210,9 @@ def test_a_request_past_its_deadline_leaves_the_queue_before_the_sweeper_runs(cl
 
 
 def test_a_card_shows_what_a_reviewer_decides_on(client, people, submit):
-    request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Quarterly numbers",
-                                           "body": "SECRET-BODY-TEXT"})
+    request = submit(
+        "send_email", params={"to": ["dana@example.com"], "subject": "Quarterly numbers", "body": "SECRET-BODY-TEXT"}
+    )
     client.force_login(people["alice"])
     html = client.get(QUEUE).content.decode()
     assert "mail-bot" in html and "on behalf of" in html and "rita" in html
@@ -184,20 +230,50 @@ def test_quorum_progress_and_an_unreachable_quorum_say_so(client, people, submit
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "1 of 2 approvals" in html and "(alice)" in html
-    policy.save_rule({**{"name": "three_person", "priority": 2, "action_type": "nuke_*", "risk_level": "critical",
-                         "required_approvals": 9}}, actor=Person(admin_user), note="more than we have")
+    policy.save_rule(
+        {
+            **{
+                "name": "three_person",
+                "priority": 2,
+                "action_type": "nuke_*",
+                "risk_level": "critical",
+                "required_approvals": 9,
+            }
+        },
+        actor=Person(admin_user),
+        note="more than we have",
+    )
     submit("nuke_cluster", params={})
     html = client.get(QUEUE).content.decode()
     assert "Quorum unreachable" in html
 
 
 def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
-    first = services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X",
-                                                plan_markdown="# X\n\n1. step one\n2. step two\n"), agent=agent)
-    services.reject(first.pk, revision=current_revision(first.pk),
-                    actor=services.Person(people["alice"]), feedback="Add a rollback step.")
-    services.submit(services.Submission(kind=Kind.PLAN, plan_path="plans/x.md", plan_title="Plan X", supersedes=first,
-                                        plan_markdown="# X\n\n1. step one\n2. step two\n3. rollback\n"), agent=agent)
+    first = services.submit(
+        services.Submission(
+            kind=Kind.PLAN,
+            plan_path="plans/x.md",
+            plan_title="Plan X",
+            plan_markdown="# X\n\n1. step one\n2. step two\n",
+        ),
+        agent=agent,
+    )
+    services.reject(
+        first.pk,
+        revision=current_revision(first.pk),
+        actor=services.Person(people["alice"]),
+        feedback="Add a rollback step.",
+    )
+    services.submit(
+        services.Submission(
+            kind=Kind.PLAN,
+            plan_path="plans/x.md",
+            plan_title="Plan X",
+            supersedes=first,
+            plan_markdown="# X\n\n1. step one\n2. step two\n3. rollback\n",
+        ),
+        agent=agent,
+    )
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "Revised after alice's feedback" in html and "Add a rollback step." in html
@@ -207,8 +283,12 @@ def test_a_revised_plan_shows_the_feedback_and_the_diff(client, people, agent):
 
 def test_approve_with_edits_shows_the_param_diff_across_revisions(client, people, submit, two_person_rule):
     transfer = submit("transfer_funds", params={"amount": 100, "memo": "invoice"})
-    services.approve_with_edits(transfer.pk, revision=current_revision(transfer.pk),
-                                actor=services.Person(people["alice"]), edits={"amount": 90})
+    services.approve_with_edits(
+        transfer.pk,
+        revision=current_revision(transfer.pk),
+        actor=services.Person(people["alice"]),
+        edits={"amount": 90},
+    )
     client.force_login(people["bob"])
     html = client.get(QUEUE).content.decode()
     assert "Parameter edits" in html
@@ -222,8 +302,9 @@ def _queries(client, url) -> int:
     return len(ctx.captured_queries)
 
 
-def test_queue_and_sync_cost_a_constant_number_of_queries(client, people, submit, finance, two_person_rule,
-                                                           django_assert_max_num_queries):
+def test_queue_and_sync_cost_a_constant_number_of_queries(
+    client, people, submit, finance, two_person_rule, django_assert_max_num_queries
+):
     ops = Group.objects.create(name="ops")
     people["carol"].groups.add(ops)
     client.force_login(people["carol"])
@@ -272,8 +353,12 @@ def test_a_card_fragment_is_served_only_while_it_belongs_in_the_queue(client, pe
 
 def test_history_lists_decided_requests_with_filters(client, people, submit):
     rejected = submit("send_email")
-    services.reject(rejected.pk, revision=current_revision(rejected.pk),
-                    actor=services.Person(people["bob"]), feedback="Wrong recipient")
+    services.reject(
+        rejected.pk,
+        revision=current_revision(rejected.pk),
+        actor=services.Person(people["bob"]),
+        feedback="Wrong recipient",
+    )
     submit("send_email")  # still pending: not history
     client.force_login(people["alice"])
     response = client.get(reverse("approvals:history"))
@@ -329,8 +414,9 @@ def test_filter_choices_come_from_the_most_urgent_requests(client, people, submi
     assert 'value="transfer_funds" selected' in response.content.decode()
 
 
-def test_a_card_offers_more_time_and_edit_only_where_they_can_work(client, people, submit, admin_user,
-                                                                   django_assert_max_num_queries):
+def test_a_card_offers_more_time_and_edit_only_where_they_can_work(
+    client, people, submit, admin_user, django_assert_max_num_queries
+):
     """The seen bug: "More time" on every card, and it always failed."""
     from approvals.notifications.dispatch import save_settings
 
@@ -361,8 +447,8 @@ def test_the_triage_row_shows_hostile_target_text_inert(client, people, submit):
     hostile = submit("send_email", target={"mailbox": '<img src=x onerror="alert(1)">'})
     client.force_login(people["alice"])
     html = client.get(QUEUE).content.decode()
-    row = html[html.index(f'id="row-{hostile.pk}"'):]
-    row = row[:row.index("</li>")]
+    row = html[html.index(f'id="row-{hostile.pk}"') :]
+    row = row[: row.index("</li>")]
     assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in row and "<img" not in row
 
 
@@ -370,19 +456,22 @@ LEVELS = ["critical", "high", "medium", "low"]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(shape=st.lists(st.tuples(st.sampled_from(LEVELS), st.integers(1, 4), st.integers(0, 3)), min_size=6,
-                      max_size=6),
-       order=st.sampled_from(["urgency", "deadline", "age"]), limit=st.integers(1, 7))
-def test_every_order_is_its_spec_and_a_page_is_the_head_of_the_whole_queue(people, six_requests, shape, order,
-                                                                             limit):
+@given(
+    shape=st.lists(st.tuples(st.sampled_from(LEVELS), st.integers(1, 4), st.integers(0, 3)), min_size=6, max_size=6),
+    order=st.sampled_from(["urgency", "deadline", "age"]),
+    limit=st.integers(1, 7),
+)
+def test_every_order_is_its_spec_and_a_page_is_the_head_of_the_whole_queue(people, six_requests, shape, order, limit):
     """Urgency: risk, then deadline, then age; deadline: deadline, then risk; age: oldest
     first. Ties in deadline and age are common (same TTL, same second), so they vary too."""
     start = timezone.now()
     with rolled_back():
         for request, (level, minutes_left, minutes_old) in zip(six_requests, shape):
             ApprovalRequest.objects.filter(pk=request.pk).update(
-                risk_level=level, decide_by=start + timedelta(minutes=minutes_left * 10),
-                created_at=start - timedelta(minutes=minutes_old))
+                risk_level=level,
+                decide_by=start + timedelta(minutes=minutes_left * 10),
+                created_at=start - timedelta(minutes=minutes_old),
+            )
         rows = list(ApprovalRequest.objects.filter(pk__in=[r.pk for r in six_requests]))
         spec = {
             "urgency": lambda r: (LEVELS.index(r.risk_level), r.decide_by, r.created_at, r.pk),

@@ -42,8 +42,9 @@ def test_a_busy_session_still_ends_at_its_absolute_lifetime(alice_client, submit
             assert signed_in(alice_client), f"signed out after {minute} active minutes"
         minute += 20
     with freeze_time(SIGN_IN + timedelta(hours=12, minutes=1)):
-        refused = alice_client.post(f"/api/v1/requests/{pending.pk}/decisions/", {"decision": "approve"},
-                                    content_type="application/json")
+        refused = alice_client.post(
+            f"/api/v1/requests/{pending.pk}/decisions/", {"decision": "approve"}, content_type="application/json"
+        )
         assert refused.status_code in (401, 403)
         assert refused.json()["code"] in ("not_authenticated", "authentication_failed", "csrf_failed")
         assert not signed_in(alice_client)

@@ -27,8 +27,9 @@ def test_signing_in_through_the_form_lands_on_the_queue(browser_client, people):
     page = browser_client.get(LOGIN)
     assert page.status_code == 200 and "csrfmiddlewaretoken" in page.content.decode()
     token = browser_client.cookies["csrftoken"].value
-    response = browser_client.post(LOGIN, {"login": "alice", "password": PASSWORDS["alice"],
-                                           "csrfmiddlewaretoken": token})
+    response = browser_client.post(
+        LOGIN, {"login": "alice", "password": PASSWORDS["alice"], "csrfmiddlewaretoken": token}
+    )
     assert response.status_code == 302 and response["Location"] == "/"
     assert browser_client.get("/").status_code == 200
 

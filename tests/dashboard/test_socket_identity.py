@@ -77,25 +77,31 @@ def test_an_unchanged_reviewer_stays_connected_across_rechecks(people, settings)
     assert async_to_sync(scenario)() == {"event": "pong"}
 
 
-@pytest.mark.parametrize("origin, host", [
-    ("http://localhost:9999", "localhost:8000"),  # same host, another port
-    ("https://localhost:8000", "localhost:8000"),  # same host and port, another scheme
-    ("http://localhost", "localhost:8000"),
-    ("http://evil.example:8000", "evil.example:8000"),  # not an allowed host
-    ("http://testserver:8080", None),  # no Host header: an allowed host on its default port only
-    ("null", "localhost:8000"),
-])
+@pytest.mark.parametrize(
+    "origin, host",
+    [
+        ("http://localhost:9999", "localhost:8000"),  # same host, another port
+        ("https://localhost:8000", "localhost:8000"),  # same host and port, another scheme
+        ("http://localhost", "localhost:8000"),
+        ("http://evil.example:8000", "evil.example:8000"),  # not an allowed host
+        ("http://testserver:8080", None),  # no Host header: an allowed host on its default port only
+        ("null", "localhost:8000"),
+    ],
+)
 def test_an_origin_that_is_not_the_servers_own_is_refused(people, origin, host):
     cookie = session_cookie(people["alice"])
     sent = headers(cookie=cookie, origin=origin) + ([(b"host", host.encode())] if host else [])
     assert async_to_sync(refused_socket)(websocket_application, "/ws/reviewer/", headers=sent)
 
 
-@pytest.mark.parametrize("origin, host", [
-    ("http://localhost:8000", "localhost:8000"),
-    ("http://127.0.0.1:8000", "127.0.0.1:8000"),
-    ("https://review.example.com", "internal:8000"),  # CSRF_TRUSTED_ORIGINS
-])
+@pytest.mark.parametrize(
+    "origin, host",
+    [
+        ("http://localhost:8000", "localhost:8000"),
+        ("http://127.0.0.1:8000", "127.0.0.1:8000"),
+        ("https://review.example.com", "internal:8000"),  # CSRF_TRUSTED_ORIGINS
+    ],
+)
 def test_the_servers_own_origin_and_trusted_origins_are_accepted(people, settings, origin, host):
     settings.CSRF_TRUSTED_ORIGINS = ["https://review.example.com"]
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "internal"]

@@ -26,12 +26,15 @@ def document():
 
 
 def test_the_card_diffs_the_proposed_content_against_the_current_document(document, submit, login_as, people):
-    submit("update_document", params={"content": "step one\nstep two, carefully\n", "title": "Runbook"},
-           target={"id": "doc-7"})
+    submit(
+        "update_document",
+        params={"content": "step one\nstep two, carefully\n", "title": "Runbook"},
+        target={"id": "doc-7"},
+    )
     page = login_as(people["alice"]).get("/").content.decode()
     assert "What changes on the target" in page
-    assert "<span class=\"diff-del\">- step two</span>" in page
-    assert "<span class=\"diff-add\">+ step two, carefully</span>" in page
+    assert '<span class="diff-del">- step two</span>' in page
+    assert '<span class="diff-add">+ step two, carefully</span>' in page
     assert "The target changed after the agent submitted" not in page
 
 

@@ -62,8 +62,9 @@ def submit(agent):
     def _submit(action_type: str, params: dict | None = None, target: dict | None = None, **overrides):
         submitting_agent = overrides.pop("agent", agent)
         return services.submit(
-            services.Submission(kind=Kind.ACTION, action_type=action_type, params=params or {},
-                                target=target or {}, **overrides),
+            services.Submission(
+                kind=Kind.ACTION, action_type=action_type, params=params or {}, target=target or {}, **overrides
+            ),
             agent=submitting_agent,
         )
 

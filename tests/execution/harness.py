@@ -41,9 +41,26 @@ class Worker:
             **env,
         )
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "--pool=solo", "--loglevel=INFO",
-             "-n", self.name, "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=ROOT, env=environment, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "controlplane",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "-n",
+                self.name,
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         self._wait_until_ready()
 
@@ -116,7 +133,9 @@ class Receiver:
         self.server.server_close()
 
 
-def wait_for(predicate: Callable[[], object], *, timeout: float = 20.0, interval: float = 0.1, what: str = "") -> object:
+def wait_for(
+    predicate: Callable[[], object], *, timeout: float = 20.0, interval: float = 0.1, what: str = ""
+) -> object:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()

@@ -60,8 +60,9 @@ def session_cookie(user) -> str:
     return f"{django_settings.SESSION_COOKIE_NAME}={client.cookies[django_settings.SESSION_COOKIE_NAME].value}"
 
 
-def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_agent(embedded, approved, submit,
-                                                                                     alice, agent):
+def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_agent(
+    embedded, approved, submit, alice, agent
+):
     server, worker, producer = embedded
     token = issue_token(agent).secret
     executed = approved("demo_restart_service", {"service": "search"})
@@ -70,8 +71,9 @@ def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_ag
     long_poll: dict = {}
 
     def agent_waits() -> None:
-        call = urllib.request.Request(f"{server.url}/api/v1/requests/{waiting.pk}/resume/?wait=20",
-                                      headers={"Authorization": f"Bearer {token}"})
+        call = urllib.request.Request(
+            f"{server.url}/api/v1/requests/{waiting.pk}/resume/?wait=20", headers={"Authorization": f"Bearer {token}"}
+        )
         with urllib.request.urlopen(call, timeout=30) as response:
             long_poll.update(json.load(response))
 
@@ -85,8 +87,9 @@ def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_ag
 
     async def reviewer_watches() -> list[dict]:
         events: list[dict] = []
-        async with websockets.connect(f"{server.ws_url}/ws/reviewer/", origin=server.url,
-                                      additional_headers={"Cookie": cookie}) as socket:
+        async with websockets.connect(
+            f"{server.ws_url}/ws/reviewer/", origin=server.url, additional_headers={"Cookie": cookie}
+        ) as socket:
 
             async def until_pushed(pk, state: str) -> None:
                 while not any(e.get("request_id") == str(pk) and e.get("state") == state for e in events):
@@ -104,6 +107,8 @@ def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_ag
 
     events = asyncio.run(reviewer_watches())
     assert {(e["request_id"], e["state"]) for e in events} >= {
-        (str(executed.pk), State.SUCCEEDED), (str(waiting.pk), State.EXPIRED)}
+        (str(executed.pk), State.SUCCEEDED),
+        (str(waiting.pk), State.EXPIRED),
+    }
     assert long_poll["state"] == State.EXPIRED, long_poll
     assert ApprovalRequest.objects.get(pk=waiting.pk).resolution_code == "decision_deadline_passed"

@@ -63,8 +63,14 @@ class TestWhileItIsOn:
     def test_a_deferred_retry_is_not_retried(self, approved, admin, published):
         request = approved("demo_restart", {"service": "search"})
         grant = services.claim_execution(request.pk, actor=runner.WORKER)
-        services.defer_execution(request.pk, token=grant.token, actor=runner.WORKER, error="busy", code="busy",
-                                 retry_at=grant.lease_until.replace(year=2000))
+        services.defer_execution(
+            request.pk,
+            token=grant.token,
+            actor=runner.WORKER,
+            error="busy",
+            code="busy",
+            retry_at=grant.lease_until.replace(year=2000),
+        )
         set_emergency_stop(on=True, actor=Person(admin))
         assert runner.resolve_executions() == {"retried": 0, "lost": 0}
         with pytest.raises(DomainError) as refused:
@@ -102,7 +108,9 @@ class TestFlipping:
         assert set_emergency_stop(on=False, actor=Person(admin))
         events = list(AuditEvent.objects.filter(verb="emergency_stop.changed").order_by("seq"))
         assert [(e.metadata["on"], e.metadata["scope"], e.actor_label) for e in events] == [
-            (True, "global", "ada"), (False, "global", "ada")]
+            (True, "global", "ada"),
+            (False, "global", "ada"),
+        ]
 
     def test_reviewers_screens_are_told_after_commit(self, transactional_db, admin, settings):
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "controlplane.channel_relay.RelayChannelLayer"}}
@@ -113,7 +121,11 @@ class TestFlipping:
         message = async_to_sync(layer.receive)(channel)
         assert message["type"] == "emergency.changed"
         assert (message["scope"], message["on"], message["reason"], message["changed_by"]) == (
-            "global", True, "bad deploy", "ada")
+            "global",
+            True,
+            "bad deploy",
+            "ada",
+        )
 
     def test_the_command_switches_and_reports(self, agent, capsys):
         call_command("emergency_stop", "--agent", "ops-bot", "--reason", "loops")

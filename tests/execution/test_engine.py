@@ -60,8 +60,13 @@ register(Broken(), replace=True)
 
 @pytest.fixture(autouse=True)
 def executors(settings):
-    settings.EXECUTORS = {"demo_*": "noop", "flaky_*": "flaky", "broken_call": "broken",
-                          "notify_webhook": "webhook", "send_email": "email"}
+    settings.EXECUTORS = {
+        "demo_*": "noop",
+        "flaky_*": "flaky",
+        "broken_call": "broken",
+        "notify_webhook": "webhook",
+        "send_email": "email",
+    }
     settings.EXECUTION_MAX_ATTEMPTS = 3
     settings.EXECUTION_RETRY_BASE_SECONDS = 10
     FLAKY.failures = 0
@@ -101,7 +106,8 @@ class TestWhichRequestsRunOnTheServer:
         settings.EXECUTORS = {"demo_*": "nopo"}
         errors = checks.run_checks()
         assert [(e.id, e.msg) for e in errors if e.id == "approvals.E001"] == [
-            ("approvals.E001", "settings.EXECUTORS names the executor 'nopo', which is not registered.")]
+            ("approvals.E001", "settings.EXECUTORS names the executor 'nopo', which is not registered.")
+        ]
 
     def test_approval_records_the_executor_and_publishes_after_commit(
         self, approved, django_capture_on_commit_callbacks, published
@@ -112,8 +118,9 @@ class TestWhichRequestsRunOnTheServer:
         assert published == [str(request.pk)]
         assert fetch(request).enqueued_at is not None
 
-    def test_requests_the_agent_executes_are_never_published(self, submit, django_capture_on_commit_callbacks,
-                                                             published):
+    def test_requests_the_agent_executes_are_never_published(
+        self, submit, django_capture_on_commit_callbacks, published
+    ):
         with django_capture_on_commit_callbacks(execute=True):
             request = submit("read_file", {"path": "README"})
         assert (request.state, fetch(request).executor) == (State.APPROVED, "")
@@ -220,8 +227,15 @@ class TestLostLeases:
         with freeze_time(grant.lease_until + timedelta(seconds=1)):
             runner.resolve_executions()
         outcome = runner._report(  # what the slow worker does when it finally returns
-            runner.ExecutionContext(request_id=str(request.pk), action_type="flaky_send", target={}, params={},
-                                    idempotency_key=grant.idempotency_key, attempt=1, deadline=grant.lease_until),
+            runner.ExecutionContext(
+                request_id=str(request.pk),
+                action_type="flaky_send",
+                target={},
+                params={},
+                idempotency_key=grant.idempotency_key,
+                attempt=1,
+                deadline=grant.lease_until,
+            ),
             "succeeded",
             lambda: services.complete_execution(request.pk, token=grant.token, succeeded=True, actor=runner.WORKER),
         )

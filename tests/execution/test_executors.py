@@ -42,8 +42,9 @@ class TestWebhook:
         assert post["headers"]["Idempotency-Key"] == "cp-7c3e0d52-r1"
         assert json.loads(post["body"]) == {"text": "deploy finished", "count": 3}
         timestamp = post["headers"]["X-Controlplane-Timestamp"]
-        expected = hmac.new(settings.EXECUTOR_WEBHOOK_SECRET.encode(), timestamp.encode() + b"." + post["body"],
-                            hashlib.sha256).hexdigest()
+        expected = hmac.new(
+            settings.EXECUTOR_WEBHOOK_SECRET.encode(), timestamp.encode() + b"." + post["body"], hashlib.sha256
+        ).hexdigest()
         assert post["headers"]["X-Controlplane-Signature"] == f"sha256={expected}"
 
     def test_a_redirect_is_not_followed(self, receiver, outbound_loopback):
@@ -79,7 +80,11 @@ class TestEmail:
         result = get("email").run(context(action_type="send_email", params=params))
         [message] = mail.outbox
         assert (message.to, message.cc, message.subject, message.body) == (
-            ["dana@example.com"], ["erin@example.com"], "Hi", "Hello")
+            ["dana@example.com"],
+            ["erin@example.com"],
+            "Hi",
+            "Hello",
+        )
         assert message.extra_headers["X-Idempotency-Key"] == "cp-7c3e0d52-r1"
         assert result["recipients"] == 2 and result["sent"] == 1
 
@@ -112,8 +117,10 @@ class TestHealth:
         response = client.get("/readyz")
         assert response.status_code == 503
         assert response.json()["checks"]["broker"] == {
-            "ok": False, "ms": response.json()["checks"]["broker"]["ms"],
-            "error": "ConnectionRefusedError: broker unreachable"}
+            "ok": False,
+            "ms": response.json()["checks"]["broker"]["ms"],
+            "error": "ConnectionRefusedError: broker unreachable",
+        }
 
 
 @pytest.fixture
@@ -126,15 +133,20 @@ def relay_layer(settings):
 class TestChannelRelay:
     def _post(self, client, payload: dict, *, signature: str | None = None):
         body = json.dumps(payload).encode()
-        return client.post(channel_relay.RELAY_PATH, data=body, content_type="application/json",
-                           headers={"X-Relay-Signature": signature or channel_relay.sign(body)})
+        return client.post(
+            channel_relay.RELAY_PATH,
+            data=body,
+            content_type="application/json",
+            headers={"X-Relay-Signature": signature or channel_relay.sign(body)},
+        )
 
     def test_a_signed_message_reaches_the_group_in_this_process(self, client, relay_layer):
         channel = async_to_sync(relay_layer.new_channel)()
         async_to_sync(relay_layer.group_add)("request-42", channel)
         message = {"type": "request.change", "state": "succeeded"}
-        response = self._post(client, {"op": "group_send", "target": "request-42", "message": message,
-                                       "ts": int(time.time())})
+        response = self._post(
+            client, {"op": "group_send", "target": "request-42", "message": message, "ts": int(time.time())}
+        )
         assert response.status_code == 204
         assert async_to_sync(relay_layer.receive)(channel) == message
 
@@ -150,5 +162,6 @@ class TestChannelRelay:
         monkeypatch.setattr(channel_relay, "_post", lambda url, payload: sent.append((url, payload)))
         settings.CHANNEL_RELAY_URL = "http://127.0.0.1:8000"
         async_to_sync(relay_layer.group_send)("agent-7", {"type": "request.change"})
-        assert sent == [("http://127.0.0.1:8000",
-                         {"op": "group_send", "target": "agent-7", "message": {"type": "request.change"}})]
+        assert sent == [
+            ("http://127.0.0.1:8000", {"op": "group_send", "target": "agent-7", "message": {"type": "request.change"}})
+        ]

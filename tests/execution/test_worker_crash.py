@@ -37,8 +37,9 @@ def kill_mid_execution(approved, receiver, **worker_env) -> ApprovalRequest:
     return row
 
 
-def test_a_non_idempotent_execution_ends_outcome_unknown_and_is_not_repeated(broker, approved, receiver,
-                                                                           outbound_loopback):
+def test_a_non_idempotent_execution_ends_outcome_unknown_and_is_not_repeated(
+    broker, approved, receiver, outbound_loopback
+):
     row = kill_mid_execution(approved, receiver)
     assert runner.resolve_executions() == {"retried": 0, "lost": 1}
     row.refresh_from_db()
@@ -46,8 +47,7 @@ def test_a_non_idempotent_execution_ends_outcome_unknown_and_is_not_repeated(bro
     assert len(receiver.posts) == 1
 
 
-def test_an_idempotent_execution_is_retried_with_the_same_key(broker, approved, receiver, outbound_loopback,
-                                                              settings):
+def test_an_idempotent_execution_is_retried_with_the_same_key(broker, approved, receiver, outbound_loopback, settings):
     settings.WEBHOOK_EXECUTOR_IDEMPOTENT = True
     row = kill_mid_execution(approved, receiver, WEBHOOK_EXECUTOR_IDEMPOTENT="1")
     receiver.arrived.clear()

@@ -47,14 +47,26 @@ pytestmark = pytest.mark.django_db
 WIRE = {"amount": 70_000, "to": "acct-9", "memo": "supplier"}
 SMALL_WIRE = {"amount": 5_000, "to": "acct-9", "memo": "supplier"}
 CRITICAL_WIRE = {
-    "name": "wire_critical", "priority": 5, "action_type": "wire_transfer", "risk_level": "critical",
-    "required_approvals": 1, "approver_group": "treasury", "decision_ttl_seconds": 3600,
-    "execution_window_seconds": 900, "conditions": [{"path": "params.amount", "op": "gt", "value": 50_000}],
+    "name": "wire_critical",
+    "priority": 5,
+    "action_type": "wire_transfer",
+    "risk_level": "critical",
+    "required_approvals": 1,
+    "approver_group": "treasury",
+    "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900,
+    "conditions": [{"path": "params.amount", "op": "gt", "value": 50_000}],
 }
 HIGH_WIRE = {
-    "name": "wire_high", "priority": 10, "action_type": "wire_transfer", "risk_level": "high",
-    "required_approvals": 1, "approver_group": "treasury", "decision_ttl_seconds": 3600,
-    "execution_window_seconds": 900, "conditions": [],
+    "name": "wire_high",
+    "priority": 10,
+    "action_type": "wire_transfer",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "approver_group": "treasury",
+    "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900,
+    "conditions": [],
 }
 
 
@@ -74,7 +86,8 @@ def cast(people, admin_user):
     Group.objects.create(name="oncall")
     people["carol"].groups.add(treasury)
     everyone = {
-        **people, "ada": admin_user,
+        **people,
+        "ada": admin_user,
         "ben": _person("ben", RISK_ADMINS, is_staff=True),
         "erin": _person("erin", "oncall"),
         "audrey": _person("audrey", AUDITORS),
@@ -132,19 +145,20 @@ def events(verb: str) -> list[AuditEvent]:
 # --- Attack: the escalation settings grant decide at once -------------------------------------------
 
 
-def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_approve_the_wire_alone(
-        four_eyes, submit):
+def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_approve_the_wire_alone(four_eyes, submit):
     cast = four_eyes
     ada, ben, carol = cast["ada"], cast["ben"], cast["carol"]
     risk_admins = Group.objects.get(name=RISK_ADMINS)
 
-    outcome = dispatch.save_settings("wire_critical", actor=Person(ada), escalate_after_seconds=1,
-                                     escalation_group=risk_admins, note="Faster wires")
+    outcome = dispatch.save_settings(
+        "wire_critical", actor=Person(ada), escalate_after_seconds=1, escalation_group=risk_admins, note="Faster wires"
+    )
 
     assert isinstance(outcome, PolicyProposal) and outcome.kind == "notifications"
     assert outcome.status == PolicyProposal.Status.PENDING
     assert outcome.waits_because == (
-        "escalating wire_critical to 2 people who could not decide it needs a second risk-admin")
+        "escalating wire_critical to 2 people who could not decide it needs a second risk-admin"
+    )
     assert not RuleNotification.objects.filter(rule_name="wire_critical").exists()
     assert events("policy.proposed")[-1].metadata["kind"] == "notifications"
 
@@ -170,11 +184,15 @@ def test_escalating_to_auditors_is_refused_everywhere_and_no_auditor_decides(fou
     cast = four_eyes
     auditors = Group.objects.get(name=AUDITORS)
     with pytest.raises(ValueError, match="escalation_group: auditors decide nothing"):
-        dispatch.save_settings("wire_critical", actor=Person(cast["ada"]), escalate_after_seconds=1,
-                               escalation_group=auditors)
+        dispatch.save_settings(
+            "wire_critical", actor=Person(cast["ada"]), escalate_after_seconds=1, escalation_group=auditors
+        )
     client.force_login(cast["ada"])
-    answer = client.post("/rules/wire_critical/notifications/",
-                         {"escalate_after_seconds": "1", "escalation_group": AUDITORS}, follow=True)
+    answer = client.post(
+        "/rules/wire_critical/notifications/",
+        {"escalate_after_seconds": "1", "escalation_group": AUDITORS},
+        follow=True,
+    )
     assert "auditors decide nothing" in answer.content.decode()
     # Nor as a rule's escalation or approver group.
     for field in ("escalation_group", "approver_group"):
@@ -188,14 +206,18 @@ def test_escalating_to_auditors_is_refused_everywhere_and_no_auditor_decides(fou
     assert_nobody_new_decides(wire.pk, cast["audrey"])
 
 
-def test_the_notifications_form_proposes_a_widening_escalation_and_the_second_admin_sees_it(four_eyes, submit,
-                                                                                             client):
+def test_the_notifications_form_proposes_a_widening_escalation_and_the_second_admin_sees_it(four_eyes, submit, client):
     cast = four_eyes
     client.force_login(cast["ada"])
-    answer = client.post("/rules/wire_critical/notifications/", {
-        "notify_on_arrival": "1", "escalate_after_seconds": "1", "escalation_group": "oncall",
-        "note": "erin covers nights",
-    })
+    answer = client.post(
+        "/rules/wire_critical/notifications/",
+        {
+            "notify_on_arrival": "1",
+            "escalate_after_seconds": "1",
+            "escalation_group": "oncall",
+            "note": "erin covers nights",
+        },
+    )
     proposal = PolicyProposal.objects.get(kind="notifications")
     assert answer.status_code == 302 and answer["Location"] == f"/rules/proposals/{proposal.pk}/"
     page = client.get(answer["Location"]).content.decode()
@@ -223,7 +245,8 @@ def test_the_author_cannot_approve_a_notification_proposal_through_the_json_endp
     cast = four_eyes
     proposal = dispatch.save_settings("wire_critical", actor=Person(cast["ada"]), max_extension_seconds=86_400)
     assert proposal.waits_because == (
-        "letting reviewers extend the deadline of wire_critical further needs a second risk-admin")
+        "letting reviewers extend the deadline of wire_critical further needs a second risk-admin"
+    )
     client.force_login(cast["ada"])
     refused = client.post(f"/rules/proposals/{proposal.pk}/approve/", HTTP_ACCEPT="application/json")
     assert refused.status_code == 403 and refused.json()["code"] == "four_eyes_same_person"
@@ -237,18 +260,22 @@ def test_informative_and_narrowing_notification_settings_apply_at_once(four_eyes
     saved = dispatch.save_settings("wire_critical", actor=ada, notify_on_arrival=True, remind_before_seconds=600)
     assert isinstance(saved, RuleNotification)
     # Escalating to the rule's own group hands it to nobody new.
-    assert isinstance(dispatch.save_settings("wire_critical", actor=ada, escalate_after_seconds=60,
-                                             escalation_group=treasury), RuleNotification)
+    assert isinstance(
+        dispatch.save_settings("wire_critical", actor=ada, escalate_after_seconds=60, escalation_group=treasury),
+        RuleNotification,
+    )
     # Escalating later, or not at all, narrows.
-    assert isinstance(dispatch.save_settings("wire_critical", actor=ada, escalate_after_seconds=600),
-                      RuleNotification)
-    assert isinstance(dispatch.save_settings("wire_critical", actor=ada, escalation_group=None,
-                                             escalate_after_seconds=None), RuleNotification)
+    assert isinstance(dispatch.save_settings("wire_critical", actor=ada, escalate_after_seconds=600), RuleNotification)
+    assert isinstance(
+        dispatch.save_settings("wire_critical", actor=ada, escalation_group=None, escalate_after_seconds=None),
+        RuleNotification,
+    )
     assert not PolicyProposal.objects.exists()
     # Settings for a rule that does not exist would wait for it unseen: refused.
     with pytest.raises(ValueError, match="rule: no rule named 'wire_later'"):
-        dispatch.save_settings("wire_later", actor=ada, escalate_after_seconds=1,
-                               escalation_group=Group.objects.get(name=RISK_ADMINS))
+        dispatch.save_settings(
+            "wire_later", actor=ada, escalate_after_seconds=1, escalation_group=Group.objects.get(name=RISK_ADMINS)
+        )
     # Someone who is not a risk-admin changes nothing, even informative settings.
     with pytest.raises(PolicyError) as refused:
         dispatch.save_settings("wire_critical", actor=Person(cast["alice"]), notify_on_arrival=False)
@@ -277,16 +304,20 @@ def test_shortening_a_deadline_below_the_floor_waits_on_every_path(four_eyes, su
     outcome = policy.save_rule({**CRITICAL_WIRE, "decision_ttl_seconds": 3}, actor=ada, note="Hurry")
     assert isinstance(outcome, PolicyProposal)
     assert outcome.waits_because == (
-        "shortening the decision deadline of wire_critical to 3 s (below 300 s) needs a second risk-admin")
+        "shortening the decision deadline of wire_critical to 3 s (below 300 s) needs a second risk-admin"
+    )
 
     # The dry-run JSON says so before saving, and the editor's form proposes it.
     client.force_login(cast["ada"])
-    dry = client.post("/rules/dry-run.json", {"rule": {**HIGH_WIRE, "execution_window_seconds": 3}},
-                      content_type="application/json").json()
+    dry = client.post(
+        "/rules/dry-run.json", {"rule": {**HIGH_WIRE, "execution_window_seconds": 3}}, content_type="application/json"
+    ).json()
     assert dry["four_eyes"]["waits_because"] == (
-        "shortening the execution window of wire_high to 3 s (below 300 s) needs a second risk-admin")
-    answer = client.post("/rules/wire_high/edit/", {"rule_json": json.dumps({**HIGH_WIRE, "decision_ttl_seconds": 3}),
-                                                    "note": "Hurry"})
+        "shortening the execution window of wire_high to 3 s (below 300 s) needs a second risk-admin"
+    )
+    answer = client.post(
+        "/rules/wire_high/edit/", {"rule_json": json.dumps({**HIGH_WIRE, "decision_ttl_seconds": 3}), "note": "Hurry"}
+    )
     assert answer.status_code == 302 and answer["Location"].startswith("/rules/proposals/")
     assert set(RiskRule.objects.values_list("decision_ttl_seconds", "execution_window_seconds")) == {(3600, 900)}
     wire = submit("wire_transfer", WIRE)
@@ -297,24 +328,57 @@ def test_one_admin_shortens_at_most_three_rules_an_hour_at_once(four_eyes):
     cast = four_eyes
     ada = Person(cast["ada"])
     with override_settings(POLICY_FOUR_EYES=False):
-        policy.save_rules([{"name": f"r{i}", "priority": 20 + i, "action_type": f"thing_{i}", "risk_level": "high",
-                            "decision_ttl_seconds": 3600} for i in range(4)], actor=ada, note="four rules")
+        policy.save_rules(
+            [
+                {
+                    "name": f"r{i}",
+                    "priority": 20 + i,
+                    "action_type": f"thing_{i}",
+                    "risk_level": "high",
+                    "decision_ttl_seconds": 3600,
+                }
+                for i in range(4)
+            ],
+            actor=ada,
+            note="four rules",
+        )
     for i in range(3):
-        outcome = policy.save_rule({"name": f"r{i}", "priority": 20 + i, "action_type": f"thing_{i}",
-                                    "risk_level": "high", "decision_ttl_seconds": 600}, actor=ada, note="tighter")
+        outcome = policy.save_rule(
+            {
+                "name": f"r{i}",
+                "priority": 20 + i,
+                "action_type": f"thing_{i}",
+                "risk_level": "high",
+                "decision_ttl_seconds": 600,
+            },
+            actor=ada,
+            note="tighter",
+        )
         assert isinstance(outcome, PolicyVersion), i
-    fourth = policy.save_rule({"name": "r3", "priority": 23, "action_type": "thing_3", "risk_level": "high",
-                               "decision_ttl_seconds": 600}, actor=ada, note="tighter")
+    fourth = policy.save_rule(
+        {"name": "r3", "priority": 23, "action_type": "thing_3", "risk_level": "high", "decision_ttl_seconds": 600},
+        actor=ada,
+        note="tighter",
+    )
     assert isinstance(fourth, PolicyProposal)
     assert fourth.waits_because == (
-        "shortening the deadlines of 4 rules within an hour (more than 3) needs a second risk-admin")
+        "shortening the deadlines of 4 rules within an hour (more than 3) needs a second risk-admin"
+    )
     # Another admin has their own allowance; shortening one already shortened counts once.
-    again = policy.save_rule({"name": "r0", "priority": 20, "action_type": "thing_0", "risk_level": "high",
-                              "decision_ttl_seconds": 500}, actor=ada, note="tighter still")
+    again = policy.save_rule(
+        {"name": "r0", "priority": 20, "action_type": "thing_0", "risk_level": "high", "decision_ttl_seconds": 500},
+        actor=ada,
+        note="tighter still",
+    )
     assert isinstance(again, PolicyVersion)
-    assert isinstance(policy.save_rule({"name": "r3", "priority": 23, "action_type": "thing_3", "risk_level": "high",
-                                        "decision_ttl_seconds": 600}, actor=Person(cast["ben"]), note="mine"),
-                      PolicyVersion)
+    assert isinstance(
+        policy.save_rule(
+            {"name": "r3", "priority": 23, "action_type": "thing_3", "risk_level": "high", "decision_ttl_seconds": 600},
+            actor=Person(cast["ben"]),
+            note="mine",
+        ),
+        PolicyVersion,
+    )
 
 
 # --- Attack: membership of a group that can decide ------------------------------------------------
@@ -323,10 +387,16 @@ def test_one_admin_shortens_at_most_three_rules_an_hour_at_once(four_eyes):
 def _admin_change_form(user, groups) -> dict:
     joined = timezone.localtime(user.date_joined)
     return {
-        "username": user.username, "first_name": "", "last_name": "", "email": "",
-        "is_active": "on", "groups": [str(group.pk) for group in groups],
-        "date_joined_0": joined.strftime("%Y-%m-%d"), "date_joined_1": joined.strftime("%H:%M:%S"),
-        "initial-date_joined_0": joined.strftime("%Y-%m-%d"), "initial-date_joined_1": joined.strftime("%H:%M:%S"),
+        "username": user.username,
+        "first_name": "",
+        "last_name": "",
+        "email": "",
+        "is_active": "on",
+        "groups": [str(group.pk) for group in groups],
+        "date_joined_0": joined.strftime("%Y-%m-%d"),
+        "date_joined_1": joined.strftime("%H:%M:%S"),
+        "initial-date_joined_0": joined.strftime("%Y-%m-%d"),
+        "initial-date_joined_1": joined.strftime("%H:%M:%S"),
     }
 
 
@@ -336,12 +406,12 @@ def test_adding_someone_to_a_deciding_group_in_the_admin_waits_for_a_second_risk
     mallory, treasury = cast["mallory"], Group.objects.get(name="treasury")
     client.force_login(root)
 
-    answer = client.post(f"/admin/auth/user/{mallory.pk}/change/", _admin_change_form(mallory, [treasury]),
-                         follow=True)
+    answer = client.post(f"/admin/auth/user/{mallory.pk}/change/", _admin_change_form(mallory, [treasury]), follow=True)
 
     assert answer.status_code == 200
     assert "Adding mallory to treasury waits for a second risk-admin: giving 1 person decide on" in (
-        answer.content.decode())
+        answer.content.decode()
+    )
     assert not mallory.groups.filter(name="treasury").exists()
     proposal = PolicyProposal.objects.get(kind="membership")
     assert proposal.payload["usernames"] == ["mallory"]
@@ -373,9 +443,15 @@ def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(fou
     mallory.groups.add(club)
     client.force_login(root)
 
-    client.post(f"/admin/auth/user/{mallory.pk}/change/", {
-        **_admin_change_form(mallory, [club]), "is_superuser": "on", "is_staff": "on",
-        "user_permissions": [str(change_policy.pk)]})
+    client.post(
+        f"/admin/auth/user/{mallory.pk}/change/",
+        {
+            **_admin_change_form(mallory, [club]),
+            "is_superuser": "on",
+            "is_staff": "on",
+            "user_permissions": [str(change_policy.pk)],
+        },
+    )
     client.post(f"/admin/auth/group/{club.pk}/change/", {"name": "book-club", "permissions": [str(change_policy.pk)]})
 
     # Nor rename a group into one that rules route to, nor reactivate a decider alone.
@@ -386,7 +462,8 @@ def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(fou
     carol.save(update_fields=["is_active"])
     answer = client.post(f"/admin/auth/user/{carol.pk}/change/", _admin_change_form(carol, [treasury]), follow=True)
     assert "carol stays inactive: giving 1 person decide on wire_critical needs a second risk-admin" in (
-        answer.content.decode().lower())
+        answer.content.decode().lower()
+    )
 
     mallory.refresh_from_db()
     carol.refresh_from_db()
@@ -430,16 +507,22 @@ def test_no_page_can_add_someone_to_a_deciding_group_behind_four_eyes(four_eyes,
     assert_nobody_new_decides(submit("unknown_tool", {}).pk, mallory)
 
 
-def test_an_identity_provider_claim_never_makes_a_risk_admin_and_every_change_is_audited(four_eyes, client,
-                                                                                         settings, submit):
+def test_an_identity_provider_claim_never_makes_a_risk_admin_and_every_change_is_audited(
+    four_eyes, client, settings, submit
+):
     cast = four_eyes
     newcomer = _person("sso-sam")
     sso.apply_claims(newcomer, "corp", {RISK_ADMINS, "treasury"})
 
     assert set(newcomer.groups.values_list("name", flat=True)) == {"treasury"}
     applied = events("membership.claims_applied")[-1]
-    assert applied.metadata == {"user": "sso-sam", "provider": "corp", "added": ["treasury"], "removed": [],
-                                "ignored": [RISK_ADMINS]}
+    assert applied.metadata == {
+        "user": "sso-sam",
+        "provider": "corp",
+        "added": ["treasury"],
+        "removed": [],
+        "ignored": [RISK_ADMINS],
+    }
     # A claim can take risk-admins away (narrowing), never give it.
     sso.apply_claims(cast["ben"], "corp", set())
     assert not cast["ben"].groups.exists()
@@ -465,31 +548,49 @@ PEOPLE = ("carol", "erin", "alice", "mallory", "audrey", "ada")
 SAMPLES = (("wire_transfer", WIRE), ("wire_transfer", SMALL_WIRE), ("unknown_tool", {}), ("list_transfers", {}))
 
 rule_edits = st.tuples(
-    st.just("rule"), st.sampled_from(["wire_critical", "wire_high"]),
-    st.sampled_from([
-        ("risk_level", "high"), ("risk_level", "critical"), ("risk_level", "medium"), ("risk_level", "prohibited"),
-        ("required_approvals", 2), ("approver_group", "oncall"), ("approver_group", REVIEWERS),
-        ("escalation_group", "oncall"), ("escalation_group", "treasury"), ("decision_ttl_seconds", 600),
-        ("decision_ttl_seconds", 3), ("decision_ttl_seconds", 7200), ("execution_window_seconds", 300),
-        ("step_up", True), ("priority", 1), ("priority", 50), ("trusts_declared", True),
-    ]),
+    st.just("rule"),
+    st.sampled_from(["wire_critical", "wire_high"]),
+    st.sampled_from(
+        [
+            ("risk_level", "high"),
+            ("risk_level", "critical"),
+            ("risk_level", "medium"),
+            ("risk_level", "prohibited"),
+            ("required_approvals", 2),
+            ("approver_group", "oncall"),
+            ("approver_group", REVIEWERS),
+            ("escalation_group", "oncall"),
+            ("escalation_group", "treasury"),
+            ("decision_ttl_seconds", 600),
+            ("decision_ttl_seconds", 3),
+            ("decision_ttl_seconds", 7200),
+            ("execution_window_seconds", 300),
+            ("step_up", True),
+            ("priority", 1),
+            ("priority", 50),
+            ("trusts_declared", True),
+        ]
+    ),
 )
 verb_edits = st.tuples(st.just("verbs"), st.sampled_from(["add", "remove"]), st.sampled_from(["transfer", "wire"]))
 notification_edits = st.tuples(
-    st.just("notifications"), st.sampled_from(["wire_critical", "wire_high"]),
-    st.fixed_dictionaries({
-        "escalation_group": st.sampled_from([None, "treasury", "oncall", REVIEWERS, RISK_ADMINS]),
-        "escalate_after_seconds": st.sampled_from([None, 1, 60]),
-        "max_extension_seconds": st.sampled_from([0, 600]),
-        "notify_on_arrival": st.booleans(),
-    }),
+    st.just("notifications"),
+    st.sampled_from(["wire_critical", "wire_high"]),
+    st.fixed_dictionaries(
+        {
+            "escalation_group": st.sampled_from([None, "treasury", "oncall", REVIEWERS, RISK_ADMINS]),
+            "escalate_after_seconds": st.sampled_from([None, 1, 60]),
+            "max_extension_seconds": st.sampled_from([0, 600]),
+            "notify_on_arrival": st.booleans(),
+        }
+    ),
 )
 membership_edits = st.tuples(st.just("membership"), st.sampled_from(GROUPS), st.sampled_from(PEOPLE))
-lifecycle_edits = st.tuples(st.sampled_from(["enable", "disable", "delete"]),
-                            st.sampled_from(["wire_critical", "wire_high"]), st.none())
+lifecycle_edits = st.tuples(
+    st.sampled_from(["enable", "disable", "delete"]), st.sampled_from(["wire_critical", "wire_high"]), st.none()
+)
 reorder_edits = st.tuples(st.just("reorder"), st.none(), st.none())
-single_edits = st.one_of(rule_edits, notification_edits, membership_edits, lifecycle_edits, reorder_edits,
-                         verb_edits)
+single_edits = st.one_of(rule_edits, notification_edits, membership_edits, lifecycle_edits, reorder_edits, verb_edits)
 
 
 def apply_edit(edit, cast) -> bool:
@@ -544,8 +645,11 @@ def who_decides(cast) -> dict[int, tuple]:
         request = [r for r in request if r.current_params() == params][0]
         if request.state == "pending_approval":
             level, quorum, deciders = seen[index]
-            later = {name for name in PEOPLE
-                     if name not in deciders and approve_code(request.pk, cast[name]) in ("approved", "voted")}
+            later = {
+                name
+                for name in PEOPLE
+                if name not in deciders and approve_code(request.pk, cast[name]) in ("approved", "voted")
+            }
             seen[index] = (level, quorum, frozenset(deciders | later))
     return seen
 
@@ -587,17 +691,30 @@ def test_no_single_edit_that_applies_at_once_lets_anyone_new_decide(baseline, ed
 
 def test_the_authority_comparison_is_one_pure_function_over_snapshots():
     rules = ({**CRITICAL_WIRE, "enabled": True, "step_up": False, "escalation_group": None},)
-    before = Snapshot(rules=rules, verbs=frozenset(), members={"treasury": frozenset({1}), RISK_ADMINS: frozenset({7})},
-                      default={"risk_level": "medium", "approver_group": REVIEWERS})
+    before = Snapshot(
+        rules=rules,
+        verbs=frozenset(),
+        members={"treasury": frozenset({1}), RISK_ADMINS: frozenset({7})},
+        default={"risk_level": "medium", "approver_group": REVIEWERS},
+    )
     assert first_widening(before, before) is None
     assert effective_authority(before)["wire_critical"].deciders == {1}
-    widened = Snapshot(rules=rules, verbs=frozenset(), members=before.members,
-                       notifications={"wire_critical": {"escalation_group": RISK_ADMINS, "escalate_after_seconds": 1}},
-                       default=before.default)
+    widened = Snapshot(
+        rules=rules,
+        verbs=frozenset(),
+        members=before.members,
+        notifications={"wire_critical": {"escalation_group": RISK_ADMINS, "escalate_after_seconds": 1}},
+        default=before.default,
+    )
     assert first_widening(before, widened) == (
-        "escalating wire_critical to 1 person who could not decide it needs a second risk-admin")
+        "escalating wire_critical to 1 person who could not decide it needs a second risk-admin"
+    )
     assert first_widening(widened, before) is None  # turning it off narrows
-    joined = Snapshot(rules=rules, verbs=frozenset(), members={**before.members, "treasury": frozenset({1, 2})},
-                      default=before.default)
+    joined = Snapshot(
+        rules=rules,
+        verbs=frozenset(),
+        members={**before.members, "treasury": frozenset({1, 2})},
+        default=before.default,
+    )
     assert first_widening(before, joined) == "giving 1 person decide on wire_critical needs a second risk-admin"
     assert first_widening(before, before, Limits(max_shortened_rules=0)) is None

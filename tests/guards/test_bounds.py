@@ -42,21 +42,35 @@ HOSTILE = [
 RULE_FIELDS = ["priority", "required_approvals", "decision_ttl_seconds", "execution_window_seconds"]
 NOTIFICATION_FIELDS = ["remind_before_seconds", "escalate_after_seconds", "max_extension_seconds"]
 RULE = {
-    "name": "bounded_rule", "priority": 50, "action_type": "send_email", "risk_level": "high",
-    "required_approvals": 1, "approver_group": "reviewers", "decision_ttl_seconds": 3600,
-    "execution_window_seconds": 900, "editable_params": [], "masked_params": [], "conditions": [],
+    "name": "bounded_rule",
+    "priority": 50,
+    "action_type": "send_email",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "approver_group": "reviewers",
+    "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900,
+    "editable_params": [],
+    "masked_params": [],
+    "conditions": [],
 }
 # Anything a JSON body or a form can carry where a number is expected.
 ANY_NUMBER = st.one_of(
-    st.integers(), st.integers(min_value=-(10**45), max_value=10**45),
-    st.floats(allow_nan=False, allow_infinity=False), st.booleans(), st.none(), st.text(max_size=50),
+    st.integers(),
+    st.integers(min_value=-(10**45), max_value=10**45),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=50),
 )  # NaN and Infinity are not JSON: test_a_number_json_cannot_hold_is_refused_not_a_500
 ANY_TEXT = st.one_of(
-    st.integers(min_value=-(10**45), max_value=10**45).map(str), st.text(max_size=50),
+    st.integers(min_value=-(10**45), max_value=10**45).map(str),
+    st.text(max_size=50),
     st.sampled_from(["²", "١٢", "1e400", "nan", "-0", "0x10", " 5 ", "5.0", "true", "9" * 5000]),
 )
-HYPOTHESIS = hypothesis_settings(max_examples=25, deadline=None,
-                                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+HYPOTHESIS = hypothesis_settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @pytest.fixture
@@ -96,8 +110,11 @@ def test_a_rule_field_out_of_bounds_is_422_naming_it_on_every_rule_endpoint(ada,
     if in_bounds(field, value):
         pytest.skip(f"{value!r} is a fine {field}")  # a priority may be negative
     rule = {**RULE, field: value}
-    for name, body in (("rules:validate", {"rule": rule}), ("rules:dry-run", {"rule": rule}),
-                       ("rules:test", {"rule": rule, "sample": {"action_type": "send_email", "params": {}}})):
+    for name, body in (
+        ("rules:validate", {"rule": rule}),
+        ("rules:dry-run", {"rule": rule}),
+        ("rules:test", {"rule": rule, "sample": {"action_type": "send_email", "params": {}}}),
+    ):
         response = post_json(ada, name, body)
         assert response.status_code == 422, (name, response.status_code, response.content[:300])
         assert response.json()["code"] == "invalid_rule"
@@ -152,12 +169,24 @@ def test_a_number_json_cannot_hold_is_refused_not_a_500(ada, number):
 def test_the_admin_rule_form_refuses_a_priority_past_its_bound(ada, admin_user):
     admin_user.is_staff = admin_user.is_superuser = True
     admin_user.save()
-    response = ada.post("/admin/approvals/riskrule/add/", {
-        "name": "admin_rule", "priority": str(10**30), "enabled": "on", "action_type": "send_email",
-        "conditions": "[]", "match": "all", "risk_level": "high", "required_approvals": "1",
-        "decision_ttl_seconds": "3600", "execution_window_seconds": "900", "editable_params": "[]",
-        "masked_params": "[]", "change_note": "bounds",
-    })
+    response = ada.post(
+        "/admin/approvals/riskrule/add/",
+        {
+            "name": "admin_rule",
+            "priority": str(10**30),
+            "enabled": "on",
+            "action_type": "send_email",
+            "conditions": "[]",
+            "match": "all",
+            "risk_level": "high",
+            "required_approvals": "1",
+            "decision_ttl_seconds": "3600",
+            "execution_window_seconds": "900",
+            "editable_params": "[]",
+            "masked_params": "[]",
+            "change_note": "bounds",
+        },
+    )
     assert response.status_code == 200, "the form again, with its errors"
     assert response.context["adminform"].form.errors
     assert not _saved("admin_rule")
@@ -210,8 +239,9 @@ def test_a_deadline_extension_out_of_bounds_is_422(client, people, submit, admin
     dispatch.save_settings("send_email_default", actor=Person(admin_user), max_extension_seconds=1800)
     request = submit()
     client.force_login(people["alice"])
-    response = client.post(reverse("rules:extend-deadline", args=[request.pk]), {"seconds": raw},
-                           HTTP_ACCEPT="application/json")
+    response = client.post(
+        reverse("rules:extend-deadline", args=[request.pk]), {"seconds": raw}, HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 422 and response.json()["code"] == "extension_not_allowed"
 
 
@@ -234,16 +264,21 @@ def session_api(user) -> APIClient:
 def test_a_decisions_revision_out_of_bounds_is_422_naming_it(people, submit, value):
     request = submit()
     alice = session_api(people["alice"])
-    response = alice.post(f"/api/v1/requests/{request.pk}/decisions/",
-                          {"decision": "reject", "revision": value, "feedback": "no"}, format="json")
+    response = alice.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "reject", "revision": value, "feedback": "no"},
+        format="json",
+    )
     if value is None:
         assert response.status_code == 422  # null is not a revision either
     else:
         assert response.status_code == 422, (value, response.status_code, response.content[:300])
         assert "revision" in response.json()["details"]["fields"]
-    batch = alice.post("/api/v1/decisions/", {"decision": "reject", "feedback": "no",
-                                             "requests": [{"id": str(request.pk), "revision": value}]},
-                       format="json")
+    batch = alice.post(
+        "/api/v1/decisions/",
+        {"decision": "reject", "feedback": "no", "requests": [{"id": str(request.pk), "revision": value}]},
+        format="json",
+    )
     assert batch.status_code == 422
     request.refresh_from_db()
     assert request.state == "pending_approval", "nothing was decided"
@@ -255,7 +290,8 @@ def test_a_decisions_revision_out_of_bounds_is_422_naming_it(people, submit, val
 def test_any_revision_through_the_api_is_decided_on_or_refused_never_a_500(people, submit, value):
     request = submit()
     response = session_api(people["alice"]).post(
-        f"/api/v1/requests/{request.pk}/decisions/", {"decision": "reject", "revision": value}, format="json")
+        f"/api/v1/requests/{request.pk}/decisions/", {"decision": "reject", "revision": value}, format="json"
+    )
     assert response.status_code in (200, 409, 422), (value, response.status_code)
     if response.status_code == 422:
         assert response.json()["code"] == "validation_error"
@@ -325,11 +361,17 @@ def test_a_longer_wait_than_the_server_keeps_is_capped_as_documented(api_client_
 def test_a_dashboard_decision_with_a_hostile_revision_decides_nothing_and_is_no_500(client, people, submit, raw):
     request = submit()
     client.force_login(people["alice"])
-    response = client.post(reverse("approvals:reject", args=[request.pk]), {"revision": raw, "feedback": "no"},
-                           HTTP_ACCEPT="application/json")
+    response = client.post(
+        reverse("approvals:reject", args=[request.pk]),
+        {"revision": raw, "feedback": "no"},
+        HTTP_ACCEPT="application/json",
+    )
     assert response.status_code == 422, response.content[:300]
-    batch = client.post(reverse("approvals:decide-batch"), {"decision": "reject", "request": f"{request.pk}:{raw}"},
-                        HTTP_ACCEPT="application/json")
+    batch = client.post(
+        reverse("approvals:decide-batch"),
+        {"decision": "reject", "request": f"{request.pk}:{raw}"},
+        HTTP_ACCEPT="application/json",
+    )
     assert batch.status_code == 422
     request.refresh_from_db()
     assert request.state == "pending_approval"
@@ -355,36 +397,53 @@ def test_dashboard_feedback_longer_than_the_api_allows_is_refused(client, people
     client.force_login(people["alice"])
     too_long = "x" * 10_001
     for name in ("approvals:reject", "approvals:approve"):
-        response = client.post(reverse(name, args=[request.pk]),
-                               {"revision": str(request.current_revision), "feedback": too_long},
-                               HTTP_ACCEPT="application/json")
+        response = client.post(
+            reverse(name, args=[request.pk]),
+            {"revision": str(request.current_revision), "feedback": too_long},
+            HTTP_ACCEPT="application/json",
+        )
         assert response.status_code == 422 and response.json()["details"]["fields"] == ["feedback"]
-    batch = client.post(reverse("approvals:decide-batch"), {
-        "decision": "reject", "request": f"{request.pk}:{request.current_revision}", "feedback": too_long},
-        HTTP_ACCEPT="application/json")
+    batch = client.post(
+        reverse("approvals:decide-batch"),
+        {"decision": "reject", "request": f"{request.pk}:{request.current_revision}", "feedback": too_long},
+        HTTP_ACCEPT="application/json",
+    )
     assert batch.status_code == 422 and batch.json()["details"]["fields"] == ["feedback"]
-    api = session_api(people["alice"]).post(f"/api/v1/requests/{request.pk}/decisions/",
-                                            {"decision": "reject", "revision": request.current_revision,
-                                             "feedback": too_long}, format="json")
+    api = session_api(people["alice"]).post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "reject", "revision": request.current_revision, "feedback": too_long},
+        format="json",
+    )
     assert api.status_code == 422, "the same limit as the API's"
     request.refresh_from_db()
     assert request.state == "pending_approval"
-    assert client.post(reverse("approvals:reject", args=[request.pk]),
-                       {"revision": str(request.current_revision), "feedback": "x" * 10_000},
-                       HTTP_ACCEPT="application/json").status_code == 200, "exactly the limit is fine"
+    assert (
+        client.post(
+            reverse("approvals:reject", args=[request.pk]),
+            {"revision": str(request.current_revision), "feedback": "x" * 10_000},
+            HTTP_ACCEPT="application/json",
+        ).status_code
+        == 200
+    ), "exactly the limit is fine"
 
 
 @pytest.mark.django_db
 def test_dashboard_edits_larger_than_the_api_allows_are_refused(client, people, submit, admin_user, settings):
     from approvals import policy
 
-    policy.save_rule({**RULE, "name": "editable_mail", "priority": 1, "editable_params": ["body"],
-                      "risk_level": "medium"}, actor=Person(admin_user), note="edit bodies")
+    policy.save_rule(
+        {**RULE, "name": "editable_mail", "priority": 1, "editable_params": ["body"], "risk_level": "medium"},
+        actor=Person(admin_user),
+        note="edit bodies",
+    )
     request = submit()
     assert request.rule_name == "editable_mail"
     client.force_login(people["alice"])
-    response = client.post(reverse("approvals:approve-with-edits", args=[request.pk]),
-                           {"edit:body": "y" * (settings.API_MAX_PARAMS_BYTES + 1), "revision": "1"}, HTTP_ACCEPT="application/json")
+    response = client.post(
+        reverse("approvals:approve-with-edits", args=[request.pk]),
+        {"edit:body": "y" * (settings.API_MAX_PARAMS_BYTES + 1), "revision": "1"},
+        HTTP_ACCEPT="application/json",
+    )
     assert response.status_code == 422 and response.json()["details"]["fields"] == ["edits"]
     request.refresh_from_db()
     assert request.current_revision == 1

@@ -110,8 +110,9 @@ def keys(server_public_key) -> list[str]:
 @pytest.fixture
 def cp(token, proxy, keys):
     """mail-bot's client, pinned to the server's key, talking through the proxy."""
-    with ControlPlane("http://testserver", token, poll_wait=0.2, retries=0, transport=proxy,
-                      public_keys=keys) as client:
+    with ControlPlane(
+        "http://testserver", token, poll_wait=0.2, retries=0, transport=proxy, public_keys=keys
+    ) as client:
         yield client
 
 
@@ -123,6 +124,7 @@ def alice(people) -> Person:
 @pytest.fixture
 def decided(token, alice):
     """`decided(verdict="approve", token=..., **submission)`: a request submitted and decided, its id."""
+
     def _decided(verdict: str = "approve", *, with_token: str | None = None, **submission) -> str:
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {with_token or token}")
@@ -133,6 +135,7 @@ def decided(token, alice):
         request_id = response.json()["id"]
         getattr(services, verdict)(request_id, actor=alice, revision=1)
         return request_id
+
     return _decided
 
 
@@ -214,8 +217,9 @@ def test_a_swapped_id_is_refused_by_the_async_client_too(token, proxy, decided, 
             return httpx.Response(response.status_code, headers=response.headers, content=response.read())
 
     async def run() -> None:
-        async with AsyncControlPlane("http://testserver", token, poll_wait=0.2, retries=0, transport=AsyncProxy(),
-                                     public_keys=keys) as acp:
+        async with AsyncControlPlane(
+            "http://testserver", token, poll_wait=0.2, retries=0, transport=AsyncProxy(), public_keys=keys
+        ) as acp:
             await acp.request_approval("transfer_funds", params=PARAMS)
 
     with pytest.raises(DecisionRefused, match="idempotency_key"):
@@ -246,16 +250,21 @@ def test_a_plan_submission_answer_naming_an_older_approved_plan_is_refused(cp, p
 # --- A genuine signed resume of another call in place of this call's ------------------------------
 
 
-@pytest.mark.parametrize("older, made, refused_for", [
-    # the older approved call differs from the one made in exactly one way
-    (dict(params={**PARAMS, "amount": 900_000}), {}, "submitted_sha256"),
-    (dict(action_type="delete_account"), {}, "action_type"),
-    (dict(tool_call_id="call_1"), dict(tool_call_id="call_2"), "tool_call_id"),
-    (dict(tool_call_id="call_1", idempotency_key="run-7-call"), dict(tool_call_id="call_1",
-                                                                     idempotency_key="run-8-call"), "idempotency_key"),
-])
-def test_another_calls_signed_approval_in_the_resume_answer_runs_nothing(cp, proxy, decided, older, made,
-                                                                         refused_for):
+@pytest.mark.parametrize(
+    "older, made, refused_for",
+    [
+        # the older approved call differs from the one made in exactly one way
+        (dict(params={**PARAMS, "amount": 900_000}), {}, "submitted_sha256"),
+        (dict(action_type="delete_account"), {}, "action_type"),
+        (dict(tool_call_id="call_1"), dict(tool_call_id="call_2"), "tool_call_id"),
+        (
+            dict(tool_call_id="call_1", idempotency_key="run-7-call"),
+            dict(tool_call_id="call_1", idempotency_key="run-8-call"),
+            "idempotency_key",
+        ),
+    ],
+)
+def test_another_calls_signed_approval_in_the_resume_answer_runs_nothing(cp, proxy, decided, older, made, refused_for):
     old = decided(**older)
     proxy.on_submitted = lambda new: None  # the new call stays pending: nobody reviewed it
     proxy.submission = swap_id_to(old)
@@ -278,11 +287,20 @@ def test_a_rejection_turned_into_an_approval_in_the_resume_answer_is_refused(cp,
         cp.request_approval("transfer_funds", params=PARAMS)
 
 
-@pytest.mark.parametrize("field, value", [
-    ("request_id", "0c6a2d9e-5b7f-4e21-8a13-6d4f2b9c7e02"), ("action_type", "delete_account"),
-    ("tool_call_id", "call_9"), ("idempotency_key", "someone-else"), ("submitted_sha256", "0" * 64),
-    ("agent", {"id": 1, "name": "other-bot"}), ("kind", "plan"), ("v", 1), ("tool_result_sha256", None),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("request_id", "0c6a2d9e-5b7f-4e21-8a13-6d4f2b9c7e02"),
+        ("action_type", "delete_account"),
+        ("tool_call_id", "call_9"),
+        ("idempotency_key", "someone-else"),
+        ("submitted_sha256", "0" * 64),
+        ("agent", {"id": 1, "name": "other-bot"}),
+        ("kind", "plan"),
+        ("v", 1),
+        ("tool_result_sha256", None),
+    ],
+)
 def test_a_signed_field_rewritten_in_the_resume_answer_breaks_the_signature(cp, proxy, alice, field, value):
     proxy.on_submitted = lambda new: services.approve(new, actor=alice, revision=1)
 
@@ -336,24 +354,34 @@ def other_token(people) -> str:
 
 def _other_agents_resume(other_token: str) -> Callable[[dict, str], dict]:
     """The proxy holds another agent's token and answers with that agent's genuine resume."""
+
     def replace(body: dict, path: str) -> dict:
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Bearer {other_token}")
         response = api.get(path)
         assert response.status_code == 200, response.content
         return response.json()
+
     return replace
 
 
 @pytest.mark.parametrize("configured", [True, False])
-def test_another_agents_approval_of_the_very_same_call_runs_nothing(token, proxy, keys, decided, other_token, alice,
-                                                                    configured):
+def test_another_agents_approval_of_the_very_same_call_runs_nothing(
+    token, proxy, keys, decided, other_token, alice, configured
+):
     """Idempotency keys are per agent: another agent (whose token the attacker holds) submits the
     same key, params and tool-call id, a reviewer approves that agent's call, and the proxy answers
     with it. Only the agent named in the document tells them apart: configured (`agent=`), or
     pinned from this client's first verified decision."""
-    with ControlPlane("http://testserver", token, poll_wait=0.2, retries=0, transport=proxy, public_keys=keys,
-                      agent="mail-bot" if configured else None) as cp:
+    with ControlPlane(
+        "http://testserver",
+        token,
+        poll_wait=0.2,
+        retries=0,
+        transport=proxy,
+        public_keys=keys,
+        agent="mail-bot" if configured else None,
+    ) as cp:
         if not configured:
             proxy.on_submitted = lambda new: services.approve(new, actor=alice, revision=1)
             cp.request_approval("transfer_funds", params={"amount": 1})
@@ -363,8 +391,7 @@ def test_another_agents_approval_of_the_very_same_call_runs_nothing(token, proxy
         proxy.submission = swap_id_to(old)
         proxy.resume = _other_agents_resume(other_token)
         with pytest.raises(DecisionRefused, match="other-bot"):
-            cp.request_approval("transfer_funds", params=PARAMS, idempotency_key="shared-key",
-                                tool_call_id="call_1")
+            cp.request_approval("transfer_funds", params=PARAMS, idempotency_key="shared-key", tool_call_id="call_1")
 
 
 def test_a_langchain_hitl_answer_refuses_a_swapped_approval(cp, proxy, decided):
@@ -385,12 +412,14 @@ def test_a_webhook_or_socket_message_for_another_call_is_refused(decided, server
     its own call with verify_decision(call=...)."""
     old = ApprovalRequest.objects.select_related("agent").get(pk=decided(tool_call_id="call_1"))
     message = {"event": "request.changed", **resume_payload(old)}
-    mine = SubmittedCall.action("transfer_funds", PARAMS, idempotency_key="cpc-mine", tool_call_id="call_1",
-                                agent="mail-bot")
+    mine = SubmittedCall.action(
+        "transfer_funds", PARAMS, idempotency_key="cpc-mine", tool_call_id="call_1", agent="mail-bot"
+    )
     with pytest.raises(DecisionRefused, match="idempotency_key"):
         verify_decision(message, server_keys, call=mine)
-    its_own = SubmittedCall.action("transfer_funds", PARAMS, idempotency_key=None, tool_call_id="call_1",
-                                   agent="mail-bot")
+    its_own = SubmittedCall.action(
+        "transfer_funds", PARAMS, idempotency_key=None, tool_call_id="call_1", agent="mail-bot"
+    )
     assert verify_decision(message, server_keys, call=its_own)["request_id"] == str(old.pk)
 
 
@@ -398,12 +427,17 @@ def test_a_webhook_or_socket_message_for_another_call_is_refused(decided, server
 
 # Text as the API accepts it (NUL and lone surrogates are refused at the edge, before any digest).
 texts = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12)
-json_scalars = (st.none() | st.booleans() | texts
-                | st.integers(min_value=-(10**40), max_value=10**40)  # big ints stay exact
-                | st.decimals(allow_nan=False, allow_infinity=False, places=4).map(str)  # decimals as strings
-                | st.floats(allow_nan=False, allow_infinity=False, width=64))
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(texts, inner, max_size=3), max_leaves=10)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | texts
+    | st.integers(min_value=-(10**40), max_value=10**40)  # big ints stay exact
+    | st.decimals(allow_nan=False, allow_infinity=False, places=4).map(str)  # decimals as strings
+    | st.floats(allow_nan=False, allow_infinity=False, width=64)
+)
+json_values = st.recursive(
+    json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3), max_leaves=10
+)
 
 
 @hypothesis_settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -412,8 +446,9 @@ def test_the_server_signs_the_digest_of_the_params_the_client_submitted(token, a
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     key = "hyp-" + hashlib.sha256(value_bytes(params)).hexdigest()[:40]
-    response = api.post(SUBMIT, {"action_type": "transfer_funds", "params": params}, format="json",
-                        HTTP_IDEMPOTENCY_KEY=key)
+    response = api.post(
+        SUBMIT, {"action_type": "transfer_funds", "params": params}, format="json", HTTP_IDEMPOTENCY_KEY=key
+    )
     assert response.status_code in (200, 201), response.content
     request = ApprovalRequest.objects.select_related("agent").get(pk=response.json()["id"])
     made = SubmittedCall.action("transfer_funds", params, idempotency_key=key)
@@ -448,14 +483,20 @@ def test_the_client_normalizes_an_action_type_as_the_server_does(raw):
 VECTOR_KEY = SigningKey.from_secret("decision document v2 test vector")
 VECTOR_TOOL_RESULT = "Approved."
 VECTOR = decision_document(
-    kind="action", agent={"id": 7, "name": "pay-bot"}, request_id="7b1f3c52-9d1e-4d8c-9c39-2f0a4b6c1e01",
-    revision=2, action_type="transfer_funds", idempotency_key="cpc-6f1d", tool_call_id="call_7",
+    kind="action",
+    agent={"id": 7, "name": "pay-bot"},
+    request_id="7b1f3c52-9d1e-4d8c-9c39-2f0a4b6c1e01",
+    revision=2,
+    action_type="transfer_funds",
+    idempotency_key="cpc-6f1d",
+    tool_call_id="call_7",
     submitted_sha256=payload_sha256({"amount": 900, "to": "acme", "rate": 1.5}),
     resume_data={"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}},
-    tool_result=VECTOR_TOOL_RESULT, execute_by="2026-12-01T10:15:00.000000Z",
+    tool_result=VECTOR_TOOL_RESULT,
+    execute_by="2026-12-01T10:15:00.000000Z",
 )
 VECTOR_BYTES = (
-    b'hitl-controlplane decision v2\x00'
+    b"hitl-controlplane decision v2\x00"
     b'{"action_type":"transfer_funds","agent":{"id":7,"name":"pay-bot"},"execute_by":"2026-12-01T10:15:00.000000Z",'
     b'"idempotency_key":"cpc-6f1d","kind":"action",'
     b'"payload_sha256":"ba109eea3ec5463d98cdfa4341fc92c17fa0f2b59ceba5de215a278f462144f3",'
@@ -486,23 +527,40 @@ def test_vector_the_signature_is_pinned():
     block = sign_decision(VECTOR_KEY, VECTOR)
     assert (block["key_id"], VECTOR_KEY.public_text) == ("9cb54df5a1b336b1", VECTOR_PUBLIC_KEY)
     assert block["signature"] == VECTOR_SIGNATURE
-    payload = {"request_id": VECTOR["request_id"], "decided": True, "state": "approved",
-               "tool_result": VECTOR_TOOL_RESULT,
-               "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}},
-               "decision_signature": block}
-    call = SubmittedCall.action("transfer_funds", {"amount": 900, "to": "acme", "rate": 1.5},
-                                idempotency_key="cpc-6f1d", tool_call_id="call_7", agent="pay-bot")
+    payload = {
+        "request_id": VECTOR["request_id"],
+        "decided": True,
+        "state": "approved",
+        "tool_result": VECTOR_TOOL_RESULT,
+        "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}},
+        "decision_signature": block,
+    }
+    call = SubmittedCall.action(
+        "transfer_funds",
+        {"amount": 900, "to": "acme", "rate": 1.5},
+        idempotency_key="cpc-6f1d",
+        tool_call_id="call_7",
+        agent="pay-bot",
+    )
     from datetime import datetime
-    assert verify_decision(payload, trusted_keys([VECTOR_PUBLIC_KEY]), call=call,
-                           now=datetime(2026, 12, 1, 10, tzinfo=UTC)) == VECTOR
+
+    assert (
+        verify_decision(
+            payload, trusted_keys([VECTOR_PUBLIC_KEY]), call=call, now=datetime(2026, 12, 1, 10, tzinfo=UTC)
+        )
+        == VECTOR
+    )
 
 
 def test_a_signature_under_another_documents_context_does_not_verify():
     """The execution grant (a later document type) signs under its own context: a grant's
     signature over the same fields can never pass as a decision's, nor a v1 decision's."""
     block = sign_decision(VECTOR_KEY, VECTOR)
-    payload = {"request_id": VECTOR["request_id"], "tool_result": VECTOR_TOOL_RESULT,
-               "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}}}
+    payload = {
+        "request_id": VECTOR["request_id"],
+        "tool_result": VECTOR_TOOL_RESULT,
+        "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}},
+    }
     for context in (b"hitl-controlplane grant v1\x00", b"hitl-controlplane decision v1\x00", b""):
         forged = {**block, "signature": VECTOR_KEY.sign_bytes(context + canonical_bytes(VECTOR))}
         with pytest.raises(DecisionRefused, match="does not match"):
@@ -510,13 +568,21 @@ def test_a_signature_under_another_documents_context_does_not_verify():
 
 
 def test_a_v1_document_signed_under_the_v2_context_is_refused():
-    v1 = {key: VECTOR[key] for key in ("request_id", "revision", "action_type", "tool_call_id", "verdict",
-                                         "payload_sha256", "execute_by")} | {"v": 1}
-    block = {"algorithm": "ed25519", "key_id": VECTOR_KEY.key_id, "signed": v1,
-             "signature": VECTOR_KEY.sign_bytes(CONTEXT + canonical_bytes(v1))}
-    payload = {"request_id": VECTOR["request_id"], "decision_signature": block, "tool_result": VECTOR_TOOL_RESULT,
-               "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}}}
+    v1 = {
+        key: VECTOR[key]
+        for key in ("request_id", "revision", "action_type", "tool_call_id", "verdict", "payload_sha256", "execute_by")
+    } | {"v": 1}
+    block = {
+        "algorithm": "ed25519",
+        "key_id": VECTOR_KEY.key_id,
+        "signed": v1,
+        "signature": VECTOR_KEY.sign_bytes(CONTEXT + canonical_bytes(v1)),
+    }
+    payload = {
+        "request_id": VECTOR["request_id"],
+        "decision_signature": block,
+        "tool_result": VECTOR_TOOL_RESULT,
+        "resume_data": {"action": "approved", "params": {"amount": 500, "to": "acme", "rate": 1.5}},
+    }
     with pytest.raises(DecisionRefused, match="not a hitl-controlplane/decision v2"):
         verify_decision(payload, trusted_keys([VECTOR_PUBLIC_KEY]))
-
-

@@ -34,8 +34,7 @@ from tests.guards.test_revision import fresh_counters  # noqa: F401
 ROOT = Path(__file__).resolve().parents[2]
 JSON_ACCEPT = {"HTTP_ACCEPT": "application/json"}
 PING = {"name": "ping", "priority": 1, "action_type": "ping", "risk_level": "medium", "required_approvals": 1}
-LAUNCH = {"name": "launch", "priority": 1, "action_type": "launch", "risk_level": "critical",
-          "required_approvals": 1}
+LAUNCH = {"name": "launch", "priority": 1, "action_type": "launch", "risk_level": "critical", "required_approvals": 1}
 SURFACES = ("keyboard", "api")
 
 
@@ -76,13 +75,18 @@ def decide_many(surface: str, user, verdict: str, items: list[tuple[str, int]]) 
     """Each request's answer to one batch decision: "ok" or its refusal's code."""
     client = client_for(surface, user)
     if surface == "api":
-        response = client.post("/api/v1/decisions/", {
-            "decision": verdict, "requests": [{"id": pk, "revision": revision} for pk, revision in items]},
-            format="json")
+        response = client.post(
+            "/api/v1/decisions/",
+            {"decision": verdict, "requests": [{"id": pk, "revision": revision} for pk, revision in items]},
+            format="json",
+        )
         assert response.status_code == 200, response.json()
         return {result["id"]: "ok" if "outcome" in result else result["code"] for result in response.json()["results"]}
-    response = client.post(reverse("approvals:decide-batch"), {
-        "decision": verdict, "request": [f"{pk}:{revision}" for pk, revision in items]}, **JSON_ACCEPT)
+    response = client.post(
+        reverse("approvals:decide-batch"),
+        {"decision": verdict, "request": [f"{pk}:{revision}" for pk, revision in items]},
+        **JSON_ACCEPT,
+    )
     assert response.status_code == 200, response.json()
     return {result["id"]: "ok" if result["ok"] else result["code"] for result in response.json()["results"]}
 
@@ -92,8 +96,10 @@ def decide_many(surface: str, user, verdict: str, items: list[tuple[str, int]]) 
 FORM_AND_JSON = [
     ("password=alice-pw-123%21", {"method": "password", "password": "alice-pw-123!"}),
     ("code=123456", {"method": "totp", "code": "123456"}),
-    ("passkey_assertion=%7B%22id%22%3A%22x%22%7D&passkey_nonce=n1",
-     {"method": "passkey", "assertion": {"id": "x"}, "nonce": "n1"}),
+    (
+        "passkey_assertion=%7B%22id%22%3A%22x%22%7D&passkey_nonce=n1",
+        {"method": "passkey", "assertion": {"id": "x"}, "nonce": "n1"},
+    ),
     ("provider_nonce=n2", {"method": "provider", "nonce": "n2"}),
 ]
 
@@ -110,8 +116,9 @@ def test_the_form_and_the_json_give_the_same_proof(form, body):
 def test_a_provider_proof_from_the_batch_form_covers_the_whole_batch():
     """The drift the issue names: the dashboard's batch form built its provider proof
     without the batch it was for, so it bound to the first request only."""
-    batch = decide.read_batch(QueryDict(f"decision=approve&request={uuid.uuid4()}:1&request={uuid.uuid4()}:2"
-                                        "&provider_nonce=n"))
+    batch = decide.read_batch(
+        QueryDict(f"decision=approve&request={uuid.uuid4()}:1&request={uuid.uuid4()}:2&provider_nonce=n")
+    )
     proof = decide.step_up_proof(batch.step_up, rp_id="testserver", covers=batch.confirmed())
     assert proof.method == "provider"
     assert proof.digest == services.decision_digest(batch.confirmed())
@@ -122,11 +129,25 @@ def test_no_field_is_no_proof():
     assert decide.step_up_proof(None, rp_id="testserver") is None
 
 
-@pytest.mark.parametrize("step_up", [
-    {"method": ["password"]}, {"method": "password"}, {"method": "sms", "code": "1"}, ["password", "x"],
-    {"method": "passkey", "assertion": {"id": "x"}}, {"method": "provider", "nonce": 7},
-], ids=["unhashable-method", "no-secret", "unknown-method", "not-an-object", "passkey-without-nonce",
-        "nonce-not-text"])
+@pytest.mark.parametrize(
+    "step_up",
+    [
+        {"method": ["password"]},
+        {"method": "password"},
+        {"method": "sms", "code": "1"},
+        ["password", "x"],
+        {"method": "passkey", "assertion": {"id": "x"}},
+        {"method": "provider", "nonce": 7},
+    ],
+    ids=[
+        "unhashable-method",
+        "no-secret",
+        "unknown-method",
+        "not-an-object",
+        "passkey-without-nonce",
+        "nonce-not-text",
+    ],
+)
 def test_a_malformed_proof_forwarded_unchecked_is_a_422_not_a_500(step_up):
     with pytest.raises(DomainError) as refused:
         decide.step_up_proof(step_up, rp_id="testserver")
@@ -139,8 +160,11 @@ def test_a_malformed_proof_forwarded_unchecked_is_a_422_not_a_500(step_up):
 @pytest.mark.parametrize("surface", SURFACES)
 def test_a_critical_approval_without_a_step_up_is_refused_alike(surface, ask, people):
     launch = ask("launch")
-    assert decide_one(surface, people["alice"], launch, "approve", revision=1) == (403, "step_up_required",
-                                                                                  "pending_approval")
+    assert decide_one(surface, people["alice"], launch, "approve", revision=1) == (
+        403,
+        "step_up_required",
+        "pending_approval",
+    )
 
 
 @pytest.mark.parametrize("surface", SURFACES)
@@ -153,16 +177,18 @@ def test_a_wrong_password_is_refused_alike(surface, ask, people):
 @pytest.mark.parametrize("surface", SURFACES)
 def test_with_her_password_the_critical_approval_lands_alike(surface, ask, people):
     launch = ask("launch")
-    status, code, state = decide_one(surface, people["alice"], launch, "approve", revision=1,
-                                     password="alice-pw-123!")
+    status, code, state = decide_one(surface, people["alice"], launch, "approve", revision=1, password="alice-pw-123!")
     assert (status, code, state) == (200, None, "approved")
 
 
 @pytest.mark.parametrize("surface", SURFACES)
 def test_a_stale_revision_is_refused_alike(surface, ask, people):
     ping = ask()
-    assert decide_one(surface, people["alice"], ping, "reject", revision=2) == (409, "revision_changed",
-                                                                               "pending_approval")
+    assert decide_one(surface, people["alice"], ping, "reject", revision=2) == (
+        409,
+        "revision_changed",
+        "pending_approval",
+    )
 
 
 @pytest.mark.parametrize("surface", SURFACES)
@@ -173,8 +199,11 @@ def test_a_batch_answers_each_request_alike(surface, ask, people):
     missing = str(uuid.uuid4())
     items = [(str(fresh.pk), 1), (str(stale.pk), 2), (missing, 1), (str(launch.pk), 1)]
     assert decide_many(surface, people["alice"], "approve", items) == {
-        str(fresh.pk): "ok", str(stale.pk): "revision_changed", missing: "not_found",
-        str(launch.pk): "step_up_required"}
+        str(fresh.pk): "ok",
+        str(stale.pk): "revision_changed",
+        missing: "not_found",
+        str(launch.pk): "step_up_required",
+    }
     assert ApprovalRequest.objects.get(pk=fresh.pk).state == "approved"
     assert ApprovalRequest.objects.get(pk=stale.pk).state == "pending_approval"
     assert ApprovalRequest.objects.get(pk=launch.pk).state == "pending_approval"
@@ -182,12 +211,31 @@ def test_a_batch_answers_each_request_alike(surface, ask, people):
 
 # --- No input is a 500: the adapter refuses, with a code, whatever a surface forwards ------------
 
-JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                                      max_size=3), max_leaves=8)
-DECISION_KEYS = st.sampled_from(["decision", "revision", "feedback", "message", "edits", "resume_data", "step_up",
-                                 "requests", "request", "password", "code", "passkey_assertion", "passkey_nonce",
-                                 "provider_nonce", "edit:n", "masked:n"])
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=8,
+)
+DECISION_KEYS = st.sampled_from(
+    [
+        "decision",
+        "revision",
+        "feedback",
+        "message",
+        "edits",
+        "resume_data",
+        "step_up",
+        "requests",
+        "request",
+        "password",
+        "code",
+        "passkey_assertion",
+        "passkey_nonce",
+        "provider_nonce",
+        "edit:n",
+        "masked:n",
+    ]
+)
 
 
 class Target:
@@ -224,8 +272,10 @@ def test_any_json_a_surface_forwards_is_read_or_refused_with_a_code(body, kind):
 
 
 @hypothesis_settings(max_examples=150, deadline=None)
-@given(pairs=st.lists(st.tuples(DECISION_KEYS, st.text(max_size=12)), max_size=8),
-       kind=st.sampled_from(["action", "suspension"]))
+@given(
+    pairs=st.lists(st.tuples(DECISION_KEYS, st.text(max_size=12)), max_size=8),
+    kind=st.sampled_from(["action", "suspension"]),
+)
 def test_any_form_is_read_or_refused_with_a_code(pairs, kind):
     form = QueryDict(mutable=True)
     for key, value in pairs:
@@ -238,16 +288,22 @@ def test_any_form_is_read_or_refused_with_a_code(pairs, kind):
 
 def _calls_of(path: Path, name: str) -> list[int]:
     tree = ast.parse(path.read_text(), filename=str(path))
-    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-            and name in (getattr(node.func, "attr", None), getattr(node.func, "id", None))]
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and name in (getattr(node.func, "attr", None), getattr(node.func, "id", None))
+    ]
 
 
 def test_only_the_services_and_the_adapter_build_a_step_up_proof():
     """A surface that built its own proof would be a second parser, free to drift."""
-    builders = {str(path.relative_to(ROOT)): lines for path in sorted((ROOT / "approvals").rglob("*.py"))
-                if "services" not in path.relative_to(ROOT).parts and path.name != "decide.py"
-                for lines in [_calls_of(path, "StepUpProof") + _calls_of(path, "passkey")
-                              + _calls_of(path, "provider")] if lines}
+    builders = {
+        str(path.relative_to(ROOT)): lines
+        for path in sorted((ROOT / "approvals").rglob("*.py"))
+        if "services" not in path.relative_to(ROOT).parts and path.name != "decide.py"
+        for lines in [_calls_of(path, "StepUpProof") + _calls_of(path, "passkey") + _calls_of(path, "provider")]
+        if lines
+    }
     assert builders == {}
 
 
@@ -255,22 +311,41 @@ def test_the_adapter_imports_no_view():
     tree = ast.parse((ROOT / "approvals" / "decide.py").read_text())
     imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-    assert not [name for name in imported if name.split(".")[0] in ("web", "api") or ".web" in name
-                or ".api" in name or "views" in name]
+    assert not [
+        name
+        for name in imported
+        if name.split(".")[0] in ("web", "api") or ".web" in name or ".api" in name or "views" in name
+    ]
 
 
 def test_each_decision_service_is_called_from_the_adapter_alone():
     """The web and API views call the adapter, never a decision service of their own."""
-    services_called = ("approve", "reject", "approve_with_edits", "respond_instead", "respond_to_suspension",
-                       "decide_batch")
-    surfaces = [ROOT / "approvals" / "web" / "views.py", ROOT / "approvals" / "web" / "step_up.py",
-                ROOT / "approvals" / "api" / "views.py", ROOT / "approvals" / "api" / "step_up.py"]
+    services_called = (
+        "approve",
+        "reject",
+        "approve_with_edits",
+        "respond_instead",
+        "respond_to_suspension",
+        "decide_batch",
+    )
+    surfaces = [
+        ROOT / "approvals" / "web" / "views.py",
+        ROOT / "approvals" / "web" / "step_up.py",
+        ROOT / "approvals" / "api" / "views.py",
+        ROOT / "approvals" / "api" / "step_up.py",
+    ]
     direct = {}
     for path in surfaces:
         tree = ast.parse(path.read_text())
-        calls = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
-                 and isinstance(node.func, ast.Attribute) and node.func.attr in services_called
-                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "services"]
+        calls = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in services_called
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "services"
+        ]
         if calls:
             direct[str(path.relative_to(ROOT))] = calls
     assert direct == {}

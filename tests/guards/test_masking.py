@@ -54,13 +54,22 @@ pytestmark = pytest.mark.django_db
 # The rule that classifies the canary: body and amount masked, two approvals (so an
 # edit and a vote leave it pending), subject and body editable.
 MASKED_MAIL = {
-    "name": "masked_mail", "priority": 1, "action_type": "send_email", "risk_level": "high",
-    "required_approvals": 2, "masked_params": ["body", "amount"], "editable_params": ["subject", "body"],
+    "name": "masked_mail",
+    "priority": 1,
+    "action_type": "send_email",
+    "risk_level": "high",
+    "required_approvals": 2,
+    "masked_params": ["body", "amount"],
+    "editable_params": ["subject", "body"],
     "conditions": [],
 }
 # A probe that masks nothing and tests the masked body: the attack.
 PROBE = {
-    "name": "probe", "priority": 2, "action_type": "send_email", "risk_level": "medium", "masked_params": [],
+    "name": "probe",
+    "priority": 2,
+    "action_type": "send_email",
+    "risk_level": "medium",
+    "masked_params": [],
     "conditions": [{"path": "params.body", "op": "matches", "value": "^s"}],
 }
 
@@ -77,8 +86,13 @@ class Canary:
     def needles(self) -> dict[str, str]:
         """What must not appear: each value, a truncated prefix of the strings, and the
         keyed digest (audit.privacy's HMAC) of each value."""
-        found = {"text": self.text, "text prefix": self.text[:16], "number": str(self.number),
-                 "edited": self.edited, "edited prefix": self.edited[:16]}
+        found = {
+            "text": self.text,
+            "text prefix": self.text[:16],
+            "number": str(self.number),
+            "edited": self.edited,
+            "edited prefix": self.edited[:16],
+        }
         for name, value in (("text", self.text), ("number", self.number), ("edited", self.edited)):
             found[f"{name} digest"] = digest(value)["hmac"]
         return found
@@ -113,10 +127,13 @@ def canary() -> Canary:
 @pytest.fixture
 def seeded(canary, masked_rule, submit) -> ApprovalRequest:
     """The canary request, pending: body and amount masked."""
-    request = submit("send_email", {"to": ["dana@example.com"], "subject": "Quarterly", "body": canary.text,
-                                    "amount": canary.number})
+    request = submit(
+        "send_email", {"to": ["dana@example.com"], "subject": "Quarterly", "body": canary.text, "amount": canary.number}
+    )
     assert request.state == State.PENDING_APPROVAL and set(request.classification["masked_params"]) == {
-        "body", "amount"}
+        "body",
+        "amount",
+    }
     return request
 
 
@@ -127,13 +144,13 @@ def _client(user) -> Client:
 
 
 def _post_json(client: Client, url: str, payload: dict):
-    return client.post(url, data=json.dumps(payload), content_type="application/json",
-                       HTTP_ACCEPT="application/json")
+    return client.post(url, data=json.dumps(payload), content_type="application/json", HTTP_ACCEPT="application/json")
 
 
 def _probe_reveals(request) -> int:
-    return AuditEvent.objects.filter(request_id=request.pk,
-                                     verb__in=("rules.masked_probe", "request.field_revealed")).count()
+    return AuditEvent.objects.filter(
+        request_id=request.pk, verb__in=("rules.masked_probe", "request.field_revealed")
+    ).count()
 
 
 # --- The attack: the rule tester on a real request ----------------------------------------------------------
@@ -150,14 +167,17 @@ def test_a_probe_on_a_masked_param_is_refused_to_a_risk_admin_and_nothing_is_rev
     assert _probe_reveals(seeded) == 0
 
 
-@pytest.mark.parametrize("condition", [
-    {"path": "params.body", "op": "eq", "value": "x"},
-    {"path": "params.body", "op": "contains", "value": "canary"},
-    {"path": "params.body", "op": "len_gt", "value": 3},
-    {"path": "params.body", "op": "in", "value": ["a", "b"]},
-    {"path": "params.amount", "op": "gt", "value": 5},
-    {"path": "impact.amount", "op": "gte", "value": 1},  # the amount fact copies the masked amount
-])
+@pytest.mark.parametrize(
+    "condition",
+    [
+        {"path": "params.body", "op": "eq", "value": "x"},
+        {"path": "params.body", "op": "contains", "value": "canary"},
+        {"path": "params.body", "op": "len_gt", "value": 3},
+        {"path": "params.body", "op": "in", "value": ["a", "b"]},
+        {"path": "params.amount", "op": "gt", "value": 5},
+        {"path": "impact.amount", "op": "gte", "value": 1},  # the amount fact copies the masked amount
+    ],
+)
 def test_every_operator_that_could_be_an_oracle_is_refused(seeded, risk_admin, condition):
     probe = {**PROBE, "conditions": [condition]}
     response = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": probe, "request_id": str(seeded.pk)})
@@ -204,14 +224,21 @@ def test_without_a_probe_on_a_masked_path_the_tester_reads_masked_values_blind(s
     """The rest of the policy (including a rule that admin applied at once, stricter
     ones need no second pair of eyes) reads the masked body as the mask: the answer is
     the same whatever the body says."""
-    policy.save_rule({"name": "stricter_oracle", "priority": 0, "action_type": "send_email",
-                      "risk_level": "prohibited", "masked_params": [],
-                      "conditions": [{"path": "params.body", "op": "contains", "value": canary.text[:10]}]},
-                     actor=Person(risk_admin), note="a stricter rule applies at once")
+    policy.save_rule(
+        {
+            "name": "stricter_oracle",
+            "priority": 0,
+            "action_type": "send_email",
+            "risk_level": "prohibited",
+            "masked_params": [],
+            "conditions": [{"path": "params.body", "op": "contains", "value": canary.text[:10]}],
+        },
+        actor=Person(risk_admin),
+        note="a stricter rule applies at once",
+    )
     innocent = {**PROBE, "conditions": [{"path": "params.subject", "op": "eq", "value": "Quarterly"}]}
 
-    response = _post_json(_client(risk_admin), reverse("rules:test"),
-                          {"rule": innocent, "request_id": str(seeded.pk)})
+    response = _post_json(_client(risk_admin), reverse("rules:test"), {"rule": innocent, "request_id": str(seeded.pk)})
 
     assert response.status_code == 200
     result = response.json()
@@ -225,9 +252,15 @@ def test_without_a_probe_on_a_masked_path_the_tester_reads_masked_values_blind(s
 
 def test_a_dry_run_over_real_requests_is_no_oracle_for_a_masked_value(seeded, canary, risk_admin):
     """The same report whether the guess is right or wrong."""
+
     def report(guess: str) -> dict:
-        rule = {"name": "guess", "priority": 0, "action_type": "send_email", "risk_level": "critical",
-                "conditions": [{"path": "params.body", "op": "eq", "value": guess}]}
+        rule = {
+            "name": "guess",
+            "priority": 0,
+            "action_type": "send_email",
+            "risk_level": "critical",
+            "conditions": [{"path": "params.body", "op": "eq", "value": guess}],
+        }
         response = _post_json(_client(risk_admin), reverse("rules:dry-run"), {"rule": rule})
         assert response.status_code == 200
         canary.assert_absent("the dry-run", response.content.decode())
@@ -239,15 +272,29 @@ def test_a_dry_run_over_real_requests_is_no_oracle_for_a_masked_value(seeded, ca
 def test_an_edit_refused_by_policy_names_no_masked_value(seeded, canary, risk_admin, people):
     """A prohibited rule (applied at once: it is stricter) that reads the masked body:
     the refusal explains itself with the body masked."""
-    policy.save_rule({"name": "no_quarterly", "priority": 0, "action_type": "send_email",
-                      "risk_level": "prohibited", "masked_params": [], "match": "all",
-                      "conditions": [{"path": "params.subject", "op": "eq", "value": "Refused"},
-                                     {"path": "params.body", "op": "contains", "value": "canary"}]},
-                     actor=Person(risk_admin), note="stricter")
+    policy.save_rule(
+        {
+            "name": "no_quarterly",
+            "priority": 0,
+            "action_type": "send_email",
+            "risk_level": "prohibited",
+            "masked_params": [],
+            "match": "all",
+            "conditions": [
+                {"path": "params.subject", "op": "eq", "value": "Refused"},
+                {"path": "params.body", "op": "contains", "value": "canary"},
+            ],
+        },
+        actor=Person(risk_admin),
+        note="stricter",
+    )
     client = APIClient()
     client.force_login(people["alice"])
-    response = client.post(f"/api/v1/requests/{seeded.pk}/decisions/",
-                           {"decision": "approve", "revision": 1, "edits": {"subject": "Refused"}}, format="json")
+    response = client.post(
+        f"/api/v1/requests/{seeded.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"subject": "Refused"}},
+        format="json",
+    )
 
     assert response.status_code == 422 and response.json()["code"] == "edit_prohibited"
     assert MASK in response.json()["message"]
@@ -263,14 +310,20 @@ def stage(seeded, canary, people, risk_admin):
     (alice), still pending; ann the auditor; ben a second risk-admin."""
     bob = APIClient()
     bob.force_login(people["bob"])
-    edited = bob.post(f"/api/v1/requests/{seeded.pk}/decisions/",
-                      {"decision": "approve", "revision": 1, "edits": {"body": canary.edited}}, format="json")
+    edited = bob.post(
+        f"/api/v1/requests/{seeded.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"body": canary.edited}},
+        format="json",
+    )
     assert edited.status_code == 200, edited.content
     seeded.refresh_from_db()
     assert seeded.state == State.PENDING_APPROVAL and seeded.current_revision == 2
     return {
-        "request": seeded, "people": people, "risk_admin": risk_admin,
-        "auditor": _user("ann", "auditors"), "ben": _user("ben", RISK_ADMINS),
+        "request": seeded,
+        "people": people,
+        "risk_admin": risk_admin,
+        "auditor": _user("ann", "auditors"),
+        "ben": _user("ben", RISK_ADMINS),
     }
 
 
@@ -299,28 +352,40 @@ def _queue_sync(stage) -> str:
 
 def _reviewer_api(stage) -> str:
     pk = stage["request"].pk
-    return _get(stage["people"]["carol"], "/api/v1/requests/") + _get(stage["people"]["carol"],
-                                                                       f"/api/v1/requests/{pk}/")
+    return _get(stage["people"]["carol"], "/api/v1/requests/") + _get(
+        stage["people"]["carol"], f"/api/v1/requests/{pk}/"
+    )
 
 
 def _rule_tester(stage) -> str:
-    innocent = {**PROBE, "conditions": [{"path": "impact.recipient_count", "op": "gt", "value": 0},
-                                        {"path": "params.body", "op": "exists", "value": True}]}
-    response = _post_json(_client(stage["risk_admin"]), reverse("rules:test"),
-                          {"rule": innocent, "request_id": str(stage["request"].pk)})
+    innocent = {
+        **PROBE,
+        "conditions": [
+            {"path": "impact.recipient_count", "op": "gt", "value": 0},
+            {"path": "params.body", "op": "exists", "value": True},
+        ],
+    }
+    response = _post_json(
+        _client(stage["risk_admin"]), reverse("rules:test"), {"rule": innocent, "request_id": str(stage["request"].pk)}
+    )
     assert response.status_code == 200
-    current = _post_json(_client(stage["risk_admin"]), reverse("rules:test"),
-                         {"request_id": str(stage["request"].pk)})
-    refused = _post_json(_client(stage["risk_admin"]), reverse("rules:test"),
-                         {"rule": PROBE, "request_id": str(stage["request"].pk)})
+    current = _post_json(_client(stage["risk_admin"]), reverse("rules:test"), {"request_id": str(stage["request"].pk)})
+    refused = _post_json(
+        _client(stage["risk_admin"]), reverse("rules:test"), {"rule": PROBE, "request_id": str(stage["request"].pk)}
+    )
     assert refused.status_code == 403
     samples = _get(stage["risk_admin"], reverse("rules:samples"))
     return response.content.decode() + current.content.decode() + refused.content.decode() + samples
 
 
 def _dry_run(stage) -> str:
-    rule = {"name": "guess", "priority": 0, "action_type": "send_email", "risk_level": "critical",
-            "conditions": [{"path": "params.body", "op": "len_gt", "value": 3}]}
+    rule = {
+        "name": "guess",
+        "priority": 0,
+        "action_type": "send_email",
+        "risk_level": "critical",
+        "conditions": [{"path": "params.body", "op": "len_gt", "value": 3}],
+    }
     response = _post_json(_client(stage["risk_admin"]), reverse("rules:dry-run"), {"rule": rule})
     assert response.status_code == 200
     return response.content.decode()
@@ -329,9 +394,21 @@ def _dry_run(stage) -> str:
 def _proposal_page(stage) -> str:
     from approvals.models import PolicyProposal
 
-    saved = _client(stage["risk_admin"]).post(reverse("rules:new"), {"rule_json": json.dumps(
-        {"name": "looser_mail", "priority": 0, "action_type": "send_email", "risk_level": "low",
-         "conditions": [{"path": "params.body", "op": "len_gt", "value": 3}]}), "note": "Loosen"})
+    saved = _client(stage["risk_admin"]).post(
+        reverse("rules:new"),
+        {
+            "rule_json": json.dumps(
+                {
+                    "name": "looser_mail",
+                    "priority": 0,
+                    "action_type": "send_email",
+                    "risk_level": "low",
+                    "conditions": [{"path": "params.body", "op": "len_gt", "value": 3}],
+                }
+            ),
+            "note": "Loosen",
+        },
+    )
     assert saved.status_code in (302, 200)
     proposal = PolicyProposal.objects.order_by("-created_at").first()
     return _get(stage["ben"], reverse("rules:proposal", args=[proposal.pk])) if proposal else ""
@@ -340,8 +417,9 @@ def _proposal_page(stage) -> str:
 def _metrics(stage) -> str:
     admin = stage["risk_admin"]
     return _get(admin, reverse("rules:metrics")) + "".join(
-        _get(admin, reverse("rules:metrics-csv", args=[table])) for table in ("rule", "action_type", "agent",
-                                                                              "reviewer", "daily"))
+        _get(admin, reverse("rules:metrics-csv", args=[table]))
+        for table in ("rule", "action_type", "agent", "reviewer", "daily")
+    )
 
 
 def _audit_exports(stage) -> str:
@@ -371,8 +449,11 @@ def _errors(stage) -> str:
     carol.force_login(stage["people"]["carol"])
     answers = [
         # an edit of a masked param the rule does not let reviewers edit, to the canary's own value
-        carol.post(f"/api/v1/requests/{pk}/decisions/",
-                   {"decision": "approve", "revision": 2, "edits": {"amount": stage["canary"].number}}, format="json"),
+        carol.post(
+            f"/api/v1/requests/{pk}/decisions/",
+            {"decision": "approve", "revision": 2, "edits": {"amount": stage["canary"].number}},
+            format="json",
+        ),
         # a decision on a revision that moved on
         carol.post(f"/api/v1/requests/{pk}/decisions/", {"decision": "approve", "revision": 1}, format="json"),
         # a reveal of a param that is not masked, and of a masked one by someone who may not decide
@@ -391,16 +472,23 @@ def _once_decided(stage) -> str:
     pk = stage["request"].pk
     services.reject(pk, actor=Person(stage["people"]["carol"]), feedback="not this week", revision=2)
     carol = stage["people"]["carol"]
-    return (_get(carol, reverse("approvals:history")) + _get(carol, reverse("approvals:request", args=[pk]))
-            + _get(stage["auditor"], reverse("approvals:request", args=[pk]))
-            + _get(carol, f"/api/v1/requests/{pk}/") + _get(stage["auditor"], reverse("audit:log")))
+    return (
+        _get(carol, reverse("approvals:history"))
+        + _get(carol, reverse("approvals:request", args=[pk]))
+        + _get(stage["auditor"], reverse("approvals:request", args=[pk]))
+        + _get(carol, f"/api/v1/requests/{pk}/")
+        + _get(stage["auditor"], reverse("audit:log"))
+    )
 
 
 def _django_admin(stage) -> str:
     root = get_user_model().objects.create_superuser("root", password="root-pw-123!")
     pk = stage["request"].pk
-    return _get(root, f"/admin/approvals/approvalrequest/{pk}/change/") + _get(
-        root, "/admin/approvals/approvalrequest/") + _get(root, "/admin/audit/auditevent/")
+    return (
+        _get(root, f"/admin/approvals/approvalrequest/{pk}/change/")
+        + _get(root, "/admin/approvals/approvalrequest/")
+        + _get(root, "/admin/audit/auditevent/")
+    )
 
 
 # Every surface that shows a request to people. A new one joins with one entry.
@@ -462,11 +550,12 @@ def test_the_reviewer_socket_never_carries_a_masked_value(canary, masked_rule, s
     async def scenario():
         async with open_socket(websocket_application, "/ws/reviewer/", headers=headers) as socket:
             request = await database_sync_to_async(submit)(
-                "send_email", {"to": ["dana@example.com"], "subject": "Q", "body": canary.text,
-                               "amount": canary.number})
+                "send_email", {"to": ["dana@example.com"], "subject": "Q", "body": canary.text, "amount": canary.number}
+            )
             heard.append(json.dumps(await socket.receive_json_from(timeout=3)))
             await database_sync_to_async(services.approve_with_edits)(
-                request.pk, actor=Person(people["bob"]), edits={"body": canary.edited}, revision=1)
+                request.pk, actor=Person(people["bob"]), edits={"body": canary.edited}, revision=1
+            )
             heard.append(json.dumps(await socket.receive_json_from(timeout=3)))
 
     async_to_sync(scenario)()
@@ -480,13 +569,24 @@ def test_an_edit_that_hands_the_request_to_a_rule_masking_less_keeps_it_masked(s
     Group.objects.get_or_create(name="treasury")
     carol = get_user_model().objects.get(username="carol")
     carol.groups.add(Group.objects.get(name="treasury"))
-    policy.save_rule({"name": "urgent_mail", "priority": 0, "action_type": "send_email", "risk_level": "critical",
-                      "required_approvals": 2, "approver_group": "treasury", "masked_params": [],
-                      "conditions": [{"path": "params.subject", "op": "eq", "value": "URGENT"}]},
-                     actor=Person(risk_admin), note="urgent mail goes to treasury")
+    policy.save_rule(
+        {
+            "name": "urgent_mail",
+            "priority": 0,
+            "action_type": "send_email",
+            "risk_level": "critical",
+            "required_approvals": 2,
+            "approver_group": "treasury",
+            "masked_params": [],
+            "conditions": [{"path": "params.subject", "op": "eq", "value": "URGENT"}],
+        },
+        actor=Person(risk_admin),
+        note="urgent mail goes to treasury",
+    )
 
-    services.approve_with_edits(seeded.pk, actor=Person(people["alice"]), edits={"subject": "URGENT"},
-                                revision=current_revision(seeded))
+    services.approve_with_edits(
+        seeded.pk, actor=Person(people["alice"]), edits={"subject": "URGENT"}, revision=current_revision(seeded)
+    )
     seeded.refresh_from_db()
 
     assert seeded.rule_name == "urgent_mail"
@@ -498,15 +598,17 @@ def test_an_edit_that_hands_the_request_to_a_rule_masking_less_keeps_it_masked(s
 # --- No oracle: whatever the masked value, the blind answer is the same --------------------------------------
 
 _VALUES = st.one_of(st.text(max_size=30), st.integers(), st.lists(st.text(max_size=5), max_size=3), st.booleans())
-_CONDITIONS = st.sampled_from([
-    {"path": "params.body", "op": "matches", "value": "^a"},
-    {"path": "params.body", "op": "eq", "value": "a"},
-    {"path": "params.body", "op": "len_gt", "value": 4},
-    {"path": "params.body", "op": "contains", "value": "a"},
-    {"path": "params.body", "op": "gt", "value": 10},
-    {"path": "params.body", "op": "in", "value": ["a", 1]},
-    {"path": "impact.amount", "op": "gt", "value": 10},
-])
+_CONDITIONS = st.sampled_from(
+    [
+        {"path": "params.body", "op": "matches", "value": "^a"},
+        {"path": "params.body", "op": "eq", "value": "a"},
+        {"path": "params.body", "op": "len_gt", "value": 4},
+        {"path": "params.body", "op": "contains", "value": "a"},
+        {"path": "params.body", "op": "gt", "value": 10},
+        {"path": "params.body", "op": "in", "value": ["a", 1]},
+        {"path": "impact.amount", "op": "gt", "value": 10},
+    ]
+)
 
 
 @hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -536,8 +638,18 @@ def test_the_amount_fact_is_masked_only_where_it_may_copy_a_masked_param(risk_ad
     """A payment whose memo is masked still shows its amount (and may be tested on it);
     one whose amount is masked shows neither."""
     for name, masked in (("memo_masked", ["memo"]), ("amount_masked", ["amount"])):
-        policy.save_rule({"name": name, "priority": 1, "action_type": f"pay_{name}", "risk_level": "high",
-                          "masked_params": masked, "conditions": []}, actor=Person(risk_admin), note="masks")
+        policy.save_rule(
+            {
+                "name": name,
+                "priority": 1,
+                "action_type": f"pay_{name}",
+                "risk_level": "high",
+                "masked_params": masked,
+                "conditions": [],
+            },
+            actor=Person(risk_admin),
+            note="masks",
+        )
     memo = submit("pay_memo_masked", {"amount": 1234, "memo": "secret memo"})
     amount = submit("pay_amount_masked", {"amount": 98765, "memo": "visible memo"})
     alice = APIClient()

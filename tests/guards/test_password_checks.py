@@ -136,11 +136,18 @@ def test_three_wrong_passwords_on_a_page_end_the_session_and_each_is_audited(ali
 
     failed = events("auth.password_check_failed")
     assert [(e.metadata["purpose"], e.metadata["factor"], e.metadata["failures"]) for e in failed] == [
-        (purpose, "password", 1), (purpose, "password", 2), (purpose, "password", 3)]
+        (purpose, "password", 1),
+        (purpose, "password", 2),
+        (purpose, "password", 3),
+    ]
     assert all(e.actor_label == "alice" for e in failed)
     (ended,) = events("auth.session_ended")
-    assert ended.metadata == {"reason": "password_check_failures", "purpose": purpose, "failures": 3,
-                              "session_ended": True}
+    assert ended.metadata == {
+        "reason": "password_check_failures",
+        "purpose": purpose,
+        "failures": 3,
+        "session_ended": True,
+    }
     assert WRONG not in str([event.canonical for event in AuditEvent.objects.all()]), "never what was typed"
     assert verify_chain().ok
 
@@ -187,8 +194,9 @@ def test_three_wrong_codes_at_mfa_reauthentication_end_the_session(alice_with_to
     failed = events("auth.password_check_failed")
     assert {(e.metadata["purpose"], e.metadata["factor"]) for e in failed} == {("mfa_reauthenticate", "mfa_code")}
     assert len(failed) == 3
-    assert not [e for e in events("auth.sign_in_failed") if e.metadata.get("factor") == "mfa_code"], \
+    assert not [e for e in events("auth.sign_in_failed") if e.metadata.get("factor") == "mfa_code"], (
         "counted once, as a signed-in person's check"
+    )
 
 
 @pytest.mark.django_db
@@ -226,7 +234,8 @@ def patient_limit(settings):
 @pytest.mark.django_db
 @pytest.mark.parametrize("post,purpose", PASSWORD_PAGES)
 def test_wrong_passwords_get_slower_and_the_right_one_works_after_the_wait(
-        alices_session, patient_limit, clock, post, purpose):
+    alices_session, patient_limit, clock, post, purpose
+):
     for _ in range(2):
         assert WAIT not in page_errors(post(alices_session, WRONG))
     assert "try again in 1 second" in page_errors(post(alices_session, WRONG))
@@ -290,8 +299,11 @@ def critical_rule(admin_user):
     from approvals import policy
     from approvals.people import Person
 
-    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
-                             "risk_level": "critical"}, actor=Person(admin_user), note="payroll is critical")
+    return policy.save_rule(
+        {"name": "payroll_critical", "priority": 3, "action_type": "run_payroll", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="payroll is critical",
+    )
 
 
 @pytest.mark.django_db
@@ -339,16 +351,22 @@ SECRET_FIELD_NAMES = {"password", "oldpassword", "code"}
 
 def allauth_pages() -> list[tuple[str, str]]:
     """(path, url name) of every allauth page without URL arguments."""
+
     def walk(patterns, prefix: str):
         for pattern in patterns:
             if isinstance(pattern, URLResolver):
                 yield from walk(pattern.url_patterns, prefix + str(pattern.pattern))
-            elif isinstance(pattern, URLPattern) and pattern.name and "<" not in str(pattern.pattern) \
-                    and "(?P" not in str(pattern.pattern):
+            elif (
+                isinstance(pattern, URLPattern)
+                and pattern.name
+                and "<" not in str(pattern.pattern)
+                and "(?P" not in str(pattern.pattern)
+            ):
                 yield "/" + prefix + str(pattern.pattern), pattern.name
 
-    (accounts,) = [p for p in get_resolver().url_patterns
-                   if isinstance(p, URLResolver) and str(p.pattern) == "accounts/"]
+    (accounts,) = [
+        p for p in get_resolver().url_patterns if isinstance(p, URLResolver) and str(p.pattern) == "accounts/"
+    ]
     return sorted(set(walk(accounts.url_patterns, "accounts/")))
 
 

@@ -51,16 +51,37 @@ from tests.identity.test_provider_step_up import back_from_the_provider, provide
 from tests.suspensions.conftest import APPROVAL_STEP
 
 WIRE_LARGE = {
-    "name": "wire_large", "priority": 1, "action_type": "wire", "risk_level": "critical",
-    "required_approvals": 2, "approver_group": "treasury", "editable_params": ["amount", "to", "memo"],
+    "name": "wire_large",
+    "priority": 1,
+    "action_type": "wire",
+    "risk_level": "critical",
+    "required_approvals": 2,
+    "approver_group": "treasury",
+    "editable_params": ["amount", "to", "memo"],
     "conditions": [{"path": "params.amount", "op": "gt", "value": 1_000_000}],
 }
-WIRE = {"name": "wire", "priority": 2, "action_type": "wire", "risk_level": "medium", "required_approvals": 1,
-        "approver_group": "reviewers", "editable_params": ["amount", "to", "memo"]}
-PAYROLL = {"name": "payroll_critical", "priority": 3, "action_type": "run_payroll", "risk_level": "critical",
-           "editable_params": ["amount"]}
-CRITICAL_ANSWERS = {"name": "critical_answers", "priority": 3, "action_type": "approval-flow.*",
-                    "risk_level": "critical"}
+WIRE = {
+    "name": "wire",
+    "priority": 2,
+    "action_type": "wire",
+    "risk_level": "medium",
+    "required_approvals": 1,
+    "approver_group": "reviewers",
+    "editable_params": ["amount", "to", "memo"],
+}
+PAYROLL = {
+    "name": "payroll_critical",
+    "priority": 3,
+    "action_type": "run_payroll",
+    "risk_level": "critical",
+    "editable_params": ["amount"],
+}
+CRITICAL_ANSWERS = {
+    "name": "critical_answers",
+    "priority": 3,
+    "action_type": "approval-flow.*",
+    "risk_level": "critical",
+}
 PATHS = ("api", "form", "keyboard")
 JSON_ACCEPT = {"HTTP_ACCEPT": "application/json"}
 CHALLENGES = "/api/v1/step-up/challenges/"
@@ -94,8 +115,9 @@ def wire(submit, admin_user, treasury):
     policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
 
     def _wire(amount: int) -> ApprovalRequest:
-        return submit("wire", params={"amount": amount, "to": "acct-supplier", "memo": "invoice 42"},
-                      target={"ledger": "main"})
+        return submit(
+            "wire", params={"amount": amount, "to": "acct-supplier", "memo": "invoice 42"}, target={"ledger": "main"}
+        )
 
     return _wire
 
@@ -124,9 +146,18 @@ class Path:
         self.client = APIClient(HTTP_HOST=host) if name == "api" else Client(HTTP_HOST=host)
         self.client.force_login(user)
 
-    def send(self, request, decision: str, *, revision: int | None, edits: dict | None = None,
-             message: str | None = None, answer: Any = None, password: str | None = None,
-             feedback: str = "") -> Answer:
+    def send(
+        self,
+        request,
+        decision: str,
+        *,
+        revision: int | None,
+        edits: dict | None = None,
+        message: str | None = None,
+        answer: Any = None,
+        password: str | None = None,
+        feedback: str = "",
+    ) -> Answer:
         """`revision` None: the decision names none."""
         if self.name == "api":
             body: dict[str, Any] = {"decision": decision, "feedback": feedback}
@@ -142,10 +173,15 @@ class Path:
                 body["step_up"] = {"method": "password", "password": password}
             response = self.client.post(f"/api/v1/requests/{request.pk}/decisions/", body, format="json")
             return Answer(response.status_code, response.json().get("code"), [])
-        view = {"approve": "approvals:approve-with-edits" if edits else "approvals:approve",
-                "reject": "approvals:reject", "respond": "approvals:respond"}[decision]
-        form = {f"edit:{key}": value if isinstance(value, str) else json.dumps(value)
-                for key, value in (edits or {}).items()}
+        view = {
+            "approve": "approvals:approve-with-edits" if edits else "approvals:approve",
+            "reject": "approvals:reject",
+            "respond": "approvals:respond",
+        }[decision]
+        form = {
+            f"edit:{key}": value if isinstance(value, str) else json.dumps(value)
+            for key, value in (edits or {}).items()
+        }
         form["feedback"] = feedback
         if revision is not None:
             form["revision"] = str(revision)
@@ -188,20 +224,22 @@ def snapshot(request) -> tuple:
 
 def test_a_stale_edit_never_lands_on_the_owners_proposal(wire, path, people):
     request = wire(100)
-    proposed = services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1,
-                                           edits={"amount": 9_999_999})
-    assert (proposed.current_revision, proposed.risk_level, proposed.approver_group.name) == (2, "critical",
-                                                                                             "treasury")
+    proposed = services.approve_with_edits(
+        request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999}
+    )
+    assert (proposed.current_revision, proposed.risk_level, proposed.approver_group.name) == (2, "critical", "treasury")
     assert services.is_proposal(proposed, by=people["owen"])
     before = snapshot(request)
 
     vera = path("vera")  # she looked at revision 1 (amount 100) and corrects its memo
-    stale = vera.send(request, "approve", revision=1, edits={"memo": "invoice 42, checked"},
-                      password="vera-pw-123!")
+    stale = vera.send(request, "approve", revision=1, edits={"memo": "invoice 42, checked"}, password="vera-pw-123!")
 
     assert_refused(stale, vera.name, errors.REVISION_CHANGED, 409, says="revision 2")
-    assert snapshot(request) == before == (State.PENDING_APPROVAL, 2,
-                                           {"amount": 9_999_999, "to": "acct-supplier", "memo": "invoice 42"}, [])
+    assert (
+        snapshot(request)
+        == before
+        == (State.PENDING_APPROVAL, 2, {"amount": 9_999_999, "to": "acct-supplier", "memo": "invoice 42"}, [])
+    )
 
 
 def test_a_stale_plain_approval_is_refused_too(wire, path, people):
@@ -209,8 +247,13 @@ def test_a_stale_plain_approval_is_refused_too(wire, path, people):
     services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999})
     before = snapshot(request)
     vera = path("vera")
-    assert_refused(vera.send(request, "approve", revision=1, password="vera-pw-123!"), vera.name,
-                   errors.REVISION_CHANGED, 409, says="revision 2")
+    assert_refused(
+        vera.send(request, "approve", revision=1, password="vera-pw-123!"),
+        vera.name,
+        errors.REVISION_CHANGED,
+        409,
+        says="revision 2",
+    )
     assert snapshot(request) == before
 
 
@@ -222,16 +265,25 @@ def test_on_the_revision_she_saw_the_edit_counts(wire, path, people):
     answer = vera.send(request, "approve", revision=2, edits={"amount": 5_000_000}, password="vera-pw-123!")
     assert answer.status in (200, 302), answer
     state, revision, params, votes = snapshot(request)
-    assert (state, revision, params["amount"], votes) == (State.PENDING_APPROVAL, 3, 5_000_000,
-                                                          [("vera", 3, "approve")])
+    assert (state, revision, params["amount"], votes) == (
+        State.PENDING_APPROVAL,
+        3,
+        5_000_000,
+        [("vera", 3, "approve")],
+    )
 
 
 # --- Every decision names its revision ----------------------------------------------------------
 
 
 def test_every_decision_service_takes_the_revision_as_a_required_keyword():
-    for decide in (services.approve, services.reject, services.approve_with_edits, services.respond_instead,
-                   services.respond_to_suspension):
+    for decide in (
+        services.approve,
+        services.reject,
+        services.approve_with_edits,
+        services.respond_instead,
+        services.respond_to_suspension,
+    ):
         revision = inspect.signature(decide).parameters["revision"]
         assert (revision.kind, revision.default) == (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.empty), decide
 
@@ -255,10 +307,16 @@ def every_kind(submit, wire, token):
         "approve": ("approve", {}, submit("send_email")),
         "reject": ("reject", {"feedback": "no"}, submit("send_email")),
         "approve with edits": ("approve", {"edits": {"amount": 200}}, wire(100)),
-        "reply instead": ("respond", {"message": "Use the shared outbox."},
-                          submit("ask_user", params={"q": "Which mailbox?"}, allowed_decisions=["respond"])),
-        "suspension answer": ("respond", {"answer": {"approved": True}},
-                              ApprovalRequest.objects.get(pk=suspended.json()["id"])),
+        "reply instead": (
+            "respond",
+            {"message": "Use the shared outbox."},
+            submit("ask_user", params={"q": "Which mailbox?"}, allowed_decisions=["respond"]),
+        ),
+        "suspension answer": (
+            "respond",
+            {"answer": {"approved": True}},
+            ApprovalRequest.objects.get(pk=suspended.json()["id"]),
+        ),
     }
 
 
@@ -284,8 +342,11 @@ def test_a_batch_member_without_a_revision_refuses_the_batch_on_the_api(submit, 
     first, second = submit("send_email"), submit("send_email")
     api = APIClient()
     api.force_login(people["alice"])
-    response = api.post("/api/v1/decisions/", {"decision": "approve", "requests": [
-        {"id": str(first.pk), "revision": 1}, {"id": str(second.pk)}]}, format="json")
+    response = api.post(
+        "/api/v1/decisions/",
+        {"decision": "approve", "requests": [{"id": str(first.pk), "revision": 1}, {"id": str(second.pk)}]},
+        format="json",
+    )
     assert (response.status_code, response.json()["code"]) == (422, errors.REVISION_REQUIRED)
     assert [snapshot(r)[0] for r in (first, second)] == [State.PENDING_APPROVAL] * 2
 
@@ -293,8 +354,11 @@ def test_a_batch_member_without_a_revision_refuses_the_batch_on_the_api(submit, 
 def test_a_batch_member_without_a_revision_refuses_the_batch_on_the_page(submit, people, client):
     first, second = submit("send_email"), submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(reverse("approvals:decide-batch"), {
-        "decision": "approve", "request": [f"{first.pk}:1", f"{second.pk}"]}, **JSON_ACCEPT)
+    response = client.post(
+        reverse("approvals:decide-batch"),
+        {"decision": "approve", "request": [f"{first.pk}:1", f"{second.pk}"]},
+        **JSON_ACCEPT,
+    )
     assert (response.status_code, response.json()["code"]) == (422, errors.REVISION_REQUIRED)
     assert [snapshot(r)[0] for r in (first, second)] == [State.PENDING_APPROVAL] * 2
 
@@ -302,8 +366,9 @@ def test_a_batch_member_without_a_revision_refuses_the_batch_on_the_page(submit,
 def test_the_service_refuses_a_batch_with_a_member_without_a_revision(submit, people):
     first, second = submit("send_email"), submit("send_email")
     with pytest.raises(DomainError) as refused:
-        services.decide_batch([(str(first.pk), 1), (str(second.pk), None)], actor=Person(people["alice"]),
-                              verdict="approve")
+        services.decide_batch(
+            [(str(first.pk), 1), (str(second.pk), None)], actor=Person(people["alice"]), verdict="approve"
+        )
     assert refused.value.code == errors.REVISION_REQUIRED
     assert [snapshot(r)[0] for r in (first, second)] == [State.PENDING_APPROVAL] * 2
 
@@ -352,8 +417,16 @@ def test_a_stale_if_match_is_409_and_nothing_is_recorded(wire, people, treasury)
     before = snapshot(request)
     vera = APIClient()
     vera.force_login(treasury["vera"])
-    stale = decide_with(vera, request, {"decision": "approve", "edits": {"memo": "checked"},
-                                        "step_up": {"method": "password", "password": "vera-pw-123!"}}, '"1"')
+    stale = decide_with(
+        vera,
+        request,
+        {
+            "decision": "approve",
+            "edits": {"memo": "checked"},
+            "step_up": {"method": "password", "password": "vera-pw-123!"},
+        },
+        '"1"',
+    )
     assert (stale.status_code, stale.json()["code"]) == (409, errors.REVISION_CHANGED)
     assert stale.json()["details"]["revision"] == 2
     assert snapshot(request) == before
@@ -381,13 +454,21 @@ def test_a_password_proof_for_one_edit_is_no_proof_for_another(payroll, people):
     request = payroll(100)
     for_200 = [services.edit_decision(request.pk, 1, {"amount": 200})]
     with pytest.raises(DomainError) as refused:
-        services.approve_with_edits(request.pk, revision=1, edits={"amount": 9_999_999}, actor=Person(
-            people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=for_200)))
+        services.approve_with_edits(
+            request.pk,
+            revision=1,
+            edits={"amount": 9_999_999},
+            actor=Person(people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=for_200)),
+        )
     assert refused.value.code == errors.STEP_UP_REQUIRED
     assert snapshot(request) == (State.PENDING_APPROVAL, 1, {"amount": 100}, [])
 
-    services.approve_with_edits(request.pk, revision=1, edits={"amount": 200}, actor=Person(
-        people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=for_200)))
+    services.approve_with_edits(
+        request.pk,
+        revision=1,
+        edits={"amount": 200},
+        actor=Person(people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=for_200)),
+    )
     assert snapshot(request) == (State.APPROVED, 2, {"amount": 200}, [("alice", 2, "approve")])
 
 
@@ -396,8 +477,12 @@ def test_a_proof_to_approve_as_it_stands_is_no_proof_for_an_edit_at_that_revisio
     services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 150})
     as_it_stands = [(str(request.pk), 2, "approve")]
     with pytest.raises(DomainError) as refused:
-        services.approve_with_edits(request.pk, revision=2, edits={"amount": 9_999_999}, actor=Person(
-            people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=as_it_stands)))
+        services.approve_with_edits(
+            request.pk,
+            revision=2,
+            edits={"amount": 9_999_999},
+            actor=Person(people["alice"], step_up=services.StepUpProof.password("alice-pw-123!", covers=as_it_stands)),
+        )
     assert refused.value.code == errors.STEP_UP_REQUIRED
     assert snapshot(request)[1:3] == (2, {"amount": 150})
 
@@ -410,8 +495,12 @@ def test_an_authenticator_code_bound_to_one_edit_is_no_proof_for_another(payroll
     code = totp_code(secret, time.time())
     for_200 = [services.edit_decision(request.pk, 1, {"amount": 200})]
     with pytest.raises(DomainError) as refused:
-        services.approve_with_edits(request.pk, revision=1, edits={"amount": 9_999_999}, actor=Person(
-            people["alice"], step_up=services.StepUpProof.totp(code, covers=for_200)))
+        services.approve_with_edits(
+            request.pk,
+            revision=1,
+            edits={"amount": 9_999_999},
+            actor=Person(people["alice"], step_up=services.StepUpProof.totp(code, covers=for_200)),
+        )
     assert refused.value.code == errors.STEP_UP_REQUIRED
     assert snapshot(request) == (State.PENDING_APPROVAL, 1, {"amount": 100}, [])
 
@@ -444,25 +533,36 @@ def test_a_passkey_signed_for_one_edit_does_not_approve_another(alice_passkey, p
     api, passkey = alice_passkey
     request = payroll(100)
     item = [{"id": str(request.pk), "revision": 1}]
-    for_200 = passkey_proof(api, passkey, {"decision": "approve_with_edits", "requests": item,
-                                           "edits": {"amount": 200}})
-    swapped = api.post(f"/api/v1/requests/{request.pk}/decisions/", {
-        "decision": "approve", "revision": 1, "edits": {"amount": 9_999_999}, "step_up": for_200}, format="json")
+    for_200 = passkey_proof(
+        api, passkey, {"decision": "approve_with_edits", "requests": item, "edits": {"amount": 200}}
+    )
+    swapped = api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"amount": 9_999_999}, "step_up": for_200},
+        format="json",
+    )
     assert swapped.status_code == 403 and swapped.json()["code"] == errors.STEP_UP_FAILED, swapped.json()
     assert snapshot(request) == (State.PENDING_APPROVAL, 1, {"amount": 100}, [])
 
-    for_200 = passkey_proof(api, passkey, {"decision": "approve_with_edits", "requests": item,
-                                           "edits": {"amount": 200}})
-    signed = api.post(f"/api/v1/requests/{request.pk}/decisions/", {
-        "decision": "approve", "revision": 1, "edits": {"amount": 200}, "step_up": for_200}, format="json")
+    for_200 = passkey_proof(
+        api, passkey, {"decision": "approve_with_edits", "requests": item, "edits": {"amount": 200}}
+    )
+    signed = api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"amount": 200}, "step_up": for_200},
+        format="json",
+    )
     assert signed.status_code == 200 and signed.json()["state"] == State.APPROVED, signed.json()
 
 
 def test_a_passkey_challenge_for_an_edit_names_the_edit(alice_passkey, payroll):
     api, _ = alice_passkey
     request = payroll(100)
-    bare = api.post(CHALLENGES, {"decision": "approve_with_edits", "requests": [{"id": str(request.pk),
-                                                                                   "revision": 1}]}, format="json")
+    bare = api.post(
+        CHALLENGES,
+        {"decision": "approve_with_edits", "requests": [{"id": str(request.pk), "revision": 1}]},
+        format="json",
+    )
     assert (bare.status_code, bare.json()["code"]) == (422, "validation_error")
     unnamed = api.post(CHALLENGES, {"decision": "approve", "requests": [{"id": str(request.pk)}]}, format="json")
     assert (unnamed.status_code, unnamed.json()["code"]) == (422, errors.REVISION_REQUIRED)
@@ -476,14 +576,20 @@ def test_a_passkey_signed_for_one_answer_does_not_give_another(alice_passkey, ad
     assert request.risk_level == "critical"
     item = [{"id": str(request.pk), "revision": 1}]
     for_no = passkey_proof(api, passkey, {"decision": "respond", "requests": item, "resume_data": {"approved": False}})
-    swapped = api.post(f"/api/v1/requests/{request.pk}/decisions/", {
-        "decision": "respond", "revision": 1, "resume_data": {"approved": True}, "step_up": for_no}, format="json")
+    swapped = api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "respond", "revision": 1, "resume_data": {"approved": True}, "step_up": for_no},
+        format="json",
+    )
     assert swapped.status_code == 403 and swapped.json()["code"] == errors.STEP_UP_FAILED, swapped.json()
     assert snapshot(request) == (State.PENDING_APPROVAL, 1, request.current_params(), [])
 
     for_yes = passkey_proof(api, passkey, {"decision": "respond", "requests": item, "resume_data": {"approved": True}})
-    given = api.post(f"/api/v1/requests/{request.pk}/decisions/", {
-        "decision": "respond", "revision": 1, "resume_data": {"approved": True}, "step_up": for_yes}, format="json")
+    given = api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "respond", "revision": 1, "resume_data": {"approved": True}, "step_up": for_yes},
+        format="json",
+    )
     assert given.status_code == 200 and given.json()["state"] == State.APPROVED, given.json()
     assert services.answer_of(ApprovalRequest.objects.get(pk=request.pk)) == {"approved": True}
 
@@ -533,16 +639,19 @@ def test_a_sign_in_at_the_provider_for_one_edit_does_not_approve_another(sso_ali
     item = [{"id": str(request.pk), "revision": 1}]
 
     def proven_for(edits: dict) -> str:
-        asked = sso_alice.post(CHALLENGES, {"decision": "approve_with_edits", "requests": item, "edits": edits},
-                               format="json")
+        asked = sso_alice.post(
+            CHALLENGES, {"decision": "approve_with_edits", "requests": item, "edits": edits}, format="json"
+        )
         assert asked.status_code == 200 and asked.json()["method"] == "provider", asked.json()
         back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, asked.json()))
         return asked.json()["nonce"]
 
     def edit(edits: dict, nonce: str):
-        return sso_alice.post(f"/api/v1/requests/{request.pk}/decisions/", {
-            "decision": "approve", "revision": 1, "edits": edits,
-            "step_up": {"method": "provider", "nonce": nonce}}, format="json")
+        return sso_alice.post(
+            f"/api/v1/requests/{request.pk}/decisions/",
+            {"decision": "approve", "revision": 1, "edits": edits, "step_up": {"method": "provider", "nonce": nonce}},
+            format="json",
+        )
 
     swapped = edit({"amount": 9_999_999}, proven_for({"amount": 200}))
     assert swapped.status_code == 403, swapped.json()
@@ -561,8 +670,10 @@ _json_values = st.recursive(
 
 
 @hypothesis_settings(max_examples=200, deadline=None)
-@given(a=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3),
-       b=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3))
+@given(
+    a=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3),
+    b=st.dictionaries(st.text(max_size=4), _json_values, min_size=1, max_size=3),
+)
 def test_two_edits_share_a_proof_only_when_their_json_is_the_same(a, b):
     same_json = json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     bound_a = services.decision_digest([services.edit_decision("r", 1, a)])

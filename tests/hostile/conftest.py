@@ -23,5 +23,3 @@ def risk_admin(people):
     """alice reviews and edits rules: one session reaches every session form."""
     people["alice"].groups.add(Group.objects.get(name=RISK_ADMINS))
     return people["alice"]
-
-

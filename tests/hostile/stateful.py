@@ -33,11 +33,22 @@ from tests.fixtures.revisions import current_revision
 
 __all__ = ["CHECKS", "ID_OPERATIONS", "LINKS", "Ledger", "build_machine", "linked_schema", "with_links"]
 
-CHECKS = [sc.not_a_server_error, sc.status_code_conformance, sc.content_type_conformance,
-          sc.response_schema_conformance, sc.response_headers_conformance]
+CHECKS = [
+    sc.not_a_server_error,
+    sc.status_code_conformance,
+    sc.content_type_conformance,
+    sc.response_schema_conformance,
+    sc.response_headers_conformance,
+]
 
-ID_OPERATIONS = ("get_request", "resume_request", "cancel_request", "claim_request", "complete_request",
-                 "decide_request")
+ID_OPERATIONS = (
+    "get_request",
+    "resume_request",
+    "cancel_request",
+    "claim_request",
+    "complete_request",
+    "decide_request",
+)
 
 
 def _by_id(operation_id: str, expression: str = "$response.body#/id", **extra) -> dict:
@@ -58,20 +69,23 @@ def _request_links(expression: str = "$response.body#/id") -> dict:
 # operationId -> {status: {link name: link}}; the OpenAPI 3.0 `links` of each response.
 LINKS: dict[str, dict[str, dict]] = {
     "submit_action": {"201": _request_links()},
-    "submit_plan": {"201": {
-        **_request_links(),
-        # The same path again is the plan's next revision (after a rejection it supersedes the old one).
-        "Revise": {"operationId": "submit_plan", "requestBody": {"path": "$response.body#/plan/path"}},
-    }},
+    "submit_plan": {
+        "201": {
+            **_request_links(),
+            # The same path again is the plan's next revision (after a rejection it supersedes the old one).
+            "Revise": {"operationId": "submit_plan", "requestBody": {"path": "$response.body#/plan/path"}},
+        }
+    },
     "list_requests": {"200": _request_links("$response.body#/results/0/id")},
     "get_request": {"200": _request_links()},
     "resume_request": {"200": _request_links("$response.body#/request_id")},
     "cancel_request": {"200": {"GetRequest": _by_id("get_request"), "Resume": _by_id("resume_request")}},
-    "claim_request": {"200": {
-        "Complete": _by_id("complete_request", "$request.path.id",
-                           requestBody={"token": "$response.body#/token"}),
-        "GetRequest": _by_id("get_request", "$request.path.id"),
-    }},
+    "claim_request": {
+        "200": {
+            "Complete": _by_id("complete_request", "$request.path.id", requestBody={"token": "$response.body#/token"}),
+            "GetRequest": _by_id("get_request", "$request.path.id"),
+        }
+    },
     "complete_request": {"200": {"GetRequest": _by_id("get_request"), "Resume": _by_id("resume_request")}},
 }
 
@@ -257,11 +271,13 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
             for reviewer in reviewers:  # a second approval when the rule wants two
                 try:
                     if decision == "approve":
-                        services.approve(pk, revision=current_revision(pk),
-                                         actor=services.Person(reviewer), feedback=feedback)
+                        services.approve(
+                            pk, revision=current_revision(pk), actor=services.Person(reviewer), feedback=feedback
+                        )
                     else:
-                        services.reject(pk, revision=current_revision(pk),
-                                        actor=services.Person(reviewer), feedback=feedback)
+                        services.reject(
+                            pk, revision=current_revision(pk), actor=services.Person(reviewer), feedback=feedback
+                        )
                 except DomainError:
                     break  # decided already (quorum met, rejected) or not this reviewer's to decide
 
@@ -297,8 +313,7 @@ def build_machine(schema, server_url: str, cast: dict, ledger: Ledger):
 
         def validate_response(self, response, case, additional_checks=None, **kwargs) -> None:
             with ledger.recording(f"{case.operation.label} as {self.actor}"):
-                case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs or None,
-                                       recorder=self.recorder)
+                case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs or None, recorder=self.recorder)
 
     for name in hidden:  # a plain attribute hides the inherited rule from hypothesis
         setattr(TwoAgents, name, None)

@@ -51,8 +51,13 @@ def test_agent_endpoints_refuse_bad_bodies_with_json_4xx(case, token, submit):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
     body, content_type = MALFORMED[case]
-    for url in ("/api/v1/actions/", "/api/v1/plans/", f"/api/v1/requests/{pending.pk}/cancel/",
-                f"/api/v1/requests/{pending.pk}/claim/", f"/api/v1/requests/{pending.pk}/complete/"):
+    for url in (
+        "/api/v1/actions/",
+        "/api/v1/plans/",
+        f"/api/v1/requests/{pending.pk}/cancel/",
+        f"/api/v1/requests/{pending.pk}/claim/",
+        f"/api/v1/requests/{pending.pk}/complete/",
+    ):
         _assert_json_4xx(client.generic("POST", url, body, content_type=content_type), f"{case} {url}")
 
 
@@ -61,14 +66,19 @@ def test_session_json_endpoints_refuse_bad_bodies_with_json_4xx(case, risk_admin
     pending = submit("send_email")
     client, csrf = _session_client(risk_admin)
     body, content_type = MALFORMED[case]
-    for url in (f"/api/v1/requests/{pending.pk}/decisions/", "/rules/validate.json", "/rules/dry-run.json",
-                "/rules/test.json"):
+    for url in (
+        f"/api/v1/requests/{pending.pk}/decisions/",
+        "/rules/validate.json",
+        "/rules/dry-run.json",
+        "/rules/test.json",
+    ):
         _assert_json_4xx(client.generic("POST", url, body, content_type=content_type, **csrf), f"{case} {url}")
 
 
 def test_a_declared_length_beyond_the_limit_is_refused_before_reading(token):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    response = client.generic("POST", "/api/v1/actions/", b"{}", content_type="application/json",
-                              CONTENT_LENGTH=str(50 * 1024 * 1024))
+    response = client.generic(
+        "POST", "/api/v1/actions/", b"{}", content_type="application/json", CONTENT_LENGTH=str(50 * 1024 * 1024)
+    )
     _assert_json_4xx(response, "huge Content-Length")

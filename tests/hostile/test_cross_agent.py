@@ -50,17 +50,38 @@ def two_agents(people, agent):
     """A (mail-bot) with three requests carrying secrets; B (ops-bot) with one of its own."""
     rival = Agent.objects.create(name="ops-bot", owner=people["carol"])
     a_ids = [
-        str(services.submit(services.Submission(
-            kind=Kind.ACTION, action_type="send_email", target={"mailbox": "outbox"},
-            params={"to": ["dana@example.com"], "subject": SECRETS[2], "body": "x"}, run_id=SECRETS[0],
-            idempotency_key=SECRETS[1]), agent=agent).pk),
-        str(services.submit(services.Submission(kind=Kind.PLAN, plan_path="p.md", plan_title="A's plan",
-                                                plan_markdown="# A"), agent=agent).pk),
-        str(services.submit(services.Submission(kind=Kind.ACTION, action_type="read_notes",
-                                                params={"path": "a.txt"}), agent=agent).pk),
+        str(
+            services.submit(
+                services.Submission(
+                    kind=Kind.ACTION,
+                    action_type="send_email",
+                    target={"mailbox": "outbox"},
+                    params={"to": ["dana@example.com"], "subject": SECRETS[2], "body": "x"},
+                    run_id=SECRETS[0],
+                    idempotency_key=SECRETS[1],
+                ),
+                agent=agent,
+            ).pk
+        ),
+        str(
+            services.submit(
+                services.Submission(kind=Kind.PLAN, plan_path="p.md", plan_title="A's plan", plan_markdown="# A"),
+                agent=agent,
+            ).pk
+        ),
+        str(
+            services.submit(
+                services.Submission(kind=Kind.ACTION, action_type="read_notes", params={"path": "a.txt"}), agent=agent
+            ).pk
+        ),
     ]
-    b_ids = [str(services.submit(services.Submission(kind=Kind.ACTION, action_type="update_document",
-                                                     params={"doc": "b"}), agent=rival).pk)]
+    b_ids = [
+        str(
+            services.submit(
+                services.Submission(kind=Kind.ACTION, action_type="update_document", params={"doc": "b"}), agent=rival
+            ).pk
+        )
+    ]
     return {"a_ids": a_ids, "b_ids": b_ids, "b_token": issue_token(rival).secret, "rival": rival}
 
 
@@ -76,8 +97,9 @@ def test_agent_b_never_sees_agent_a(two_agents, in_process_app):
     for operation in operations:
 
         @given(case=operation.as_strategy(), data=st.data())
-        @settings(max_examples=8, deadline=None, derandomize=True, database=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=8, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+        )
         def check(case, data) -> None:
             aimed_at_a = False
             if case.path_parameters and "id" in case.path_parameters:

@@ -15,8 +15,13 @@ from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
-RULE = {"name": "docs_medium", "priority": 50, "action_type": "update_document", "risk_level": "medium",
-        "conditions": []}
+RULE = {
+    "name": "docs_medium",
+    "priority": 50,
+    "action_type": "update_document",
+    "risk_level": "medium",
+    "conditions": [],
+}
 
 
 def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
@@ -37,8 +42,9 @@ def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
         f"/api/v1/requests/{pending.pk}/reveal/": {"field": "body"},
         f"/rules/requests/{pending.pk}/extend-deadline/": {"seconds": "60", "reason": "forged"},
         "/rules/new/": {"rule_json": '{"name": "evil", "priority": 1, "action_type": "*", "risk_level": "low"}'},
-        "/rules/docs_medium/edit/": {"rule_json": '{"name": "docs_medium", "priority": 1, "action_type": "*",'
-                                                  ' "risk_level": "low"}'},
+        "/rules/docs_medium/edit/": {
+            "rule_json": '{"name": "docs_medium", "priority": 1, "action_type": "*", "risk_level": "low"}'
+        },
         "/rules/docs_medium/toggle/": {"enabled": "0"},
         "/rules/docs_medium/delete/": {},
         "/rules/docs_medium/notifications/": {"webhook_url": "https://evil.example/"},

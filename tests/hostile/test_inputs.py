@@ -59,8 +59,9 @@ def test_api_bodies_nested_too_deeply_are_refused(api, depth):
 
 
 def test_params_at_the_depth_limit_are_accepted(api):
-    response = api.post("/api/v1/actions/", {"action_type": "read_notes", "params": nested(MAX_JSON_DEPTH - 2)},
-                        format="json")
+    response = api.post(
+        "/api/v1/actions/", {"action_type": "read_notes", "params": nested(MAX_JSON_DEPTH - 2)}, format="json"
+    )
     assert response.status_code == 201, response.content[:300]
 
 
@@ -92,9 +93,11 @@ def test_a_nul_in_a_form_field_is_refused_before_the_decision(client, people, su
 def test_a_lone_surrogate_in_an_edited_value_is_refused_as_an_edit(client, people, submit):
     pending = submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(f"/requests/{pending.pk}/approve-with-edits/",
-                           {"edit:to": '["\\ud800"]', "feedback": "fixed"},
-                           HTTP_ACCEPT="application/json")
+    response = client.post(
+        f"/requests/{pending.pk}/approve-with-edits/",
+        {"edit:to": '["\\ud800"]', "feedback": "fixed"},
+        HTTP_ACCEPT="application/json",
+    )
     assert response.status_code in (400, 422), response.content[:300]
     assert "lone surrogate" in response.content.decode()
     pending.refresh_from_db()
@@ -112,8 +115,7 @@ def test_the_rule_editor_refuses_a_lone_surrogate_naming_the_field(client, admin
 
 def test_a_page_json_endpoint_refuses_deep_nesting(client, admin_user):
     client.force_login(admin_user)
-    response = client.post("/rules/validate.json", json.dumps({"rule": nested(200)}),
-                           content_type="application/json")
+    response = client.post("/rules/validate.json", json.dumps({"rule": nested(200)}), content_type="application/json")
     refused(response, "rule" + ".n" * (MAX_JSON_DEPTH))
 
 
@@ -155,8 +157,11 @@ def test_non_finite_numbers_typed_into_an_edit_are_refused_as_invalid_json(clien
     """Found by test_pages_fuzz: `Infinity` parsed to a float no JSON column stores (500)."""
     pending = submit("send_email")
     client.force_login(people["alice"])
-    response = client.post(f"/requests/{pending.pk}/approve-with-edits/", {"edit:to": f"[{constant}]", "revision": "1"},
-                           HTTP_ACCEPT="application/json")
+    response = client.post(
+        f"/requests/{pending.pk}/approve-with-edits/",
+        {"edit:to": f"[{constant}]", "revision": "1"},
+        HTTP_ACCEPT="application/json",
+    )
     assert response.status_code in (400, 422) and response.json()["code"] == "invalid_edit"
     pending.refresh_from_db()
     assert pending.state == "pending_approval"

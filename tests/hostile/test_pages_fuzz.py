@@ -11,16 +11,53 @@ from hypothesis import strategies as st
 from approvals.models import ApprovalRequest
 
 PAGES = ["/", "/history/", "/audit/", "/rules/", "/rules/metrics/", "/rules/history/", "/queue/sync.json"]
-KNOWN_PARAMS = ["action_type", "agent", "risk", "state", "expiring", "page", "q", "actor", "verb", "request",
-                "from", "to", "since", "until", "seq", "order", "period", "table", "kind"]
+KNOWN_PARAMS = [
+    "action_type",
+    "agent",
+    "risk",
+    "state",
+    "expiring",
+    "page",
+    "q",
+    "actor",
+    "verb",
+    "request",
+    "from",
+    "to",
+    "since",
+    "until",
+    "seq",
+    "order",
+    "period",
+    "table",
+    "kind",
+]
 
 hostile_text = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["\x00", "%00", "-1", "0", "99999999999999999999", "1e309", "NaN", "../../etc", "<script>",
-                     "2026-13-45", "'; DROP TABLE x; --", "\u202e", "ａ", " ", "\t=1+1"]),
+    st.sampled_from(
+        [
+            "\x00",
+            "%00",
+            "-1",
+            "0",
+            "99999999999999999999",
+            "1e309",
+            "NaN",
+            "../../etc",
+            "<script>",
+            "2026-13-45",
+            "'; DROP TABLE x; --",
+            "\u202e",
+            "ａ",
+            " ",
+            "\t=1+1",
+        ]
+    ),
 )
-query_strings = st.dictionaries(st.one_of(st.sampled_from(KNOWN_PARAMS), st.text(min_size=1, max_size=10)),
-                                hostile_text, max_size=4)
+query_strings = st.dictionaries(
+    st.one_of(st.sampled_from(KNOWN_PARAMS), st.text(min_size=1, max_size=10)), hostile_text, max_size=4
+)
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
@@ -40,11 +77,17 @@ def test_no_page_answers_5xx_to_any_query_string(client, auditor_admin, page, qu
 
 
 @FUZZ
-@given(verdict=st.sampled_from(["approve", "reject", "approve-with-edits"]),
-       form=st.dictionaries(st.one_of(st.sampled_from(["feedback", "step_up", "edit:to", "edit:subject",
-                                                       "masked:to", "revision", "next"]),
-                                      st.text(min_size=1, max_size=12)),
-                            hostile_text, max_size=5))
+@given(
+    verdict=st.sampled_from(["approve", "reject", "approve-with-edits"]),
+    form=st.dictionaries(
+        st.one_of(
+            st.sampled_from(["feedback", "step_up", "edit:to", "edit:subject", "masked:to", "revision", "next"]),
+            st.text(min_size=1, max_size=12),
+        ),
+        hostile_text,
+        max_size=5,
+    ),
+)
 def test_no_decision_form_answers_5xx_and_a_refusal_changes_nothing(client, people, submit, verdict, form):
     pending = submit("send_email")
     client.force_login(people["alice"])
@@ -57,10 +100,16 @@ def test_no_decision_form_answers_5xx_and_a_refusal_changes_nothing(client, peop
 
 
 @FUZZ
-@given(body=st.one_of(hostile_text, st.dictionaries(st.sampled_from(["field", "value", "path"]),
-                                                    st.one_of(hostile_text, st.integers(), st.none(),
-                                                              st.lists(hostile_text, max_size=2)),
-                                                    max_size=2)))
+@given(
+    body=st.one_of(
+        hostile_text,
+        st.dictionaries(
+            st.sampled_from(["field", "value", "path"]),
+            st.one_of(hostile_text, st.integers(), st.none(), st.lists(hostile_text, max_size=2)),
+            max_size=2,
+        ),
+    )
+)
 def test_no_reveal_answers_5xx_and_only_a_masked_param_is_ever_revealed(client, people, submit, body):
     import json
 

@@ -13,8 +13,14 @@ from approvals.policy.rules import RuleSpec, RuleValidationError, compile_condit
 from approvals.policy.rules.conditions import OPERATORS
 from approvals.policy.rules.engine import RULE_KEYS
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=20),
-                         st.sampled_from(["", "*", "params.a", "impact.recipients", "^(a+)+$", "[", "1e999", "NaN"]))
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),
+    st.text(max_size=20),
+    st.sampled_from(["", "*", "params.a", "impact.recipients", "^(a+)+$", "[", "1e999", "NaN"]),
+)
 json_values = st.recursive(
     json_scalars,
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
@@ -22,12 +28,18 @@ json_values = st.recursive(
 )
 # Mostly the real keys and operators, so generation gets past the first refusal.
 condition_like = st.fixed_dictionaries(
-    {}, optional={"path": json_values | st.sampled_from(["params.amount", "target.0", "declared.x", "params..a"]),
-                  "op": json_values | st.sampled_from(sorted(OPERATORS)), "value": json_values,
-                  "extra": json_values})
-rule_like = st.fixed_dictionaries(
-    {}, optional={key: json_values | st.lists(condition_like, max_size=3) for key in RULE_KEYS}
-) | json_values
+    {},
+    optional={
+        "path": json_values | st.sampled_from(["params.amount", "target.0", "declared.x", "params..a"]),
+        "op": json_values | st.sampled_from(sorted(OPERATORS)),
+        "value": json_values,
+        "extra": json_values,
+    },
+)
+rule_like = (
+    st.fixed_dictionaries({}, optional={key: json_values | st.lists(condition_like, max_size=3) for key in RULE_KEYS})
+    | json_values
+)
 
 
 def _refused_cleanly(build, data: Any) -> None:

@@ -88,10 +88,17 @@ def test_two_agents_stateful_run(stateful_server, cast):
     machine = build_machine(linked_schema(document), stateful_server.url, cast, ledger)
 
     try:
-        machine.run(settings=settings(
-            max_examples=MAX_EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True, database=None,
-            phases=[Phase.generate], suppress_health_check=list(HealthCheck),
-        ))
+        machine.run(
+            settings=settings(
+                max_examples=MAX_EXAMPLES,
+                stateful_step_count=STEPS,
+                deadline=None,
+                derandomize=True,
+                database=None,
+                phases=[Phase.generate],
+                suppress_health_check=list(HealthCheck),
+            )
+        )
     except Exception as exc:
         if ledger.failures:  # the first failure, whatever hypothesis made of the replay
             raise AssertionError(f"first failure of {len(ledger.failures)}: {ledger.failures[0]}") from exc
@@ -102,8 +109,10 @@ def test_two_agents_stateful_run(stateful_server, cast):
         # there, and the coverage asserts below say whether it got far enough.
         print(f"hypothesis stopped the run as flaky after {sum(ledger.statuses.values())} calls: {exc}")
 
-    summary = "\n".join(f"{'own' if own else 'other'} {op} {status}: {n}"
-                        for (own, op, status), n in sorted(ledger.statuses.items(), key=str))
+    summary = "\n".join(
+        f"{'own' if own else 'other'} {op} {status}: {n}"
+        for (own, op, status), n in sorted(ledger.statuses.items(), key=str)
+    )
     print(f"\n{summary}\ncross-agent probes: {dict(ledger.cross_probes)}")
     # The run reached what it is for (otherwise a passing run would prove little):
     creators = {name.rsplit("-", 1)[1] for name in ledger.owner.values()}
@@ -115,13 +124,17 @@ def test_two_agents_stateful_run(stateful_server, cast):
 
 def test_a_token_cannot_decide_even_its_own_agents_request(people, agent):
     """The reviewers' decision endpoint takes a session (and CSRF), never an agent's token."""
-    request = services.submit(services.Submission(kind="action", action_type="send_email",
-                                                  params={"to": ["dana@example.com"], "subject": "s", "body": "b"}),
-                              agent=agent)
+    request = services.submit(
+        services.Submission(
+            kind="action", action_type="send_email", params={"to": ["dana@example.com"], "subject": "s", "body": "b"}
+        ),
+        agent=agent,
+    )
     rival = Agent.objects.create(name="ops-bot", owner=people["rita"])
     for token in (issue_token(agent).secret, issue_token(rival).secret):
-        response = bearer(token).post(f"/api/v1/requests/{request.pk}/decisions/",
-                                      {"decision": "approve", "revision": 1}, format="json")
+        response = bearer(token).post(
+            f"/api/v1/requests/{request.pk}/decisions/", {"decision": "approve", "revision": 1}, format="json"
+        )
         assert response.status_code == 401, response.content
         assert response.json()["code"] == "not_authenticated"
     request.refresh_from_db()
@@ -140,13 +153,16 @@ def test_a_nul_in_a_list_filter_is_refused_naming_it(agent, name):
     assert response.json()["code"] == "invalid_input" and response.json()["details"]["field"] == name
 
 
-@pytest.mark.parametrize("body", [
-    {"action_type": "x", "params": {"a": "b\x00"}},
-    {"action_type": "x", "params": {"a\x00": 1}},
-    {"action_type": "x", "params": {"a": [{"b": ["\x00"]}]}},
-    {"action_type": "x", "target": {"a": "\x00"}},
-    {"action_type": "x", "declared": {"a": "\x00"}},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"action_type": "x", "params": {"a": "b\x00"}},
+        {"action_type": "x", "params": {"a\x00": 1}},
+        {"action_type": "x", "params": {"a": [{"b": ["\x00"]}]}},
+        {"action_type": "x", "target": {"a": "\x00"}},
+        {"action_type": "x", "declared": {"a": "\x00"}},
+    ],
+)
 def test_a_nul_in_a_json_field_is_refused(agent, body):
     """It was a 500: jsonb cannot hold U+0000 ("unsupported Unicode escape sequence")."""
     response = bearer(issue_token(agent).secret).post("/api/v1/actions/", body, format="json")
@@ -157,13 +173,18 @@ def test_a_nul_in_a_json_field_is_refused(agent, body):
 
 def test_a_nul_in_a_result_or_idempotency_key_is_refused(agent):
     api = bearer(issue_token(agent).secret)
-    completed = api.post(f"/api/v1/requests/{uuid.uuid4()}/complete/",
-                         {"token": "t", "succeeded": True, "result": {"out": "\x00"}}, format="json")
+    completed = api.post(
+        f"/api/v1/requests/{uuid.uuid4()}/complete/",
+        {"token": "t", "succeeded": True, "result": {"out": "\x00"}},
+        format="json",
+    )
     assert completed.status_code == 400 and completed.json()["details"]["field"] == "result.out"
     keyed = api.post("/api/v1/actions/", {"action_type": "x", "idempotency_key": "k\x00"}, format="json")
     assert keyed.status_code == 400 and keyed.json()["details"]["field"] == "idempotency_key"
-    assert api.post("/api/v1/actions/", {"action_type": "x"}, format="json",
-                    HTTP_IDEMPOTENCY_KEY="k\x00").status_code == 422
+    assert (
+        api.post("/api/v1/actions/", {"action_type": "x"}, format="json", HTTP_IDEMPOTENCY_KEY="k\x00").status_code
+        == 422
+    )
 
 
 @pytest.mark.slow
@@ -174,7 +195,11 @@ def test_a_malformed_multipart_body_reaches_django_under_daphne(daphne_server, a
     import requests
 
     secret = issue_token(agent).secret
-    response = requests.post(f"{daphne_server.url}/api/v1/actions/", data=b"--b--\r\n", timeout=10, headers={
-        "Authorization": f"Bearer {secret}", "Content-Type": "multipart/form-data; boundary=b"})
+    response = requests.post(
+        f"{daphne_server.url}/api/v1/actions/",
+        data=b"--b--\r\n",
+        timeout=10,
+        headers={"Authorization": f"Bearer {secret}", "Content-Type": "multipart/form-data; boundary=b"},
+    )
     assert response.headers.get("Content-Type") == "application/json", (response.status_code, response.content)
     assert response.status_code == 422 and response.json()["code"] == "validation_error"

@@ -81,31 +81,64 @@ def latest_version() -> int:
 def hostile_requests(people, risk_admin):
     """A pending action, a pending plan and a rejected action, all full of payloads."""
     evil_agent = Agent.objects.create(name=f"bot {SHORT_PAYLOAD}", owner=people["owen"])
-    policy.save_rule({"name": "all_need_review", "priority": 1, "action_type": "*", "risk_level": "high",
-                      "conditions": []}, actor=Person(risk_admin), note=PAYLOAD)
+    policy.save_rule(
+        {"name": "all_need_review", "priority": 1, "action_type": "*", "risk_level": "high", "conditions": []},
+        actor=Person(risk_admin),
+        note=PAYLOAD,
+    )
     with pytest.raises(DomainError) as refused:  # markup never gets into an action type at all
         services.submit(services.Submission(kind=Kind.ACTION, action_type=f"send_{SHORT_PAYLOAD}"), agent=evil_agent)
     assert refused.value.code == errors.INVALID_ACTION_TYPE
-    action = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="send_probe", target={"to": PAYLOAD, PAYLOAD: 1},
-        params={"subject": PAYLOAD, "body": PAYLOAD, PAYLOAD: [PAYLOAD]}, reason=PAYLOAD,
-        context={"links": [{"label": PAYLOAD, "url": f"javascript:alert('{MARK}')"},
-                           {"label": PAYLOAD, "url": f"https://example.com/?q={PAYLOAD}"}],
-                 "turns": [{"role": PAYLOAD, "text": PAYLOAD}]}), agent=evil_agent)
-    plan = services.submit(services.Submission(
-        kind=Kind.PLAN, plan_path=f"plans/{PAYLOAD}.md", plan_title=PAYLOAD,
-        plan_markdown=f"# {PAYLOAD}\n\n{PAYLOAD}\n\n[x](javascript:alert('{MARK}'))"), agent=evil_agent)
+    action = services.submit(
+        services.Submission(
+            kind=Kind.ACTION,
+            action_type="send_probe",
+            target={"to": PAYLOAD, PAYLOAD: 1},
+            params={"subject": PAYLOAD, "body": PAYLOAD, PAYLOAD: [PAYLOAD]},
+            reason=PAYLOAD,
+            context={
+                "links": [
+                    {"label": PAYLOAD, "url": f"javascript:alert('{MARK}')"},
+                    {"label": PAYLOAD, "url": f"https://example.com/?q={PAYLOAD}"},
+                ],
+                "turns": [{"role": PAYLOAD, "text": PAYLOAD}],
+            },
+        ),
+        agent=evil_agent,
+    )
+    plan = services.submit(
+        services.Submission(
+            kind=Kind.PLAN,
+            plan_path=f"plans/{PAYLOAD}.md",
+            plan_title=PAYLOAD,
+            plan_markdown=f"# {PAYLOAD}\n\n{PAYLOAD}\n\n[x](javascript:alert('{MARK}'))",
+        ),
+        agent=evil_agent,
+    )
     # Two calls of one step: the queue shows them as a batch group, whose header and pane
     # carry the agent's own batch and run ids (at most 200 characters, as the API allows).
-    batched = [services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="send_probe", params={"subject": PAYLOAD},
-        batch_id=SHORT_PAYLOAD, run_id=SHORT_PAYLOAD),
-        agent=evil_agent) for _ in range(2)]
-    rejected = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}),
-        agent=evil_agent)
-    services.reject(rejected.pk, revision=current_revision(rejected.pk),
-                    actor=services.Person(people["bob"]), feedback=PAYLOAD)
+    batched = [
+        services.submit(
+            services.Submission(
+                kind=Kind.ACTION,
+                action_type="send_probe",
+                params={"subject": PAYLOAD},
+                batch_id=SHORT_PAYLOAD,
+                run_id=SHORT_PAYLOAD,
+            ),
+            agent=evil_agent,
+        )
+        for _ in range(2)
+    ]
+    rejected = services.submit(
+        services.Submission(
+            kind=Kind.ACTION, action_type="update_document", target={"doc": PAYLOAD}, params={"text": PAYLOAD}
+        ),
+        agent=evil_agent,
+    )
+    services.reject(
+        rejected.pk, revision=current_revision(rejected.pk), actor=services.Person(people["bob"]), feedback=PAYLOAD
+    )
     return {"action": action, "plan": plan, "rejected": rejected, "batched": batched[0]}
 
 
@@ -133,5 +166,4 @@ def test_payloads_render_escaped_on_every_page(hostile_requests, risk_admin):
     for where, url in pages.items():
         response = client.get(url)
         assert response.status_code == 200, (where, response.status_code)
-        assert_escaped(response.content.decode(), where,
-                       shows_payload=where not in {"rules", "rule editor", "metrics"})
+        assert_escaped(response.content.decode(), where, shows_payload=where not in {"rules", "rule editor", "metrics"})

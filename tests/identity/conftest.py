@@ -44,7 +44,7 @@ def totp_code(secret: str, at: float, *, step: int = 30, digits: int = 6) -> str
     counter = struct.pack(">Q", int(at // step))
     mac = hmac.new(key, counter, hashlib.sha1).digest()
     offset = mac[-1] & 0x0F
-    value = struct.unpack(">I", mac[offset:offset + 4])[0] & 0x7FFFFFFF
+    value = struct.unpack(">I", mac[offset : offset + 4])[0] & 0x7FFFFFFF
     return str(value % 10**digits).zfill(digits)
 
 

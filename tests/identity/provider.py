@@ -87,9 +87,13 @@ class LocalProvider:
         self.key, self.kid = new_key(), kid
 
     def discovery(self) -> dict[str, Any]:
-        return {"issuer": self.issuer, "jwks_uri": f"{self.issuer}/jwks",
-                "authorization_endpoint": f"{self.issuer}/authorize", "token_endpoint": f"{self.issuer}/token",
-                "userinfo_endpoint": f"{self.issuer}/userinfo"}
+        return {
+            "issuer": self.issuer,
+            "jwks_uri": f"{self.issuer}/jwks",
+            "authorization_endpoint": f"{self.issuer}/authorize",
+            "token_endpoint": f"{self.issuer}/token",
+            "userinfo_endpoint": f"{self.issuer}/userinfo",
+        }
 
     def jwks(self) -> dict[str, Any]:
         public = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
@@ -97,19 +101,41 @@ class LocalProvider:
 
     def app(self, provider_id: str = "local") -> dict[str, Any]:
         """This provider as an entry of SOCIALACCOUNT_PROVIDERS["openid_connect"]["APPS"]."""
-        return {"provider_id": provider_id, "name": "Local", "client_id": CLIENT_ID, "secret": "local-secret",
-                "settings": {"server_url": self.issuer, "token_auth_method": "client_secret_post"}}
+        return {
+            "provider_id": provider_id,
+            "name": "Local",
+            "client_id": CLIENT_ID,
+            "secret": "local-secret",
+            "settings": {"server_url": self.issuer, "token_auth_method": "client_secret_post"},
+        }
 
-    def sign(self, claims: dict[str, Any], *, key: Any = None, kid: str | None = None,
-             algorithm: str = "RS256", headers: dict[str, Any] | None = None) -> str:
-        return jwt.encode(claims, key if key is not None else self.key, algorithm=algorithm,
-                          headers={"kid": kid or self.kid, **(headers or {})})
+    def sign(
+        self,
+        claims: dict[str, Any],
+        *,
+        key: Any = None,
+        kid: str | None = None,
+        algorithm: str = "RS256",
+        headers: dict[str, Any] | None = None,
+    ) -> str:
+        return jwt.encode(
+            claims,
+            key if key is not None else self.key,
+            algorithm=algorithm,
+            headers={"kid": kid or self.kid, **(headers or {})},
+        )
 
     def logout_claims(self, **overrides: Any) -> dict[str, Any]:
         """A valid logout token's claims, as the spec describes them; `None` drops one."""
         now = int(time.time())
-        claims = {"iss": self.issuer, "aud": CLIENT_ID, "iat": now, "exp": now + 120, "jti": uuid.uuid4().hex,
-                  "events": {"http://schemas.openid.net/event/backchannel-logout": {}}}
+        claims = {
+            "iss": self.issuer,
+            "aud": CLIENT_ID,
+            "iat": now,
+            "exp": now + 120,
+            "jti": uuid.uuid4().hex,
+            "events": {"http://schemas.openid.net/event/backchannel-logout": {}},
+        }
         claims.update(overrides)
         return {name: value for name, value in claims.items() if value is not None}
 

@@ -48,13 +48,18 @@ class SoftPasskey:
         auth_data = AuthenticatorData.create(self._rp_hash(), FLAGS.UP | FLAGS.UV | FLAGS.AT, 0, attested)
         client_data = CollectedClientData.create("webauthn.create", os.urandom(32), self.origin)
         credential = {
-            "id": websafe_encode(self.credential_id), "rawId": websafe_encode(self.credential_id),
-            "type": "public-key", "clientExtensionResults": {},
-            "response": {"clientDataJSON": websafe_encode(client_data),
-                         "attestationObject": websafe_encode(AttestationObject.create("none", auth_data, {}))},
+            "id": websafe_encode(self.credential_id),
+            "rawId": websafe_encode(self.credential_id),
+            "type": "public-key",
+            "clientExtensionResults": {},
+            "response": {
+                "clientDataJSON": websafe_encode(client_data),
+                "attestationObject": websafe_encode(AttestationObject.create("none", auth_data, {})),
+            },
         }
-        return Authenticator.objects.create(user=user, type=Authenticator.Type.WEBAUTHN,
-                                            data={"name": "soft passkey", "credential": credential})
+        return Authenticator.objects.create(
+            user=user, type=Authenticator.Type.WEBAUTHN, data={"name": "soft passkey", "credential": credential}
+        )
 
     def assert_challenge(self, challenge: str, *, verified: bool = True) -> dict[str, Any]:
         """The assertion (AuthenticationResponseJSON) over a base64url `challenge`."""
@@ -64,11 +69,15 @@ class SoftPasskey:
         client_data = CollectedClientData.create("webauthn.get", websafe_decode(challenge), self.origin)
         signature = self.key.sign(bytes(auth_data) + client_data.hash, ec.ECDSA(hashes.SHA256()))
         return {
-            "id": websafe_encode(self.credential_id), "rawId": websafe_encode(self.credential_id),
-            "type": "public-key", "clientExtensionResults": {},
-            "response": {"clientDataJSON": websafe_encode(client_data),
-                         "authenticatorData": websafe_encode(auth_data),
-                         "signature": websafe_encode(signature)},
+            "id": websafe_encode(self.credential_id),
+            "rawId": websafe_encode(self.credential_id),
+            "type": "public-key",
+            "clientExtensionResults": {},
+            "response": {
+                "clientDataJSON": websafe_encode(client_data),
+                "authenticatorData": websafe_encode(auth_data),
+                "signature": websafe_encode(signature),
+            },
         }
 
     def sign_options(self, options: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -37,8 +37,9 @@ def provider_session(user, *, sub: str, sid: str = "") -> Client:
     """A browser signed in as `user` through the provider (what `sso` records at sign-in)."""
     client = Client()
     client.force_login(user)
-    ProviderSession.objects.create(session_key=client.session.session_key, user=user, provider="local",
-                                   sub=sub, sid=sid)
+    ProviderSession.objects.create(
+        session_key=client.session.session_key, user=user, provider="local", sub=sub, sid=sid
+    )
     return client
 
 
@@ -110,15 +111,17 @@ def _wrong_key(provider: LocalProvider) -> str:
 
 def _hs256_keyed_by_the_public_jwk(provider: LocalProvider) -> str:
     # The classic confusion: an HMAC whose key is the provider's public key material.
-    return provider.sign(provider.logout_claims(sub="alice-sub"), key=provider.jwks()["keys"][0]["n"],
-                         algorithm="HS256")
+    return provider.sign(
+        provider.logout_claims(sub="alice-sub"), key=provider.jwks()["keys"][0]["n"], algorithm="HS256"
+    )
 
 
 def _unsigned(provider: LocalProvider) -> str:
     import jwt
 
-    return jwt.encode(provider.logout_claims(sub="alice-sub"), key=None, algorithm="none",
-                      headers={"kid": provider.kid})
+    return jwt.encode(
+        provider.logout_claims(sub="alice-sub"), key=None, algorithm="none", headers={"kid": provider.kid}
+    )
 
 
 FORGERIES = {
@@ -130,8 +133,9 @@ FORGERIES = {
     "another issuer": lambda p: p.sign(p.logout_claims(sub="alice-sub", iss="https://evil.example")),
     "no events claim": lambda p: p.sign(p.logout_claims(sub="alice-sub", events=None)),
     "another event": lambda p: p.sign(p.logout_claims(sub="alice-sub", events={"urn:other": {}})),
-    "event not an object": lambda p: p.sign(p.logout_claims(
-        sub="alice-sub", events={"http://schemas.openid.net/event/backchannel-logout": "yes"})),
+    "event not an object": lambda p: p.sign(
+        p.logout_claims(sub="alice-sub", events={"http://schemas.openid.net/event/backchannel-logout": "yes"})
+    ),
     "an ID token (nonce)": lambda p: p.sign(p.logout_claims(sub="alice-sub", nonce="n-1")),
     "no iat": lambda p: p.sign(p.logout_claims(sub="alice-sub", iat=None)),
     "iat in the past": lambda p: p.sign(p.logout_claims(sub="alice-sub", iat=int(time.time()) - 3600, exp=None)),
@@ -143,13 +147,23 @@ FORGERIES = {
 }
 
 REFUSED_FOR = {
-    "signed by another key": "Signature verification failed", "unknown kid": "no key of the provider's JWKS",
-    "alg none": "'none' is not accepted", "HS256 keyed by the public key": "'HS256' is not accepted",
-    "another audience": "Audience", "another issuer": "issuer", "no events claim": "event is missing",
-    "another event": "event is missing", "event not an object": "event is missing",
-    "an ID token (nonce)": "no nonce", "no iat": '"iat"', "iat in the past": "too old",
-    "iat in the future": "not yet valid", "expired": "expired", "no jti": '"jti"',
-    "neither sid nor sub": "neither sid nor sub", "not a JWT": "logout_token refused",
+    "signed by another key": "Signature verification failed",
+    "unknown kid": "no key of the provider's JWKS",
+    "alg none": "'none' is not accepted",
+    "HS256 keyed by the public key": "'HS256' is not accepted",
+    "another audience": "Audience",
+    "another issuer": "issuer",
+    "no events claim": "event is missing",
+    "another event": "event is missing",
+    "event not an object": "event is missing",
+    "an ID token (nonce)": "no nonce",
+    "no iat": '"iat"',
+    "iat in the past": "too old",
+    "iat in the future": "not yet valid",
+    "expired": "expired",
+    "no jti": '"jti"',
+    "neither sid nor sub": "neither sid nor sub",
+    "not a JWT": "logout_token refused",
 }
 
 

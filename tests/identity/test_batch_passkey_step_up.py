@@ -27,8 +27,17 @@ BATCH = "/api/v1/decisions/"
 
 @pytest.fixture
 def critical_rule(admin_user):
-    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
-                             "risk_level": "critical", "editable_params": ["amount"]}, actor=Person(admin_user), note="payroll is critical")
+    return policy.save_rule(
+        {
+            "name": "payroll_critical",
+            "priority": 3,
+            "action_type": "run_payroll",
+            "risk_level": "critical",
+            "editable_params": ["amount"],
+        },
+        actor=Person(admin_user),
+        note="payroll is critical",
+    )
 
 
 @pytest.fixture
@@ -79,7 +88,8 @@ def test_one_passkey_assertion_approves_the_whole_batch_it_was_made_for(alice_ap
     assert states(first, second) == [State.APPROVED, State.APPROVED]
     recorded = AuditEvent.objects.filter(verb="decision.recorded", request_id__in=[first.pk, second.pk])
     assert {(event.metadata["step_up"], event.metadata["step_up_credential"]) for event in recorded} == {
-        ("passkey", websafe_encode(passkey.credential_id))}
+        ("passkey", websafe_encode(passkey.credential_id))
+    }
 
 
 def test_a_proof_for_one_batch_is_refused_for_a_different_batch(alice_api, payrolls):
@@ -110,9 +120,11 @@ def test_a_proof_to_approve_as_it_stands_does_not_approve_with_edits(alice_api, 
     api, passkey = alice_api
     first = payrolls[0]
     for_plain_approval = proof(api, passkey, "approve", items(first))
-    refused = api.post(f"/api/v1/requests/{first.pk}/decisions/",
-                       {"decision": "approve", "revision": 1, "edits": {"amount": 5}, "step_up": for_plain_approval},
-                       format="json")
+    refused = api.post(
+        f"/api/v1/requests/{first.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "edits": {"amount": 5}, "step_up": for_plain_approval},
+        format="json",
+    )
     assert refused.status_code == 403 and refused.json()["code"] == "step_up_failed", refused.json()
     assert states(first) == [State.PENDING_APPROVAL]
 
@@ -137,8 +149,11 @@ def test_a_single_decisions_proof_cannot_decide_another_request(alice_api, payro
     api, passkey = alice_api
     first, second, _ = payrolls
     for_first = proof(api, passkey, "approve", items(first))
-    refused = api.post(f"/api/v1/requests/{second.pk}/decisions/", {"decision": "approve", "revision": 1, "step_up": for_first},
-                       format="json")
+    refused = api.post(
+        f"/api/v1/requests/{second.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "step_up": for_first},
+        format="json",
+    )
     assert refused.status_code == 403 and refused.json()["code"] == "step_up_failed"
     assert states(second) == [State.PENDING_APPROVAL]
 

@@ -56,9 +56,18 @@ def test_someone_who_may_review_lands_on_the_queue_whatever_else_they_are(people
 
 def test_a_member_of_a_rules_approver_group_reviews_too(admin_user):
     finance = Group.objects.create(name="finance-approvers")
-    policy.save_rule({"name": "payments", "priority": 5, "action_type": "pay_*", "risk_level": "high",
-                      "approver_group": "finance-approvers", "conditions": []},
-                     actor=Person(admin_user), note="finance decides payments")
+    policy.save_rule(
+        {
+            "name": "payments",
+            "priority": 5,
+            "action_type": "pay_*",
+            "risk_level": "high",
+            "approver_group": "finance-approvers",
+            "conditions": [],
+        },
+        actor=Person(admin_user),
+        note="finance decides payments",
+    )
     person("fin", AUDITORS).groups.add(finance)
     assert lands_on("fin") == "/"
 
@@ -104,11 +113,21 @@ def provider_sign_in(user, groups: list[str], *, next_url: str = ""):
     request.session = SessionStore()
     request._messages = FallbackStorage(request)
     request.user = user
-    sociallogin = SimpleNamespace(account=SimpleNamespace(provider="test-idp", uid=f"sub-{user.username}",
-                                                          extra_data={"userinfo": {"groups": groups}}))
+    sociallogin = SimpleNamespace(
+        account=SimpleNamespace(
+            provider="test-idp", uid=f"sub-{user.username}", extra_data={"userinfo": {"groups": groups}}
+        )
+    )
     with context.request_context(request):  # allauth's middleware sets this on a real request
-        return AccountAdapter().post_login(request, user, email_verification="none", email=None, signup=False,
-                                           redirect_url=None, signal_kwargs={"sociallogin": sociallogin})
+        return AccountAdapter().post_login(
+            request,
+            user,
+            email_verification="none",
+            email=None,
+            signup=False,
+            redirect_url=None,
+            signal_kwargs={"sociallogin": sociallogin},
+        )
 
 
 def test_a_first_sign_in_through_the_provider_lands_where_its_groups_say(db):

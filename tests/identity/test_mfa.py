@@ -49,7 +49,8 @@ def password_step(username: str) -> Client:
 
 
 def test_after_enrolling_the_password_alone_no_longer_signs_in_but_the_current_code_does(
-        people, clock, nobody_required, enroll_totp):
+    people, clock, nobody_required, enroll_totp
+):
     alice = Client()
     sign_in(alice, "alice")
     secret = enroll_totp(alice)
@@ -136,11 +137,23 @@ def test_by_default_the_groups_that_may_decide_critical_requests_must_enroll(peo
     settings.MFA_REQUIRED_GROUPS = None
     assert required_groups() == set()  # the seed policy has no critical rule
     treasurers = Group.objects.create(name="treasurers")
-    policy.save_rule({"name": "payments_critical", "priority": 5, "action_type": "pay_*", "risk_level": "critical",
-                      "approver_group": "treasurers", "escalation_group": RISK_ADMINS},
-                     actor=Person(admin_user), note="payments are critical")
-    policy.save_rule({"name": "wipes_step_up", "priority": 6, "action_type": "wipe_*", "risk_level": "high",
-                      "step_up": True}, actor=Person(admin_user), note="wipes need step-up")
+    policy.save_rule(
+        {
+            "name": "payments_critical",
+            "priority": 5,
+            "action_type": "pay_*",
+            "risk_level": "critical",
+            "approver_group": "treasurers",
+            "escalation_group": RISK_ADMINS,
+        },
+        actor=Person(admin_user),
+        note="payments are critical",
+    )
+    policy.save_rule(
+        {"name": "wipes_step_up", "priority": 6, "action_type": "wipe_*", "risk_level": "high", "step_up": True},
+        actor=Person(admin_user),
+        note="wipes need step-up",
+    )
     assert required_groups() == {treasurers.name, RISK_ADMINS, "reviewers"}
 
 

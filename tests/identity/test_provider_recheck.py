@@ -34,16 +34,21 @@ def provider(local_provider, settings):
     return local_provider
 
 
-def signed_in_through_provider(user, *, token: str = "tok-alice", refresh: str = "",
-                               expires_in: int = 3600) -> Client:
+def signed_in_through_provider(user, *, token: str = "tok-alice", refresh: str = "", expires_in: int = 3600) -> Client:
     """What a sign-in through the provider leaves: the account, its stored token, the session."""
     account, _ = SocialAccount.objects.get_or_create(user=user, provider="local", uid=f"{user.username}-sub")
-    SocialToken.objects.update_or_create(account=account, app=None, defaults={
-        "token": token, "token_secret": refresh, "expires_at": timezone.now() + timedelta(seconds=expires_in)})
+    SocialToken.objects.update_or_create(
+        account=account,
+        app=None,
+        defaults={
+            "token": token,
+            "token_secret": refresh,
+            "expires_at": timezone.now() + timedelta(seconds=expires_in),
+        },
+    )
     client = Client()
     client.force_login(user)
-    ProviderSession.objects.create(session_key=client.session.session_key, user=user, provider="local",
-                                   sub=account.uid)
+    ProviderSession.objects.create(session_key=client.session.session_key, user=user, provider="local", sub=account.uid)
     return client
 
 
@@ -64,8 +69,10 @@ def test_a_person_the_provider_still_knows_stays_signed_in_with_the_claimed_grou
 
     assert is_signed_in(client)
     assert set(alice.groups.values_list("name", flat=True)) == {"reviewers"}
-    assert not AuditEvent.objects.filter(verb="group.membership_changed",  # nothing changed
-                                         actor_label="identity provider local").exists()
+    assert not AuditEvent.objects.filter(
+        verb="group.membership_changed",  # nothing changed
+        actor_label="identity provider local",
+    ).exists()
 
 
 def test_nobody_is_asked_before_the_interval_has_passed(provider, people):
@@ -108,7 +115,9 @@ def test_a_dropped_group_takes_decide_power_away_and_closes_the_socket(provider,
     assert async_to_sync(scenario)() == CLOSED
     assert is_signed_in(client)  # still signed in, with no power left
     assert not alice.groups.exists()
-    assert AuditEvent.objects.filter(verb="group.membership_changed", actor_label="identity provider local").count() == 1
+    assert (
+        AuditEvent.objects.filter(verb="group.membership_changed", actor_label="identity provider local").count() == 1
+    )
 
 
 def test_user_info_for_another_subject_signs_the_person_out(provider, people):
@@ -143,8 +152,10 @@ def test_an_expired_token_without_a_refresh_token_signs_the_person_out(provider,
 
 def test_an_unreachable_provider_signs_nobody_out(provider, people, settings):
     client = signed_in_through_provider(people["alice"])
-    dead = {**provider.app("local"), "settings": {"server_url": "http://127.0.0.1:9", "token_auth_method":
-                                                  "client_secret_post"}}
+    dead = {
+        **provider.app("local"),
+        "settings": {"server_url": "http://127.0.0.1:9", "token_auth_method": "client_secret_post"},
+    }
     settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [dead]}}
     assert recheck_provider_sessions(now=later())["unreachable"] == 1
     assert is_signed_in(client)

@@ -47,9 +47,17 @@ def provider(local_provider, settings):
 
 @pytest.fixture
 def critical_rule(admin_user):
-    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
-                             "risk_level": "critical", "editable_params": ["amount"]},
-                            actor=Person(admin_user), note="payroll is critical")
+    return policy.save_rule(
+        {
+            "name": "payroll_critical",
+            "priority": 3,
+            "action_type": "run_payroll",
+            "risk_level": "critical",
+            "editable_params": ["amount"],
+        },
+        actor=Person(admin_user),
+        note="payroll is critical",
+    )
 
 
 @pytest.fixture
@@ -70,8 +78,11 @@ def payrolls(submit, critical_rule):
 
 
 def challenge(api, *requests, decision: str = "approve") -> dict:
-    answer = api.post(CHALLENGES, {"decision": decision, "requests": [{"id": str(r.pk), "revision": 1}
-                                                                       for r in requests]}, format="json")
+    answer = api.post(
+        CHALLENGES,
+        {"decision": decision, "requests": [{"id": str(r.pk), "revision": 1} for r in requests]},
+        format="json",
+    )
     assert answer.status_code == 200, answer.json()
     return answer.json()
 
@@ -88,19 +99,34 @@ def to_the_provider(api, provider, answer: dict, *, next_url: str = "/") -> dict
 def back_from_the_provider(api, provider, asked: dict, **claims):
     """The provider's answer: an ID token (claims as given over fresh defaults) for the code."""
     now = int(time.time())
-    id_token = {"iss": provider.issuer, "aud": CLIENT_ID, "sub": "alice-sub", "nonce": asked["nonce"],
-                "auth_time": now, "iat": now, "exp": now + 300, "jti": uuid.uuid4().hex, **claims}
+    id_token = {
+        "iss": provider.issuer,
+        "aud": CLIENT_ID,
+        "sub": "alice-sub",
+        "nonce": asked["nonce"],
+        "auth_time": now,
+        "iat": now,
+        "exp": now + 300,
+        "jti": uuid.uuid4().hex,
+        **claims,
+    }
     key = id_token.pop("key", None)
-    provider.token_responses.append({"access_token": "a", "token_type": "Bearer",
-                                     "id_token": provider.sign({k: v for k, v in id_token.items() if v is not None},
-                                                               key=key)})
+    provider.token_responses.append(
+        {
+            "access_token": "a",
+            "token_type": "Bearer",
+            "id_token": provider.sign({k: v for k, v in id_token.items() if v is not None}, key=key),
+        }
+    )
     return api.get(CALLBACK, {"code": "the-code", "state": asked["state"]})
 
 
 def approve(api, request, nonce: str, **extra):
-    return api.post(f"/api/v1/requests/{request.pk}/decisions/",
-                    {"decision": "approve", "revision": 1, "step_up": {"method": "provider", "nonce": nonce}, **extra},
-                    format="json")
+    return api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "step_up": {"method": "provider", "nonce": nonce}, **extra},
+        format="json",
+    )
 
 
 def state_of(request) -> str:
@@ -135,7 +161,9 @@ def test_without_the_round_trip_the_nonce_decides_nothing(sso_alice, provider, p
 
 
 def test_a_decision_without_a_proof_names_the_provider_method(sso_alice, provider, payrolls):
-    refused = sso_alice.post(f"/api/v1/requests/{payrolls[0].pk}/decisions/", {"decision": "approve", "revision": 1}, format="json")
+    refused = sso_alice.post(
+        f"/api/v1/requests/{payrolls[0].pk}/decisions/", {"decision": "approve", "revision": 1}, format="json"
+    )
     assert refused.status_code == 403 and refused.json()["details"]["method"] == "provider"
 
 
@@ -153,20 +181,24 @@ FORGED = {
 }
 
 FORGED_REASON = {
-    "signed in before the challenge": "not_fresh", "no auth_time": "not_fresh", "auth_time a string": "not_fresh",
-    "another person": "another_person", "another round trip's nonce": "wrong_nonce", "no nonce": "wrong_nonce",
-    "another audience": "invalid_id_token", "another issuer": "invalid_id_token",
-    "signed by another key": "invalid_id_token", "expired": "invalid_id_token",
+    "signed in before the challenge": "not_fresh",
+    "no auth_time": "not_fresh",
+    "auth_time a string": "not_fresh",
+    "another person": "another_person",
+    "another round trip's nonce": "wrong_nonce",
+    "no nonce": "wrong_nonce",
+    "another audience": "invalid_id_token",
+    "another issuer": "invalid_id_token",
+    "signed by another key": "invalid_id_token",
+    "expired": "invalid_id_token",
 }
 
 
 @pytest.mark.parametrize("forgery", FORGED, ids=list(FORGED))
-def test_an_id_token_that_is_not_a_fresh_sign_in_of_this_person_proves_nothing(sso_alice, provider, payrolls,
-                                                                                forgery):
+def test_an_id_token_that_is_not_a_fresh_sign_in_of_this_person_proves_nothing(sso_alice, provider, payrolls, forgery):
     first = payrolls[0]
     answer = challenge(sso_alice, first)
-    back = back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer),
-                                  **FORGED[forgery])
+    back = back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer), **FORGED[forgery])
 
     assert back.status_code == 403
     assert approve(sso_alice, first, answer["nonce"]).status_code == 403
@@ -213,8 +245,7 @@ def test_a_proven_nonce_decides_once(sso_alice, provider, payrolls):
     assert approve(sso_alice, first, answer["nonce"]).status_code in (403, 409)
 
 
-def test_the_round_trip_is_used_once_and_only_from_the_session_that_started_it(sso_alice, provider, payrolls,
-                                                                                people):
+def test_the_round_trip_is_used_once_and_only_from_the_session_that_started_it(sso_alice, provider, payrolls, people):
     answer = challenge(sso_alice, payrolls[0])
     asked = to_the_provider(sso_alice, provider, answer)
     elsewhere = APIClient()
@@ -235,8 +266,11 @@ def test_the_decision_form_takes_the_same_proof(sso_alice, provider, payrolls, c
     client.force_login(people["alice"])
     answer = challenge(sso_alice, first)
     back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
-    decided = client.post(reverse("approvals:approve", args=[first.pk]), {"provider_nonce": answer["nonce"], "revision": "1"},
-                          HTTP_ACCEPT="application/json")
+    decided = client.post(
+        reverse("approvals:approve", args=[first.pk]),
+        {"provider_nonce": answer["nonce"], "revision": "1"},
+        HTTP_ACCEPT="application/json",
+    )
     assert decided.status_code == 200, decided.content
     assert state_of(first) == State.APPROVED
 
@@ -244,14 +278,14 @@ def test_the_decision_form_takes_the_same_proof(sso_alice, provider, payrolls, c
 def test_someone_with_a_password_is_not_sent_to_the_provider(provider, people, payrolls):
     api = APIClient()
     api.force_login(people["bob"])
-    answer = api.post(CHALLENGES, {"decision": "approve", "requests": [{"id": str(payrolls[0].pk), "revision": 1}]},
-                      format="json")
+    answer = api.post(
+        CHALLENGES, {"decision": "approve", "requests": [{"id": str(payrolls[0].pk), "revision": 1}]}, format="json"
+    )
     assert answer.status_code == 409 and answer.json()["code"] == "no_passkey"
     assert method_for(people["bob"]) == "password"
 
 
-def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on_a_page(sso_alice, provider,
-                                                                                         payrolls):
+def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on_a_page(sso_alice, provider, payrolls):
     answer = challenge(sso_alice, payrolls[0])
     status = answer["redirect"] + "status/"
     assert sso_alice.get(status).json() == {"proven": False, "pending": True}
@@ -274,18 +308,26 @@ def test_one_fresh_sign_in_approves_the_batch_it_was_made_for(sso_alice, provide
     first, second = payrolls
     answer = challenge(sso_alice, first, second)
     back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
-    body = {"decision": "approve", "requests": [{"id": str(r.pk), "revision": 1} for r in (first, second)],
-            "step_up": {"method": "provider", "nonce": answer["nonce"]}}
+    body = {
+        "decision": "approve",
+        "requests": [{"id": str(r.pk), "revision": 1} for r in (first, second)],
+        "step_up": {"method": "provider", "nonce": answer["nonce"]},
+    }
     results = sso_alice.post("/api/v1/decisions/", body, format="json").json()["results"]
     assert {result.get("outcome") for result in results} == {"approved"}
     assert [state_of(first), state_of(second)] == [State.APPROVED, State.APPROVED]
 
 
 @hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(issued=st.integers(0, 10**6), auth_delta=st.integers(-1000, 1000), now_delta=st.integers(0, 1000),
-       max_age=st.integers(0, 600))
+@given(
+    issued=st.integers(0, 10**6),
+    auth_delta=st.integers(-1000, 1000),
+    now_delta=st.integers(0, 1000),
+    max_age=st.integers(0, 600),
+)
 def test_a_sign_in_proves_the_challenge_exactly_when_it_is_after_it_and_recent(
-        people, settings, issued, auth_delta, now_delta, max_age):
+    people, settings, issued, auth_delta, now_delta, max_age
+):
     """auth_time is accepted iff it is no earlier than the challenge (less the clock skew),
     no later than now (plus the skew), and at most PROVIDER_STEP_UP_MAX_AGE_SECONDS old."""
     settings.PROVIDER_STEP_UP_MAX_AGE_SECONDS = max_age

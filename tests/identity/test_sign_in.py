@@ -36,8 +36,13 @@ def test_a_refused_password_is_audited_without_the_password(people):
     assert response.status_code == 200 and "_auth_user_id" not in mallory.session
     (event,) = events("auth.sign_in_failed")
     assert (event.actor_kind, event.actor_label) == ("system", "sign-in")
-    assert event.metadata == {"username": "alice", "user_id": people["alice"].pk, "address": digest(DESK),
-                              "factor": "password", "delay_seconds": 0}
+    assert event.metadata == {
+        "username": "alice",
+        "user_id": people["alice"].pk,
+        "address": digest(DESK),
+        "factor": "password",
+        "delay_seconds": 0,
+    }
     assert "Winter2026!" not in event.canonical
     assert events("auth.signed_in") == []
 

@@ -23,8 +23,11 @@ JSON = {"HTTP_ACCEPT": "application/json"}
 
 @pytest.fixture
 def critical_rule(admin_user):
-    return policy.save_rule({"name": "payroll_critical", "priority": 3, "action_type": "run_payroll",
-                             "risk_level": "critical"}, actor=Person(admin_user), note="payroll is critical")
+    return policy.save_rule(
+        {"name": "payroll_critical", "priority": 3, "action_type": "run_payroll", "risk_level": "critical"},
+        actor=Person(admin_user),
+        note="payroll is critical",
+    )
 
 
 @pytest.fixture
@@ -46,7 +49,8 @@ def test_the_card_asks_for_the_apps_code(client, alice_with_app, submit, critica
 
 
 def test_the_password_alone_no_longer_decides_but_the_current_code_does_once(
-        client, alice_with_app, submit, critical_rule, clock):
+    client, alice_with_app, submit, critical_rule, clock
+):
     first = submit("run_payroll", params={"amount": 1})
     second = submit("run_payroll", params={"amount": 2})
     clock.tick(60)
@@ -71,14 +75,19 @@ def test_the_api_takes_the_same_code_and_refuses_a_password(alice_with_app, peop
     url = f"/api/v1/requests/{request.pk}/decisions/"
     clock.tick(60)
 
-    by_password = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "password",
-                                                                     "password": password_of("alice")}}, format="json")
+    by_password = api.post(
+        url,
+        {"decision": "approve", "revision": 1, "step_up": {"method": "password", "password": password_of("alice")}},
+        format="json",
+    )
     assert by_password.status_code == 403 and by_password.json()["code"] == "step_up_required"
     no_code = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "totp"}}, format="json")
     assert no_code.status_code == 422
 
     code = totp_code(alice_with_app, time.time())
-    answer = api.post(url, {"decision": "approve", "revision": 1, "step_up": {"method": "totp", "code": code}}, format="json")
+    answer = api.post(
+        url, {"decision": "approve", "revision": 1, "step_up": {"method": "totp", "code": code}}, format="json"
+    )
     assert answer.status_code == 200 and answer.json()["state"] == "approved"
 
 
@@ -93,10 +102,15 @@ def test_a_passkey_challenge_is_only_for_someone_with_a_passkey(people, submit, 
     request = submit("run_payroll", params={"amount": 1})
     api = APIClient()
     api.force_login(people["bob"])
-    asked = api.post("/api/v1/step-up/challenges/", {"decision": "approve",
-                                                      "requests": [{"id": str(request.pk), "revision": 1}]},
-                     format="json")
+    asked = api.post(
+        "/api/v1/step-up/challenges/",
+        {"decision": "approve", "requests": [{"id": str(request.pk), "revision": 1}]},
+        format="json",
+    )
     assert asked.status_code == 409 and asked.json()["code"] == "no_passkey"
-    unsigned = api.post(f"/api/v1/requests/{request.pk}/decisions/",
-                        {"decision": "approve", "revision": 1, "step_up": {"method": "passkey", "assertion": {}}}, format="json")
+    unsigned = api.post(
+        f"/api/v1/requests/{request.pk}/decisions/",
+        {"decision": "approve", "revision": 1, "step_up": {"method": "passkey", "assertion": {}}},
+        format="json",
+    )
     assert unsigned.status_code == 422 and "nonce" in str(unsigned.json()["details"])

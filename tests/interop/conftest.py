@@ -38,7 +38,10 @@ def _npm_ci(folder: Path) -> None:
         return
     done = subprocess.run(
         ["npm", "ci", "--no-audit", "--no-fund", "--engine-strict=false"],
-        cwd=folder, capture_output=True, text=True, timeout=600,
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     if done.returncode != 0:
         pytest.fail(f"npm ci in {folder} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
@@ -60,9 +63,12 @@ class Host:
 
     def __init__(self, folder: Path, script: str, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
-            ["node", script], cwd=folder,
+            ["node", script],
+            cwd=folder,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(folder), **env},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr: list[str] = []
@@ -82,8 +88,9 @@ class Host:
             raise AssertionError(f"the host sent nothing; stderr:\n{''.join(self._stderr)}") from None
         if line is None:
             self.process.wait()
-            raise AssertionError(f"the host exited ({self.process.returncode}) before {name!r}; "
-                                 f"stderr:\n{''.join(self._stderr)}")
+            raise AssertionError(
+                f"the host exited ({self.process.returncode}) before {name!r}; stderr:\n{''.join(self._stderr)}"
+            )
         event = json.loads(line)
         assert event["event"] == name, event
         return event
@@ -128,12 +135,15 @@ def decide(daphne_server, people):
         client = Client()
         client.force_login(people[reviewer])
         csrf = _get_new_csrf_string()
-        cookies = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}; " \
-                  f"{settings.CSRF_COOKIE_NAME}={csrf}"
+        cookies = (
+            f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}; "
+            f"{settings.CSRF_COOKIE_NAME}={csrf}"
+        )
         request = urllib.request.Request(
-            f"{daphne_server.url}/api/v1/requests/{request_id}/decisions/", data=json.dumps(body).encode(),
-            method="POST", headers={"Content-Type": "application/json", "Cookie": cookies,
-                                    "X-CSRFToken": _mask_cipher_secret(csrf)},
+            f"{daphne_server.url}/api/v1/requests/{request_id}/decisions/",
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "Cookie": cookies, "X-CSRFToken": _mask_cipher_secret(csrf)},
         )
         try:
             with urllib.request.urlopen(request, timeout=HANG_GUARD_SECONDS) as response:

@@ -21,10 +21,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 PLAN = "# Add a dark mode\n\n1. Add a theme toggle.\n2. Store the choice per user.\n"
 # DESIGN.md "Agent-facing contract", byte for byte (Mastra's submit_plan texts).
 PLAN_APPROVED = "Plan approved. Proceed with implementation following the approved plan."
-PLAN_REVISE = ("Plan was not approved. The user wants revisions.\n\nUser feedback: {feedback}\n\n"
-               "Please revise the plan based on the feedback and submit again with submit_plan.")
-PLAN_WAIT = ("Plan was not approved. The user will send revision instructions in their next message. "
-             "Stop now and wait for the user to provide feedback before revising the plan.")
+PLAN_REVISE = (
+    "Plan was not approved. The user wants revisions.\n\nUser feedback: {feedback}\n\n"
+    "Please revise the plan based on the feedback and submit again with submit_plan."
+)
+PLAN_WAIT = (
+    "Plan was not approved. The user will send revision instructions in their next message. "
+    "Stop now and wait for the user to provide feedback before revising the plan."
+)
 
 
 # --- (1) a workflow step's suspend() and resume() ------------------------------------------
@@ -36,13 +40,19 @@ def test_seed_002s_workflow_resumes_with_the_reviewers_typed_answer(run_host, de
     submitted = host.next_event("submitted")
     assert submitted["suspend_payload"] == {"amount": 150.13, "reason": "Amount exceeds automatic approval limit"}
     request = ApprovalRequest.objects.get(pk=submitted["request_id"])
-    assert (request.kind, request.action_type, request.state) == ("suspension", "approval-flow.approval",
-                                                                   "pending_approval")
+    assert (request.kind, request.action_type, request.state) == (
+        "suspension",
+        "approval-flow.approval",
+        "pending_approval",
+    )
     assert request.current_params() == submitted["suspend_payload"]  # rules read it as params.*
     # zod 4's own JSON Schema for the step's resumeSchema, as the host sent it.
     assert request.resume_schema == {
-        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
-        "properties": {"approved": {"type": "boolean"}}, "required": ["approved"], "additionalProperties": False,
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"approved": {"type": "boolean"}},
+        "required": ["approved"],
+        "additionalProperties": False,
     }
     # An answer the step's schema refuses never reaches the run; the host keeps waiting.
     with pytest.raises(AssertionError, match="invalid_resume_data"):
@@ -67,7 +77,11 @@ def test_a_refused_suspension_gives_the_step_no_answer_and_the_host_ends_the_run
 
     result = host.next_event("result")
     host.finish()
-    assert (result["state"], result["resume_data"], result["status"]) == ("rejected", None, "canceled")  # Mastra's spelling
+    assert (result["state"], result["resume_data"], result["status"]) == (
+        "rejected",
+        None,
+        "canceled",
+    )  # Mastra's spelling
     assert result["executions"] == {"normalize": 1, "approval": 1, "receipt": 0}
 
 
@@ -119,12 +133,18 @@ def test_a_reviewer_cannot_edit_a_call_mastra_would_run_unedited(run_host, decid
 # --- (3) submit_plan --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ({"decision": "approve"}, PLAN_APPROVED),
-    ({"decision": "reject", "feedback": "Keep the toggle in settings, not the header."},
-     PLAN_REVISE.format(feedback="Keep the toggle in settings, not the header.")),
-    ({"decision": "reject"}, PLAN_WAIT),
-], ids=["approved", "rejected-with-feedback", "rejected-without-feedback"])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"decision": "approve"}, PLAN_APPROVED),
+        (
+            {"decision": "reject", "feedback": "Keep the toggle in settings, not the header."},
+            PLAN_REVISE.format(feedback="Keep the toggle in settings, not the header."),
+        ),
+        ({"decision": "reject"}, PLAN_WAIT),
+    ],
+    ids=["approved", "rejected-with-feedback", "rejected-without-feedback"],
+)
 def test_submit_plan_shows_the_model_exactly_our_tool_result(run_host, decide, body, expected):
     host = run_host("submit-plan.mjs", PLAN_MARKDOWN=PLAN)
     submitted = host.next_event("submitted")

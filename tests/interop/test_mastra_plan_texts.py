@@ -24,8 +24,14 @@ FEEDBACK = st.text(st.characters(blacklist_categories=("Cs",), blacklist_charact
 
 @pytest.fixture(scope="module")
 def mastra_submit_plan(mastra_host):
-    process = subprocess.Popen(["node", "plan-texts.mjs"], cwd=mastra_host, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, text=True, encoding="utf-8")
+    process = subprocess.Popen(
+        ["node", "plan-texts.mjs"],
+        cwd=mastra_host,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+    )
 
     def _resume(resume_data: dict) -> str:
         process.stdin.write(json.dumps(resume_data) + "\n")
@@ -41,6 +47,11 @@ def mastra_submit_plan(mastra_host):
 @given(feedback=FEEDBACK, action=st.sampled_from(["approved", "rejected"]))
 def test_mastras_tool_says_exactly_our_tool_result(mastra_submit_plan, feedback, action):
     # As agents/resume.py sends it: feedback only when there is some.
-    resume_data = {"action": action, **({"feedback": feedback} if feedback else {}),
-                   "path": "plans/x.md", "title": "X", "plan": "# X\n"}
+    resume_data = {
+        "action": action,
+        **({"feedback": feedback} if feedback else {}),
+        "path": "plans/x.md",
+        "title": "X",
+        "plan": "# X\n",
+    }
     assert mastra_submit_plan(resume_data) == tool_result(Kind.PLAN, action, feedback)

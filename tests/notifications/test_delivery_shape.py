@@ -34,8 +34,16 @@ def test_an_outcome_sets_the_same_fields_for_either_sender():
     now, later = timezone.now(), timezone.now() + timedelta(seconds=30)
     for record in (CallbackDelivery(), Notification()):
         assert record.settled_fields(now=now, error="", give_up=False, retry_at=later) == {
-            "delivered_at": now, "next_attempt_at": None, "last_error": ""}
+            "delivered_at": now,
+            "next_attempt_at": None,
+            "last_error": "",
+        }
         assert record.settled_fields(now=now, error="HTTP 500", give_up=False, retry_at=later) == {
-            "next_attempt_at": later, "last_error": "HTTP 500"}
+            "next_attempt_at": later,
+            "last_error": "HTTP 500",
+        }
         assert record.settled_fields(now=now, error="HTTP 500", give_up=True, retry_at=later) == {
-            "gave_up_at": now, "next_attempt_at": None, "last_error": "HTTP 500"}
+            "gave_up_at": now,
+            "next_attempt_at": None,
+            "last_error": "HTTP 500",
+        }

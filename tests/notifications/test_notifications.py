@@ -60,9 +60,7 @@ def test_rules_without_settings_send_nothing(smtp_server, mailed_people, submit,
     assert not Notification.objects.exists()
 
 
-def test_reminder_goes_out_once_before_the_deadline(
-    smtp_server, mailed_people, email_rule_settings, submit
-):
+def test_reminder_goes_out_once_before_the_deadline(smtp_server, mailed_people, email_rule_settings, submit):
     email_rule_settings(notify_on_arrival=False, remind_before_seconds=600)
     with freeze_time(T0):
         request = submit("send_email", SECRET_MAIL)  # decide_by = T0 + 1 h
@@ -106,8 +104,9 @@ def test_undecided_requests_escalate_to_the_second_group(
     assert message["Subject"].startswith("[control plane] Escalated to you")
     assert "hunter2" not in message.as_string()
     with freeze_time("2026-03-02 09:32:00"):
-        services.approve(request.pk, revision=current_revision(request.pk),
-                         actor=services.Person(erin))  # the second line can decide
+        services.approve(
+            request.pk, revision=current_revision(request.pk), actor=services.Person(erin)
+        )  # the second line can decide
     assert ApprovalRequest.objects.get(pk=request.pk).state == "approved"
 
 
@@ -115,8 +114,9 @@ def test_decided_requests_are_neither_reminded_nor_escalated(email_rule_settings
     email_rule_settings(remind_before_seconds=3000, escalate_after_seconds=60, escalation_group=oncall)
     with freeze_time(T0):
         request = submit("send_email", SECRET_MAIL)
-        services.reject(request.pk, revision=current_revision(request.pk),
-                        actor=services.Person(people["alice"]), feedback="no")
+        services.reject(
+            request.pk, revision=current_revision(request.pk), actor=services.Person(people["alice"]), feedback="no"
+        )
     with freeze_time("2026-03-02 09:30:00"):
         assert tasks.send_due_reminders() == 0
         assert tasks.escalate_overdue() == 0
@@ -138,8 +138,9 @@ def test_a_reviewer_extends_the_deadline_once_within_the_rules_limit(email_rule_
             services.extend_decision_deadline(request.pk, actor=services.Person(people["mallory"]), seconds=60)
         assert refused.value.code == "not_permitted"
 
-        extended = services.extend_decision_deadline(request.pk, actor=services.Person(people["alice"]), seconds=3600,
-                                                     reason="Waiting for finance")
+        extended = services.extend_decision_deadline(
+            request.pk, actor=services.Person(people["alice"]), seconds=3600, reason="Waiting for finance"
+        )
         assert extended.decide_by == original + timedelta(hours=1)
 
         with pytest.raises(DomainError) as refused:
@@ -188,8 +189,9 @@ def test_webhook_is_signed_masked_and_retried_with_a_row_per_attempt(
     assert DeliveryAttempt.objects.filter(notification=notification, succeeded=True).count() == 1
 
     headers, body = webhook_receiver.calls[-1]
-    expected = hmac.new(channels.webhook_secret(), headers["x-controlplane-timestamp"].encode() + b"." + body,
-                        hashlib.sha256).hexdigest()
+    expected = hmac.new(
+        channels.webhook_secret(), headers["x-controlplane-timestamp"].encode() + b"." + body, hashlib.sha256
+    ).hexdigest()
     assert headers["x-controlplane-signature"] == f"sha256={expected}"
     payload = json.loads(body)
     assert payload["event"] == "request.arrived" and payload["request_id"] == str(request.pk)

@@ -61,10 +61,14 @@ def peak_kib(pid: int) -> int:
 
 def export_rate(server, cookie: str, keep: Path | None = None, query: str = "") -> tuple[float, int]:
     """Download the whole JSONL export; `keep` writes it to a file (for --smoke's verification)."""
-    request = urllib.request.Request(f"{server.url}/audit/export.jsonl{query}", headers={"Cookie": f"sessionid={cookie}"})
+    request = urllib.request.Request(
+        f"{server.url}/audit/export.jsonl{query}", headers={"Cookie": f"sessionid={cookie}"}
+    )
     started, size = time.perf_counter(), 0
-    with urllib.request.urlopen(request, timeout=3600) as response, \
-            (keep.open("wb") if keep else open(os.devnull, "wb")) as sink:
+    with (
+        urllib.request.urlopen(request, timeout=3600) as response,
+        keep.open("wb") if keep else open(os.devnull, "wb") as sink,
+    ):
         while block := response.read(1 << 20):
             size += len(block)
             if keep:
@@ -130,8 +134,13 @@ def verify_export_file(path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, nargs="+", default=[10_000, 100_000, 1_000_000],
-                        help="audit log sizes to measure, growing (default: 10k 100k 1M)")
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        default=[10_000, 100_000, 1_000_000],
+        help="audit log sizes to measure, growing (default: 10k 100k 1M)",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny size so CI keeps the script working")
     arguments = parser.parse_args()
     sizes = [2000] if arguments.smoke else sorted(arguments.rows)
@@ -180,17 +189,29 @@ def main() -> None:
         results = []
         for summary in summaries:
             rows = summary["rows"]
-            results.append(Result(
-                f"export_rows_per_s at {rows} rows", summary["export_rows_per_s"], "rows/s",
-                baseline=summary["copy_rows_per_s"], baseline_name="COPY ... TO STDOUT",
-                target="ratio >= 0.5", details=summary,
-            ))
+            results.append(
+                Result(
+                    f"export_rows_per_s at {rows} rows",
+                    summary["export_rows_per_s"],
+                    "rows/s",
+                    baseline=summary["copy_rows_per_s"],
+                    baseline_name="COPY ... TO STDOUT",
+                    target="ratio >= 0.5",
+                    details=summary,
+                )
+            )
         for summary in summaries:
-            results.append(Result(
-                f"daphne_peak_rss_after_export at {summary['rows']} rows", summary["daphne_peak_rss_after_export_mib"],
-                "MiB", baseline=summary["daphne_peak_rss_idle_mib"], baseline_name="daphne idle peak",
-                target="flat from 10k to 1M rows", details={"rows": summary["rows"]},
-            ))
+            results.append(
+                Result(
+                    f"daphne_peak_rss_after_export at {summary['rows']} rows",
+                    summary["daphne_peak_rss_after_export_mib"],
+                    "MiB",
+                    baseline=summary["daphne_peak_rss_idle_mib"],
+                    baseline_name="daphne idle peak",
+                    target="flat from 10k to 1M rows",
+                    details={"rows": summary["rows"]},
+                )
+            )
         emit("audit_export", results)
     finally:
         connection.creation.destroy_test_db(old_name, verbosity=0)

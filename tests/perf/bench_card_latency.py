@@ -73,8 +73,13 @@ class Sockets:
         for key in keys:
             # No client keepalive pings: under overload the pong waits behind thousands of
             # frames and the client would drop the socket, turning latency into loss.
-            ws = await connect(url, origin=origin, additional_headers={"Cookie": f"{cookie_name}={key}"},
-                               max_queue=None, ping_interval=None)
+            ws = await connect(
+                url,
+                origin=origin,
+                additional_headers={"Cookie": f"{cookie_name}={key}"},
+                max_queue=None,
+                ping_interval=None,
+            )
             self.connections.append(ws)
             self.readers.append(asyncio.create_task(self._read(ws)))
 
@@ -99,10 +104,14 @@ class Sockets:
 def latencies(sockets: Sockets, sent: dict[str, float]) -> dict:
     values = sorted((arrived - sent[rid]) * 1000 for rid, arrived in sockets.arrivals if rid in sent)
     expected = len(sent) * len(sockets.connections)
-    return {"sockets_open": sum(1 for ws in sockets.connections if ws.close_code is None),
-        "p50_ms": round(percentile(values, 50), 2), "p95_ms": round(percentile(values, 95), 2),
-        "p99_ms": round(percentile(values, 99), 2), "max_ms": round(values[-1], 2) if values else None,
-        "delivered": len(values), "expected": expected,
+    return {
+        "sockets_open": sum(1 for ws in sockets.connections if ws.close_code is None),
+        "p50_ms": round(percentile(values, 50), 2),
+        "p95_ms": round(percentile(values, 95), 2),
+        "p99_ms": round(percentile(values, 99), 2),
+        "max_ms": round(values[-1], 2) if values else None,
+        "delivered": len(values),
+        "expected": expected,
     }
 
 
@@ -115,9 +124,14 @@ async def run_submissions(server: Server, token: str, sockets: Sockets, *, rate:
     statuses: dict[int, int] = {}
 
     async def one(client: httpx.AsyncClient, i: int) -> None:
-        body = {"action_type": "send_email", "target": {"mailbox": "outbox"},
-                "params": {"to": [f"user{i}@example.com"], "subject": "Weekly report"},
-                "run_id": f"run-{i // 10}", "tool_call_id": f"call-{i}", "idempotency_key": str(uuid.uuid4())}
+        body = {
+            "action_type": "send_email",
+            "target": {"mailbox": "outbox"},
+            "params": {"to": [f"user{i}@example.com"], "subject": "Weekly report"},
+            "run_id": f"run-{i // 10}",
+            "tool_call_id": f"call-{i}",
+            "idempotency_key": str(uuid.uuid4()),
+        }
         started = time.perf_counter()
         response = await client.post("/api/v1/actions/", json=body)
         statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
@@ -125,8 +139,9 @@ async def run_submissions(server: Server, token: str, sockets: Sockets, *, rate:
             sent[response.json()["id"]] = started
 
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
-    async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {token}"},
-                                 limits=limits, timeout=60) as client:
+    async with httpx.AsyncClient(
+        base_url=server.url, headers={"Authorization": f"Bearer {token}"}, limits=limits, timeout=60
+    ) as client:
         started = time.perf_counter()
         if rate:
             tasks = []
@@ -164,11 +179,19 @@ async def run_group_sends(group_id: int, agent_id: int, sockets: Sockets, *, rat
                 await asyncio.sleep(delay)
         request_id = str(uuid.uuid4())
         sent[request_id] = time.perf_counter()
-        await layer.group_send(f"approvers-{group_id}", {
-            "type": "request.change", "event": "card.created", "request_id": request_id,
-            "state": "pending_approval", "approver_group_id": group_id, "agent_id": agent_id,
-            "data": {"verb": "request.submitted"}, "viewer_group_ids": [],
-        })
+        await layer.group_send(
+            f"approvers-{group_id}",
+            {
+                "type": "request.change",
+                "event": "card.created",
+                "request_id": request_id,
+                "state": "pending_approval",
+                "approver_group_id": group_id,
+                "agent_id": agent_id,
+                "data": {"verb": "request.submitted"},
+                "viewer_group_ids": [],
+            },
+        )
     elapsed = time.perf_counter() - started
     await sockets.wait_for(COUNT * len(sockets.connections), SETTLE_SECONDS)
     return {**latencies(sockets, sent), "messages_per_s": round(COUNT / elapsed, 1)}
@@ -211,12 +234,17 @@ def main() -> None:
     for label in (*(f"{rate}/s" for rate in RATES), "saturation"):
         submit, baseline = measured[f"submit {label}"], measured[f"baseline {label}"]
         for p in ("p50", "p95", "p99"):
-            results.append(Result(
-                metric=f"submit-to-card {p}, {REVIEWERS} sockets, {label}", value=submit[f"{p}_ms"], unit="ms",
-                baseline=baseline[f"{p}_ms"], baseline_name="bare group_send to the same sockets",
-                target="p99 < 100 ms at 100/s" if (p == "p99" and label == "100/s") else "",
-                details={"submit": submit, "baseline": baseline} if p == "p99" else {},
-            ))
+            results.append(
+                Result(
+                    metric=f"submit-to-card {p}, {REVIEWERS} sockets, {label}",
+                    value=submit[f"{p}_ms"],
+                    unit="ms",
+                    baseline=baseline[f"{p}_ms"],
+                    baseline_name="bare group_send to the same sockets",
+                    target="p99 < 100 ms at 100/s" if (p == "p99" and label == "100/s") else "",
+                    details={"submit": submit, "baseline": baseline} if p == "p99" else {},
+                )
+            )
     emit("card_latency", results)
 
 

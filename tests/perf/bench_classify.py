@@ -26,14 +26,21 @@ def generated_rules(count: int) -> list[RuleSpec]:
     rules = [RuleSpec.from_dict(data) for data in SEED_RULES]
     for i in range(count - len(rules)):
         action_type = "send_email" if i % 2 else f"tool_{i}_*"
-        rules.append(RuleSpec.from_dict({
-            "name": f"generated_{i}", "priority": i - count, "action_type": action_type, "risk_level": "high",
-            "match": "any",
-            "conditions": [
-                {"path": "impact.recipient_count", "op": "gt", "value": 1000 + i},
-                {"path": "params.subject", "op": "matches", "value": f"^never-{i}$"},
-            ],
-        }))
+        rules.append(
+            RuleSpec.from_dict(
+                {
+                    "name": f"generated_{i}",
+                    "priority": i - count,
+                    "action_type": action_type,
+                    "risk_level": "high",
+                    "match": "any",
+                    "conditions": [
+                        {"path": "impact.recipient_count", "op": "gt", "value": 1000 + i},
+                        {"path": "params.subject", "op": "matches", "value": f"^never-{i}$"},
+                    ],
+                }
+            )
+        )
     return rules
 
 
@@ -53,11 +60,16 @@ def main() -> None:
     for count in (10, 100, 1000):
         policy = CompiledPolicy(1, generated_rules(count), PolicyDefaults())
         value = microseconds_per_classify(policy, max(50, repeat // (count // 10 or 1)))
-        results.append(Result(
-            metric=f"classify, {count} rules", value=round(value, 2), unit="µs/request",
-            baseline=round(baseline, 2), baseline_name="seed policy (8 rules)",
-            target="< 1000 µs at 1,000 rules",
-        ))
+        results.append(
+            Result(
+                metric=f"classify, {count} rules",
+                value=round(value, 2),
+                unit="µs/request",
+                baseline=round(baseline, 2),
+                baseline_name="seed policy (8 rules)",
+                target="< 1000 µs at 1,000 rules",
+            )
+        )
     emit("classify", results)
 
 

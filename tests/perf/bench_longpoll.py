@@ -34,8 +34,9 @@ def database_connections() -> int:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                       [BENCH_DB])
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [BENCH_DB]
+        )
         count = cursor.fetchone()[0]
     connection.close()
     return count
@@ -53,8 +54,10 @@ def pollers(count: int) -> tuple[list[tuple[str, str]], object]:
     out = []
     for i in range(count):
         agent = Agent.objects.create(name=f"poller-{i}", owner=owner)
-        request = services.submit(services.Submission(kind=Kind.ACTION, action_type="send_email",
-                                                      params={"to": [f"p{i}@example.com"]}), agent=agent)
+        request = services.submit(
+            services.Submission(kind=Kind.ACTION, action_type="send_email", params={"to": [f"p{i}@example.com"]}),
+            agent=agent,
+        )
         out.append((issue_token(agent).secret, str(request.pk)))
     return out, get_user_model().objects.get(username="reviewer")
 
@@ -69,8 +72,11 @@ def main() -> None:
     with Server() as server:
         pid = server.process.pid
         time.sleep(1)
-        idle = {"rss_mib": proc_status(pid, "VmRSS") / 1024, "threads": proc_status(pid, "Threads"),
-                "db_connections": database_connections()}
+        idle = {
+            "rss_mib": proc_status(pid, "VmRSS") / 1024,
+            "threads": proc_status(pid, "Threads"),
+            "db_connections": database_connections(),
+        }
         waiting: dict = {}
 
         async def scenario() -> tuple[list, float]:
@@ -81,8 +87,13 @@ def main() -> None:
             limits = httpx.Limits(max_connections=CLIENTS + 10, max_keepalive_connections=CLIENTS + 10)
             async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=180) as client:
                 tasks = [
-                    asyncio.ensure_future(client.get(f"/api/v1/requests/{pk}/resume/", params={"wait": 60},
-                                                     headers={"Authorization": f"Bearer {secret}"}))
+                    asyncio.ensure_future(
+                        client.get(
+                            f"/api/v1/requests/{pk}/resume/",
+                            params={"wait": 60},
+                            headers={"Authorization": f"Bearer {secret}"},
+                        )
+                    )
                     for secret, pk in polls
                 ]
                 # Arrival is a burst (each poll briefly has a thread for Django's middleware);
@@ -95,10 +106,13 @@ def main() -> None:
                     if time.monotonic() > started + 3 and threads < idle["threads"] + 16:
                         break
                 await asyncio.sleep(1)
-                waiting.update(rss_mib=proc_status(pid, "VmRSS") / 1024, threads=proc_status(pid, "Threads"),
-                               peak_threads_while_arriving=peak,
-                               db_connections=await asyncio.to_thread(database_connections),
-                               answered_early=sum(t.done() for t in tasks))
+                waiting.update(
+                    rss_mib=proc_status(pid, "VmRSS") / 1024,
+                    threads=proc_status(pid, "Threads"),
+                    peak_threads_while_arriving=peak,
+                    db_connections=await asyncio.to_thread(database_connections),
+                    answered_early=sum(t.done() for t in tasks),
+                )
                 decided = time.monotonic()
 
                 def decide(chunk: list[tuple[str, str]]) -> None:
@@ -114,20 +128,50 @@ def main() -> None:
 
         responses, deliver_seconds = asyncio.run(scenario())
         waiting["peak_rss_mib"] = proc_status(pid, "VmHWM") / 1024
-    got = sum(1 for r in responses if not isinstance(r, Exception) and r.status_code == 200
-              and r.json().get("state") == "rejected")
+    got = sum(
+        1
+        for r in responses
+        if not isinstance(r, Exception) and r.status_code == 200 and r.json().get("state") == "rejected"
+    )
     details = {"idle": idle, "waiting": waiting, "decide_and_deliver_s": round(deliver_seconds, 2), "clients": CLIENTS}
-    emit("longpoll", [
-        Result(f"daphne RSS, {CLIENTS} polls waiting", round(waiting["rss_mib"], 1), "MiB",
-               baseline=round(idle["rss_mib"], 1), baseline_name="same process idle", details=details),
-        Result(f"daphne threads, {CLIENTS} polls waiting", waiting["threads"], "threads",
-               baseline=idle["threads"], baseline_name="same process idle", target="no thread per poll"),
-        Result(f"bench DB connections, {CLIENTS} polls waiting", waiting["db_connections"], "connections",
-               baseline=idle["db_connections"], baseline_name="same process idle",
-               target="not exhausted (no connection per poll)"),
-        Result("polls that got their decision", got, "polls", baseline=CLIENTS, baseline_name="polls started",
-               target="all (ratio 1.0)", details={"decide_and_deliver_s": round(deliver_seconds, 2)}),
-    ])
+    emit(
+        "longpoll",
+        [
+            Result(
+                f"daphne RSS, {CLIENTS} polls waiting",
+                round(waiting["rss_mib"], 1),
+                "MiB",
+                baseline=round(idle["rss_mib"], 1),
+                baseline_name="same process idle",
+                details=details,
+            ),
+            Result(
+                f"daphne threads, {CLIENTS} polls waiting",
+                waiting["threads"],
+                "threads",
+                baseline=idle["threads"],
+                baseline_name="same process idle",
+                target="no thread per poll",
+            ),
+            Result(
+                f"bench DB connections, {CLIENTS} polls waiting",
+                waiting["db_connections"],
+                "connections",
+                baseline=idle["db_connections"],
+                baseline_name="same process idle",
+                target="not exhausted (no connection per poll)",
+            ),
+            Result(
+                "polls that got their decision",
+                got,
+                "polls",
+                baseline=CLIENTS,
+                baseline_name="polls started",
+                target="all (ratio 1.0)",
+                details={"decide_and_deliver_s": round(deliver_seconds, 2)},
+            ),
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,15 @@ def template_request():
     from approvals.states import Kind, State
 
     agent = Agent.objects.get(name="bench-agent")
-    request = services.submit(services.Submission(
-        kind=Kind.ACTION, action_type="send_email", target={"mailbox": "outbox"},
-        params={"to": ["someone@example.com"], "subject": "Weekly report"}), agent=agent)
+    request = services.submit(
+        services.Submission(
+            kind=Kind.ACTION,
+            action_type="send_email",
+            target={"mailbox": "outbox"},
+            params={"to": ["someone@example.com"], "subject": "Weekly report"},
+        ),
+        agent=agent,
+    )
     assert request.state == State.PENDING_APPROVAL, request.state
     return request
 
@@ -51,15 +57,20 @@ def clone(template_pk, count: int) -> None:
         names = [f.column for f in model._meta.concrete_fields if f.column != "id" or "id" in replace]
         return ", ".join(names), ", ".join(replace.get(name, f"t.{name}") for name in names)
 
-    req_cols, req_select = columns(ApprovalRequest, {
-        "id": "gen_random_uuid()", "idempotency_key": "NULL",
-        "created_at": "t.created_at - g * interval '1 millisecond'",
-        "decide_by": "t.decide_by + g * interval '1 millisecond'",
-    })
+    req_cols, req_select = columns(
+        ApprovalRequest,
+        {
+            "id": "gen_random_uuid()",
+            "idempotency_key": "NULL",
+            "created_at": "t.created_at - g * interval '1 millisecond'",
+            "decide_by": "t.decide_by + g * interval '1 millisecond'",
+        },
+    )
     rev_cols, rev_select = columns(ParamsRevision, {"request_id": "new.id"})
     perm_cols, perm_select = columns(ApprovalRequestGroupObjectPermission, {"content_object_id": "new.id"})
     with connection.cursor() as cursor:
-        cursor.execute(f"""
+        cursor.execute(
+            f"""
             WITH new AS (
                 INSERT INTO {ApprovalRequest._meta.db_table} ({req_cols})
                 SELECT {req_select} FROM {ApprovalRequest._meta.db_table} t, generate_series(1, %s) g
@@ -71,7 +82,9 @@ def clone(template_pk, count: int) -> None:
             INSERT INTO {ApprovalRequestGroupObjectPermission._meta.db_table} ({perm_cols})
             SELECT {perm_select} FROM new, {ApprovalRequestGroupObjectPermission._meta.db_table} t
             WHERE t.content_object_id = %s
-        """, [count, template_pk, template_pk, template_pk])
+        """,
+            [count, template_pk, template_pk, template_pk],
+        )
         cursor.execute("ANALYZE")
 
 
@@ -125,23 +138,38 @@ def main() -> None:
         for name, path in PAGES.items():
             ms, queries = measure(client, path)
             first_counts.setdefault(name, queries)
-            results.append(Result(
-                metric=f"{name}, {size} requests", value=round(ms, 2), unit="ms (in-process)",
-                baseline=round(healthz_ms, 2), baseline_name="/healthz, same way",
-                target="< 100 ms at 100k" if size == SIZES[-1] else "",
-                details={"queries": queries, "requests": size},
-            ))
-            results.append(Result(
-                metric=f"{name} queries, {size} requests", value=queries, unit="queries",
-                baseline=first_counts[name], baseline_name=f"queries at {SIZES[0]} requests",
-                target="constant (ratio 1.0)",
-            ))
+            results.append(
+                Result(
+                    metric=f"{name}, {size} requests",
+                    value=round(ms, 2),
+                    unit="ms (in-process)",
+                    baseline=round(healthz_ms, 2),
+                    baseline_name="/healthz, same way",
+                    target="< 100 ms at 100k" if size == SIZES[-1] else "",
+                    details={"queries": queries, "requests": size},
+                )
+            )
+            results.append(
+                Result(
+                    metric=f"{name} queries, {size} requests",
+                    value=queries,
+                    unit="queries",
+                    baseline=first_counts[name],
+                    baseline_name=f"queries at {SIZES[0]} requests",
+                    target="constant (ratio 1.0)",
+                )
+            )
             ms, queries = measure(outsider, path)
-            results.append(Result(
-                metric=f"{name}, {size} requests, none of them granted to the reader", value=round(ms, 2),
-                unit="ms (in-process)", baseline=round(healthz_ms, 2), baseline_name="/healthz, same way",
-                details={"queries": queries, "requests": size},
-            ))
+            results.append(
+                Result(
+                    metric=f"{name}, {size} requests, none of them granted to the reader",
+                    value=round(ms, 2),
+                    unit="ms (in-process)",
+                    baseline=round(healthz_ms, 2),
+                    baseline_name="/healthz, same way",
+                    details={"queries": queries, "requests": size},
+                )
+            )
     emit("queue", results)
 
 

@@ -67,24 +67,36 @@ def main() -> None:
         for round_number in range(1, ROUNDS + 1):
             for name in ("baseline", "submit"):
                 progress(f"round {round_number}/{ROUNDS}, {name}: {count // ROUNDS} requests, {CONCURRENCY} clients")
-                runs[name].append(asyncio.run(
-                    post_concurrently(urls[name], bodies(count // ROUNDS), headers=headers, concurrency=CONCURRENCY)
-                ))
+                runs[name].append(
+                    asyncio.run(
+                        post_concurrently(urls[name], bodies(count // ROUNDS), headers=headers, concurrency=CONCURRENCY)
+                    )
+                )
         baseline, submit = combined(runs["baseline"]), combined(runs["submit"])
     progress(f"in-process: {count // 4} submissions and creates, alternating")
     in_process = measure_in_process(count // 4, headers)
-    emit("submit", [
-        Result(
-            metric="submit throughput", value=round(submit.per_second, 1), unit="requests/s",
-            baseline=round(baseline.per_second, 1), baseline_name="bare DRF create, same table shape",
-            target="ratio >= 0.5", details={"submit": submit.summary(), "baseline": baseline.summary()},
-        ),
-        Result(
-            metric="submit in-process, requests per CPU second", value=round(1000 / in_process["submit"]["cpu_ms"], 1),
-            unit="requests/CPU s", baseline=round(1000 / in_process["baseline"]["cpu_ms"], 1),
-            baseline_name="bare DRF create, same client", details=in_process,
-        ),
-    ])
+    emit(
+        "submit",
+        [
+            Result(
+                metric="submit throughput",
+                value=round(submit.per_second, 1),
+                unit="requests/s",
+                baseline=round(baseline.per_second, 1),
+                baseline_name="bare DRF create, same table shape",
+                target="ratio >= 0.5",
+                details={"submit": submit.summary(), "baseline": baseline.summary()},
+            ),
+            Result(
+                metric="submit in-process, requests per CPU second",
+                value=round(1000 / in_process["submit"]["cpu_ms"], 1),
+                unit="requests/CPU s",
+                baseline=round(1000 / in_process["baseline"]["cpu_ms"], 1),
+                baseline_name="bare DRF create, same client",
+                details=in_process,
+            ),
+        ],
+    )
 
 
 def combined(results: list[LoadResult]) -> LoadResult:
@@ -93,7 +105,9 @@ def combined(results: list[LoadResult]) -> LoadResult:
         for status, seen in result.statuses.items():
             statuses[status] = statuses.get(status, 0) + seen
     return LoadResult(
-        sum(r.requests for r in results), sum(r.seconds for r in results), statuses,
+        sum(r.requests for r in results),
+        sum(r.seconds for r in results),
+        statuses,
         [latency for r in results for latency in r.latencies_ms],
     )
 
@@ -128,8 +142,12 @@ def measure_in_process(count: int, headers: dict) -> dict:
                 if response.status_code != 201:
                     raise RuntimeError(f"{name}: HTTP {response.status_code} {response.content[:300]!r}")
     return {
-        name: {"requests": count, "wall_ms": round(t["wall"] / count * 1000, 2),
-               "cpu_ms": round(t["cpu"] / count * 1000, 2), "queries": round(t["queries"] / count, 1)}
+        name: {
+            "requests": count,
+            "wall_ms": round(t["wall"] / count * 1000, 2),
+            "cpu_ms": round(t["cpu"] / count * 1000, 2),
+            "queries": round(t["queries"] / count, 1),
+        }
         for name, t in totals.items()
     }
 

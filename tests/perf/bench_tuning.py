@@ -22,8 +22,12 @@ from .common import SMOKE, Result, django_setup, emit, fresh_database, progress
 
 CALLS = [
     ("send_email", {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}, "send_email_default", "medium"),
-    ("send_email", {"to": [f"u{i}@example.com" for i in range(12)], "subject": "News", "body": "All"},
-     "send_email_many_recipients_or_sensitive", "high"),
+    (
+        "send_email",
+        {"to": [f"u{i}@example.com" for i in range(12)], "subject": "News", "body": "All"},
+        "send_email_many_recipients_or_sensitive",
+        "high",
+    ),
     ("read_file", {"path": "/srv/report.txt"}, "read_low", "low"),
     ("update_document", {"content": "v2"}, "update_document", "medium"),
 ]
@@ -76,11 +80,11 @@ _OVERRIDES = {
     "created_at": "created",
     "decide_by": "CASE WHEN people THEN created + interval '1 hour' END",
     "decided_at": "CASE WHEN NOT people OR outcome < 8 "
-                  "THEN created + make_interval(secs => 30 + outcome * 97 + (i %% 13) * 11) END",
+    "THEN created + make_interval(secs => 30 + outcome * 97 + (i %% 13) * 11) END",
     "decided_by_label": "CASE WHEN NOT people THEN %(policy)s WHEN outcome < 8 THEN reviewer ELSE '' END",
     "state": "CASE WHEN NOT people OR outcome < 6 THEN 'succeeded' WHEN outcome < 8 THEN 'rejected' ELSE 'expired' END",
     "resolution_code": "CASE WHEN NOT people THEN 'auto_approved' WHEN outcome < 6 THEN 'approved' "
-                       "WHEN outcome < 8 THEN 'rejected' ELSE 'decision_deadline_passed' END",
+    "WHEN outcome < 8 THEN 'rejected' ELSE 'decision_deadline_passed' END",
 }
 
 
@@ -97,8 +101,15 @@ def insert(agents, reviewers, count: int, *, with_params: bool, now) -> None:
         return
     # Every column not varied above takes the value Django would give a new request,
     # so the fill follows the model without naming its columns.
-    template = ApprovalRequest(kind=Kind.ACTION, agent=agents[0], action_type="x", target={"mailbox": "x"},
-                               target_hash="0" * 64, state=State.SUCCEEDED, created_at=now)
+    template = ApprovalRequest(
+        kind=Kind.ACTION,
+        agent=agents[0],
+        action_type="x",
+        target={"mailbox": "x"},
+        target_hash="0" * 64,
+        state=State.SUCCEEDED,
+        created_at=now,
+    )
     columns, values, params = [], [], {}
     for field in ApprovalRequest._meta.concrete_fields:
         columns.append(connection.ops.quote_name(field.column))
@@ -110,10 +121,18 @@ def insert(agents, reviewers, count: int, *, with_params: bool, now) -> None:
     from psycopg.types.json import Jsonb
 
     params.update(
-        actions=[call[0] for call in CALLS], rules=[call[2] for call in CALLS], levels=[call[3] for call in CALLS],
-        agents=[agent.pk for agent in agents], reviewers=[reviewer.username for reviewer in reviewers],
-        now=now, count=count, period=PERIOD_SECONDS, policy=DECIDED_BY_POLICY,
-        params=[Jsonb(call[1]) for call in CALLS], with_params=with_params, id_prefix=uuid.uuid4().hex[:20],
+        actions=[call[0] for call in CALLS],
+        rules=[call[2] for call in CALLS],
+        levels=[call[3] for call in CALLS],
+        agents=[agent.pk for agent in agents],
+        reviewers=[reviewer.username for reviewer in reviewers],
+        now=now,
+        count=count,
+        period=PERIOD_SECONDS,
+        policy=DECIDED_BY_POLICY,
+        params=[Jsonb(call[1]) for call in CALLS],
+        with_params=with_params,
+        id_prefix=uuid.uuid4().hex[:20],
     )
     with connection.cursor() as cursor:
         cursor.execute(_REQUESTS_SQL.format(columns=", ".join(columns), values=", ".join(values)), params)
@@ -133,7 +152,8 @@ def bulk_load():
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = ANY(%s) AND indexname NOT IN "
-            "(SELECT conname FROM pg_constraint WHERE contype IN ('p', 'u'))", [list(_FILLED_TABLES)],
+            "(SELECT conname FROM pg_constraint WHERE contype IN ('p', 'u'))",
+            [list(_FILLED_TABLES)],
         )
         indexes = cursor.fetchall()
         for name, _ in indexes:
@@ -187,23 +207,43 @@ def main() -> None:
     progress(f"inserted {older + args.dry_run_rows} requests in {time.perf_counter() - started:.0f} s")
 
     results = []
-    proposal = dry_run.propose_rule({"name": "send_email_low", "priority": 15, "action_type": "send_email",
-                                     "risk_level": "low",
-                                     "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}]})
+    proposal = dry_run.propose_rule(
+        {
+            "name": "send_email_low",
+            "priority": 15,
+            "action_type": "send_email",
+            "risk_level": "low",
+            "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}],
+        }
+    )
     _, fetch_seconds, _ = timed(lambda: dry_run.recent_requests(args.dry_run_rows))
     report, seconds, queries = timed(lambda: dry_run.dry_run(proposal, limit=args.dry_run_rows))
-    results.append(Result(
-        f"dry-run of {report.sample_size} requests", round(seconds, 3), "s", baseline=round(fetch_seconds, 3),
-        baseline_name="fetching the same rows", target="bounded queries",
-        details={"queries": queries, "level_changes": report.level_changes,
-                 "per_request_us": round(seconds / max(report.sample_size, 1) * 1e6, 1)},
-    ))
+    results.append(
+        Result(
+            f"dry-run of {report.sample_size} requests",
+            round(seconds, 3),
+            "s",
+            baseline=round(fetch_seconds, 3),
+            baseline_name="fetching the same rows",
+            target="bounded queries",
+            details={
+                "queries": queries,
+                "level_changes": report.level_changes,
+                "per_request_us": round(seconds / max(report.sample_size, 1) * 1e6, 1),
+            },
+        )
+    )
     progress(f"dry-run {seconds:.2f} s, {queries} queries")
 
     period = metrics.Period.last_days(31, now=now + timedelta(minutes=1))
-    _, baseline, _ = timed(lambda: list(
-        ApprovalRequest.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
-        .order_by().values("rule_name").annotate(n=Count("pk"))))
+    _, baseline, _ = timed(
+        lambda: list(
+            ApprovalRequest.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
+            .order_by()
+            .values("rule_name")
+            .annotate(n=Count("pk"))
+        )
+    )
     total = older + args.dry_run_rows
     for name, run in [
         *[(f"metrics by {d}", (lambda d=d: metrics.outcome_table(d, period))) for d in metrics.DIMENSIONS],
@@ -211,9 +251,17 @@ def main() -> None:
         ("metrics daily series", lambda: metrics.time_series(period)),
     ]:
         rows, seconds, queries = timed(run)
-        results.append(Result(f"{name} over {total} requests", round(seconds, 3), "s", baseline=round(baseline, 3),
-                              baseline_name="one GROUP BY count", target="aggregate queries only",
-                              details={"queries": queries, "rows": len(rows)}))
+        results.append(
+            Result(
+                f"{name} over {total} requests",
+                round(seconds, 3),
+                "s",
+                baseline=round(baseline, 3),
+                baseline_name="one GROUP BY count",
+                target="aggregate queries only",
+                details={"queries": queries, "rows": len(rows)},
+            )
+        )
         progress(f"{name}: {seconds:.2f} s, {queries} queries")
     emit("tuning", results)
 

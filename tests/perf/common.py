@@ -118,7 +118,10 @@ class Server:
         log = open(Path(bench_env()["CONTROLPLANE_VAR_DIR"]) / f"daphne-{self.port}.log", "wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "controlplane.asgi:application"],
-            cwd=ROOT, env=bench_env(), stdout=log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=bench_env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         self._wait()
 
@@ -202,8 +205,12 @@ async def post_concurrently(url: str, bodies: list[dict], *, headers: dict, conc
 # A realistic mix of audit events: a request's life (submitted, queued, decided,
 # approved, claimed) by agents, the system and reviewers, plus policy changes.
 _AUDIT_VERBS = (
-    ("request.submitted", "agent"), ("request.queued", "system"), ("decision.recorded", "user"),
-    ("request.approved", "system"), ("request.execution_claimed", "agent"), ("policy.changed", "user"),
+    ("request.submitted", "agent"),
+    ("request.queued", "system"),
+    ("decision.recorded", "user"),
+    ("request.approved", "system"),
+    ("request.execution_claimed", "agent"),
+    ("policy.changed", "user"),
 )
 
 
@@ -227,31 +234,73 @@ def fill_audit_chain(rows: int, *, start: datetime.datetime | None = None, batch
     # only): the same json.dumps options, so the same bytes; --smoke verifies the chain.
     encode = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode
     start = start or datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
-    columns = ("seq", "occurred_at", "actor_kind", "actor_id", "actor_label", "verb", "request_id", "agent_id",
-               "metadata", "prev_hash", "hash", "canonical", "key_id", "signature")
+    columns = (
+        "seq",
+        "occurred_at",
+        "actor_kind",
+        "actor_id",
+        "actor_label",
+        "verb",
+        "request_id",
+        "agent_id",
+        "metadata",
+        "prev_hash",
+        "hash",
+        "canonical",
+        "key_id",
+        "signature",
+    )
     key = signer().current
     first, prev_hash = head()
     first += 1
     connection.ensure_connection()
     for offset in range(first, first + rows, batch):
-        with connection.connection.cursor() as cursor, cursor.copy(
-            f"COPY audit_auditevent ({', '.join(columns)}) FROM STDIN"
-        ) as copy:
+        with (
+            connection.connection.cursor() as cursor,
+            cursor.copy(f"COPY audit_auditevent ({', '.join(columns)}) FROM STDIN") as copy,
+        ):
             for seq in range(offset, min(first + rows, offset + batch)):
                 verb, kind = _AUDIT_VERBS[seq % len(_AUDIT_VERBS)]
                 request = seq // len(_AUDIT_VERBS)
                 request_id = None if verb == "policy.changed" else str(uuid.UUID(int=request + 1))
                 agent_id = None if request_id is None else request % 50 + 1
-                actor_id, label = {"agent": (str(agent_id), f"agent-{agent_id}"),
-                                   "user": (str(request % 7 + 1), f"reviewer{request % 7}"),
-                                   "system": ("", "system")}[kind]
+                actor_id, label = {
+                    "agent": (str(agent_id), f"agent-{agent_id}"),
+                    "user": (str(request % 7 + 1), f"reviewer{request % 7}"),
+                    "system": ("", "system"),
+                }[kind]
                 metadata = {"n": seq, "params": {"hmac": f"{seq:064x}", "size": 1234}, "note": "benchmark row"}
                 occurred = format_timestamp(start + datetime.timedelta(milliseconds=seq * 250))
-                canonical = encode(event_document(
-                    seq=seq, occurred_at=occurred, actor_kind=kind, actor_id=actor_id, actor_label=label, verb=verb,
-                    request_id=request_id, agent_id=agent_id, metadata=metadata,
-                ))
+                canonical = encode(
+                    event_document(
+                        seq=seq,
+                        occurred_at=occurred,
+                        actor_kind=kind,
+                        actor_id=actor_id,
+                        actor_label=label,
+                        verb=verb,
+                        request_id=request_id,
+                        agent_id=agent_id,
+                        metadata=metadata,
+                    )
+                )
                 row_hash = chain_hash(prev_hash, canonical.encode())
-                copy.write_row((seq, occurred, kind, actor_id, label, verb, request_id, agent_id,
-                                encode(metadata), prev_hash, row_hash, canonical, key.key_id, key.sign(row_hash)))
+                copy.write_row(
+                    (
+                        seq,
+                        occurred,
+                        kind,
+                        actor_id,
+                        label,
+                        verb,
+                        request_id,
+                        agent_id,
+                        encode(metadata),
+                        prev_hash,
+                        row_hash,
+                        canonical,
+                        key.key_id,
+                        key.sign(row_hash),
+                    )
+                )
                 prev_hash = row_hash

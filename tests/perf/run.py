@@ -36,7 +36,11 @@ def run_one(name: str, smoke: bool) -> dict:
     }
     done = subprocess.run(
         [sys.executable, "-m", f"tests.perf.{name}", *(["--smoke"] if smoke else [])],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True, check=False, env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+        env=env,
     )
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     seconds = round(time.monotonic() - started, 1)
@@ -60,11 +64,16 @@ def table(summaries: list[dict]) -> str:
         if summary.get("error"):
             rows.append((summary["benchmark"], "FAILED", summary["error"], "", "", ""))
         for r in summary["results"]:
-            rows.append((
-                summary["benchmark"], r["metric"], f"{r['value']} {r['unit']}",
-                f"{r['baseline']} ({r['baseline_name']})" if r.get("baseline") is not None else "",
-                "" if r.get("ratio") is None else f"{r['ratio']}", r.get("target", ""),
-            ))
+            rows.append(
+                (
+                    summary["benchmark"],
+                    r["metric"],
+                    f"{r['value']} {r['unit']}",
+                    f"{r['baseline']} ({r['baseline_name']})" if r.get("baseline") is not None else "",
+                    "" if r.get("ratio") is None else f"{r['ratio']}",
+                    r.get("target", ""),
+                )
+            )
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(" | ".join(str(c).ljust(w) for c, w in zip(row, widths)) for row in rows)
 
@@ -78,18 +87,25 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--only", nargs="*", default=[])
-    parser.add_argument("--out", default=str(ROOT / "var" / ("bench-smoke.json" if "--smoke" in sys.argv else "bench.json")))
+    parser.add_argument(
+        "--out", default=str(ROOT / "var" / ("bench-smoke.json" if "--smoke" in sys.argv else "bench.json"))
+    )
     args = parser.parse_args()
     started = time.monotonic()
     summaries = [run_one(name, args.smoke) for name in discover(args.only)]
     total = time.monotonic() - started
     report = {
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": commit(), "smoke": args.smoke, "seconds": round(total, 1), "benchmarks": summaries,
+        "commit": commit(),
+        "smoke": args.smoke,
+        "seconds": round(total, 1),
+        "benchmarks": summaries,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
-    print(f"\nBenchmarks {report['date']} at {report['commit']}{' (smoke: sizes too small to mean anything)' if args.smoke else ''}")
+    print(
+        f"\nBenchmarks {report['date']} at {report['commit']}{' (smoke: sizes too small to mean anything)' if args.smoke else ''}"
+    )
     print(table(summaries))
     print(timings(summaries, total))
     print(f"\nJSON: {args.out}")

@@ -13,8 +13,19 @@ from .baseline.models import BaselineRequest
 class BaselineSerializer(serializers.ModelSerializer):
     class Meta:
         model = BaselineRequest
-        fields = ["id", "action_type", "target", "params", "declared", "run_id", "tool_call_id",
-                  "idempotency_key", "state", "risk_level", "created_at"]
+        fields = [
+            "id",
+            "action_type",
+            "target",
+            "params",
+            "declared",
+            "run_id",
+            "tool_call_id",
+            "idempotency_key",
+            "state",
+            "risk_level",
+            "created_at",
+        ]
         read_only_fields = ["id", "state", "risk_level", "created_at"]
 
 

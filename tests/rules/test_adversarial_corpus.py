@@ -33,20 +33,48 @@ from approvals.policy.rules import (
 OVER_A_MILLION = {"path": "impact.amount", "op": "gt", "value": 1_000_000}
 POLICY_RULES: list[dict[str, Any]] = [
     *SEED_RULES,
-    {"name": "wire_critical", "priority": 100, "action_type": "wire_funds", "risk_level": "critical",
-     "required_approvals": 2, "approver_group": "treasury", "conditions": [OVER_A_MILLION]},
+    {
+        "name": "wire_critical",
+        "priority": 100,
+        "action_type": "wire_funds",
+        "risk_level": "critical",
+        "required_approvals": 2,
+        "approver_group": "treasury",
+        "conditions": [OVER_A_MILLION],
+    },
     {"name": "wire_high", "priority": 110, "action_type": "wire_funds", "risk_level": "high"},
     # An admin's shortcut the attacker abused: reversible deletes run at once.
-    {"name": "delete_files_reversible", "priority": 120, "action_type": "delete_files", "risk_level": "low",
-     "conditions": [{"path": "impact.reversible", "op": "eq", "value": True}]},
-    {"name": "delete_files_many", "priority": 130, "action_type": "delete_files", "risk_level": "high",
-     "required_approvals": 2, "conditions": [{"path": "impact.target_count", "op": "gt", "value": 10}]},
+    {
+        "name": "delete_files_reversible",
+        "priority": 120,
+        "action_type": "delete_files",
+        "risk_level": "low",
+        "conditions": [{"path": "impact.reversible", "op": "eq", "value": True}],
+    },
+    {
+        "name": "delete_files_many",
+        "priority": 130,
+        "action_type": "delete_files",
+        "risk_level": "high",
+        "required_approvals": 2,
+        "conditions": [{"path": "impact.target_count", "op": "gt", "value": 10}],
+    },
     {"name": "delete_files", "priority": 140, "action_type": "delete_files", "risk_level": "medium"},
-    {"name": "pay_invoice_large", "priority": 150, "action_type": "pay_invoice", "risk_level": "high",
-     "conditions": [{"path": "params.total", "op": "gte", "value": 10_000}]},
+    {
+        "name": "pay_invoice_large",
+        "priority": 150,
+        "action_type": "pay_invoice",
+        "risk_level": "high",
+        "conditions": [{"path": "params.total", "op": "gte", "value": 10_000}],
+    },
     {"name": "pay_invoice", "priority": 160, "action_type": "pay_invoice", "risk_level": "medium"},
-    {"name": "deploy_staging_low", "priority": 170, "action_type": "deploy_*", "risk_level": "low",
-     "conditions": [{"path": "target.environment", "op": "eq", "value": "staging"}]},
+    {
+        "name": "deploy_staging_low",
+        "priority": 170,
+        "action_type": "deploy_*",
+        "risk_level": "low",
+        "conditions": [{"path": "target.environment", "op": "eq", "value": "staging"}],
+    },
     {"name": "deploy", "priority": 180, "action_type": "deploy_*", "risk_level": "high"},
     {"name": "report_low", "priority": 190, "action_type": "report*", "risk_level": "low"},
 ]
@@ -142,45 +170,51 @@ CORPUS: list[tuple[str, Call, Call]] = [
     ("declared-safe", DELETE_MANY, DELETE_MANY.but(declared={"reversible": True, "safe": True})),
     ("declared-amount", WIRE, WIRE.but(declared={"amount": 1})),
     # --- case, width and surrounding junk ------------------------------------------
-    *((f"delete_database-spelled-{label}", DELETE_DATABASE, Call(spelling)) for label, spelling in [
-        ("leading-space", " delete_database"),
-        ("trailing-newline", "delete_database\n"),
-        ("crlf", "delete_database\r\n"),
-        ("tab", "\tdelete_database"),
-        ("no-break-space", "\u00a0delete_database"),
-        ("em-space", "delete_database\u2003"),
-        ("ideographic-space", "\u3000delete_database"),
-        ("slashes", "/delete_database/"),
-        ("dots", "..delete_database."),
-        ("underscores", "__delete_database__"),
-        ("zero-width-space-edge", "\u200bdelete_database"),
-        ("zero-width-joiner-edge", "delete_database\u200d"),
-        ("byte-order-mark", "\ufeffdelete_database"),
-        ("word-joiner", "\u2060delete_database"),
-        ("fullwidth", "ｄｅｌｅｔｅ＿ｄａｔａｂａｓｅ"),
-        ("fullwidth-mixed", "DELETE＿database"),
-        ("circled", "ⓓⓔⓛⓔⓣⓔ_database"),
-        ("mathematical-bold", "\U0001d41d\U0001d41e\U0001d425\U0001d41e\U0001d42d\U0001d41e_database"),
-        ("ligature-free", "Delete_DataBase"),
-        ("combining-mark-trailing-junk", "delete_database/\u0301"),
-    ]),
+    *(
+        (f"delete_database-spelled-{label}", DELETE_DATABASE, Call(spelling))
+        for label, spelling in [
+            ("leading-space", " delete_database"),
+            ("trailing-newline", "delete_database\n"),
+            ("crlf", "delete_database\r\n"),
+            ("tab", "\tdelete_database"),
+            ("no-break-space", "\u00a0delete_database"),
+            ("em-space", "delete_database\u2003"),
+            ("ideographic-space", "\u3000delete_database"),
+            ("slashes", "/delete_database/"),
+            ("dots", "..delete_database."),
+            ("underscores", "__delete_database__"),
+            ("zero-width-space-edge", "\u200bdelete_database"),
+            ("zero-width-joiner-edge", "delete_database\u200d"),
+            ("byte-order-mark", "\ufeffdelete_database"),
+            ("word-joiner", "\u2060delete_database"),
+            ("fullwidth", "ｄｅｌｅｔｅ＿ｄａｔａｂａｓｅ"),
+            ("fullwidth-mixed", "DELETE＿database"),
+            ("circled", "ⓓⓔⓛⓔⓣⓔ_database"),
+            ("mathematical-bold", "\U0001d41d\U0001d41e\U0001d425\U0001d41e\U0001d42d\U0001d41e_database"),
+            ("ligature-free", "Delete_DataBase"),
+            ("combining-mark-trailing-junk", "delete_database/\u0301"),
+        ]
+    ),
     # --- confusables inside the name: refused --------------------------------------
-    *((f"delete_database-confusable-{label}", DELETE_DATABASE, Call(spelling)) for label, spelling in [
-        ("cyrillic-e", "d\u0435lete_database"),
-        ("cyrillic-a", "delete_dat\u0430base"),
-        ("cyrillic-edge", "delete_databas\u0435"),
-        ("greek-omicron", "delete_database\u03bf"),
-        ("greek-alpha", "delete_d\u03b1tabase"),
-        ("zero-width-joiner-inside", "del\u200dete_database"),
-        ("zero-width-space-inside", "delete_\u200bdatabase"),
-        ("soft-hyphen-inside", "dele\u00adte_database"),
-        ("combining-acute", "dele\u0301te_database"),
-        ("combining-after-underscore", "delete_\u0301database"),
-        ("inner-space", "delete database"),
-        ("inner-slash", "delete/database"),
-        ("inner-no-break-space", "delete\u00a0database"),
-        ("dotless-i-lookalike", "delete_database\u0131"),
-    ]),
+    *(
+        (f"delete_database-confusable-{label}", DELETE_DATABASE, Call(spelling))
+        for label, spelling in [
+            ("cyrillic-e", "d\u0435lete_database"),
+            ("cyrillic-a", "delete_dat\u0430base"),
+            ("cyrillic-edge", "delete_databas\u0435"),
+            ("greek-omicron", "delete_database\u03bf"),
+            ("greek-alpha", "delete_d\u03b1tabase"),
+            ("zero-width-joiner-inside", "del\u200dete_database"),
+            ("zero-width-space-inside", "delete_\u200bdatabase"),
+            ("soft-hyphen-inside", "dele\u00adte_database"),
+            ("combining-acute", "dele\u0301te_database"),
+            ("combining-after-underscore", "delete_\u0301database"),
+            ("inner-space", "delete database"),
+            ("inner-slash", "delete/database"),
+            ("inner-no-break-space", "delete\u00a0database"),
+            ("dotless-i-lookalike", "delete_database\u0131"),
+        ]
+    ),
     # --- low rules and destructive verbs ---------------------------------------------
     ("read_file-shouting", Call("read_file"), Call("READ_FILE")),
     ("list_payments_report", Call("list_payments_report"), Call("List_Payments_Report")),
@@ -190,8 +224,11 @@ CORPUS: list[tuple[str, Call, Call]] = [
     ("list-dotted-wipe", Call("update_document"), Call("list.wipe.all")),
     ("read-camel-transfer", Call("update_document"), Call("read_thenTransferFunds")),
     ("odd-capitals-inside-a-verb", DELETE_FEW, Call("deLeTe_files", {"ids": [1, 2, 3]}, {"reversible": True})),
-    ("recipients-under-fullwidth-key", Call("send_email", {"to": [f"p{i}@x.example" for i in range(12)]}),
-     Call("send_email", {"ｔｏ": [f"p{i}@x.example" for i in range(12)]})),
+    (
+        "recipients-under-fullwidth-key",
+        Call("send_email", {"to": [f"p{i}@x.example" for i in range(12)]}),
+        Call("send_email", {"ｔｏ": [f"p{i}@x.example" for i in range(12)]}),
+    ),
 ]
 
 
@@ -225,9 +262,20 @@ def test_confusables_inside_a_name_are_refused(spelling: str) -> None:
 # Random mutations of canonical calls
 # ---------------------------------------------------------------------------
 
-CANONICAL = [DELETE_MANY, DELETE_FEW, WIRE, WIRE.but(params={"amount": 500}), PAY, PAY.but(params={"total": 5}),
-             DELETE_DATABASE, DEPLOY_PROD, READ_AND_DELETE, REPORT_AND_DELETE, Call("read_file"),
-             Call("send_email", {"to": [f"p{i}@example.com" for i in range(12)]})]
+CANONICAL = [
+    DELETE_MANY,
+    DELETE_FEW,
+    WIRE,
+    WIRE.but(params={"amount": 500}),
+    PAY,
+    PAY.but(params={"total": 5}),
+    DELETE_DATABASE,
+    DEPLOY_PROD,
+    READ_AND_DELETE,
+    REPORT_AND_DELETE,
+    Call("read_file"),
+    Call("send_email", {"to": [f"p{i}@example.com" for i in range(12)]}),
+]
 # Not among them: camelCase names such as readAndDeleteDatabase. Their lower-case
 # spelling (readanddeletedatabase) has no word boundary left, so it is one word by
 # design (DESIGN.md: verbs are whole words, so list_payments_report is not "pay").
@@ -249,9 +297,22 @@ def spellings(draw: st.DrawFn, name: str) -> str:
 
 
 def amount_spellings(value: int) -> list[Any]:
-    return [value, str(value), f"{value:,}", f" {value} ", f"{value:e}", f"{value:_}", float(value),
-            {"value": value, "currency": "USD"}, {"VALUE": str(value)}, f"{value:,}".replace(",", " "),
-            f"${value:,}", f"{value / 1_000_000} million", [value], None]
+    return [
+        value,
+        str(value),
+        f"{value:,}",
+        f" {value} ",
+        f"{value:e}",
+        f"{value:_}",
+        float(value),
+        {"value": value, "currency": "USD"},
+        {"VALUE": str(value)},
+        f"{value:,}".replace(",", " "),
+        f"${value:,}",
+        f"{value / 1_000_000} million",
+        [value],
+        None,
+    ]
 
 
 @st.composite

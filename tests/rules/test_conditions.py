@@ -83,8 +83,19 @@ def test_operator(path: str, op: str, value: Any, expected: bool) -> None:
     assert holds(path, op, value) is expected
 
 
-@pytest.mark.parametrize("op, value", [("eq", "x"), ("ne", "x"), ("gt", 1), ("in", ["x"]), ("contains", "x"),
-                                       ("matches", "x"), ("len_gt", 0), ("exists", True)])
+@pytest.mark.parametrize(
+    "op, value",
+    [
+        ("eq", "x"),
+        ("ne", "x"),
+        ("gt", 1),
+        ("in", ["x"]),
+        ("contains", "x"),
+        ("matches", "x"),
+        ("len_gt", 0),
+        ("exists", True),
+    ],
+)
 def test_missing_path_is_false(op: str, value: Any) -> None:
     condition = compile_condition({"path": "params.absent.deeper", "op": op, "value": value})
     assert condition.evaluate(DOC) == (False, MISSING)
@@ -134,8 +145,20 @@ def truth(path: str, op: str, value: Any, doc: dict[str, Any] = DOC) -> bool | N
 @pytest.mark.parametrize("op", ["gt", "gte", "lt", "lte"])
 @pytest.mark.parametrize(
     "written",
-    ["5e6", "2,500,000", " 2500000", "", "NaN", "Infinity", True, None, [2500000], {"value": 2500000},
-     float("nan"), float("inf")],
+    [
+        "5e6",
+        "2,500,000",
+        " 2500000",
+        "",
+        "NaN",
+        "Infinity",
+        True,
+        None,
+        [2500000],
+        {"value": 2500000},
+        float("nan"),
+        float("inf"),
+    ],
 )
 def test_a_param_threshold_on_a_value_not_plainly_a_number_is_unknown(op: str, written: Any) -> None:
     doc = {"params": {"amount": written}}
@@ -149,8 +172,14 @@ def test_a_param_threshold_on_a_missing_value_is_unknown(op: str) -> None:
 
 @pytest.mark.parametrize(
     ("written", "expected"),
-    [(2_500_000, True), (2_500_000.5, True), (Decimal("2500000"), True), ("2500000.00", True), (500, False),
-     ("-3", False)],
+    [
+        (2_500_000, True),
+        (2_500_000.5, True),
+        (Decimal("2500000"), True),
+        ("2500000.00", True),
+        (500, False),
+        ("-3", False),
+    ],
 )
 def test_a_param_threshold_on_a_plain_number_is_definite(written: Any, expected: bool) -> None:
     assert truth("params.amount", "gt", 1_000_000, {"params": {"amount": written}}) is expected
@@ -193,8 +222,18 @@ def test_describe_shows_actual_value() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(3, Decimal(3)), ("100.50", Decimal("100.50")), (0.1, Decimal("0.1")), (True, None), ("1e5", None),
-     ("NaN", None), (float("inf"), None), ("", None), (None, None), ([1], None)],
+    [
+        (3, Decimal(3)),
+        ("100.50", Decimal("100.50")),
+        (0.1, Decimal("0.1")),
+        (True, None),
+        ("1e5", None),
+        ("NaN", None),
+        (float("inf"), None),
+        ("", None),
+        (None, None),
+        ([1], None),
+    ],
 )
 def test_to_decimal(value: Any, expected: Decimal | None) -> None:
     assert to_decimal(value) == expected
@@ -203,7 +242,11 @@ def test_to_decimal(value: Any, expected: Decimal | None) -> None:
 @pytest.mark.parametrize(
     ("data", "field", "message_part"),
     [
-        ({"path": "impact.x", "op": "gtx", "value": 1}, "condition.op", "unknown operator 'gtx'; expected one of eq, ne"),
+        (
+            {"path": "impact.x", "op": "gtx", "value": 1},
+            "condition.op",
+            "unknown operator 'gtx'; expected one of eq, ne",
+        ),
         ({"path": "request.user", "op": "eq", "value": 1}, "condition.path", "must start with one of params."),
         ({"path": "params", "op": "eq", "value": 1}, "condition.path", "whole namespace"),
         ({"path": "params.a-b", "op": "eq", "value": 1}, "condition.path", "invalid segment"),

@@ -95,8 +95,9 @@ def test_classification_explains_itself() -> None:
 
 def test_explanation_masks_masked_params() -> None:
     card = {"path": "params.body", "op": "matches", "value": "[0-9]{16}"}
-    result = classify([rule("card", conditions=(card,), masked_params=("body",))],
-                      params={"body": "pay 4111111111111111 now"})
+    result = classify(
+        [rule("card", conditions=(card,), masked_params=("body",))], params={"body": "pay 4111111111111111 now"}
+    )
     assert "4111" not in result.reason
     assert f"(was {MASK})" in result.reason
 
@@ -115,8 +116,10 @@ def test_classification_round_trips() -> None:
 
 
 def test_classification_with_unknowns_and_blocked_rules_round_trips() -> None:
-    rules = [rule("r", action_type="read*", risk_level="low"),
-             rule("s", action_type="read*", conditions=({"path": "impact.amount", "op": "gt", "value": 5},))]
+    rules = [
+        rule("r", action_type="read*", risk_level="low"),
+        rule("s", action_type="read*", conditions=({"path": "impact.amount", "op": "gt", "value": 5},)),
+    ]
     result = classify(rules, action_type="readAndDeleteFile", impact={"unknown": ["amount"]})
     assert (result.blocked_rules, result.unknown_paths) == (("r",), ("impact.amount",))
     assert Classification.from_dict(result.to_dict()) == result
@@ -165,8 +168,9 @@ DECLARED_SAFE = {"path": "declared.internal_only", "op": "eq", "value": True}
 
 def test_trusting_rule_reads_declared_facts() -> None:
     # update_document: a low rule on send_email would be blocked by the destructive verb "send".
-    trusting = rule("trusting", risk_level="low", conditions=(DECLARED_SAFE,), trusts_declared=True,
-                    action_type="update_document")
+    trusting = rule(
+        "trusting", risk_level="low", conditions=(DECLARED_SAFE,), trusts_declared=True, action_type="update_document"
+    )
     assert classify([trusting], "update_document", declared={"internal_only": True}).rule_name == "trusting"
     assert classify([trusting], "update_document", declared={}).rule_name is None
 
@@ -176,7 +180,9 @@ def test_untrusting_rule_sees_empty_declared_namespace() -> None:
     exists_check = {"path": "declared.internal_only", "op": "exists", "value": False}
     trusting_absent = rule("absent", 5, conditions=(exists_check,), trusts_declared=True)
     # Same input, declared present: only a trusting rule may see it.
-    assert classify([trusting_absent, hidden], declared={"internal_only": True}, params={"x": 1}).rule_name == "untrusting"
+    assert (
+        classify([trusting_absent, hidden], declared={"internal_only": True}, params={"x": 1}).rule_name == "untrusting"
+    )
 
 
 def test_from_dict_refuses_declared_path_without_trust() -> None:
@@ -197,8 +203,16 @@ GOOD = {"name": "r", "action_type": "send_email", "risk_level": "high"}
 @pytest.mark.parametrize(
     ("changes", "field", "message_part"),
     [
-        ({"conditions": [{"path": "impact.a", "op": "eq", "value": 1}, {"path": "impact.a", "op": "gtx", "value": 1}]},
-         "conditions[1].op", "unknown operator 'gtx'"),
+        (
+            {
+                "conditions": [
+                    {"path": "impact.a", "op": "eq", "value": 1},
+                    {"path": "impact.a", "op": "gtx", "value": 1},
+                ]
+            },
+            "conditions[1].op",
+            "unknown operator 'gtx'",
+        ),
         ({"conditions": [{"path": "request.a", "op": "eq", "value": 1}]}, "conditions[0].path", "must start with"),
         ({"conditions": [{"path": "impact.a", "op": "gt", "value": "ten"}]}, "conditions[0].value", "needs a number"),
         ({"conditions": [{"path": "params.a", "op": "matches", "value": "[a-"}]}, "conditions[0].value", "compile"),
@@ -313,9 +327,18 @@ def test_level_rank_orders_levels() -> None:
 
 def outcome(level: str, approvals: int) -> Classification:
     return Classification(
-        risk_level=level, rule_name="r", required_approvals=approvals, approver_group="reviewers",
-        escalation_group=None, decision_ttl_seconds=60, execution_window_seconds=60, editable_params=(),
-        masked_params=(), policy_version=1, explanation=(), reason="",
+        risk_level=level,
+        rule_name="r",
+        required_approvals=approvals,
+        approver_group="reviewers",
+        escalation_group=None,
+        decision_ttl_seconds=60,
+        execution_window_seconds=60,
+        editable_params=(),
+        masked_params=(),
+        policy_version=1,
+        explanation=(),
+        reason="",
     )
 
 

@@ -35,8 +35,9 @@ def rule(name: str, priority: int, **kwargs: Any) -> RuleSpec:
     return RuleSpec(name=name, priority=priority, **kwargs)
 
 
-def classify(rules: list[RuleSpec], action_type: str = "wire_funds", *, verbs: Any = None,
-             **inp: Any) -> Classification:
+def classify(
+    rules: list[RuleSpec], action_type: str = "wire_funds", *, verbs: Any = None, **inp: Any
+) -> Classification:
     return CompiledPolicy(1, rules, PolicyDefaults(), verbs).classify(ClassificationInput(action_type, **inp))
 
 
@@ -50,8 +51,10 @@ PARAM_OVER_A_MILLION = {"path": "params.amount", "op": "gt", "value": 1_000_000}
 
 
 def test_a_prohibited_rule_wins_over_an_earlier_match() -> None:
-    rules = [rule("anything_goes", 10, action_type="*", risk_level="medium"),
-             rule("never_drop", 90, action_type="drop_*", risk_level="prohibited")]
+    rules = [
+        rule("anything_goes", 10, action_type="*", risk_level="medium"),
+        rule("never_drop", 90, action_type="drop_*", risk_level="prohibited"),
+    ]
     result = classify(rules, "drop_table")
     assert (result.risk_level, result.rule_name) == ("prohibited", "never_drop")
     assert "prohibited rule 'never_drop' wins wherever it stands in the order (deny overrides)" in result.explanation
@@ -81,8 +84,10 @@ def test_a_disabled_prohibited_rule_does_not_win() -> None:
 READ_ANYTHING = rule("read_low", 10, action_type="read*", risk_level="low")
 
 
-@pytest.mark.parametrize("action_type", ["read_and_delete_database", "readAndDeleteDatabase", "read.drop-table",
-                                         "ReadThenPayInvoice", "read_DELETEall"])
+@pytest.mark.parametrize(
+    "action_type",
+    ["read_and_delete_database", "readAndDeleteDatabase", "read.drop-table", "ReadThenPayInvoice", "read_DELETEall"],
+)
 def test_a_low_rule_is_skipped_for_a_destructive_verb(action_type: str) -> None:
     result = classify([READ_ANYTHING], action_type)
     assert (result.risk_level, result.rule_name, result.blocked_rules) == ("medium", None, ("read_low",))
@@ -103,8 +108,13 @@ def test_a_word_that_only_contains_a_verb_does_not_block() -> None:
 
 
 def test_a_low_rule_whose_conditions_fail_is_not_reported_blocked() -> None:
-    never = rule("read_low", 10, action_type="read*", risk_level="low",
-                 conditions=({"path": "params.x", "op": "eq", "value": "never"},))
+    never = rule(
+        "read_low",
+        10,
+        action_type="read*",
+        risk_level="low",
+        conditions=({"path": "params.x", "op": "eq", "value": "never"},),
+    )
     assert classify([never], "read_and_delete_file").blocked_rules == ()
 
 
@@ -137,8 +147,14 @@ def test_a_bad_verb_list_is_refused_naming_the_item() -> None:
 # ---------------------------------------------------------------------------
 
 WIRE_RULES = [
-    rule("wire_critical", 10, risk_level="critical", required_approvals=2, approver_group="treasury",
-         conditions=(AMOUNT_OVER_A_MILLION,)),
+    rule(
+        "wire_critical",
+        10,
+        risk_level="critical",
+        required_approvals=2,
+        approver_group="treasury",
+        conditions=(AMOUNT_OVER_A_MILLION,),
+    ),
     rule("wire_high", 20),
 ]
 
@@ -166,8 +182,10 @@ def test_a_param_threshold_on_an_unreadable_number_reads_the_strict_way() -> Non
 
 
 def test_target_is_only_the_agents_word_unless_the_rule_trusts_it() -> None:
-    rules = [rule("staging_low", 10, action_type="deploy_*", risk_level="low", conditions=(TARGET_IS_STAGING,)),
-             rule("deploy_high", 20, action_type="deploy_*")]
+    rules = [
+        rule("staging_low", 10, action_type="deploy_*", risk_level="low", conditions=(TARGET_IS_STAGING,)),
+        rule("deploy_high", 20, action_type="deploy_*"),
+    ]
     untrusted = classify(rules, "deploy_app", target={"environment": "staging"})
     assert untrusted.rule_name == "deploy_high"  # the low rule only could match; high is stricter
     trusting = [RuleSpec.from_dict({**rules[0].to_dict(), "trusts_declared": True}), rules[1]]
@@ -177,8 +195,10 @@ def test_target_is_only_the_agents_word_unless_the_rule_trusts_it() -> None:
 
 def test_a_stricter_rule_on_the_target_applies_on_the_strict_reading() -> None:
     prod = {"path": "target.environment", "op": "eq", "value": "production"}
-    rules = [rule("prod_critical", 10, action_type="deploy_*", risk_level="critical", conditions=(prod,)),
-             rule("deploy_medium", 20, action_type="deploy_*", risk_level="medium")]
+    rules = [
+        rule("prod_critical", 10, action_type="deploy_*", risk_level="critical", conditions=(prod,)),
+        rule("deploy_medium", 20, action_type="deploy_*", risk_level="medium"),
+    ]
     result = classify(rules, "deploy_app", target={"environment": "staging"})
     assert (result.rule_name, result.unknown_paths) == ("prod_critical", ("target.environment",))
     assert "target.environment is only the agent's word" in result.reason
@@ -194,11 +214,20 @@ def test_a_stricter_rule_on_the_target_applies_on_the_strict_reading() -> None:
         (("low", 1), ("medium", 1), "definite"),
     ],
 )
-def test_the_strictest_of_what_could_match_decides(possible: tuple[str, int], definite: tuple[str, int],
-                                                   winner: str) -> None:
-    rules = [rule("possible", 10, risk_level=possible[0], required_approvals=possible[1], approver_group="a",
-                  conditions=(AMOUNT_OVER_A_MILLION,)),
-             rule("definite", 20, risk_level=definite[0], required_approvals=definite[1], approver_group="b")]
+def test_the_strictest_of_what_could_match_decides(
+    possible: tuple[str, int], definite: tuple[str, int], winner: str
+) -> None:
+    rules = [
+        rule(
+            "possible",
+            10,
+            risk_level=possible[0],
+            required_approvals=possible[1],
+            approver_group="a",
+            conditions=(AMOUNT_OVER_A_MILLION,),
+        ),
+        rule("definite", 20, risk_level=definite[0], required_approvals=definite[1], approver_group="b"),
+    ]
     result = classify(rules, impact={"amount": None, "unknown": ["amount"]})
     assert result.rule_name == winner
     assert result.approver_group == {"possible": "a", "definite": "b"}[winner]  # the winner's group, TTL, params
@@ -212,8 +241,10 @@ def test_a_rule_that_could_match_beats_the_defaults_only_if_stricter() -> None:
 
 
 def test_rules_after_the_first_definite_match_do_not_count() -> None:
-    rules = [rule("wire_high", 10), rule("late_critical", 20, risk_level="critical",
-                                          conditions=(AMOUNT_OVER_A_MILLION,))]
+    rules = [
+        rule("wire_high", 10),
+        rule("late_critical", 20, risk_level="critical", conditions=(AMOUNT_OVER_A_MILLION,)),
+    ]
     assert classify(rules, impact={"unknown": ["amount"]}).rule_name == "wire_high"
 
 
@@ -238,11 +269,22 @@ NAMES = ("wire_funds", "read_report", "readAndDeleteReport", "delete_files", "li
 GLOBS = ("*", "wire_*", "read*", "delete_*", "list_*", "wire_funds", "read_report")
 rule_specs = st.builds(
     lambda index, glob, conds, match, level, approvals, trusts: RuleSpec(
-        name=f"r{index}", priority=index % 4, action_type=glob, conditions=tuple(conds), match=match,
-        risk_level=level, required_approvals=approvals, trusts_declared=trusts,
+        name=f"r{index}",
+        priority=index % 4,
+        action_type=glob,
+        conditions=tuple(conds),
+        match=match,
+        risk_level=level,
+        required_approvals=approvals,
+        trusts_declared=trusts,
     ),
-    st.integers(0, 1000), st.sampled_from(GLOBS), st.lists(conditions, max_size=2), st.sampled_from(["all", "any"]),
-    st.sampled_from(LEVELS), st.integers(1, 3), st.booleans(),
+    st.integers(0, 1000),
+    st.sampled_from(GLOBS),
+    st.lists(conditions, max_size=2),
+    st.sampled_from(["all", "any"]),
+    st.sampled_from(LEVELS),
+    st.integers(1, 3),
+    st.booleans(),
 )
 policies = st.lists(rule_specs, max_size=10, unique_by=lambda r: r.name).map(lambda rules: CompiledPolicy(1, rules))
 UNREADABLE = ("5 million", "2.500.000", {"value": {}}, None, [1], "NaN")
@@ -252,26 +294,40 @@ def key(result: Classification) -> tuple[int, int]:
     return strictness(result.risk_level, result.required_approvals)
 
 
-@given(policy=policies, name=st.sampled_from(NAMES), doc=documents,
-       unknown=st.lists(st.sampled_from(KEYS), unique=True), more=st.lists(st.sampled_from(KEYS), min_size=1))
+@given(
+    policy=policies,
+    name=st.sampled_from(NAMES),
+    doc=documents,
+    unknown=st.lists(st.sampled_from(KEYS), unique=True),
+    more=st.lists(st.sampled_from(KEYS), min_size=1),
+)
 def test_listing_more_impact_facts_unknown_never_lowers_the_outcome(
     policy: CompiledPolicy, name: str, doc: dict[str, Any], unknown: list[str], more: list[str]
 ) -> None:
     before = ClassificationInput(name, doc["params"], doc["target"], {**doc["impact"], "unknown": unknown})
-    after = ClassificationInput(name, doc["params"], doc["target"],
-                                {**doc["impact"], "unknown": sorted({*unknown, *more})})
+    after = ClassificationInput(
+        name, doc["params"], doc["target"], {**doc["impact"], "unknown": sorted({*unknown, *more})}
+    )
     assert key(policy.classify(after)) >= key(policy.classify(before))
 
 
-@given(policy=policies, name=st.sampled_from(NAMES), doc=documents, param=st.sampled_from(KEYS),
-       unreadable=st.sampled_from(UNREADABLE))
+@given(
+    policy=policies,
+    name=st.sampled_from(NAMES),
+    doc=documents,
+    param=st.sampled_from(KEYS),
+    unreadable=st.sampled_from(UNREADABLE),
+)
 def test_making_a_param_unreadable_never_lowers_the_outcome_of_thresholds(
     policy: CompiledPolicy, name: str, doc: dict[str, Any], param: str, unreadable: Any
 ) -> None:
     # Only thresholds read params the strict way; eq or matches on a param are the
     # admin's exact test, and an agent changing the value may change their answer.
-    thresholds = [r for r in policy.rules if all(
-        c.root != "params" or c.op in ("gt", "gte", "lt", "lte") for c in r.compiled_conditions)]
+    thresholds = [
+        r
+        for r in policy.rules
+        if all(c.root != "params" or c.op in ("gt", "gte", "lt", "lte") for c in r.compiled_conditions)
+    ]
     policy = CompiledPolicy(1, thresholds)
     plain = {**doc["params"], param: 1_000}
     before = ClassificationInput(name, plain, doc["target"], doc["impact"])
@@ -283,8 +339,9 @@ def test_making_a_param_unreadable_never_lowers_the_outcome_of_thresholds(
 def test_what_the_agent_says_about_its_target_changes_nothing_for_rules_that_do_not_trust_it(
     policy: CompiledPolicy, name: str, doc: dict[str, Any]
 ) -> None:
-    untrusting = CompiledPolicy(1, [RuleSpec.from_dict({**r.to_dict(), "trusts_declared": False})
-                                    for r in policy.rules])
+    untrusting = CompiledPolicy(
+        1, [RuleSpec.from_dict({**r.to_dict(), "trusts_declared": False}) for r in policy.rules]
+    )
     silent = untrusting.classify(ClassificationInput(name, doc["params"], {}, doc["impact"]))
     claimed = untrusting.classify(ClassificationInput(name, doc["params"], doc["target"], doc["impact"]))
     assert claimed == silent

@@ -19,7 +19,9 @@ VISA_TEST_CARD = "4111 1111 1111 1111"
 VISA_BAD_CHECKSUM = "4111 1111 1111 1112"
 
 
-def impact(params: dict[str, Any], target: dict[str, Any] | None = None, action_type: str = "send_email") -> dict[str, Any]:
+def impact(
+    params: dict[str, Any], target: dict[str, Any] | None = None, action_type: str = "send_email"
+) -> dict[str, Any]:
     return compute_impact(action_type, params, target or {})
 
 
@@ -144,8 +146,11 @@ def test_two_amount_keys_that_differ_are_unknown() -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{"payment": {"amount": 2_500_000}}, {"items": [{"amount": 10}, {"amount": 20}]},
-     {"amount": 5, "legs": [{"Amount": 2_500_000}]}],
+    [
+        {"payment": {"amount": 2_500_000}},
+        {"items": [{"amount": 10}, {"amount": 20}]},
+        {"amount": 5, "legs": [{"Amount": 2_500_000}]},
+    ],
 )
 def test_an_amount_nested_deeper_is_unknown(params: dict[str, Any]) -> None:
     assert amount_of(params) == (None, True)
@@ -180,8 +185,9 @@ def count_of(params: dict[str, Any], target: dict[str, Any] | None = None) -> tu
         ({"ids": [{"a": 1}]}, {"ids": [{"a": 1}]}, (1, False)),
     ],
 )
-def test_target_count_read_with_certainty(params: dict[str, Any], target: dict[str, Any],
-                                          expected: tuple[int, bool]) -> None:
+def test_target_count_read_with_certainty(
+    params: dict[str, Any], target: dict[str, Any], expected: tuple[int, bool]
+) -> None:
     assert count_of(params, target) == expected
 
 

@@ -228,8 +228,15 @@ def test_bad_verb_lists_are_refused_naming_the_item(value: Any, field: str, mess
 
 @pytest.mark.parametrize(
     ("pattern", "normalized"),
-    [("read_*", "read_*"), ("Read_*", "read_*"), ("ＲＥＡＤ_*", "read_*"), ("[sd]e?ete_*", "[sd]e?ete_*"),
-     ("[!x]*", "[!x]*"), ("github.*", "github.*"), ("approval-flow.*", "approval-flow.*")],
+    [
+        ("read_*", "read_*"),
+        ("Read_*", "read_*"),
+        ("ＲＥＡＤ_*", "read_*"),
+        ("[sd]e?ete_*", "[sd]e?ete_*"),
+        ("[!x]*", "[!x]*"),
+        ("github.*", "github.*"),
+        ("approval-flow.*", "approval-flow.*"),
+    ],
 )
 def test_patterns_are_normalized_like_names(pattern: str, normalized: str) -> None:
     assert normalize_pattern(pattern) == normalized

@@ -32,8 +32,15 @@ from .strategies import KEYS, conditions, documents
 # ---------------------------------------------------------------------------
 
 ACTION_TYPES = (
-    "send_email", "send_sms", "read_file", "delete_database", "Send_email", "read_and_delete_file",
-    "readAndDeleteFile", "list_payments", "SEND_EMAIL/",
+    "send_email",
+    "send_sms",
+    "read_file",
+    "delete_database",
+    "Send_email",
+    "read_and_delete_file",
+    "readAndDeleteFile",
+    "list_payments",
+    "SEND_EMAIL/",
 )
 GLOBS = (*ACTION_TYPES[:5], "send_*", "*", "read_?ile", "[sd]e*", "*_email", "read*", "READ_*", "list_*")
 NUMERIC = ("gt", "gte", "lt", "lte")
@@ -66,8 +73,11 @@ def reference_rule_truth(rule: RuleSpec, inp: ClassificationInput) -> bool | Non
 def reference_outcome(rules: list[RuleSpec], inp: ClassificationInput, verbs: frozenset[str]) -> str | None:
     """The name of the deciding rule (None for the defaults), by the spec."""
     name = parse_action_type(inp.action_type)
-    ordered = [r for r in sorted(rules, key=lambda r: (r.priority, r.name))
-               if r.enabled and fnmatch.fnmatchcase(name.normalized, r.action_type)]
+    ordered = [
+        r
+        for r in sorted(rules, key=lambda r: (r.priority, r.name))
+        if r.enabled and fnmatch.fnmatchcase(name.normalized, r.action_type)
+    ]
     for rule in ordered:
         if rule.risk_level == "prohibited" and reference_rule_truth(rule, inp) is not False:
             return rule.name
@@ -93,8 +103,14 @@ def reference_outcome(rules: list[RuleSpec], inp: ClassificationInput, verbs: fr
 
 rule_specs = st.builds(
     lambda index, priority, enabled, glob, conds, match, level, approvals, trusts: RuleSpec(
-        name=f"rule{index}", priority=priority, enabled=enabled, action_type=glob,
-        conditions=tuple(conds), match=match, risk_level=level, required_approvals=approvals,
+        name=f"rule{index}",
+        priority=priority,
+        enabled=enabled,
+        action_type=glob,
+        conditions=tuple(conds),
+        match=match,
+        risk_level=level,
+        required_approvals=approvals,
         trusts_declared=trusts,
     ),
     st.integers(0, 10_000),
@@ -110,8 +126,12 @@ rule_specs = st.builds(
 rule_sets = st.lists(rule_specs, max_size=12, unique_by=lambda rule: rule.name)
 
 
-@given(rules=rule_sets, action_type=st.sampled_from(ACTION_TYPES), doc=documents,
-       unknown=st.lists(st.sampled_from(KEYS), unique=True))
+@given(
+    rules=rule_sets,
+    action_type=st.sampled_from(ACTION_TYPES),
+    doc=documents,
+    unknown=st.lists(st.sampled_from(KEYS), unique=True),
+)
 def test_classify_agrees_with_reference(
     rules: list[RuleSpec], action_type: str, doc: dict[str, Any], unknown: list[str]
 ) -> None:

@@ -40,8 +40,13 @@ def test_any_accepted_name_is_a_single_url_path_segment(name):
 
 def test_the_editor_refuses_a_slash_and_the_rule_list_keeps_working(client, people, admin_user):
     client.force_login(admin_user)
-    response = client.post("/rules/new/", {"rule_json": json.dumps(
-        {"name": "pay/wire", "priority": 5, "action_type": "pay_*", "risk_level": "high"}), "note": "try a slash"})
+    response = client.post(
+        "/rules/new/",
+        {
+            "rule_json": json.dumps({"name": "pay/wire", "priority": 5, "action_type": "pay_*", "risk_level": "high"}),
+            "note": "try a slash",
+        },
+    )
     assert response.status_code in (400, 422)
     assert "is not a rule name" in response.content.decode()
     assert client.get("/rules/").status_code == 200

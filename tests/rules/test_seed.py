@@ -35,8 +35,12 @@ def test_plain_email_is_medium_by_rule(policy: CompiledPolicy) -> None:
 
 
 def test_email_to_eleven_people_is_high(policy: CompiledPolicy) -> None:
-    params = {"to": "ann@example.com", "cc": [f"cc{i}@example.com" for i in range(5)],
-              "bcc": ", ".join(f"bcc{i}@example.com" for i in range(5)), "body": "Hello all"}
+    params = {
+        "to": "ann@example.com",
+        "cc": [f"cc{i}@example.com" for i in range(5)],
+        "bcc": ", ".join(f"bcc{i}@example.com" for i in range(5)),
+        "body": "Hello all",
+    }
     assert classify(policy, "send_email", params) == ("high", "send_email_many_recipients_or_sensitive")
 
 

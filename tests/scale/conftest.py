@@ -24,8 +24,10 @@ def session_cookies(user) -> dict[str, str]:
     process shares, and a CSRF cookie whose masked form goes in `X-CSRFToken`."""
     client = Client()
     client.force_login(user)
-    return {settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value,
-            settings.CSRF_COOKIE_NAME: _get_new_csrf_string()}
+    return {
+        settings.SESSION_COOKIE_NAME: client.cookies[settings.SESSION_COOKIE_NAME].value,
+        settings.CSRF_COOKIE_NAME: _get_new_csrf_string(),
+    }
 
 
 def cookie_header(cookies: dict[str, str]) -> str:

@@ -44,7 +44,9 @@ class PrivateRedis:
     def start(self) -> None:
         self.process = subprocess.Popen(
             ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_for(self._answers, timeout=10, what="the private redis-server to answer")
 
     def _answers(self) -> bool:
@@ -69,8 +71,11 @@ def private_redis(services_up):
 
 
 def submit(token: str, url: str, doc: str) -> str:
-    response = httpx.post(f"{url}/api/v1/actions/", headers={"Authorization": f"Bearer {token}"},
-                          json={"action_type": "update_document", "target": {"doc": doc}, "params": {"text": doc}})
+    response = httpx.post(
+        f"{url}/api/v1/actions/",
+        headers={"Authorization": f"Bearer {token}"},
+        json={"action_type": "update_document", "target": {"doc": doc}, "params": {"text": doc}},
+    )
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -88,8 +93,9 @@ def test_a_reviewer_reconnects_and_resyncs_after_redis_restarts(private_redis, d
         return {card["id"] for card in answer.json()["cards"]}
 
     async def connect():
-        return await websockets.connect(f"{server.ws_url}/ws/reviewer/", origin=server.url,
-                                        additional_headers=headers, open_timeout=5)
+        return await websockets.connect(
+            f"{server.ws_url}/ws/reviewer/", origin=server.url, additional_headers=headers, open_timeout=5
+        )
 
     async def scenario() -> None:
         async with httpx.AsyncClient(timeout=10) as http:
@@ -125,8 +131,9 @@ def test_a_reviewer_reconnects_and_resyncs_after_redis_restarts(private_redis, d
     assert ApprovalRequest.objects.count() == 3
 
 
-def test_the_client_retries_through_a_daphne_restart_and_gets_its_decision(services_up, django_db_blocker,
-                                                                           people, token):
+def test_the_client_retries_through_a_daphne_restart_and_gets_its_decision(
+    services_up, django_db_blocker, people, token
+):
     with django_db_blocker.unblock():
         server = DaphneServer()
     port = server.port
@@ -138,8 +145,9 @@ def test_the_client_retries_through_a_daphne_restart_and_gets_its_decision(servi
             waiter.start()
             wait_for(lambda: long_polls_held([submitted["id"]]), what="the server to hold the agent's long-poll")
             server.stop()  # the poll's connection dies with the process
-            services.approve(submitted["id"], revision=current_revision(submitted["id"]),
-                             actor=services.Person(people["alice"]))  # decided while the server is down
+            services.approve(
+                submitted["id"], revision=current_revision(submitted["id"]), actor=services.Person(people["alice"])
+            )  # decided while the server is down
             with django_db_blocker.unblock():
                 server = DaphneServer(port=port)
             waiter.join(timeout=45)

@@ -35,8 +35,11 @@ CONCURRENCY = 20
 
 
 def body(key_number: int, *, variant: str = "original") -> dict:
-    return {"action_type": "update_document", "target": {"doc": f"doc-{key_number}"},
-            "params": {"text": f"{variant} text {key_number}"}}
+    return {
+        "action_type": "update_document",
+        "target": {"doc": f"doc-{key_number}"},
+        "params": {"text": f"{variant} text {key_number}"},
+    }
 
 
 def workload() -> list[tuple[int, str, dict, str]]:
@@ -71,15 +74,19 @@ def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
     async def one(http: httpx.AsyncClient, agent_id: int, secret: str, job: tuple) -> None:
         number, key, payload, kind = job
         async with gate:
-            response = await http.post(f"{server.url}/api/v1/actions/", json=payload,
-                                       headers={"Authorization": f"Bearer {secret}", "Idempotency-Key": key})
+            response = await http.post(
+                f"{server.url}/api/v1/actions/",
+                json=payload,
+                headers={"Authorization": f"Bearer {secret}", "Idempotency-Key": key},
+            )
         outcomes.append((agent_id, number, key, kind, response))
 
     async def scenario() -> None:
         limits = httpx.Limits(max_connections=CONCURRENCY)
         async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-            await asyncio.gather(*(one(http, agent_id, secret, job)
-                                   for agent_id, secret in tokens.items() for job in workload()))
+            await asyncio.gather(
+                *(one(http, agent_id, secret, job) for agent_id, secret in tokens.items() for job in workload())
+            )
 
     started = time.monotonic()
     asyncio.run(scenario())
@@ -105,14 +112,16 @@ def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
             assert len(accepted) == 1 and len(refused) == 1, (agent_id, key, [r.status_code for _, r in answers])
         else:
             assert not refused and len(accepted) == len(answers)
-    replays = [r for *_, kind, r in outcomes if kind in {"original", "replay"}
-               and r.headers.get("Idempotent-Replayed") == "true"]
+    replays = [
+        r
+        for *_, kind, r in outcomes
+        if kind in {"original", "replay"} and r.headers.get("Idempotent-Replayed") == "true"
+    ]
     assert len(replays) >= AGENTS * len(REPLAYED)
 
     # Exactly one row per (agent, key), and nothing else.
     assert ApprovalRequest.objects.count() == AGENTS * UNIQUE_KEYS
-    duplicated = (ApprovalRequest.objects.values("agent_id", "idempotency_key")
-                  .annotate(n=Count("id")).filter(n__gt=1))
+    duplicated = ApprovalRequest.objects.values("agent_id", "idempotency_key").annotate(n=Count("id")).filter(n__gt=1)
     assert not duplicated.exists()
 
     result = verify_chain()
@@ -120,4 +129,6 @@ def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
     seqs = list(AuditEvent.objects.order_by("seq").values_list("seq", flat=True))
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
     assert len(seqs) > events_before + AGENTS * UNIQUE_KEYS - 1
-    print(f"\n{len(outcomes)} submissions in {elapsed:.1f}s ({len(outcomes) / elapsed:.0f}/s), statuses {dict(statuses)}")
+    print(
+        f"\n{len(outcomes)} submissions in {elapsed:.1f}s ({len(outcomes) / elapsed:.0f}/s), statuses {dict(statuses)}"
+    )

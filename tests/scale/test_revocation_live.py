@@ -41,8 +41,11 @@ def test_revoking_a_token_closes_the_agents_live_socket(server, agent):
     row = AgentToken.objects.get(prefix=issued.secret.split("_")[1])
 
     async def scenario() -> int:
-        async with websockets.connect(f"{server.ws_url}/ws/agent/", open_timeout=HANG,
-                                      additional_headers={"Authorization": f"Bearer {issued.secret}"}) as socket:
+        async with websockets.connect(
+            f"{server.ws_url}/ws/agent/",
+            open_timeout=HANG,
+            additional_headers={"Authorization": f"Bearer {issued.secret}"},
+        ) as socket:
             await socket.send('{"type": "ping"}')
             assert "pong" in await asyncio.wait_for(socket.recv(), HANG)
             await asyncio.to_thread(revoke_token, row)
@@ -60,8 +63,9 @@ def test_deactivating_a_reviewer_closes_their_live_socket(server, people):
         alice.save()
 
     async def scenario() -> int:
-        async with websockets.connect(f"{server.ws_url}/ws/reviewer/", origin=server.url,
-                                      additional_headers=headers, open_timeout=HANG) as socket:
+        async with websockets.connect(
+            f"{server.ws_url}/ws/reviewer/", origin=server.url, additional_headers=headers, open_timeout=HANG
+        ) as socket:
             await socket.send('{"type": "ping"}')
             assert "pong" in await asyncio.wait_for(socket.recv(), HANG)
             await asyncio.to_thread(deactivate)
@@ -76,7 +80,8 @@ def test_the_same_host_on_another_port_is_not_the_servers_origin(server, people)
 
     async def scenario() -> None:
         with pytest.raises(websockets.InvalidStatus):
-            await websockets.connect(f"{server.ws_url}/ws/reviewer/", origin=other_port,
-                                     additional_headers=headers, open_timeout=HANG)
+            await websockets.connect(
+                f"{server.ws_url}/ws/reviewer/", origin=other_port, additional_headers=headers, open_timeout=HANG
+            )
 
     asyncio.run(scenario())

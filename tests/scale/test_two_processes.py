@@ -62,13 +62,24 @@ def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, re
     agent_headers = {"Authorization": f"Bearer {token}"}
 
     async def scenario() -> tuple[dict, dict, dict]:
-        async with websockets.connect(
-            f"{server_a.ws_url}/ws/reviewer/", origin=server_a.url,
-            additional_headers={"Cookie": cookie_header(cookies)}, open_timeout=10,
-        ) as reviewer_socket, httpx.AsyncClient(timeout=30) as http:
-            submitted = await http.post(f"{server_b.url}/api/v1/actions/", headers=agent_headers, json={
-                "action_type": "notify_webhook", "target": {"url": f"{receiver.url}/hooks/scale"},
-                "params": {"text": "deployed"}})
+        async with (
+            websockets.connect(
+                f"{server_a.ws_url}/ws/reviewer/",
+                origin=server_a.url,
+                additional_headers={"Cookie": cookie_header(cookies)},
+                open_timeout=10,
+            ) as reviewer_socket,
+            httpx.AsyncClient(timeout=30) as http,
+        ):
+            submitted = await http.post(
+                f"{server_b.url}/api/v1/actions/",
+                headers=agent_headers,
+                json={
+                    "action_type": "notify_webhook",
+                    "target": {"url": f"{receiver.url}/hooks/scale"},
+                    "params": {"text": "deployed"},
+                },
+            )
             assert submitted.status_code == 201, submitted.text
             request_id = submitted.json()["id"]
             assert submitted.json()["state"] == State.PENDING_APPROVAL
@@ -77,11 +88,15 @@ def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, re
 
             # The agent waits on B: B holds its long-poll (in the request's group) before A decides.
             waiting = asyncio.create_task(
-                http.get(f"{server_b.url}/api/v1/requests/{request_id}/resume/?wait=20", headers=agent_headers))
+                http.get(f"{server_b.url}/api/v1/requests/{request_id}/resume/?wait=20", headers=agent_headers)
+            )
             await asyncio.to_thread(wait_for, lambda: long_polls_held([request_id]), what="B to hold the long-poll")
             assert not waiting.done()
-            decided = await http.post(f"{server_a.url}/api/v1/requests/{request_id}/decisions/",
-                                      headers=csrf_headers(cookies), json={"decision": "approve", "revision": 1})
+            decided = await http.post(
+                f"{server_a.url}/api/v1/requests/{request_id}/decisions/",
+                headers=csrf_headers(cookies),
+                json={"decision": "approve", "revision": 1},
+            )
             assert decided.status_code == 200, decided.text
             resumed = await asyncio.wait_for(waiting, timeout=10)
             assert resumed.status_code == 200, resumed.text
@@ -96,8 +111,7 @@ def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, re
     # Extra deliveries of the same task land on both workers; the side effect still happens once.
     for _ in range(4):
         execute_request.delay(str(request.pk))
-    wait_for(lambda: ApprovalRequest.objects.get(pk=request.pk).state == State.SUCCEEDED,
-             what="the webhook to succeed")
+    wait_for(lambda: ApprovalRequest.objects.get(pk=request.pk).state == State.SUCCEEDED, what="the webhook to succeed")
 
     def logs() -> str:
         return worker_1.log() + worker_2.log()

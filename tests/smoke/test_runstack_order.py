@@ -75,7 +75,7 @@ def test_only_daphne_starts_before_readyz_answers(stack, capsys):
     run(capsys)
     first_ok = stack.index("readyz ok")
     assert stack[:first_ok] == ["start web", "readyz refused", "readyz refused"]
-    assert stack[first_ok + 1:first_ok + 4] == ["start worker", "start beat", "start demo-agent"]
+    assert stack[first_ok + 1 : first_ok + 4] == ["start worker", "start beat", "start demo-agent"]
 
 
 def test_without_the_demo_agent_the_worker_and_beat_still_wait(stack, capsys):

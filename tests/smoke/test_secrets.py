@@ -33,9 +33,12 @@ def test_generated_keys_have_no_problems():
 
 @pytest.mark.parametrize(
     ("value", "said"),
-    [("", "is not set"), ("short", "too short"),
-     ("insecure-development-key-set-SECRET_KEY-in-production", "placeholder"),
-     ("changeme-changeme-changeme-changeme-changeme", "placeholder")],
+    [
+        ("", "is not set"),
+        ("short", "too short"),
+        ("insecure-development-key-set-SECRET_KEY-in-production", "placeholder"),
+        ("changeme-changeme-changeme-changeme-changeme", "placeholder"),
+    ],
 )
 def test_each_unsafe_secret_is_named(value, said):
     values = {**good_keys(), "AUDIT_SIGNING_KEY": value}
@@ -61,16 +64,27 @@ def test_local_keys_are_private_stable_and_never_override_the_environment(tmp_pa
 
     environment = {name: value for name, value in os.environ.items() if name not in keys.REQUIRED_SECRETS}
     environment.update(CONTROLPLANE_VAR_DIR=str(tmp_path / "var"), SECRET_KEY="set-by-operator")
-    exports = subprocess.run([sys.executable, "-m", "controlplane.keys"], cwd=ROOT, env=environment,
-                             capture_output=True, text=True, check=True).stdout
+    exports = subprocess.run(
+        [sys.executable, "-m", "controlplane.keys"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "SECRET_KEY" not in exports
     assert f"export AUDIT_HMAC_KEY={first['AUDIT_HMAC_KEY']}" in exports.splitlines()
 
 
 def development_environment(tmp_path) -> dict[str, str]:
     environment = {name: value for name, value in os.environ.items() if name not in keys.REQUIRED_SECRETS}
-    environment.update(DJANGO_SETTINGS_MODULE="controlplane.settings", DEBUG="0", DATABASE_URL="", REDIS_URL="",
-                       CONTROLPLANE_VAR_DIR=str(tmp_path))
+    environment.update(
+        DJANGO_SETTINGS_MODULE="controlplane.settings",
+        DEBUG="0",
+        DATABASE_URL="",
+        REDIS_URL="",
+        CONTROLPLANE_VAR_DIR=str(tmp_path),
+    )
     return environment
 
 
@@ -87,8 +101,14 @@ def development_environment(tmp_path) -> dict[str, str]:
 )
 def test_every_process_refuses_development_secrets_outside_debug(tmp_path, command):
     command = [part.format(tmp=tmp_path) for part in command]
-    refused = subprocess.run(command, cwd=ROOT, env=development_environment(tmp_path), capture_output=True,
-                             text=True, timeout=HANG_GUARD_SECONDS)
+    refused = subprocess.run(
+        command,
+        cwd=ROOT,
+        env=development_environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+    )
     assert refused.returncode != 0
     output = refused.stdout + refused.stderr
     for name in keys.REQUIRED_SECRETS:
@@ -96,7 +116,12 @@ def test_every_process_refuses_development_secrets_outside_debug(tmp_path, comma
 
 
 def test_debug_keeps_the_development_defaults_working(tmp_path):
-    checked = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT,
-                             env={**development_environment(tmp_path), "DEBUG": "1"},
-                             capture_output=True, text=True, timeout=HANG_GUARD_SECONDS)
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env={**development_environment(tmp_path), "DEBUG": "1"},
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+    )
     assert checked.returncode == 0, checked.stderr

@@ -32,8 +32,13 @@ APPROVAL_STEP = {
     "resume_schema": APPROVAL_SCHEMA,
 }
 
-BIG_AMOUNTS = {"name": "big_amounts", "priority": 3, "action_type": "approval-flow.*", "risk_level": "high",
-               "conditions": [{"path": "params.amount", "op": "gt", "value": 100}]}
+BIG_AMOUNTS = {
+    "name": "big_amounts",
+    "priority": 3,
+    "action_type": "approval-flow.*",
+    "risk_level": "high",
+    "conditions": [{"path": "params.amount", "op": "gt", "value": 100}],
+}
 
 
 def rule(admin_user, **fields):
@@ -51,8 +56,12 @@ def suspend(api):  # noqa: F811 - the fixture named above
     """Submit a suspension as mail-bot: `suspend(**overrides)` -> the response."""
 
     def _suspend(headers: dict | None = None, **overrides):
-        return api.post("/api/v1/suspensions/", {**APPROVAL_STEP, **overrides}, format="json",
-                        **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in (headers or {}).items()})
+        return api.post(
+            "/api/v1/suspensions/",
+            {**APPROVAL_STEP, **overrides},
+            format="json",
+            **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in (headers or {}).items()},
+        )
 
     return _suspend
 
@@ -61,8 +70,9 @@ def decide(client, request_id, body: dict):
     """POST a decision; on the revision the request is at now unless `body` names one."""
     from tests.fixtures.revisions import current_revision
 
-    return csrf_post(client, f"/api/v1/requests/{request_id}/decisions/",
-                     {"revision": current_revision(request_id), **body})
+    return csrf_post(
+        client, f"/api/v1/requests/{request_id}/decisions/", {"revision": current_revision(request_id), **body}
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -24,8 +24,10 @@ AMOUNT_SCHEMA = {
     "properties": {
         "approved": {"type": "boolean"},
         "limit": {"type": "number", "minimum": 0},
-        "approvers": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}},
-                                                  "required": ["name"]}},
+        "approvers": {
+            "type": "array",
+            "items": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        },
     },
     "required": ["approved"],
 }
@@ -66,8 +68,10 @@ class TestValidation:
 
     def test_respond_on_an_action_is_refused(self, api, reviewer_client):
         from tests.api.conftest import EMAIL
-        action = api.post("/api/v1/actions/", {**EMAIL, "params": {**EMAIL["params"], "to": ["x@example.com"] * 20}},
-                          format="json").json()
+
+        action = api.post(
+            "/api/v1/actions/", {**EMAIL, "params": {**EMAIL["params"], "to": ["x@example.com"] * 20}}, format="json"
+        ).json()
         response = answer(reviewer_client("alice"), action["id"], {"approved": True})
         assert (response.status_code, response.json()["code"]) == (422, "not_a_suspension")
 
@@ -80,20 +84,23 @@ class TestValidation:
         assert len(response.json()["message"]) < 400  # the 5 KB value is not echoed back whole
         assert answer(reviewer_client("alice"), request_id, {"code": "a" * 5000}).json()["state"] == "approved"
 
-
     def test_a_number_too_large_for_json_is_refused_on_the_page_path(self, pending, client, people):
         # The API's JSON field refuses 1e400; the page's form parses it to infinity,
         # which no resume could carry back as JSON.
         client.force_login(people["alice"])
-        response = client.post(reverse("approvals:respond", args=[pending()]),
-                               {"resume_data": '{"approved": true, "n": [1e400]}', "revision": "1"}, **JSON)
+        response = client.post(
+            reverse("approvals:respond", args=[pending()]),
+            {"resume_data": '{"approved": true, "n": [1e400]}', "revision": "1"},
+            **JSON,
+        )
         assert (response.status_code, response.json()["code"]) == (422, "invalid_resume_data")
         assert response.json()["details"]["path"] == "/n/0"
 
-
     def test_a_large_but_ordinary_answer_fits_the_evaluation_budget(self, pending, reviewer_client, api):
-        schema = {"type": "object", "properties": {"values": {"type": "array", "items": {"type": "number",
-                                                                                          "minimum": 0}}}}
+        schema = {
+            "type": "object",
+            "properties": {"values": {"type": "array", "items": {"type": "number", "minimum": 0}}},
+        }
         request_id = pending(resume_schema=schema)
         values = list(range(3000))
         assert answer(reviewer_client("alice"), request_id, {"values": values}).json()["state"] == "approved"
@@ -131,11 +138,18 @@ class TestResume:
 class TestQuorum:
     @pytest.fixture
     def two_answers(self, admin_user):
-        rule(admin_user, name="two_answers", priority=2, action_type="approval-flow.*", risk_level="high",
-             required_approvals=2)
+        rule(
+            admin_user,
+            name="two_answers",
+            priority=2,
+            action_type="approval-flow.*",
+            risk_level="high",
+            required_approvals=2,
+        )
 
     def test_the_first_answer_is_the_proposal_and_an_approval_agrees_with_it(
-            self, two_answers, pending, reviewer_client, api):
+        self, two_answers, pending, reviewer_client, api
+    ):
         request_id = pending()
         first = answer(reviewer_client("alice"), request_id, {"approved": False}, revision=1)
         assert first.json()["outcome"] == "vote_recorded"
@@ -154,7 +168,8 @@ class TestQuorum:
         assert resume(api, request_id)["resume_data"] == {"approved": True}
 
     def test_a_different_answer_replaces_the_proposal_and_restarts_the_count(
-            self, two_answers, pending, reviewer_client, api):
+        self, two_answers, pending, reviewer_client, api
+    ):
         request_id = pending()
         answer(reviewer_client("alice"), request_id, {"approved": True})
         replaced = answer(reviewer_client("bob"), request_id, {"approved": False}, revision=2)
@@ -164,11 +179,16 @@ class TestQuorum:
         stale = decide(reviewer_client("carol"), request_id, {"decision": "approve", "revision": 2})
         assert (stale.status_code, stale.json()["code"]) == (409, "revision_changed")
 
-        assert decide(reviewer_client("alice"), request_id,
-                      {"decision": "approve", "revision": 3}).json()["state"] == "approved"
+        assert (
+            decide(reviewer_client("alice"), request_id, {"decision": "approve", "revision": 3}).json()["state"]
+            == "approved"
+        )
         assert resume(api, request_id)["resume_data"] == {"approved": False}
-        proposals = list(AuditEvent.objects.filter(verb="suspension.answered").order_by("seq")
-                         .values_list("metadata__proposal", flat=True))
+        proposals = list(
+            AuditEvent.objects.filter(verb="suspension.answered")
+            .order_by("seq")
+            .values_list("metadata__proposal", flat=True)
+        )
         assert proposals == ["new", "replaced"]
 
     def test_a_rejection_of_the_proposal_ends_the_request(self, two_answers, pending, reviewer_client, api):
@@ -180,8 +200,7 @@ class TestQuorum:
 
 class TestGuards:
     def test_an_answer_given_on_an_old_revision_is_not_recorded(self, pending, reviewer_client, admin_user):
-        rule(admin_user, name="two", priority=2, action_type="approval-flow.*", risk_level="high",
-             required_approvals=2)
+        rule(admin_user, name="two", priority=2, action_type="approval-flow.*", risk_level="high", required_approvals=2)
         request_id = pending()
         answer(reviewer_client("alice"), request_id, {"approved": True}, revision=1)
         late = answer(reviewer_client("bob"), request_id, {"approved": False}, revision=1)
@@ -209,8 +228,12 @@ class TestGuards:
         bare = answer(reviewer_client("alice"), request_id, {"approved": True})
         assert (bare.status_code, bare.json()["code"]) == (403, "step_up_required")
         assert ApprovalRequest.objects.get(pk=request_id).resume_data_json == ""
-        proved = answer(reviewer_client("alice"), request_id, {"approved": True},
-                        step_up={"method": "password", "password": "alice-pw-123!"})
+        proved = answer(
+            reviewer_client("alice"),
+            request_id,
+            {"approved": True},
+            step_up={"method": "password", "password": "alice-pw-123!"},
+        )
         assert proved.json()["state"] == "approved"
 
     def test_a_critical_answer_needs_a_step_up_through_the_page(self, critical, pending, client, people):
@@ -219,8 +242,9 @@ class TestGuards:
         url = reverse("approvals:respond", args=[request_id])
         bare = client.post(url, {"resume_data": '{"approved": true}', "revision": "1"}, **JSON)
         assert (bare.status_code, bare.json()["code"]) == (403, "step_up_required")
-        proved = client.post(url, {"resume_data": '{"approved": true}', "revision": "1",
-                                   "password": "alice-pw-123!"}, **JSON)
+        proved = client.post(
+            url, {"resume_data": '{"approved": true}', "revision": "1", "password": "alice-pw-123!"}, **JSON
+        )
         assert proved.json()["state"] == "approved"
 
     def test_the_page_refuses_what_the_api_refuses(self, pending, client, people):
@@ -244,8 +268,13 @@ class TestAudit:
         assert event.metadata["proposal"] == "new" and event.metadata["counts"] is True
         assert "approved" not in json.dumps(event.metadata)
         verbs = list(AuditEvent.objects.filter(request_id=request_id).order_by("seq").values_list("verb", flat=True))
-        assert verbs == ["request.submitted", "request.queued", "suspension.answered", "decision.recorded",
-                         "request.approved"]
+        assert verbs == [
+            "request.submitted",
+            "request.queued",
+            "suspension.answered",
+            "decision.recorded",
+            "request.approved",
+        ]
 
 
 def test_reading_a_page_of_suspensions_costs_no_query_per_request(api, pending, django_assert_max_num_queries):

@@ -23,10 +23,12 @@ def queue_html(client, people, name="alice") -> str:
 
 
 def test_the_card_shows_what_the_agent_wrote_as_text_and_the_form_to_answer(suspend, client, people):
-    request_id = suspend(title=f"Pay {HOSTILE}", summary=f"**Over** the limit <script>alert(2)</script> {HOSTILE}",
-                         suspend_payload={"amount": 150.13, "reason": HOSTILE},
-                         resume_schema={**APPROVAL_SCHEMA, "description": "</script><script>alert(3)</script>"}
-                         ).json()["id"]
+    request_id = suspend(
+        title=f"Pay {HOSTILE}",
+        summary=f"**Over** the limit <script>alert(2)</script> {HOSTILE}",
+        suspend_payload={"amount": 150.13, "reason": HOSTILE},
+        resume_schema={**APPROVAL_SCHEMA, "description": "</script><script>alert(3)</script>"},
+    ).json()["id"]
     html = queue_html(client, people)
     assert "<strong>Over</strong>" in html  # Markdown rendered
     for raw in (HOSTILE, "<script>alert(2)", "</script><script>alert(3)"):

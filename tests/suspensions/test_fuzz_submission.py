@@ -29,16 +29,23 @@ def test_any_submission_is_answered_as_documented(agent, in_process_app):  # noq
     statuses = []
 
     @given(case=operation.as_strategy(), data=st.data())
-    @settings(max_examples=150, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
     def check(case, data) -> None:
         # The published schema says only "JSON" for the payload and schema: make them objects
         # (the schema often an object's) in half the cases, to get past those checks.
         if isinstance(case.body, dict) and data.draw(st.booleans()):
             case.body["suspend_payload"] = data.draw(st.dictionaries(st.text(max_size=5), st.integers() | st.text()))
-            case.body["resume_schema"] = data.draw(st.sampled_from([
-                APPROVAL_SCHEMA, {"type": "object"}, {"type": "object", "properties": {"a": {"pattern": "^(a+)+$"}}},
-                {**APPROVAL_SCHEMA, "$schema": "http://json-schema.org/draft-07/schema#"}, {"type": "string"}]))
+            case.body["resume_schema"] = data.draw(
+                st.sampled_from(
+                    [
+                        APPROVAL_SCHEMA,
+                        {"type": "object"},
+                        {"type": "object", "properties": {"a": {"pattern": "^(a+)+$"}}},
+                        {**APPROVAL_SCHEMA, "$schema": "http://json-schema.org/draft-07/schema#"},
+                        {"type": "string"},
+                    ]
+                )
+            )
             case.body.setdefault("action_type", "approval-flow.approval")
         response = case.call(headers=auth)
         statuses.append(response.status_code)

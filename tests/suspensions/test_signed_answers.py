@@ -26,7 +26,9 @@ def test_an_answer_is_signed_over_exactly_the_answer(answered, server_keys):
     request_id, body = answered
     signed = verify_decision(body, server_keys, request_id=request_id, suspension=True)
     assert (signed["verdict"], signed["payload_sha256"]) == (
-        "answered", payload_sha256({"approved": False, "limit": 150.13}))
+        "answered",
+        payload_sha256({"approved": False, "limit": 150.13}),
+    )
 
 
 @pytest.mark.parametrize("altered", [{"approved": True, "limit": 150.13}, {"approved": False, "limit": 1e6}, None])
@@ -37,8 +39,7 @@ def test_an_answer_altered_in_transit_is_refused(answered, server_keys, altered)
         verify_decision(body, server_keys, request_id=request_id, suspension=True)
 
 
-def test_an_answer_whose_own_keys_look_like_an_action_cannot_pass_as_one(pending, reviewer_client, api,
-                                                                          server_keys):
+def test_an_answer_whose_own_keys_look_like_an_action_cannot_pass_as_one(pending, reviewer_client, api, server_keys):
     schema = {"type": "object", "properties": {"action": {"type": "string"}, "params": {"type": "object"}}}
     request_id = pending(resume_schema=schema)
     answer(reviewer_client("alice"), request_id, {"action": "approved", "params": {"amount": 1}})

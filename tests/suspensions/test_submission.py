@@ -33,15 +33,19 @@ class TestSubmitting:
         assert body["action_type"] == "approval-flow.approval"
         assert body["params"] == APPROVAL_STEP["suspend_payload"]
         assert body["suspension"] == {
-            "workflow_id": "approval-flow", "step_id": "approval", "title": "Approve the payment",
-            "summary": APPROVAL_STEP["summary"], "resume_schema": APPROVAL_SCHEMA, "answer": None,
+            "workflow_id": "approval-flow",
+            "step_id": "approval",
+            "title": "Approve the payment",
+            "summary": APPROVAL_STEP["summary"],
+            "resume_schema": APPROVAL_SCHEMA,
+            "answer": None,
         }
         assert body["state"] == "pending_approval"
         assert body["resume"]["decided"] is False and body["resume"]["resume_data"] is None
 
-    def test_a_low_risk_suspension_still_waits_for_a_person_because_only_a_person_can_answer(
-            self, suspend, admin_user):
+    def test_a_low_risk_suspension_still_waits_for_a_person_because_only_a_person_can_answer(self, suspend, admin_user):
         from .conftest import rule
+
         rule(admin_user, name="approvals_low", priority=1, action_type="approval-flow.*", risk_level="low")
         body = suspend().json()
         assert (body["state"], body["risk_level"]) == ("pending_approval", "low")
@@ -85,8 +89,9 @@ class TestTheResumeSchema:
         schema = {**APPROVAL_SCHEMA, "$schema": "http://json-schema.org/draft-07/schema#"}
         assert suspend(resume_schema=schema).status_code == 201
 
-    @pytest.mark.parametrize("draft", ["http://json-schema.org/draft-04/schema#",
-                                       "https://json-schema.org/draft/2019-09/schema", "", 7])
+    @pytest.mark.parametrize(
+        "draft", ["http://json-schema.org/draft-04/schema#", "https://json-schema.org/draft/2019-09/schema", "", 7]
+    )
     def test_other_drafts_are_refused_not_guessed(self, suspend, draft):
         refused(suspend(resume_schema={**APPROVAL_SCHEMA, "$schema": draft}), "unsupported_schema_draft")
 
@@ -95,22 +100,37 @@ class TestTheResumeSchema:
         refused(suspend(resume_schema={"properties": {}}), "invalid_resume_schema")
 
     def test_a_schema_that_is_no_json_schema_is_refused_naming_where(self, suspend):
-        body = refused(suspend(resume_schema={"type": "object", "properties": {"a": {"type": "strin"}}}),
-                       "invalid_resume_schema")
+        body = refused(
+            suspend(resume_schema={"type": "object", "properties": {"a": {"type": "strin"}}}), "invalid_resume_schema"
+        )
         assert body["details"]["path"] == "#/properties/a/type"
 
-    @pytest.mark.parametrize("ref", ["https://attacker.example/schema.json", "http://127.0.0.1:9/x",
-                                     "file:///etc/passwd", "other.json#/a", "urn:x:y"])
+    @pytest.mark.parametrize(
+        "ref",
+        [
+            "https://attacker.example/schema.json",
+            "http://127.0.0.1:9/x",
+            "file:///etc/passwd",
+            "other.json#/a",
+            "urn:x:y",
+        ],
+    )
     def test_a_ref_outside_the_schema_is_refused_and_nothing_is_fetched(self, suspend, ref):
         schema = {"type": "object", "properties": {"a": {"$ref": ref}}}
         refused(suspend(resume_schema=schema), "schema_ref_refused")
 
     def test_local_refs_are_fine_and_a_dangling_one_is_refused(self, suspend):
         defs = {"$defs": {"yes": {"type": "boolean"}}}
-        assert suspend(resume_schema={"type": "object", **defs,
-                                      "properties": {"approved": {"$ref": "#/$defs/yes"}}}).status_code == 201
-        refused(suspend(resume_schema={"type": "object", "properties": {"a": {"$ref": "#/$defs/no"}}}),
-                "invalid_resume_schema")
+        assert (
+            suspend(
+                resume_schema={"type": "object", **defs, "properties": {"approved": {"$ref": "#/$defs/yes"}}}
+            ).status_code
+            == 201
+        )
+        refused(
+            suspend(resume_schema={"type": "object", "properties": {"a": {"$ref": "#/$defs/no"}}}),
+            "invalid_resume_schema",
+        )
 
     def test_a_ref_loop_is_refused(self, suspend):
         refused(suspend(resume_schema={"type": "object", "$ref": "#"}), "invalid_resume_schema")
@@ -118,16 +138,17 @@ class TestTheResumeSchema:
     def test_refs_that_fan_out_exponentially_exhaust_the_budget_and_are_refused(self, suspend):
         defs = {f"a{i}": {"anyOf": [{"$ref": f"#/$defs/a{i + 1}"}, {"$ref": f"#/$defs/a{i + 1}"}]} for i in range(30)}
         defs["a30"] = {"required": ["never"]}
-        refused(suspend(resume_schema={"type": "object", "$defs": defs, "$ref": "#/$defs/a0"}),
-                "invalid_resume_schema")
+        refused(suspend(resume_schema={"type": "object", "$defs": defs, "$ref": "#/$defs/a0"}), "invalid_resume_schema")
 
     def test_too_deep_or_too_large_is_refused(self, suspend):
         deep: dict = {"type": "object"}
         for _ in range(20):  # 41 levels: under the API's body limit (64), over the schema's (32)
             deep = {"type": "object", "properties": {"a": deep}}
         refused(suspend(resume_schema=deep), "invalid_resume_schema")
-        large = {"type": "object", "properties": {f"p{i}": {"type": "string", "description": "x" * 100}
-                                                  for i in range(400)}}
+        large = {
+            "type": "object",
+            "properties": {f"p{i}": {"type": "string", "description": "x" * 100} for i in range(400)},
+        }
         refused(suspend(resume_schema=large), "invalid_resume_schema")
 
     @pytest.mark.parametrize("pattern", [r"(a)\1", r"^(?=a)a$", r"(?<!x)y", r"(?P<n>a)(?P=n)"])
@@ -149,8 +170,11 @@ class TestTheResumeSchema:
         refused(suspend(resume_schema=schema), "schema_pattern_refused")
 
     def test_a_pattern_inside_data_is_data_not_a_keyword(self, suspend):
-        schema = {"type": "object", "properties": {"pattern": {"type": "string", "enum": ["(a)\\1"]}},
-                  "default": {"pattern": "(a)\\1"}}
+        schema = {
+            "type": "object",
+            "properties": {"pattern": {"type": "string", "enum": ["(a)\\1"]}},
+            "default": {"pattern": "(a)\\1"},
+        }
         assert suspend(resume_schema=schema).status_code == 201
 
 
@@ -172,8 +196,13 @@ def test_the_openapi_schema_documents_the_endpoint_with_every_error_code(client)
     schema = client.get("/api/schema/?format=json").json()
     operation = schema["paths"]["/api/v1/suspensions/"]["post"]
     documented = str(operation["responses"])
-    for code in ("invalid_resume_schema", "unsupported_schema_draft", "schema_ref_refused",
-                 "schema_pattern_refused", "idempotency_key_reused"):
+    for code in (
+        "invalid_resume_schema",
+        "unsupported_schema_draft",
+        "schema_ref_refused",
+        "schema_pattern_refused",
+        "idempotency_key_reused",
+    ):
         assert code in documented, code
     decide = str(schema["paths"]["/api/v1/requests/{id}/decisions/"]["post"]["responses"])
     for code in ("invalid_resume_data", "resume_data_required", "not_a_suspension"):
@@ -181,10 +210,13 @@ def test_the_openapi_schema_documents_the_endpoint_with_every_error_code(client)
     assert State.PENDING_APPROVAL
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/api/v1/suspensions/", {**APPROVAL_STEP, "action_type": "approval-flow.approval"}),
-    ("/api/v1/actions/", {"action_type": "send_email", "params": {}}),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/v1/suspensions/", {**APPROVAL_STEP, "action_type": "approval-flow.approval"}),
+        ("/api/v1/actions/", {"action_type": "send_email", "params": {}}),
+    ],
+)
 def test_escaped_nul_in_json_sent_as_a_form_field_is_refused_not_stored(api, path, body):
     # The parser refuses a NUL in a JSON body; in multipart, DRF parses the field's JSON
     # text itself, so the escape arrives as a real NUL that PostgreSQL cannot store.

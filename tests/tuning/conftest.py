@@ -65,9 +65,16 @@ def four_eyes(settings):
 
 
 WIRE_TRANSFER = {
-    "name": "wire_transfer", "priority": 5, "action_type": "wire_transfer", "risk_level": "high",
-    "required_approvals": 1, "approver_group": "treasury", "decision_ttl_seconds": 3600,
-    "execution_window_seconds": 900, "editable_params": ["memo", "amount"], "masked_params": [],
+    "name": "wire_transfer",
+    "priority": 5,
+    "action_type": "wire_transfer",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "approver_group": "treasury",
+    "decision_ttl_seconds": 3600,
+    "execution_window_seconds": 900,
+    "editable_params": ["memo", "amount"],
+    "masked_params": [],
     "conditions": [{"path": "params.amount", "op": "gt", "value": 1000}],
 }
 
@@ -97,8 +104,11 @@ def email_is_not_destructive(risk_admin):
     (by default the verb keeps every low rule off send_email)."""
     from approvals.policy.rules.seed import SEED_DESTRUCTIVE_VERBS
 
-    policy.set_destructive_verbs([verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"], actor=Person(risk_admin),
-                                 note="our outbound mail is reviewed by its own rules")
+    policy.set_destructive_verbs(
+        [verb for verb in SEED_DESTRUCTIVE_VERBS if verb != "send"],
+        actor=Person(risk_admin),
+        note="our outbound mail is reviewed by its own rules",
+    )
 
 
 @pytest.fixture
@@ -115,12 +125,20 @@ def make_requests(agent) -> Callable[..., list[ApprovalRequest]]:
         requests = []
         for index, (action_type, _params) in enumerate(calls):
             values = {key: (value(index) if callable(value) else value) for key, value in fields.items()}
-            requests.append(ApprovalRequest(
-                id=uuid.uuid4(), kind=Kind.ACTION, agent=agent, action_type=action_type,
-                target={"mailbox": "outbox"}, target_hash="0" * 64, state=values.pop("state", State.PENDING_APPROVAL),
-                created_at=values.pop("created_at", start + timedelta(seconds=index)),
-                current_revision=1, **values,
-            ))
+            requests.append(
+                ApprovalRequest(
+                    id=uuid.uuid4(),
+                    kind=Kind.ACTION,
+                    agent=agent,
+                    action_type=action_type,
+                    target={"mailbox": "outbox"},
+                    target_hash="0" * 64,
+                    state=values.pop("state", State.PENDING_APPROVAL),
+                    created_at=values.pop("created_at", start + timedelta(seconds=index)),
+                    current_revision=1,
+                    **values,
+                )
+            )
         ApprovalRequest.objects.bulk_create(requests)
         revisions = []
         for request, (_, params) in zip(requests, calls):

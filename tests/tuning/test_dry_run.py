@@ -25,8 +25,14 @@ MANY = [{"to": [f"user{i}@example.com" for i in range(12)], "subject": "News", "
 
 
 def _low_email_rule(**extra):
-    return {"name": "send_email_low", "priority": 15, "action_type": "send_email", "risk_level": "low",
-            "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}], **extra}
+    return {
+        "name": "send_email_low",
+        "priority": 15,
+        "action_type": "send_email",
+        "risk_level": "low",
+        "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}],
+        **extra,
+    }
 
 
 def test_loosening_email_reports_the_move_from_medium_to_low_in_words(make_requests, email_is_not_destructive):
@@ -55,7 +61,9 @@ def test_tightening_reads_auto_executed_today_approval_needed(make_requests):
 
     report = dr.dry_run(dr.propose_rule(stricter))
 
-    assert report.transitions[0].sentence == "2 requests would go from low to high: auto-executed today, approval needed"
+    assert (
+        report.transitions[0].sentence == "2 requests would go from low to high: auto-executed today, approval needed"
+    )
     assert report.transitions[0].stricter
 
 
@@ -122,15 +130,17 @@ def test_nothing_is_written(make_requests, django_assert_max_num_queries):
 
 ACTION_TYPES = ("send_email", "read_file", "transfer_funds", "update_document")
 random_rules = st.lists(
-    st.fixed_dictionaries({
-        "priority": st.integers(0, 50),
-        "action_type": st.sampled_from([*ACTION_TYPES, "*", "read_*", "send_?mail", "[rt]*"]),
-        "risk_level": st.sampled_from(["low", "medium", "high", "critical", "prohibited"]),
-        "enabled": st.booleans(),
-        "match": st.sampled_from(["all", "any"]),
-        "required_approvals": st.integers(1, 3),
-        "conditions": st.lists(condition_data, max_size=3),
-    }),
+    st.fixed_dictionaries(
+        {
+            "priority": st.integers(0, 50),
+            "action_type": st.sampled_from([*ACTION_TYPES, "*", "read_*", "send_?mail", "[rt]*"]),
+            "risk_level": st.sampled_from(["low", "medium", "high", "critical", "prohibited"]),
+            "enabled": st.booleans(),
+            "match": st.sampled_from(["all", "any"]),
+            "required_approvals": st.integers(1, 3),
+            "conditions": st.lists(condition_data, max_size=3),
+        }
+    ),
     max_size=6,
 ).map(lambda rules: [{"name": f"r{i}", **rule} for i, rule in enumerate(rules)])
 random_calls = st.lists(st.tuples(st.sampled_from(ACTION_TYPES), namespaces), min_size=1, max_size=12)

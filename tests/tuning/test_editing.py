@@ -20,12 +20,30 @@ def _rule(*conditions, **extra):
 
 
 GOOD_VALUE = {
-    "eq": "x", "ne": None, "gt": 10, "gte": "100.50", "lt": -1, "lte": 0, "in": ["a", 1],
-    "contains": "@example.com", "matches": "^urgent", "len_gt": 3, "exists": True,
+    "eq": "x",
+    "ne": None,
+    "gt": 10,
+    "gte": "100.50",
+    "lt": -1,
+    "lte": 0,
+    "in": ["a", 1],
+    "contains": "@example.com",
+    "matches": "^urgent",
+    "len_gt": 3,
+    "exists": True,
 }
 BAD_VALUE = {
-    "eq": {"a": 1}, "ne": [1], "gt": "ten", "gte": 1.5, "lt": True, "lte": None, "in": [],
-    "contains": [1], "matches": "([", "len_gt": -1, "exists": "yes",
+    "eq": {"a": 1},
+    "ne": [1],
+    "gt": "ten",
+    "gte": 1.5,
+    "lt": True,
+    "lte": None,
+    "in": [],
+    "contains": [1],
+    "matches": "([",
+    "len_gt": -1,
+    "exists": "yes",
 }
 
 
@@ -38,14 +56,17 @@ def test_every_operator_accepts_a_good_value_and_refuses_a_bad_one_naming_the_va
     assert result["message"]
 
 
-@pytest.mark.parametrize("path, fragment", [
-    ("", "non-empty"),
-    ("body.x", "must start with one of"),
-    ("params", "whole namespace"),
-    ("params.a b", "invalid segment"),
-    ("declared.cost", "trusts_declared"),
-    (".".join(["params"] + ["a"] * 20), "deeper"),
-])
+@pytest.mark.parametrize(
+    "path, fragment",
+    [
+        ("", "non-empty"),
+        ("body.x", "must start with one of"),
+        ("params", "whole namespace"),
+        ("params.a b", "invalid segment"),
+        ("declared.cost", "trusts_declared"),
+        (".".join(["params"] + ["a"] * 20), "deeper"),
+    ],
+)
 def test_bad_paths_are_refused_with_a_clear_message(path, fragment):
     result = editing.validate_rule(_rule({"path": path, "op": "eq", "value": 1}))
     assert result["ok"] is False
@@ -90,10 +111,18 @@ def test_disabling_a_rule_is_a_version_and_changes_classification(risk_admin):
 
 
 def test_try_rule_explains_which_conditions_held_and_masks_masked_params():
-    rule = {"name": "secret_mail", "priority": 1, "action_type": "send_email", "risk_level": "critical",
-            "match": "all", "masked_params": ["body"],
-            "conditions": [{"path": "params.body", "op": "contains", "value": "password"},
-                           {"path": "impact.recipient_count", "op": "gt", "value": 5}]}
+    rule = {
+        "name": "secret_mail",
+        "priority": 1,
+        "action_type": "send_email",
+        "risk_level": "critical",
+        "match": "all",
+        "masked_params": ["body"],
+        "conditions": [
+            {"path": "params.body", "op": "contains", "value": "password"},
+            {"path": "impact.recipient_count", "op": "gt", "value": 5},
+        ],
+    }
     sample = {"action_type": "send_email", "params": {"to": ["a@x.com"], "body": "the password is hunter2"}}
 
     result = editing.try_rule(rule, sample)

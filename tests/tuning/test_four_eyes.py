@@ -33,8 +33,11 @@ def events(verb: str) -> list[AuditEvent]:
 
 
 def rules_now() -> list[tuple]:
-    return list(RiskRule.objects.order_by("name").values_list(
-        "name", "priority", "enabled", "risk_level", "required_approvals", "approver_group__name", "action_type"))
+    return list(
+        RiskRule.objects.order_by("name").values_list(
+            "name", "priority", "enabled", "risk_level", "required_approvals", "approver_group__name", "action_type"
+        )
+    )
 
 
 # --- Attack 5 ----------------------------------------------------------------------------------------
@@ -48,8 +51,9 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
     ada.groups.add(ada_desk)
     versions_before = PolicyVersion.objects.count()
 
-    outcome = policy.save_rule({**WIRE_TRANSFER, "approver_group": "ada-desk"}, actor=Person(ada),
-                               note="Route wires to my desk")
+    outcome = policy.save_rule(
+        {**WIRE_TRANSFER, "approver_group": "ada-desk"}, actor=Person(ada), note="Route wires to my desk"
+    )
 
     # The change waits, and says why.
     assert isinstance(outcome, PolicyProposal) and outcome.status == PolicyProposal.Status.PENDING
@@ -59,7 +63,8 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
     assert proposed.actor_label == "ada" and proposed.metadata["note"] == "Route wires to my desk"
     assert proposed.metadata["diff"]["changed"]["wire_transfer"]["approver_group"] == ["treasury", "ada-desk"]
     assert proposed.metadata["waits_because"] == (
-        "changing the approver group of wire_transfer needs a second risk-admin")
+        "changing the approver group of wire_transfer needs a second risk-admin"
+    )
 
     # ada cannot approve it herself, however she asks.
     with pytest.raises(PolicyError) as refused:
@@ -86,7 +91,10 @@ def test_attack_5_a_risk_admin_routing_a_rule_to_their_own_group_waits_for_a_sec
     changed = events("policy.changed")[-1]
     assert changed.actor_label == "ben"
     assert (changed.metadata["created_by"], changed.metadata["approved_by"], changed.metadata["applied"]) == (
-        "ada", "ben", "approved")
+        "ada",
+        "ben",
+        "approved",
+    )
     assert verify_chain().ok
 
 
@@ -127,25 +135,35 @@ def test_adding_a_prohibited_rule_or_a_verb_applies_at_once(risk_admin, four_eye
 
 WAITING_CHANGES = {
     "a new low rule above all": lambda ada: policy.save_rule(
-        {"name": "all_low", "priority": 0, "action_type": "*", "risk_level": "low"}, actor=Person(ada), note="x"),
+        {"name": "all_low", "priority": 0, "action_type": "*", "risk_level": "low"}, actor=Person(ada), note="x"
+    ),
     "a new medium rule": lambda ada: policy.save_rule(
-        {"name": "wire_medium", "priority": 1, "action_type": "wire_*", "risk_level": "medium"}, actor=Person(ada),
-        note="x"),
+        {"name": "wire_medium", "priority": 1, "action_type": "wire_*", "risk_level": "medium"},
+        actor=Person(ada),
+        note="x",
+    ),
     "reordering": lambda ada: editing.reorder(
-        list(reversed([r["name"] for r in policy.current_policy().compiled.to_dicts()])), actor=Person(ada), note="x"),
+        list(reversed([r["name"] for r in policy.current_policy().compiled.to_dicts()])), actor=Person(ada), note="x"
+    ),
     "disabling a rule": lambda ada: editing.set_enabled("wire_transfer", False, actor=Person(ada), note="x"),
     "deleting a rule": lambda ada: policy.delete_rule("wire_transfer", actor=Person(ada), note="x"),
-    "editing the pattern": lambda ada: policy.save_rule({**WIRE_TRANSFER, "action_type": "wire_*"},
-                                                        actor=Person(ada), note="x"),
+    "editing the pattern": lambda ada: policy.save_rule(
+        {**WIRE_TRANSFER, "action_type": "wire_*"}, actor=Person(ada), note="x"
+    ),
     "editing a condition": lambda ada: policy.save_rule(
-        {**WIRE_TRANSFER, "conditions": [{"path": "params.amount", "op": "gt", "value": 10**6}]}, actor=Person(ada),
-        note="x"),
-    "trusting declared.*": lambda ada: policy.save_rule({**WIRE_TRANSFER, "trusts_declared": True},
-                                                        actor=Person(ada), note="x"),
-    "lowering the level": lambda ada: policy.save_rule({**WIRE_TRANSFER, "risk_level": "medium"}, actor=Person(ada),
-                                                       note="x"),
+        {**WIRE_TRANSFER, "conditions": [{"path": "params.amount", "op": "gt", "value": 10**6}]},
+        actor=Person(ada),
+        note="x",
+    ),
+    "trusting declared.*": lambda ada: policy.save_rule(
+        {**WIRE_TRANSFER, "trusts_declared": True}, actor=Person(ada), note="x"
+    ),
+    "lowering the level": lambda ada: policy.save_rule(
+        {**WIRE_TRANSFER, "risk_level": "medium"}, actor=Person(ada), note="x"
+    ),
     "removing a destructive verb": lambda ada: policy.set_destructive_verbs(
-        [v for v in policy.current_policy().destructive_verbs if v != "transfer"], actor=Person(ada), note="x"),
+        [v for v in policy.current_policy().destructive_verbs if v != "transfer"], actor=Person(ada), note="x"
+    ),
     "rolling back to the seed policy": lambda ada: policy.restore_version(1, actor=Person(ada), note="x"),
 }
 
@@ -178,10 +196,10 @@ def test_with_four_eyes_off_everything_applies_at_once_and_says_so(risk_admin, w
 # --- Deciding proposals --------------------------------------------------------------------------------
 
 
-def test_a_proposal_made_against_an_older_version_is_stale_and_applies_nothing(risk_admin, ben, wire_rule,
-                                                                              four_eyes):
-    proposal = policy.save_rule({**WIRE_TRANSFER, "approver_group": "reviewers"}, actor=Person(risk_admin),
-                                note="Reviewers can do wires")
+def test_a_proposal_made_against_an_older_version_is_stale_and_applies_nothing(risk_admin, ben, wire_rule, four_eyes):
+    proposal = policy.save_rule(
+        {**WIRE_TRANSFER, "approver_group": "reviewers"}, actor=Person(risk_admin), note="Reviewers can do wires"
+    )
     newer = policy.save_rule({**WIRE_TRANSFER, "required_approvals": 2}, actor=Person(ben), note="Two for wires")
     assert isinstance(newer, PolicyVersion)
 
@@ -206,7 +224,10 @@ def test_another_risk_admin_rejects_with_a_reason_and_the_author_withdraws(risk_
 
     rejected = policy.reject_proposal(first.pk, actor=Person(ben), note="They are not rare")
     assert (rejected.status, rejected.decided_by_label, rejected.decision_note) == (
-        "rejected", "ben", "They are not rare")
+        "rejected",
+        "ben",
+        "They are not rare",
+    )
     with pytest.raises(PolicyError) as late:
         policy.approve_proposal(first.pk, actor=Person(ben))
     assert late.value.code == "proposal_not_pending"
@@ -238,16 +259,19 @@ def test_only_risk_admins_change_or_decide_policy(risk_admin, people, wire_rule,
     assert PolicyProposal.objects.get(pk=proposal.pk).status == "pending"
 
 
-@pytest.mark.parametrize("verbs, field, fragment", [
-    ("delete", "destructive_verbs", "must be a list"),
-    (["delete", "DELETE"], "destructive_verbs[1]", "listed twice"),
-    (["delete", "read_and"], "destructive_verbs[1]", "one word"),
-    (["", "x"], "destructive_verbs[0]", "one word"),
-    (["löschen"], "destructive_verbs[0]", "ASCII"),
-    ([" drop"], "destructive_verbs[0]", "one word"),
-    ([7], "destructive_verbs[0]", "must be a word"),
-    ([f"v{i}" for i in range(201)], "destructive_verbs", "at most 200"),
-])
+@pytest.mark.parametrize(
+    "verbs, field, fragment",
+    [
+        ("delete", "destructive_verbs", "must be a list"),
+        (["delete", "DELETE"], "destructive_verbs[1]", "listed twice"),
+        (["delete", "read_and"], "destructive_verbs[1]", "one word"),
+        (["", "x"], "destructive_verbs[0]", "one word"),
+        (["löschen"], "destructive_verbs[0]", "ASCII"),
+        ([" drop"], "destructive_verbs[0]", "one word"),
+        ([7], "destructive_verbs[0]", "must be a word"),
+        ([f"v{i}" for i in range(201)], "destructive_verbs", "at most 200"),
+    ],
+)
 def test_the_verb_list_is_validated_and_refused_whole(risk_admin, verbs, field, fragment):
     before = policy.current_policy().destructive_verbs
     with pytest.raises(RuleValidationError) as refused:

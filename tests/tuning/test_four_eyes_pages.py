@@ -33,8 +33,9 @@ def signed_in(user) -> Client:
 
 
 def save_in_editor(client: Client, rule: dict, note: str):
-    return client.post(reverse("rules:edit", args=[rule["name"]]), {"rule_json": json.dumps(rule), "note": note},
-                       follow=True)
+    return client.post(
+        reverse("rules:edit", args=[rule["name"]]), {"rule_json": json.dumps(rule), "note": note}, follow=True
+    )
 
 
 def flash(response) -> str:
@@ -46,8 +47,10 @@ def test_a_waiting_save_says_why_and_opens_the_proposal(risk_admin, wire_rule, f
 
     proposal = PolicyProposal.objects.get()
     assert response.redirect_chain[-1][0] == reverse("rules:proposal", args=[proposal.pk])
-    assert flash(response) == ("Rule wire_transfer: Waiting for a second risk-admin: changing the approver group "
-                               "of wire_transfer needs a second risk-admin.")
+    assert flash(response) == (
+        "Rule wire_transfer: Waiting for a second risk-admin: changing the approver group "
+        "of wire_transfer needs a second risk-admin."
+    )
     body = response.content.decode()
     assert "Proposed by <strong>ada</strong>" in body and "Reviewers can do wires" in body
     # ada proposed it: she may withdraw, not approve.
@@ -64,19 +67,26 @@ def test_a_stricter_save_says_it_applied_as_which_version(risk_admin, wire_rule,
 
 def test_the_proposal_page_shows_rules_and_conditions_side_by_side_in_words(risk_admin, ben, wire_rule, four_eyes):
     proposal = policy.save_rule(
-        {**TO_REVIEWERS, "conditions": [{"path": "params.amount", "op": "gte", "value": 5000},
-                                        {"path": "params.to", "op": "exists", "value": True}]},
-        actor=Person(risk_admin), note="Only big wires, to reviewers")
+        {
+            **TO_REVIEWERS,
+            "conditions": [
+                {"path": "params.amount", "op": "gte", "value": 5000},
+                {"path": "params.to", "op": "exists", "value": True},
+            ],
+        },
+        actor=Person(risk_admin),
+        note="Only big wires, to reviewers",
+    )
 
     body = signed_in(ben).get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
 
-    assert "<th scope=\"row\">Approver group</th><td class=\"before\">treasury</td>" \
-           "<td class=\"after\">reviewers</td>" in body
+    assert '<th scope="row">Approver group</th><td class="before">treasury</td><td class="after">reviewers</td>' in body
     # Conditions one per line, side by side: what only one side has is marked.
     assert '<li class="condition-removed" title="removed"><code>params.amount &gt; 1000</code></li>' in body
-    assert ('<li class="condition-added" title="added"><code>params.amount ≥ 5000</code></li>'
-            '<li class="condition-added" title="added"><span class="joiner">and</span> <code>params.to exists</code></li>'
-            ) in body
+    assert (
+        '<li class="condition-added" title="added"><code>params.amount ≥ 5000</code></li>'
+        '<li class="condition-added" title="added"><span class="joiner">and</span> <code>params.to exists</code></li>'
+    ) in body
     assert "{&#x27;path&#x27;" not in body and "[{" not in body  # never a Python or JSON repr
     assert "It waits because changing the conditions of wire_transfer needs a second risk-admin." in body
     assert proposal.dry_run["summary"] in body
@@ -97,11 +107,15 @@ def test_ben_approves_on_the_page_and_history_names_both(risk_admin, ben, wire_r
     assert f"v{version.number}" in client.get(reverse("rules:version", args=[version.number])).content.decode()
 
 
-def test_the_list_shows_pending_proposals_first_in_bounded_queries(risk_admin, ben, wire_rule, four_eyes,
-                                                                   django_assert_max_num_queries):
+def test_the_list_shows_pending_proposals_first_in_bounded_queries(
+    risk_admin, ben, wire_rule, four_eyes, django_assert_max_num_queries
+):
     for level in ("medium", "low", "critical"):
-        policy.save_rule({**WIRE_TRANSFER, "risk_level": level, "approver_group": "reviewers"},
-                         actor=Person(risk_admin), note=f"wires {level}")
+        policy.save_rule(
+            {**WIRE_TRANSFER, "risk_level": level, "approver_group": "reviewers"},
+            actor=Person(risk_admin),
+            note=f"wires {level}",
+        )
     client = signed_in(ben)
     with django_assert_max_num_queries(12):
         body = client.get(reverse("rules:list")).content.decode()
@@ -143,10 +157,15 @@ def test_the_verb_list_form(risk_admin, four_eyes):
     current = list(policy.current_policy().destructive_verbs)
     assert "\n".join(current) in client.get(reverse("rules:list")).content.decode()
 
-    added = client.post(reverse("rules:destructive-verbs"),
-                        {"verbs": "\n".join([*current, "  Shred  ", ""]), "note": "Shredding destroys"}, follow=True)
-    assert flash(added) == f"Destructive verbs: Applied as version {PolicyVersion.objects.latest().number} " \
-                           "(stricter only)."
+    added = client.post(
+        reverse("rules:destructive-verbs"),
+        {"verbs": "\n".join([*current, "  Shred  ", ""]), "note": "Shredding destroys"},
+        follow=True,
+    )
+    assert (
+        flash(added) == f"Destructive verbs: Applied as version {PolicyVersion.objects.latest().number} "
+        "(stricter only)."
+    )
     assert policy.current_policy().destructive_verbs[-1] == "shred"
 
     removed = client.post(reverse("rules:destructive-verbs"), {"verbs": "delete", "note": "Fewer"}, follow=True)
@@ -162,13 +181,18 @@ def test_the_editor_has_a_step_up_box_and_the_dry_run_says_whether_saving_waits(
     assert 'id="f-step_up"' in client.get(reverse("rules:edit", args=["wire_transfer"])).content.decode()
 
     def verdict(rule):
-        response = client.post(reverse("rules:dry-run"), data=json.dumps({"rule": rule}),
-                               content_type="application/json", HTTP_ACCEPT="application/json")
+        response = client.post(
+            reverse("rules:dry-run"),
+            data=json.dumps({"rule": rule}),
+            content_type="application/json",
+            HTTP_ACCEPT="application/json",
+        )
         return response.json()["four_eyes"]
 
     assert verdict({**WIRE_TRANSFER, "step_up": True}) == {"on": True, "waits_because": None}
     assert verdict(TO_REVIEWERS)["waits_because"] == (
-        "changing the approver group of wire_transfer needs a second risk-admin")
+        "changing the approver group of wire_transfer needs a second risk-admin"
+    )
 
 
 def test_forged_posts_without_a_csrf_token_are_refused(risk_admin, ben, wire_rule, four_eyes):
@@ -188,11 +212,20 @@ def test_the_admin_goes_through_four_eyes_too(risk_admin, wire_rule, four_eyes):
     """ada edits the rule's group straight in the Django admin: it waits, like the editor."""
     rule = RiskRule.objects.get(name="wire_transfer")
     form = {
-        "name": "wire_transfer", "priority": 5, "enabled": "on", "action_type": "wire_transfer",
-        "conditions": json.dumps(WIRE_TRANSFER["conditions"]), "match": "all", "risk_level": "high",
-        "required_approvals": 1, "approver_group": Group.objects.get(name="reviewers").pk,
-        "decision_ttl_seconds": 3600, "execution_window_seconds": 900, "editable_params": '["memo", "amount"]',
-        "masked_params": "[]", "change_note": "Reviewers can do wires",
+        "name": "wire_transfer",
+        "priority": 5,
+        "enabled": "on",
+        "action_type": "wire_transfer",
+        "conditions": json.dumps(WIRE_TRANSFER["conditions"]),
+        "match": "all",
+        "risk_level": "high",
+        "required_approvals": 1,
+        "approver_group": Group.objects.get(name="reviewers").pk,
+        "decision_ttl_seconds": 3600,
+        "execution_window_seconds": 900,
+        "editable_params": '["memo", "amount"]',
+        "masked_params": "[]",
+        "change_note": "Reviewers can do wires",
     }
     response = signed_in(risk_admin).post(f"/admin/approvals/riskrule/{rule.pk}/change/", form)
 

@@ -14,8 +14,13 @@ from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
-WIRE = {"name": "wire_high", "priority": 5, "action_type": "wire_*", "risk_level": "high",
-        "conditions": [{"path": "impact.amount", "op": "gt", "value": 1000}]}
+WIRE = {
+    "name": "wire_high",
+    "priority": 5,
+    "action_type": "wire_*",
+    "risk_level": "high",
+    "conditions": [{"path": "impact.amount", "op": "gt", "value": 1000}],
+}
 
 
 def test_versions_list_who_when_why_and_the_diff_in_words(risk_admin):
@@ -33,8 +38,11 @@ def test_versions_list_who_when_why_and_the_diff_in_words(risk_admin):
 def test_rolling_back_restores_the_rules_as_a_new_audited_version(risk_admin):
     seeded = PolicyVersion.objects.get(number=1)
     policy.save_rule(WIRE, actor=Person(risk_admin), note="Add wires")
-    policy.save_rule({**next(r for r in seeded.rules if r["name"] == "read_low"), "risk_level": "high"},
-                     actor=Person(risk_admin), note="Reads need approval")
+    policy.save_rule(
+        {**next(r for r in seeded.rules if r["name"] == "read_low"), "risk_level": "high"},
+        actor=Person(risk_admin),
+        note="Reads need approval",
+    )
     policy.delete_rule("list_low", actor=Person(risk_admin), note="Drop list rule")
 
     restored = history.rollback(1, actor=Person(risk_admin), note="Back to the seed policy")

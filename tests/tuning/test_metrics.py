@@ -37,28 +37,64 @@ def story(make_requests, people):
     now = timezone.now()
     base = now - timedelta(days=2)
     people_decided = make_requests(
-        [EMAIL] * 3, start=base, rule_name="send_email_default", risk_level="medium",
-        decide_by=now + timedelta(hours=1), decided_by_label="alice",
+        [EMAIL] * 3,
+        start=base,
+        rule_name="send_email_default",
+        risk_level="medium",
+        decide_by=now + timedelta(hours=1),
+        decided_by_label="alice",
         state=lambda i: [State.SUCCEEDED, State.FAILED, State.REJECTED][i],
         decided_at=lambda i: base + timedelta(seconds=i) + timedelta(seconds=[60, 120, 300][i]),
     )
-    make_requests([EMAIL], start=base, rule_name="send_email_default", risk_level="medium",
-                  decide_by=base + timedelta(hours=1), state=State.EXPIRED, resolution_code="decision_deadline_passed")
+    make_requests(
+        [EMAIL],
+        start=base,
+        rule_name="send_email_default",
+        risk_level="medium",
+        decide_by=base + timedelta(hours=1),
+        state=State.EXPIRED,
+        resolution_code="decision_deadline_passed",
+    )
     # Past its deadline, not yet swept: reads as expired.
-    make_requests([EMAIL], start=base, rule_name="send_email_default", risk_level="medium",
-                  decide_by=now - timedelta(minutes=1), state=State.PENDING_APPROVAL)
-    make_requests([("read_file", {})] * 3, start=base, rule_name="read_low", risk_level="low",
-                  decided_by_label=DECIDED_BY_POLICY, decided_at=base,
-                  state=lambda i: State.FAILED if i == 0 else State.SUCCEEDED)
-    make_requests([("delete_database", {})], start=base, rule_name="delete_database_prohibited",
-                  risk_level="prohibited", decided_by_label=DECIDED_BY_POLICY, decided_at=base, state=State.REJECTED)
+    make_requests(
+        [EMAIL],
+        start=base,
+        rule_name="send_email_default",
+        risk_level="medium",
+        decide_by=now - timedelta(minutes=1),
+        state=State.PENDING_APPROVAL,
+    )
+    make_requests(
+        [("read_file", {})] * 3,
+        start=base,
+        rule_name="read_low",
+        risk_level="low",
+        decided_by_label=DECIDED_BY_POLICY,
+        decided_at=base,
+        state=lambda i: State.FAILED if i == 0 else State.SUCCEEDED,
+    )
+    make_requests(
+        [("delete_database", {})],
+        start=base,
+        rule_name="delete_database_prohibited",
+        risk_level="prohibited",
+        decided_by_label=DECIDED_BY_POLICY,
+        decided_at=base,
+        state=State.REJECTED,
+    )
     # Outside the period: must not count.
     make_requests([EMAIL] * 5, start=now - timedelta(days=90), rule_name="send_email_default", risk_level="medium")
     for request, verdict in zip(people_decided, ["approve", "approve", "reject"]):
-        Decision.objects.create(request=request, revision=1, reviewer=people["alice"], verdict=verdict,
-                                created_at=request.decided_at)
-    Decision.objects.create(request=people_decided[0], revision=1, reviewer=people["bob"], verdict="approve",
-                            created_at=people_decided[0].created_at + timedelta(seconds=10))
+        Decision.objects.create(
+            request=request, revision=1, reviewer=people["alice"], verdict=verdict, created_at=request.decided_at
+        )
+    Decision.objects.create(
+        request=people_decided[0],
+        revision=1,
+        reviewer=people["bob"],
+        verdict="approve",
+        created_at=people_decided[0].created_at + timedelta(seconds=10),
+    )
     return Period.last_days(7, now=now)
 
 
@@ -123,7 +159,11 @@ def test_spreadsheet_formulas_in_names_are_defused(make_requests):
 def test_periods_from_the_query_string():
     period = Period.from_query({"from": "2026-01-01", "to": "2026-01-31"})
     assert (period.first_day.isoformat(), period.last_day.isoformat()) == ("2026-01-01", "2026-01-31")
-    for bad in ({"from": "yesterday"}, {"from": "2026-02-01", "to": "2026-01-01"}, {"from": "2020-01-01", "to": "2026-01-01"}):
+    for bad in (
+        {"from": "yesterday"},
+        {"from": "2026-02-01", "to": "2026-01-01"},
+        {"from": "2020-01-01", "to": "2026-01-01"},
+    ):
         with pytest.raises(ValueError):
             Period.from_query(bad)
 
@@ -133,9 +173,14 @@ def test_metrics_run_a_bounded_number_of_queries_over_a_thousand_requests(
 ):
     now = timezone.now()
     requests = make_requests(
-        [EMAIL] * 1000, start=now - timedelta(days=3), rule_name=lambda i: f"rule{i % 7}", risk_level="medium",
-        decide_by=now, decided_by_label=lambda i: ["alice", "bob", "", DECIDED_BY_POLICY][i % 4],
-        decided_at=lambda i: now - timedelta(days=2, seconds=-i), state=State.SUCCEEDED,
+        [EMAIL] * 1000,
+        start=now - timedelta(days=3),
+        rule_name=lambda i: f"rule{i % 7}",
+        risk_level="medium",
+        decide_by=now,
+        decided_by_label=lambda i: ["alice", "bob", "", DECIDED_BY_POLICY][i % 4],
+        decided_at=lambda i: now - timedelta(days=2, seconds=-i),
+        state=State.SUCCEEDED,
     )
     Decision.objects.bulk_create(
         Decision(request=r, revision=1, reviewer=people["alice"], verdict="approve", created_at=now - timedelta(days=1))
@@ -164,13 +209,20 @@ def test_time_to_decision_percentiles_equal_percentile_cont_on_every_backend(mak
     with rolled_back():
         start = timezone.now() - timedelta(days=1)
         for rule, seconds in groups.items():
-            make_requests([EMAIL] * len(seconds), start=start, rule_name=rule, decided_by_label="alice",
-                          created_at=start, decided_at=lambda i, s=seconds: start + timedelta(seconds=s[i]))
+            make_requests(
+                [EMAIL] * len(seconds),
+                start=start,
+                rule_name=rule,
+                decided_by_label="alice",
+                created_at=start,
+                decided_at=lambda i, s=seconds: start + timedelta(seconds=s[i]),
+            )
         queryset = ApprovalRequest.objects.all()
         methods = ["window", "percentile_cont"] if connection.vendor == "postgresql" else ["window"]
         for method in methods:
-            got = metrics.duration_percentiles(queryset, key="rule_name", end="decided_at", start="created_at",
-                                               method=method)
+            got = metrics.duration_percentiles(
+                queryset, key="rule_name", end="decided_at", start="created_at", method=method
+            )
             for rule, seconds in groups.items():
                 # Stored datetimes keep microseconds; the reference uses the same rounding.
                 stored = [round(s, 6) for s in seconds]
@@ -180,7 +232,8 @@ def test_time_to_decision_percentiles_equal_percentile_cont_on_every_backend(mak
 
 def test_both_methods_agree_exactly_on_postgresql(require_postgres, story):
     queryset = ApprovalRequest.objects.exclude(decided_at=None)
-    assert metrics.duration_percentiles(queryset, key="rule_name", end="decided_at", start="created_at",
-                                        method="window") == \
-        metrics.duration_percentiles(queryset, key="rule_name", end="decided_at", start="created_at",
-                                     method="percentile_cont")
+    assert metrics.duration_percentiles(
+        queryset, key="rule_name", end="decided_at", start="created_at", method="window"
+    ) == metrics.duration_percentiles(
+        queryset, key="rule_name", end="decided_at", start="created_at", method="percentile_cont"
+    )

@@ -29,8 +29,12 @@ def admin_client(client, risk_admin):
 
 
 def answer(client, rule: dict[str, Any]):
-    return client.post(reverse("rules:paths"), data=json.dumps({"rule": rule}), content_type="application/json",
-                       HTTP_ACCEPT="application/json")
+    return client.post(
+        reverse("rules:paths"),
+        data=json.dumps({"rule": rule}),
+        content_type="application/json",
+        HTTP_ACCEPT="application/json",
+    )
 
 
 def condition(path: str, op: str = "gt", value: Any = 1) -> dict[str, Any]:
@@ -95,10 +99,16 @@ def test_an_unseen_target_key_is_flagged(make_requests):
 
 
 @hypothesis_settings(max_examples=150, deadline=None)
-@given(conditions=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                               lambda inner: st.lists(inner, max_size=4)
-                               | st.dictionaries(st.sampled_from(["path", "op", "value", "x"]), inner, max_size=4),
-                               max_leaves=12))
+@given(
+    conditions=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.dictionaries(st.sampled_from(["path", "op", "value", "x"]), inner, max_size=4)
+        ),
+        max_leaves=12,
+    )
+)
 def test_warnings_never_raise_on_whatever_a_builder_sends(conditions):
     catalogue = catalogue_for("send_email", executor_params=EMAIL_EXECUTOR, requests=[])
     assert isinstance(path_warnings(conditions, catalogue), list)
@@ -108,8 +118,13 @@ def test_warnings_never_raise_on_whatever_a_builder_sends(conditions):
 
 
 def test_the_endpoint_answers_suggestions_and_warnings_but_saving_is_not_refused(admin_client):
-    rule = {"name": "wide_mail", "priority": 7, "action_type": "send_email", "risk_level": "high",
-            "conditions": [condition("impact.recipents", "gt", 10)]}
+    rule = {
+        "name": "wide_mail",
+        "priority": 7,
+        "action_type": "send_email",
+        "risk_level": "high",
+        "conditions": [condition("impact.recipents", "gt", 10)],
+    }
     body = answer(admin_client, rule).json()
     assert body["ok"] is True and "impact.recipient_count" in body["paths"] and "params.to" in body["paths"]
     assert [w["field"] for w in body["warnings"]] == ["conditions[0].path"]
@@ -132,13 +147,14 @@ def test_the_endpoint_is_for_risk_admins_only(client, people):
 
 def test_the_editor_page_lists_the_paths_for_autocompletion(admin_client):
     page = admin_client.get(reverse("rules:edit", args=["send_email_default"])).content.decode()
-    datalist = page[page.index('<datalist id="path-suggestions">'):page.index("</datalist>")]
+    datalist = page[page.index('<datalist id="path-suggestions">') : page.index("</datalist>")]
     assert '<option value="impact.recipient_count">' in datalist and '<option value="params.subject">' in datalist
     assert 'id="path-warnings"' in page
 
 
-def test_the_endpoint_reads_recent_requests_in_bounded_queries(admin_client, make_requests,
-                                                                django_assert_max_num_queries):
+def test_the_endpoint_reads_recent_requests_in_bounded_queries(
+    admin_client, make_requests, django_assert_max_num_queries
+):
     make_requests([("refund_order", REFUND)] * 300)
     with django_assert_max_num_queries(6):  # session, user, permission (2), the requests
         body = answer(admin_client, {"action_type": "refund_*", "conditions": [condition("params.amount")]}).json()

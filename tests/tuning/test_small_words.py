@@ -34,8 +34,12 @@ def test_every_page_may_say_ago_without_loading_anything():
 
 
 def axis_labels(svg: str) -> list[tuple[float, str, str]]:
-    return [(float(x), anchor, text) for x, anchor, text in
-            re.findall(rf'<text class="axis" x="([\d.]+)" y="{HEIGHT - 8}" text-anchor="(\w+)">([^<]*)</text>', svg)]
+    return [
+        (float(x), anchor, text)
+        for x, anchor, text in re.findall(
+            rf'<text class="axis" x="([\d.]+)" y="{HEIGHT - 8}" text-anchor="(\w+)">([^<]*)</text>', svg
+        )
+    ]
 
 
 def test_the_last_days_label_ends_inside_the_chart():

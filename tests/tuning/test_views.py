@@ -19,8 +19,13 @@ from audit.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 
-LOW_EMAIL = {"name": "send_email_low", "priority": 15, "action_type": "send_email", "risk_level": "low",
-             "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}]}
+LOW_EMAIL = {
+    "name": "send_email_low",
+    "priority": 15,
+    "action_type": "send_email",
+    "risk_level": "low",
+    "conditions": [{"path": "impact.recipient_count", "op": "lte", "value": 3}],
+}
 FEW = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 
 
@@ -31,8 +36,9 @@ def admin_client(client, risk_admin):
 
 
 def _post_json(client, name, payload):
-    return client.post(reverse(name), data=json.dumps(payload), content_type="application/json",
-                       HTTP_ACCEPT="application/json")
+    return client.post(
+        reverse(name), data=json.dumps(payload), content_type="application/json", HTTP_ACCEPT="application/json"
+    )
 
 
 def test_only_risk_admins_may_tune(client, people):
@@ -55,8 +61,11 @@ def test_the_list_shows_rules_in_order(admin_client, django_assert_max_num_queri
 
 
 def test_validate_names_the_field_and_says_what_is_wrong(admin_client):
-    response = _post_json(admin_client, "rules:validate", {"rule": {
-        **LOW_EMAIL, "conditions": [{"path": "impact.recipient_count", "op": "gt", "value": "many"}]}})
+    response = _post_json(
+        admin_client,
+        "rules:validate",
+        {"rule": {**LOW_EMAIL, "conditions": [{"path": "impact.recipient_count", "op": "gt", "value": "many"}]}},
+    )
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_rule"
     assert response.json()["details"]["field"] == "conditions[0].value"
@@ -72,7 +81,8 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_de
     report = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
     assert report["ok"] and report["level_changes"] == 3
     assert report["transitions"][0]["sentence"] == (
-        "3 requests would go from medium to low: approval needed today, auto-executed")
+        "3 requests would go from medium to low: approval needed today, auto-executed"
+    )
     refused = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL, "limit": 0})
     assert refused.status_code == 400 and refused.json()["code"] == "invalid_limit"
     refused = _post_json(admin_client, "rules:dry-run", {"rule": {**LOW_EMAIL, "risk_level": "meh"}})
@@ -85,8 +95,7 @@ def test_each_dry_run_row_links_to_the_request_it_would_affect(admin_client, sub
     assert {change["url"] for change in report["changes"]} == {f"/requests/{pk}/" for pk in submitted}
 
 
-def test_the_proposal_pages_dry_run_rows_link_to_the_requests(admin_client, submit, email_is_not_destructive,
-                                                             settings):
+def test_the_proposal_pages_dry_run_rows_link_to_the_requests(admin_client, submit, email_is_not_destructive, settings):
     settings.POLICY_FOUR_EYES = True
     request = submit("send_email", FEW)
     admin_client.post(reverse("rules:new"), {"rule_json": json.dumps(LOW_EMAIL), "note": "Loosen"})
@@ -131,8 +140,9 @@ def test_edit_page_and_renaming_refused(admin_client):
     assert admin_client.get(reverse("rules:edit", args=["send_email_default"])).status_code == 200
     assert admin_client.get(reverse("rules:edit", args=["ghost"])).status_code == 404
     renamed = {**LOW_EMAIL, "name": "other"}
-    response = admin_client.post(reverse("rules:edit", args=["send_email_default"]),
-                                 {"rule_json": json.dumps(renamed), "note": "x"})
+    response = admin_client.post(
+        reverse("rules:edit", args=["send_email_default"]), {"rule_json": json.dumps(renamed), "note": "x"}
+    )
     assert response.status_code == 422
 
 
@@ -153,7 +163,7 @@ def test_history_version_and_restore(admin_client, risk_admin, django_assert_max
     assert "added rule send_email_low" in page.content.decode()
     detail = admin_client.get(reverse("rules:version", args=[1])).content.decode()
     # Restoring v1 would remove the rule added since: side by side, every field of it struck out.
-    restore = detail[detail.index('id="restore-changes"'):]
+    restore = detail[detail.index('id="restore-changes"') :]
     assert '<span class="change-kind change-removed">removed</span> rule <code>send_email_low</code>' in restore
     assert "{&#x27;" not in detail and "[{" not in detail  # never a Python or JSON repr
     response = admin_client.post(reverse("rules:restore", args=[1]), {"note": "Too loose"})
@@ -164,9 +174,16 @@ def test_history_version_and_restore(admin_client, risk_admin, django_assert_max
 
 def test_metrics_page_and_csv_in_bounded_queries(admin_client, make_requests, django_assert_max_num_queries):
     now = timezone.now()
-    make_requests([("send_email", FEW)] * 1000, start=now - timedelta(days=2), rule_name="send_email_default",
-                  risk_level="medium", decide_by=now, decided_by_label=lambda i: "alice" if i % 2 else "",
-                  decided_at=lambda i: now - timedelta(days=1), state=State.APPROVED)
+    make_requests(
+        [("send_email", FEW)] * 1000,
+        start=now - timedelta(days=2),
+        rule_name="send_email_default",
+        risk_level="medium",
+        decide_by=now,
+        decided_by_label=lambda i: "alice" if i % 2 else "",
+        decided_at=lambda i: now - timedelta(days=1),
+        state=State.APPROVED,
+    )
     with django_assert_max_num_queries(20):
         response = admin_client.get(reverse("rules:metrics"))
     body = response.content.decode()
@@ -185,8 +202,10 @@ def test_pages_carry_no_inline_script(admin_client):
 
 
 def test_notification_settings_form(admin_client):
-    response = admin_client.post(reverse("rules:notifications", args=["send_email_default"]), {
-        "notify_on_arrival": "1", "remind_before_seconds": "600", "max_extension_seconds": "1800"})
+    response = admin_client.post(
+        reverse("rules:notifications", args=["send_email_default"]),
+        {"notify_on_arrival": "1", "remind_before_seconds": "600", "max_extension_seconds": "1800"},
+    )
     assert response.status_code == 302
     saved = dispatch.settings_for("send_email_default")
     assert (saved.notify_on_arrival, saved.remind_before_seconds, saved.max_extension_seconds) == (True, 600, 1800)

@@ -24,8 +24,9 @@ class Command(BaseCommand):
         parser.add_argument("--expires-days", type=int, default=None, help="Token lifetime; default: no expiry.")
         parser.add_argument("--label", default="", help="A note on what the token is for.")
 
-    def handle(self, *args, name: str, owner: str | None, scopes: list[str], expires_days: int | None,
-               label: str, **options) -> None:
+    def handle(
+        self, *args, name: str, owner: str | None, scopes: list[str], expires_days: int | None, label: str, **options
+    ) -> None:
         owner_user = None
         if owner:
             try:
@@ -38,7 +39,9 @@ class Command(BaseCommand):
         if not created and owner_user is not None and agent.owner_id != owner_user.pk:
             raise CommandError(f"Agent {name!r} exists with another owner; change owners in the admin.")
         issued = issue_token(
-            agent, scopes=scopes, label=label,
+            agent,
+            scopes=scopes,
+            label=label,
             expires_in=timedelta(days=expires_days) if expires_days else None,
         )
         if options["verbosity"] > 0:

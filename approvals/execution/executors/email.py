@@ -24,8 +24,9 @@ def _addresses(value: Any, field: str) -> list[str]:
         return []
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or not all(isinstance(item, str) and "@" in item for item in items):
-        raise PermanentExecutionError(f"params.{field} must be an address or a list of addresses.",
-                                      code="email_params_invalid")
+        raise PermanentExecutionError(
+            f"params.{field} must be an address or a list of addresses.", code="email_params_invalid"
+        )
     return items
 
 
@@ -45,7 +46,9 @@ class EmailExecutor(Executor):
             subject=str(params.get("subject", "")),
             body=str(params.get("body", "")),
             from_email=params.get("from") or settings.DEFAULT_FROM_EMAIL,
-            to=to, cc=cc, bcc=bcc,
+            to=to,
+            cc=cc,
+            bcc=bcc,
             headers={"Message-ID": message_id, "X-Idempotency-Key": context.idempotency_key},
         )
         try:
@@ -54,6 +57,7 @@ class EmailExecutor(Executor):
             # Refused before the message was accepted: nothing was sent.
             raise RetryableExecutionError(f"The mail server is unreachable: {exc}.", code="email_unreachable") from None
         except smtplib.SMTPRecipientsRefused as exc:
-            raise PermanentExecutionError(f"Recipients refused: {sorted(exc.recipients)}.",
-                                          code="email_recipients_refused") from None
+            raise PermanentExecutionError(
+                f"Recipients refused: {sorted(exc.recipients)}.", code="email_recipients_refused"
+            ) from None
         return {"sent": sent, "message_id": message_id, "recipients": len(set(to + cc + bcc))}

@@ -34,8 +34,11 @@ def params_by_action_type(mapping: dict[str, str]) -> dict[str, tuple[str, ...]]
     """The params each action type's executor reads (``settings.EXECUTORS`` as `mapping`),
     for the rule editor's path list; executors that read none are left out."""
     _load_builtins()
-    return {pattern: _registry[name].params for pattern, name in mapping.items()
-            if name in _registry and _registry[name].params}
+    return {
+        pattern: _registry[name].params
+        for pattern, name in mapping.items()
+        if name in _registry and _registry[name].params
+    }
 
 
 def _load_builtins() -> None:

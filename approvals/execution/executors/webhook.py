@@ -45,8 +45,7 @@ class WebhookExecutor(Executor):
         headers = {"Idempotency-Key": context.idempotency_key, "X-Controlplane-Request": context.request_id}
         timeout = min(float(settings.EXECUTOR_WEBHOOK_TIMEOUT_SECONDS), context.seconds_left())
         try:
-            answer = signed_post(url, body, secret=settings.EXECUTOR_WEBHOOK_SECRET, timeout=timeout,
-                                 headers=headers)
+            answer = signed_post(url, body, secret=settings.EXECUTOR_WEBHOOK_SECRET, timeout=timeout, headers=headers)
         except OutboundURLRefused as exc:
             raise PermanentExecutionError(exc.message, code=exc.code) from None
         except OutboundFailed as exc:
@@ -58,8 +57,9 @@ class WebhookExecutor(Executor):
         if answer.is_success:
             return {"status": status, "response_bytes": len(answer.body)}
         if answer.is_redirect:
-            raise PermanentExecutionError(f"The webhook answered {status}; redirects are not followed.",
-                                          code="webhook_redirect_refused")
+            raise PermanentExecutionError(
+                f"The webhook answered {status}; redirects are not followed.", code="webhook_redirect_refused"
+            )
         if status == 429 or status >= 500:
             raise self._after_sending(f"The webhook answered {status}.")
         raise PermanentExecutionError(f"The webhook refused the call with {status}.", code="webhook_refused")

@@ -112,7 +112,9 @@ def _authority(snapshot: Snapshot, name: str, rule: Mapping[str, Any]) -> Author
     escalation = frozenset().union(*(snapshot.people(group) for group in targets if group))
     level = rule["risk_level"]
     return Authority(
-        rule=name, level=level, quorum=int(rule.get("required_approvals") or 1),
+        rule=name,
+        level=level,
+        quorum=int(rule.get("required_approvals") or 1),
         step_up=level in snapshot.step_up_levels or bool(rule.get("step_up")),
         deciders=snapshot.people(rule.get("approver_group")),
         escalation_deciders=escalation,
@@ -137,10 +139,14 @@ def effective_authority(snapshot: Snapshot) -> dict[str, Authority]:
         if rule["risk_level"] in ("prohibited", "low"):
             authority = Authority(**{**authority.__dict__, "deciders": frozenset(), "escalation_deciders": frozenset()})
         found[rule["name"]] = authority
-    default = {"name": DEFAULT_RULE, "risk_level": snapshot.default.get("risk_level", "medium"),
-               "required_approvals": 1, "approver_group": snapshot.default.get("approver_group"),
-               "decision_ttl_seconds": snapshot.default.get("decision_ttl_seconds", 0),
-               "execution_window_seconds": snapshot.default.get("execution_window_seconds", 0)}
+    default = {
+        "name": DEFAULT_RULE,
+        "risk_level": snapshot.default.get("risk_level", "medium"),
+        "required_approvals": 1,
+        "approver_group": snapshot.default.get("approver_group"),
+        "decision_ttl_seconds": snapshot.default.get("decision_ttl_seconds", 0),
+        "execution_window_seconds": snapshot.default.get("execution_window_seconds", 0),
+    }
     found[DEFAULT_RULE] = _authority(snapshot, DEFAULT_RULE, default)
     return found
 
@@ -182,14 +188,18 @@ def _deadline_limits(before: Snapshot, after: Snapshot, limits: Limits) -> str |
     floor = limits.min_deadline_seconds
     for rule in sorted(after.rules, key=lambda r: (r["priority"], r["name"])):
         previous = old.get(rule["name"])
-        for key, what in (("decision_ttl_seconds", "decision deadline"),
-                          ("execution_window_seconds", "execution window")):
+        for key, what in (
+            ("decision_ttl_seconds", "decision deadline"),
+            ("execution_window_seconds", "execution window"),
+        ):
             if previous is not None and rule[key] < previous[key] and rule[key] < floor:
                 return f"shortening the {what} of {rule['name']} to {rule[key]} s (below {floor} s)"
     now = shortened_rules(before.rules, after.rules)
     if now - limits.recently_shortened and len(now | limits.recently_shortened) > limits.max_shortened_rules:
-        return (f"shortening the deadlines of {len(now | limits.recently_shortened)} rules within an hour "
-                f"(more than {limits.max_shortened_rules})")
+        return (
+            f"shortening the deadlines of {len(now | limits.recently_shortened)} rules within an hour "
+            f"(more than {limits.max_shortened_rules})"
+        )
     return None
 
 

@@ -54,14 +54,32 @@ __all__ = [
 ]
 
 OPERATORS: Final[tuple[str, ...]] = (
-    "eq", "ne", "gt", "gte", "lt", "lte", "in", "contains", "matches", "len_gt", "exists",
+    "eq",
+    "ne",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "in",
+    "contains",
+    "matches",
+    "len_gt",
+    "exists",
 )
 NUMERIC_OPERATORS: Final[frozenset[str]] = frozenset({"gt", "gte", "lt", "lte"})
 CONDITION_KEYS: Final[tuple[str, ...]] = ("path", "op", "value")
 
 _SYMBOLS: Final[dict[str, str]] = {
-    "eq": "==", "ne": "!=", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=",
-    "in": "in", "contains": "contains", "matches": "matches", "len_gt": "length >",
+    "eq": "==",
+    "ne": "!=",
+    "gt": ">",
+    "gte": ">=",
+    "lt": "<",
+    "lte": "<=",
+    "in": "in",
+    "contains": "contains",
+    "matches": "matches",
+    "len_gt": "length >",
 }
 
 

@@ -220,7 +220,11 @@ class CompiledPolicy:
         reading = Reading(inp.params, inp.target, inp.impact, inp.declared, masked=inp.masked)
         decision = self._deny_override(plan, reading) or self._walk(plan, reading)
         return build_classification(
-            decision, name=plan.name, verbs=plan.verbs, reading=reading, defaults=self.defaults,
+            decision,
+            name=plan.name,
+            verbs=plan.verbs,
+            reading=reading,
+            defaults=self.defaults,
             policy_version=self.version,
         )
 

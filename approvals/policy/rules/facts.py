@@ -128,8 +128,10 @@ def _has_nested_amount(value: Any, depth: int, budget: list[int]) -> bool:
     if budget[0] < 0 or depth > _MAX_NESTING:
         return True  # not scanned, so not known to be free of amounts
     if isinstance(value, Mapping):
-        return any(normalize_key(key) in _AMOUNT_KEYS or _has_nested_amount(item, depth + 1, budget)
-                   for key, item in value.items())
+        return any(
+            normalize_key(key) in _AMOUNT_KEYS or _has_nested_amount(item, depth + 1, budget)
+            for key, item in value.items()
+        )
     if isinstance(value, (list, tuple)):
         return any(_has_nested_amount(item, depth + 1, budget) for item in value)
     return False

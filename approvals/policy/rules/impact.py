@@ -142,8 +142,19 @@ _SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = (
     re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
 )
 _SECRET_KEY_WORDS: Final[frozenset[str]] = frozenset(
-    {"password", "passwd", "passphrase", "pwd", "secret", "token", "apikey", "privatekey", "accesskey", "credential",
-     "credentials"}
+    {
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "secret",
+        "token",
+        "apikey",
+        "privatekey",
+        "accesskey",
+        "credential",
+        "credentials",
+    }
 )
 _KEY_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 
@@ -170,9 +181,11 @@ def _is_secret_key_name(key: str) -> bool:
     words = [word.lower() for word in _KEY_WORD_SPLIT.split(key) if word]
     joined = "".join(words)
     pairs = {a + b for a, b in zip(words, words[1:])}
-    return any(word in _SECRET_KEY_WORDS for word in words) or bool(
-        pairs & _SECRET_KEY_WORDS
-    ) or joined in _SECRET_KEY_WORDS
+    return (
+        any(word in _SECRET_KEY_WORDS for word in words)
+        or bool(pairs & _SECRET_KEY_WORDS)
+        or joined in _SECRET_KEY_WORDS
+    )
 
 
 def _text_kinds(text: str) -> set[str]:

@@ -125,8 +125,9 @@ def parse_action_type(raw: Any) -> ActionTypeName:
         raise ActionTypeError(f"the action type is longer than {_MAX_RAW_LENGTH} characters; {_SYNTAX_HELP}")
     sent = strip_junk(unicodedata.normalize("NFKC", raw))
     if not sent:
-        raise ActionTypeError(f"the action type is empty once surrounding spaces and punctuation are removed; "
-                              f"{_SYNTAX_HELP}")
+        raise ActionTypeError(
+            f"the action type is empty once surrounding spaces and punctuation are removed; {_SYNTAX_HELP}"
+        )
     if len(sent) > MAX_ACTION_TYPE_LENGTH:
         raise ActionTypeError(f"the action type is longer than {MAX_ACTION_TYPE_LENGTH} characters")
     if not _NAME_SYNTAX.match(sent):

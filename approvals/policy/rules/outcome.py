@@ -123,8 +123,8 @@ def _shown(name: ActionTypeName) -> str:
 def _blocked_lines(name: ActionTypeName, verbs: tuple[str, ...], blocked: tuple[RuleSpec, ...]) -> list[str]:
     said = ", ".join(repr(verb) for verb in verbs)
     return [
-        f"low rule {rule.name!r} would auto-approve, but {name.sent!r} contains the destructive verb {said}; "
-        "skipped" for rule in blocked
+        f"low rule {rule.name!r} would auto-approve, but {name.sent!r} contains the destructive verb {said}; skipped"
+        for rule in blocked
     ]
 
 

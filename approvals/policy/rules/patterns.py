@@ -103,8 +103,16 @@ class LinearPattern:
 
     __slots__ = ("text", "problem", "_regex", "_boundary", "_dollar", "_ignore_case")
 
-    def __init__(self, text: str, regex: Any, problem: str | None, *, boundary: bool = False, dollar: bool = False,
-                 ignore_case: bool = False) -> None:
+    def __init__(
+        self,
+        text: str,
+        regex: Any,
+        problem: str | None,
+        *,
+        boundary: bool = False,
+        dollar: bool = False,
+        ignore_case: bool = False,
+    ) -> None:
         self.text = text
         self.problem = problem
         self._regex = regex
@@ -174,7 +182,7 @@ def _translate(text: str) -> _Reading:
             else:
                 if letter in "bB" and not in_class:
                     reading.boundary = True
-                out.append(text[index:index + 2])
+                out.append(text[index : index + 2])
             index += 2
             continue
         if in_class:
@@ -222,8 +230,9 @@ def compile_pattern(text: str) -> LinearPattern:
         return LinearPattern(text, None, f"the linear-time engine (RE2) cannot run it: {_reason(error)}")
     if reading.differs is not None:
         return LinearPattern(text, None, reading.differs)
-    return LinearPattern(text, regex, None, boundary=reading.boundary, dollar=reading.dollar,
-                         ignore_case=reading.ignore_case)
+    return LinearPattern(
+        text, regex, None, boundary=reading.boundary, dollar=reading.dollar, ignore_case=reading.ignore_case
+    )
 
 
 def pattern_problems(spec: RuleSpec) -> list[tuple[str, str]]:

@@ -251,9 +251,22 @@ class RuleSpec:
 
 
 RULE_KEYS: Final[tuple[str, ...]] = (
-    "name", "priority", "enabled", "action_type", "conditions", "match", "risk_level",
-    "required_approvals", "approver_group", "escalation_group", "decision_ttl_seconds",
-    "execution_window_seconds", "editable_params", "masked_params", "trusts_declared", "step_up",
+    "name",
+    "priority",
+    "enabled",
+    "action_type",
+    "conditions",
+    "match",
+    "risk_level",
+    "required_approvals",
+    "approver_group",
+    "escalation_group",
+    "decision_ttl_seconds",
+    "execution_window_seconds",
+    "editable_params",
+    "masked_params",
+    "trusts_declared",
+    "step_up",
 )
 
 
@@ -292,7 +305,11 @@ class PolicyDefaults:
     def from_dict(cls, data: Mapping[str, Any]) -> PolicyDefaults:
         """Build from JSON data, refusing unknown keys."""
         known = (
-            "risk_level", "approver_group", "required_approvals", "decision_ttl_seconds", "execution_window_seconds",
+            "risk_level",
+            "approver_group",
+            "required_approvals",
+            "decision_ttl_seconds",
+            "execution_window_seconds",
         )
         unknown = sorted(str(key) for key in data if key not in known)
         if unknown:

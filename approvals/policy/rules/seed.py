@@ -14,8 +14,19 @@ __all__ = ["SEED_DESTRUCTIVE_VERBS", "SEED_RULES"]
 # DESIGN.md "Risk rules": a low rule never auto-approves an action type containing one
 # of these words; admins edit the list (it is part of each policy version).
 SEED_DESTRUCTIVE_VERBS: list[str] = [
-    "delete", "drop", "destroy", "truncate", "remove", "wipe", "purge", "transfer", "pay", "send", "grant",
-    "revoke", "shutdown",
+    "delete",
+    "drop",
+    "destroy",
+    "truncate",
+    "remove",
+    "wipe",
+    "purge",
+    "transfer",
+    "pay",
+    "send",
+    "grant",
+    "revoke",
+    "shutdown",
 ]
 
 _EMAIL_EDITABLE = ["subject", "body", "to", "cc", "bcc"]

@@ -46,8 +46,10 @@ RuleLike = Mapping[str, Any] | RuleSpec
 
 
 def is_provably_stricter(
-    before_rules: Iterable[RuleLike], before_verbs: Iterable[str],
-    after_rules: Iterable[RuleLike], after_verbs: Iterable[str],
+    before_rules: Iterable[RuleLike],
+    before_verbs: Iterable[str],
+    after_rules: Iterable[RuleLike],
+    after_verbs: Iterable[str],
 ) -> bool:
     """True when every difference is on the list above (no difference at all is True).
 
@@ -59,8 +61,10 @@ def is_provably_stricter(
 
 
 def first_change_needing_approval(
-    before_rules: Iterable[RuleLike], before_verbs: Iterable[str],
-    after_rules: Iterable[RuleLike], after_verbs: Iterable[str],
+    before_rules: Iterable[RuleLike],
+    before_verbs: Iterable[str],
+    after_rules: Iterable[RuleLike],
+    after_verbs: Iterable[str],
 ) -> str | None:
     """The first difference that is not provably stricter, in words, or None.
 
@@ -149,5 +153,6 @@ _WAITING: dict[str, Callable[[str, Any, Any], str | None]] = {
     "approver_group": lambda name, before, after: f"changing the approver group of {name}",
     "escalation_group": lambda name, before, after: f"changing the escalation group of {name}",
     "trusts_declared": lambda name, before, after: (
-        f"trusting declared.* in {name}" if after else f"no longer trusting declared.* in {name}"),
+        f"trusting declared.* in {name}" if after else f"no longer trusting declared.* in {name}"
+    ),
 }

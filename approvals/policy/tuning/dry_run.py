@@ -176,7 +176,9 @@ class DryRunReport:
         if not self.level_changes:
             tail = (
                 f"; {self.other_changes} would be classified by a different rule or need a different "
-                "number of approvals at the same level" if self.other_changes else ""
+                "number of approvals at the same level"
+                if self.other_changes
+                else ""
             )
             return f"None of the last {self.sample_size} requests would change level{tail}."
         return f"{self.level_changes} of the last {self.sample_size} requests would change level."
@@ -188,8 +190,13 @@ class DryRunReport:
             "level_changes": self.level_changes,
             "other_changes": self.other_changes,
             "transitions": [
-                {"from": t.from_level, "to": t.to_level, "count": t.count, "sentence": t.sentence,
-                 "stricter": t.stricter}
+                {
+                    "from": t.from_level,
+                    "to": t.to_level,
+                    "count": t.count,
+                    "sentence": t.sentence,
+                    "stricter": t.stricter,
+                }
                 for t in self.transitions
             ],
             "changes": [change.to_dict() for change in self.changes],
@@ -208,8 +215,9 @@ def current_rules() -> list[dict[str, Any]]:
     return current_policy().compiled.to_dicts()
 
 
-def propose_rule(rule: Mapping[str, Any], *, base: Sequence[Mapping[str, Any]] | None = None,
-                 replaces: str | None = None) -> list[dict[str, Any]]:
+def propose_rule(
+    rule: Mapping[str, Any], *, base: Sequence[Mapping[str, Any]] | None = None, replaces: str | None = None
+) -> list[dict[str, Any]]:
     """The rule set `base` (default: the current one) with `rule` added, or replacing
     the rule named `replaces` (default: the rule of the same name). Validates `rule`
     (raises RuleValidationError naming the field)."""
@@ -228,8 +236,9 @@ def propose_deletion(name: str, *, base: Sequence[Mapping[str, Any]] | None = No
     return [r for r in rules if r["name"] != name]
 
 
-def compile_proposal(rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str] | None = None
-                     ) -> CompiledPolicy:
+def compile_proposal(
+    rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str] | None = None
+) -> CompiledPolicy:
     """Compile a proposed rule set with `destructive_verbs` (default: the current
     policy's); errors name ``rules[i].field``. The version number is the next one,
     so explanations read as they will after saving."""
@@ -243,28 +252,42 @@ def compile_proposal(rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequ
 
 def recent_requests(limit: int = DEFAULT_SAMPLE) -> list[StoredRequest]:
     """The `limit` most recent requests with their current params: one query."""
-    current_params = ParamsRevision.objects.filter(
-        request=OuterRef("pk"), number=OuterRef("current_revision")
-    ).values("params")[:1]
+    current_params = ParamsRevision.objects.filter(request=OuterRef("pk"), number=OuterRef("current_revision")).values(
+        "params"
+    )[:1]
     rows = (
         # The stubs take the annotation for the model's current_params() method; the query is right.
         ApprovalRequest.objects.order_by("-created_at", "-pk")  # type: ignore[no-redef, misc]
         .annotate(current_params=Subquery(current_params, output_field=JSONField()))
         .values_list(
-            "pk", "action_type", "action_type_sent", "current_params", "target", "declared", "created_at",
-            "agent__name", "risk_level", "rule_name", "classification__masked_params",
+            "pk",
+            "action_type",
+            "action_type_sent",
+            "current_params",
+            "target",
+            "declared",
+            "created_at",
+            "agent__name",
+            "risk_level",
+            "rule_name",
+            "classification__masked_params",
         )[:limit]
     )
     return [
         StoredRequest(
-            id=str(pk), action_type=action_type, action_type_sent=sent,
+            id=str(pk),
+            action_type=action_type,
+            action_type_sent=sent,
             params=params if isinstance(params, dict) else {},
-            target=target or {}, declared=declared or {}, created_at=created_at, agent_name=agent_name,
-            recorded_level=risk_level, recorded_rule=rule_name,
+            target=target or {},
+            declared=declared or {},
+            created_at=created_at,
+            agent_name=agent_name,
+            recorded_level=risk_level,
+            recorded_rule=rule_name,
             masked=frozenset(name for name in masked or () if isinstance(name, str)),
         )
-        for pk, action_type, sent, params, target, declared, created_at, agent_name, risk_level, rule_name, masked
-        in rows
+        for pk, action_type, sent, params, target, declared, created_at, agent_name, risk_level, rule_name, masked in rows
     ]
 
 
@@ -279,9 +302,7 @@ def _differs(before: Classification, after: Classification) -> bool:
     )
 
 
-def replay(
-    requests: Sequence[StoredRequest], *, current: CompiledPolicy, proposed: CompiledPolicy
-) -> DryRunReport:
+def replay(requests: Sequence[StoredRequest], *, current: CompiledPolicy, proposed: CompiledPolicy) -> DryRunReport:
     """Classify `requests` under both policies in memory and report the differences."""
     level_changes: list[DryRunChange] = []
     other_changes: list[DryRunChange] = []
@@ -294,10 +315,16 @@ def replay(
         if not _differs(before, after):
             continue
         change = DryRunChange(
-            request_id=stored.id, action_type=stored.action_type, agent_name=stored.agent_name,
-            created_at=stored.created_at, from_level=before.risk_level, to_level=after.risk_level,
-            from_rule=before.rule_name, to_rule=after.rule_name,
-            from_approvals=before.required_approvals, to_approvals=after.required_approvals,
+            request_id=stored.id,
+            action_type=stored.action_type,
+            agent_name=stored.agent_name,
+            created_at=stored.created_at,
+            from_level=before.risk_level,
+            to_level=after.risk_level,
+            from_rule=before.rule_name,
+            to_rule=after.rule_name,
+            from_approvals=before.required_approvals,
+            to_approvals=after.required_approvals,
         )
         if change.level_changed:
             level_changes.append(change)
@@ -322,8 +349,12 @@ def replay(
     )
 
 
-def dry_run(proposed_rules: Iterable[Mapping[str, Any]], *, limit: int = DEFAULT_SAMPLE,
-            destructive_verbs: Sequence[str] | None = None) -> DryRunReport:
+def dry_run(
+    proposed_rules: Iterable[Mapping[str, Any]],
+    *,
+    limit: int = DEFAULT_SAMPLE,
+    destructive_verbs: Sequence[str] | None = None,
+) -> DryRunReport:
     """Replay `proposed_rules` (a whole rule set) with `destructive_verbs` (default: the
     current ones) against the last `limit` requests.
 
@@ -337,8 +368,9 @@ def dry_run(proposed_rules: Iterable[Mapping[str, Any]], *, limit: int = DEFAULT
     return replay(recent_requests(limit), current=current, proposed=proposed)
 
 
-def proposal_summary(proposed_rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str],
-                     *, limit: int = DEFAULT_SAMPLE) -> dict[str, Any]:
+def proposal_summary(
+    proposed_rules: Iterable[Mapping[str, Any]], destructive_verbs: Sequence[str], *, limit: int = DEFAULT_SAMPLE
+) -> dict[str, Any]:
     """The dry-run a pending proposal stores for its approver: the report's JSON with
     how many requests would go to a stricter and to a looser level, and the first
     `PROPOSAL_LISTED_CHANGES` changed requests."""

@@ -70,8 +70,9 @@ def reorder(names: Sequence[str], *, actor: Actor | None, note: str) -> Outcome:
         current_order = [rule["name"] for rule in sorted(rules, key=lambda rule: (rule["priority"], rule["name"]))]
         if list(names) == current_order:
             raise RuleValidationError("order", "that is already the order")
-        reordered = [{**by_name[name], "priority": position * PRIORITY_STEP}
-                     for position, name in enumerate(names, start=1)]
+        reordered = [
+            {**by_name[name], "priority": position * PRIORITY_STEP} for position, name in enumerate(names, start=1)
+        ]
         return reordered, verbs
 
     return edit_policy(edit, actor=actor, note=note)
@@ -158,14 +159,20 @@ def sample_from_request(request_id: str) -> RequestSample | None:
     Which params are masked comes from the request's own classification (the rule
     that classified it), never from the rule being tested.
     """
-    request = ApprovalRequest.objects.filter(pk=request_id).only(
-        "action_type", "target", "declared", "current_revision", "classification"
-    ).first()
+    request = (
+        ApprovalRequest.objects.filter(pk=request_id)
+        .only("action_type", "target", "declared", "current_revision", "classification")
+        .first()
+    )
     if request is None:
         return None
     params = request.current_params()
-    sample = {"action_type": request.action_type, "params": params, "target": request.target,
-              "declared": request.declared}
+    sample = {
+        "action_type": request.action_type,
+        "params": params,
+        "target": request.target,
+        "declared": request.declared,
+    }
     shown = {**sample, "params": shown_params(request, params)}
     masked = masked_paths(request)
     facts = masked_facts(_sample_input(sample).impact, masked, params) if masked else frozenset()
@@ -185,8 +192,13 @@ def masked_reads(rule: Mapping[str, Any] | None, found: RequestSample) -> list[s
 def recent_samples(limit: int = 20) -> list[dict[str, Any]]:
     """Recent requests to pick a sample from (id, action type, agent, level)."""
     return [
-        {"id": r.id, "action_type": r.action_type, "agent": r.agent_name, "risk_level": r.recorded_level,
-         "created_at": r.created_at.isoformat()}
+        {
+            "id": r.id,
+            "action_type": r.action_type,
+            "agent": r.agent_name,
+            "risk_level": r.recorded_level,
+            "created_at": r.created_at.isoformat(),
+        }
         for r in recent_requests(limit)
     ]
 
@@ -211,15 +223,24 @@ def _sample_input(sample: Mapping[str, Any]) -> ClassificationInput:
             raise RuleValidationError(f"sample.{key}", f"'{key}' must be an object")
         parts[key] = value
     return ClassificationInput(
-        action_type=action_type, params=parts["params"], target=parts["target"],
-        impact=compute_impact(action_type, parts["params"], parts["target"],
-                              destructive_verbs=current_policy().compiled.destructive_verbs),
+        action_type=action_type,
+        params=parts["params"],
+        target=parts["target"],
+        impact=compute_impact(
+            action_type, parts["params"], parts["target"], destructive_verbs=current_policy().compiled.destructive_verbs
+        ),
         declared=parts["declared"],
     )
 
 
-def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, replaces: str | None = None,
-             masked: Collection[str] = (), reveal: bool = False) -> RuleTest:
+def try_rule(
+    rule: Mapping[str, Any] | None,
+    sample: Mapping[str, Any],
+    *,
+    replaces: str | None = None,
+    masked: Collection[str] = (),
+    reveal: bool = False,
+) -> RuleTest:
     """Classify `sample` with `rule` (the edited rule, or None for the current policy)
     in place in the current rule set; explain each of the rule's conditions.
 
@@ -250,31 +271,49 @@ def try_rule(rule: Mapping[str, Any] | None, sample: Mapping[str, Any], *, repla
     rule_matches = False
     action_type_matches = False
     if spec is not None:
-        doc = {"params": inp.params, "target": inp.target, "impact": inp.impact,
-               "declared": inp.declared if spec.trusts_declared else {}}
+        doc = {
+            "params": inp.params,
+            "target": inp.target,
+            "impact": inp.impact,
+            "declared": inp.declared if spec.trusts_declared else {},
+        }
         redacted = set(spec.masked_params) | masked
         for condition in spec.compiled_conditions:
             held, actual = condition.evaluate(doc)
-            redact = condition.param_name in redacted or (
-                bool(reads_masked([condition], masked, facts)))
+            redact = condition.param_name in redacted or (bool(reads_masked([condition], masked, facts)))
             shown = "missing" if actual is MISSING else (MASK if redact else _shown(actual))
-            results.append(ConditionResult(
-                path=condition.path, op=condition.op, value=condition.value, held=held, actual=shown,
-                text=condition.describe(actual, redact=redact),
-            ))
+            results.append(
+                ConditionResult(
+                    path=condition.path,
+                    op=condition.op,
+                    value=condition.value,
+                    held=held,
+                    actual=shown,
+                    text=condition.describe(actual, redact=redact),
+                )
+            )
         action_type_matches = spec.matches_action_type(inp.action_type)
         each_held = [r.held for r in results]
         conditions_hold = not each_held or (all(each_held) if spec.match == "all" else any(each_held))
         rule_matches = spec.enabled and action_type_matches and conditions_hold
     read_blind = sorted(reads_masked(_all_conditions(policy, inp.action_type), masked, facts)) if not reveal else []
     return RuleTest(
-        action_type_matches=action_type_matches, rule_matches=rule_matches, conditions=results,
-        classification=classification.to_dict(), matched_rule=classification.rule_name, impact=shown_impact,
-        masked_params=sorted(masked), read_blind=read_blind,
+        action_type_matches=action_type_matches,
+        rule_matches=rule_matches,
+        conditions=results,
+        classification=classification.to_dict(),
+        matched_rule=classification.rule_name,
+        impact=shown_impact,
+        masked_params=sorted(masked),
+        read_blind=read_blind,
     )
 
 
 def _all_conditions(policy: Any, action_type: str) -> list[Any]:
     """Every condition of the rules in `policy` that could classify `action_type`."""
-    return [condition for spec in policy.rules if spec.matches_action_type(action_type)
-            for condition in spec.compiled_conditions]
+    return [
+        condition
+        for spec in policy.rules
+        if spec.matches_action_type(action_type)
+        for condition in spec.compiled_conditions
+    ]

@@ -78,8 +78,13 @@ def _short(text: str) -> str:
 
 def _row(version: PolicyVersion) -> VersionRow:
     return VersionRow(
-        number=version.number, created_at=version.created_at, created_by=version.created_by_label,
-        approved_by=version.approved_by_label, note=version.note, diff=version.diff, lines=diff_lines(version.diff),
+        number=version.number,
+        created_at=version.created_at,
+        created_by=version.created_by_label,
+        approved_by=version.approved_by_label,
+        note=version.note,
+        diff=version.diff,
+        lines=diff_lines(version.diff),
     )
 
 
@@ -99,15 +104,22 @@ def version_detail(number: int) -> VersionDetail | None:
     if version is None:
         return None
     latest = PolicyVersion.objects.order_by("-number").only("number", "rules", "destructive_verbs").first()
-    previous = (PolicyVersion.objects.filter(number__lt=number).order_by("-number")
-                .only("number", "rules", "destructive_verbs").first())
+    previous = (
+        PolicyVersion.objects.filter(number__lt=number)
+        .order_by("-number")
+        .only("number", "rules", "destructive_verbs")
+        .first()
+    )
     before_rules, before_verbs = rules_and_verbs(previous)
     current_rules, current_verbs = rules_and_verbs(latest)
     rules, _ = rules_and_verbs(version)
     restore = policy_diff(current_rules, current_verbs, version.rules, version.destructive_verbs)
     return VersionDetail(
-        row=_row(version), rules=version.rules, destructive_verbs=list(version.destructive_verbs),
-        is_current=latest is not None and latest.number == number, restore_diff=restore,
+        row=_row(version),
+        rules=version.rules,
+        destructive_verbs=list(version.destructive_verbs),
+        is_current=latest is not None and latest.number == number,
+        restore_diff=restore,
         restore_lines=diff_lines(restore),
         changes=rule_changes(before_rules, rules),
         verbs_added=sorted(set(version.destructive_verbs) - set(before_verbs)),

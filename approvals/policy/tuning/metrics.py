@@ -210,10 +210,13 @@ def _conditions(now: datetime) -> dict[str, Q]:
         "approved": _by_people() & ~Q(state=State.REJECTED),
         "rejected": _by_people() & Q(state=State.REJECTED),
         "expired": Q(decide_by__isnull=False, decided_by_label="")
-        & (Q(state=State.EXPIRED, resolution_code="decision_deadline_passed")
-           | Q(state=State.PENDING_APPROVAL, decide_by__lte=now)),
+        & (
+            Q(state=State.EXPIRED, resolution_code="decision_deadline_passed")
+            | Q(state=State.PENDING_APPROVAL, decide_by__lte=now)
+        ),
         # Approved by anyone: a later expiry of the execution window or a failure still counts.
-        "approved_total": ~Q(decided_by_label="") & ~Q(state=State.REJECTED)
+        "approved_total": ~Q(decided_by_label="")
+        & ~Q(state=State.REJECTED)
         & (Q(state__in=approved_states) | Q(state__in=(State.EXPIRED, State.CANCELLED))),
         "failed": Q(state=State.FAILED),
     }
@@ -268,10 +271,7 @@ def outcome_table(dimension: str, period: Period, *, now: datetime | None = None
     _, key = DIMENSIONS[dimension]
     now = now or timezone.now()
     counts = {name: Count("pk", filter=condition) for name, condition in _conditions(now).items()}
-    rows = (
-        _requests_in(period).order_by().values(key).annotate(volume=Count("pk"), **counts)
-        .order_by("-volume", key)
-    )
+    rows = _requests_in(period).order_by().values(key).annotate(volume=Count("pk"), **counts).order_by("-volume", key)
     times = duration_percentiles(
         _requests_in(period).filter(_by_people()), key=key, end="decided_at", start="created_at"
     )
@@ -279,10 +279,14 @@ def outcome_table(dimension: str, period: Period, *, now: datetime | None = None
     for row in rows:
         group = row.pop(key)
         percentiles = times.get(group, {})
-        table.append(OutcomeRow(
-            key=group or ("(policy default)" if dimension == "rule" else "(none)"),
-            median_seconds=percentiles.get(0.5), p90_seconds=percentiles.get(0.9), **row,
-        ))
+        table.append(
+            OutcomeRow(
+                key=group or ("(policy default)" if dimension == "rule" else "(none)"),
+                median_seconds=percentiles.get(0.5),
+                p90_seconds=percentiles.get(0.9),
+                **row,
+            )
+        )
     return table
 
 
@@ -308,19 +312,23 @@ def reviewer_table(period: Period) -> list[ReviewerRow]:
     decisions = Decision.objects.filter(created_at__gte=period.start, created_at__lt=period.end)
     key = "reviewer__username"
     rows = (
-        decisions.order_by().values(key).annotate(
+        decisions.order_by()
+        .values(key)
+        .annotate(
             decisions=Count("pk"),
             approvals=Count("pk", filter=Q(verdict=Decision.Verdict.APPROVE)),
             rejections=Count("pk", filter=Q(verdict=Decision.Verdict.REJECT)),
-        ).order_by("-decisions", key)
+        )
+        .order_by("-decisions", key)
     )
     times = duration_percentiles(decisions, key=key, end="created_at", start="request__created_at")
     table = []
     for row in rows:
         reviewer = row.pop(key)
         percentiles = times.get(reviewer, {})
-        table.append(ReviewerRow(key=reviewer, median_seconds=percentiles.get(0.5),
-                                 p90_seconds=percentiles.get(0.9), **row))
+        table.append(
+            ReviewerRow(key=reviewer, median_seconds=percentiles.get(0.5), p90_seconds=percentiles.get(0.9), **row)
+        )
     return table
 
 
@@ -343,7 +351,10 @@ def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPo
     conditions = _conditions(now or timezone.now())
     names = ("auto_approved", "needed_people", "approved", "rejected", "expired")
     rows = (
-        _requests_in(period).order_by().annotate(day=TruncDate("created_at")).values("day")
+        _requests_in(period)
+        .order_by()
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
         .annotate(volume=Count("pk"), **{name: Count("pk", filter=conditions[name]) for name in names})
     )
     by_day = {row["day"]: row for row in rows}
@@ -351,8 +362,7 @@ def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPo
     day = period.first_day
     while day <= period.last_day:
         row = by_day.get(day, {})
-        points.append(SeriesPoint(day=day, volume=row.get("volume", 0),
-                                  **{name: row.get(name, 0) for name in names}))
+        points.append(SeriesPoint(day=day, volume=row.get("volume", 0), **{name: row.get(name, 0) for name in names}))
         day += timedelta(days=1)
     return points
 
@@ -372,21 +382,51 @@ def table_csv(table: str, period: Period) -> str:
     Raises KeyError for an unknown table."""
     if table == "reviewer":
         rows: Iterable[Any] = reviewer_table(period)
-        header = ["reviewer", "decisions", "approvals", "rejections", "approval_rate",
-                  "median_seconds_to_decide", "p90_seconds_to_decide"]
-        lines = [[r.key, r.decisions, r.approvals, r.rejections, r.approval_rate, r.median_seconds, r.p90_seconds]
-                 for r in rows]
+        header = [
+            "reviewer",
+            "decisions",
+            "approvals",
+            "rejections",
+            "approval_rate",
+            "median_seconds_to_decide",
+            "p90_seconds_to_decide",
+        ]
+        lines = [
+            [r.key, r.decisions, r.approvals, r.rejections, r.approval_rate, r.median_seconds, r.p90_seconds]
+            for r in rows
+        ]
     elif table == "daily":
         header = [f.name for f in fields(SeriesPoint)]
         lines = [[getattr(p, name) for name in header] for p in time_series(period)]
     else:
         label, _ = DIMENSIONS[table]
-        header = [table, "volume", "auto_approved_share", "needed_people", "approval_rate", "rejection_rate",
-                  "expiry_rate", "post_approval_failure_rate", "median_seconds_to_decision",
-                  "p90_seconds_to_decision"]
-        lines = [[r.key, r.volume, r.auto_approved_share, r.needed_people, r.approval_rate, r.rejection_rate,
-                  r.expiry_rate, r.failure_rate, r.median_seconds, r.p90_seconds]
-                 for r in outcome_table(table, period)]
+        header = [
+            table,
+            "volume",
+            "auto_approved_share",
+            "needed_people",
+            "approval_rate",
+            "rejection_rate",
+            "expiry_rate",
+            "post_approval_failure_rate",
+            "median_seconds_to_decision",
+            "p90_seconds_to_decision",
+        ]
+        lines = [
+            [
+                r.key,
+                r.volume,
+                r.auto_approved_share,
+                r.needed_people,
+                r.approval_rate,
+                r.rejection_rate,
+                r.expiry_rate,
+                r.failure_rate,
+                r.median_seconds,
+                r.p90_seconds,
+            ]
+            for r in outcome_table(table, period)
+        ]
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(header)

@@ -40,8 +40,15 @@ from .dry_run import StoredRequest, recent_requests
 __all__ = ["IMPACT_KEYS", "OBSERVED_SAMPLE", "TARGET_KEYS", "PathCatalogue", "catalogue_for", "path_warnings"]
 
 # The keys compute_impact always sets (approvals/policy/rules/impact.py).
-IMPACT_KEYS: Final = ("recipient_count", "amount", "target_count", "reversible", "sensitive", "sensitive_kinds",
-                      "unknown")
+IMPACT_KEYS: Final = (
+    "recipient_count",
+    "amount",
+    "target_count",
+    "reversible",
+    "sensitive",
+    "sensitive_kinds",
+    "unknown",
+)
 # Target keys the server itself reads: sensitivity labels, reversibility, ids, the webhook URL.
 TARGET_KEYS: Final = ("labels", "reversible", "ids", "url")
 OBSERVED_SAMPLE: Final = 1000
@@ -66,13 +73,19 @@ class PathCatalogue:
     def paths(self) -> list[str]:
         """Every suggestion, in the order the builder lists them (at most MAX_SUGGESTED_KEYS
         params and target keys each; warnings still check against all of them)."""
-        return ([f"impact.{key}" for key in IMPACT_KEYS]
-                + [f"params.{key}" for key in self.params[:MAX_SUGGESTED_KEYS]]
-                + [f"target.{key}" for key in self.target[:MAX_SUGGESTED_KEYS]])
+        return (
+            [f"impact.{key}" for key in IMPACT_KEYS]
+            + [f"params.{key}" for key in self.params[:MAX_SUGGESTED_KEYS]]
+            + [f"target.{key}" for key in self.target[:MAX_SUGGESTED_KEYS]]
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "action_types": list(self.action_types), "paths": self.paths,
-                "params_known": self.params_known}
+        return {
+            "pattern": self.pattern,
+            "action_types": list(self.action_types),
+            "paths": self.paths,
+            "params_known": self.params_known,
+        }
 
 
 def _observed(requests: Iterable[StoredRequest]) -> dict[str, tuple[set[str], set[str]]]:
@@ -84,8 +97,9 @@ def _observed(requests: Iterable[StoredRequest]) -> dict[str, tuple[set[str], se
     return seen
 
 
-def catalogue_for(pattern: Any, *, executor_params: Mapping[str, Sequence[str]],
-                  requests: Sequence[StoredRequest] | None = None) -> PathCatalogue:
+def catalogue_for(
+    pattern: Any, *, executor_params: Mapping[str, Sequence[str]], requests: Sequence[StoredRequest] | None = None
+) -> PathCatalogue:
     """The paths known for the action types `pattern` (a rule's glob) matches.
 
     `executor_params` maps action-type globs to the params their executor reads
@@ -113,8 +127,13 @@ def catalogue_for(pattern: Any, *, executor_params: Mapping[str, Sequence[str]],
             if declared and (fnmatch.fnmatchcase(executed, glob) or executed == glob):
                 types.add(executed)
                 params.update(declared)
-    return PathCatalogue(pattern=glob, action_types=tuple(sorted(types)), params=tuple(sorted(params)),
-                         target=tuple(sorted(target)), params_known=bool(types))
+    return PathCatalogue(
+        pattern=glob,
+        action_types=tuple(sorted(types)),
+        params=tuple(sorted(params)),
+        target=tuple(sorted(target)),
+        params_known=bool(types),
+    )
 
 
 def _did_you_mean(key: str, known: Iterable[str], prefix: str) -> str:
@@ -138,18 +157,26 @@ def path_warnings(conditions: Any, catalogue: PathCatalogue) -> list[dict[str, s
         root, key = str(segments[0]), str(segments[1])
         message = ""
         if root == "impact" and key not in IMPACT_KEYS:
-            message = (f"impact.{key} is not an impact fact the server computes, so this condition never holds"
-                       f"{_did_you_mean(key, IMPACT_KEYS, 'impact')}")
+            message = (
+                f"impact.{key} is not an impact fact the server computes, so this condition never holds"
+                f"{_did_you_mean(key, IMPACT_KEYS, 'impact')}"
+            )
         elif root == "params" and not catalogue.params_known:
-            message = (f"no request matching {catalogue.pattern or 'this action type'!r} has been seen or is "
-                       f"executed here, so params.{key} cannot be checked; make sure the agent sends it")
+            message = (
+                f"no request matching {catalogue.pattern or 'this action type'!r} has been seen or is "
+                f"executed here, so params.{key} cannot be checked; make sure the agent sends it"
+            )
         elif root == "params" and key not in catalogue.params:
-            message = (f"params.{key} is not a param of {', '.join(catalogue.action_types)} (seen in recent "
-                       f"requests or read by its executor), so this condition may never hold"
-                       f"{_did_you_mean(key, catalogue.params, 'params')}")
+            message = (
+                f"params.{key} is not a param of {', '.join(catalogue.action_types)} (seen in recent "
+                f"requests or read by its executor), so this condition may never hold"
+                f"{_did_you_mean(key, catalogue.params, 'params')}"
+            )
         elif root == "target" and key not in catalogue.target:
-            message = (f"target.{key} has not been seen on a recent request's target, so this condition may never "
-                       f"hold{_did_you_mean(key, catalogue.target, 'target')}")
+            message = (
+                f"target.{key} has not been seen on a recent request's target, so this condition may never "
+                f"hold{_did_you_mean(key, catalogue.target, 'target')}"
+            )
         if message:
             warnings.append({"field": f"conditions[{index}].path", "message": message})
     return warnings

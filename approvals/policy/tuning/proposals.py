@@ -14,8 +14,18 @@ from ...models import PolicyProposal, PolicyVersion
 from .. import rules_and_verbs
 from ..rules.stricter import first_change_needing_approval
 
-__all__ = ["FieldChange", "ProposalDetail", "RuleChange", "condition_text", "conditions_text", "describe_field",
-           "authority_lines", "proposal_detail", "rule_changes", "waits_because"]
+__all__ = [
+    "FieldChange",
+    "ProposalDetail",
+    "RuleChange",
+    "condition_text",
+    "conditions_text",
+    "describe_field",
+    "authority_lines",
+    "proposal_detail",
+    "rule_changes",
+    "waits_because",
+]
 
 FIELD_LABELS: dict[str, str] = {
     "priority": "Order (priority)",
@@ -34,11 +44,27 @@ FIELD_LABELS: dict[str, str] = {
     "trusts_declared": "Trusts declared.*",
     "step_up": "Step-up to decide",
 }
-_SYMBOLS = {"eq": "=", "ne": "≠", "gt": ">", "gte": "≥", "lt": "<", "lte": "≤", "in": "is one of",
-            "contains": "contains", "matches": "matches", "len_gt": "is longer than"}
+_SYMBOLS = {
+    "eq": "=",
+    "ne": "≠",
+    "gt": ">",
+    "gte": "≥",
+    "lt": "<",
+    "lte": "≤",
+    "in": "is one of",
+    "contains": "contains",
+    "matches": "matches",
+    "len_gt": "is longer than",
+}
 # eq/ne against true, false or null read as words: "impact.reversible is false", not "eq False".
-_WORDS = {("eq", True): "is true", ("eq", False): "is false", ("eq", None): "is null",
-          ("ne", True): "is not true", ("ne", False): "is not false", ("ne", None): "is not null"}
+_WORDS = {
+    ("eq", True): "is true",
+    ("eq", False): "is false",
+    ("eq", None): "is null",
+    ("ne", True): "is not true",
+    ("ne", False): "is not false",
+    ("ne", None): "is not null",
+}
 ABSENT = "—"
 
 
@@ -83,8 +109,10 @@ class ProposalDetail:
     @property
     def dry_run_changes(self) -> list[dict[str, Any]]:
         """The stored changed requests, with "when" as ``YYYY-MM-DD HH:MM``."""
-        return [{**change, "when": str(change.get("created_at", ""))[:16].replace("T", " ")}
-                for change in self.proposal.dry_run.get("changes", ())]
+        return [
+            {**change, "when": str(change.get("created_at", ""))[:16].replace("T", " ")}
+            for change in self.proposal.dry_run.get("changes", ())
+        ]
 
     @property
     def outdated(self) -> bool:
@@ -157,17 +185,23 @@ def _condition_lines(rule: Mapping[str, Any] | None, other: Mapping[str, Any] | 
         return ()
     theirs = {condition_text(c) for c in (other or {}).get("conditions") or ()}
     joiner = "and" if rule.get("match", "all") == "all" else "or"
-    return tuple(ConditionLine(text, joiner if index else "", other is not None and text not in theirs)
-                 for index, text in enumerate(condition_text(c) for c in rule["conditions"]))
+    return tuple(
+        ConditionLine(text, joiner if index else "", other is not None and text not in theirs)
+        for index, text in enumerate(condition_text(c) for c in rule["conditions"])
+    )
 
 
 def _field_change(key: str, before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> FieldChange:
-    change = FieldChange(FIELD_LABELS[key], describe_field(key, before) if before else ABSENT,
-                         describe_field(key, after) if after else ABSENT)
+    change = FieldChange(
+        FIELD_LABELS[key],
+        describe_field(key, before) if before else ABSENT,
+        describe_field(key, after) if after else ABSENT,
+    )
     if key != "conditions":
         return change
-    return FieldChange(change.label, change.before, change.after,
-                       _condition_lines(before, after), _condition_lines(after, before))
+    return FieldChange(
+        change.label, change.before, change.after, _condition_lines(before, after), _condition_lines(after, before)
+    )
 
 
 def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[RuleChange]:
@@ -181,18 +215,26 @@ def rule_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> l
         if previous == rule:
             continue
         keys = [k for k in FIELD_LABELS if previous is None or previous.get(k) != rule.get(k)]
-        changes.append(RuleChange(
-            name=rule["name"], kind="added" if previous is None else "changed",
-            fields=[_field_change(k, previous, rule) for k in keys],
-            level_before=previous["risk_level"] if previous else None, level_after=rule["risk_level"],
-        ))
+        changes.append(
+            RuleChange(
+                name=rule["name"],
+                kind="added" if previous is None else "changed",
+                fields=[_field_change(k, previous, rule) for k in keys],
+                level_before=previous["risk_level"] if previous else None,
+                level_after=rule["risk_level"],
+            )
+        )
     for name in sorted(old.keys() - new.keys()):
         rule = old[name]
-        changes.append(RuleChange(
-            name=name, kind="removed",
-            fields=[_field_change(k, rule, None) for k in FIELD_LABELS],
-            level_before=rule["risk_level"], level_after=None,
-        ))
+        changes.append(
+            RuleChange(
+                name=name,
+                kind="removed",
+                fields=[_field_change(k, rule, None) for k in FIELD_LABELS],
+                level_before=rule["risk_level"],
+                level_after=None,
+            )
+        )
     return changes
 
 
@@ -214,10 +256,14 @@ def proposal_detail(pk: int) -> ProposalDetail | None:
     before, before_verbs = rules_and_verbs(proposal.base_version)
     if proposal.kind != PolicyProposal.Kind.RULES:
         return ProposalDetail(
-            proposal=proposal, changes=[], verbs_added=[], verbs_removed=[],
+            proposal=proposal,
+            changes=[],
+            verbs_added=[],
+            verbs_removed=[],
             waits_because=waits_because(proposal),
             base_number=proposal.base_version.number if proposal.base_version else None,
-            current_number=current, authority_lines=authority_lines(proposal),
+            current_number=current,
+            authority_lines=authority_lines(proposal),
         )
     return ProposalDetail(
         proposal=proposal,
@@ -251,6 +297,8 @@ def authority_lines(proposal: PolicyProposal) -> tuple[str, ...]:
     for key, label in _SETTING_LABELS.items():
         old, new = before.get(key), (payload.get("values") or {}).get(key)
         if old != new:
-            lines.append(f"{payload.get('rule')}: {label}: {_value(old) if old not in (None, '') else ABSENT} "
-                         f"→ {_value(new) if new not in (None, '') else ABSENT}")
+            lines.append(
+                f"{payload.get('rule')}: {label}: {_value(old) if old not in (None, '') else ABSENT} "
+                f"→ {_value(new) if new not in (None, '') else ABSENT}"
+            )
     return tuple(lines)

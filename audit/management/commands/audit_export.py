@@ -26,7 +26,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--format", choices=sorted(FORMATS), required=True)
-        parser.add_argument("--out", required=True, help="File to write ('-' is not supported: the manifest needs a path).")
+        parser.add_argument(
+            "--out", required=True, help="File to write ('-' is not supported: the manifest needs a path)."
+        )
         parser.add_argument("--since", help="ISO-8601 date or date-time, inclusive (UTC when no offset).")
         parser.add_argument("--until", help="ISO-8601 date or date-time, exclusive.")
         parser.add_argument("--verb", help="A registered verb, e.g. request.approved.")
@@ -39,8 +41,10 @@ class Command(BaseCommand):
         parser.add_argument("--as", dest="label", default="audit_export", help="Label of the system actor recorded.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        query = {name: options.get(name) for name in
-                 ("since", "until", "verb", "actor", "actor_kind", "agent", "request", "risk", "rule")}
+        query = {
+            name: options.get(name)
+            for name in ("since", "until", "verb", "actor", "actor_kind", "agent", "request", "risk", "rule")
+        }
         try:
             filters = AuditEventFilterSet.from_query({k: v for k, v in query.items() if v is not None})
         except FilterError as exc:
@@ -64,5 +68,7 @@ class Command(BaseCommand):
     def _progress(self, done: int, total: int) -> None:
         filled = BAR_WIDTH if total == 0 else min(BAR_WIDTH, done * BAR_WIDTH // total)
         percent = 100 if total == 0 else min(100, done * 100 // total)
-        self.stderr.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {percent:3d}% {done}/{total} rows", ending="")
+        self.stderr.write(
+            f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {percent:3d}% {done}/{total} rows", ending=""
+        )
         self.stderr.flush()

@@ -34,7 +34,13 @@ class Command(BaseCommand):
         if already:
             self.stdout.write(f"Already sealed: rows 1..{result.head_seq}.")
             return
-        record(SEALED, actor=Actor.system("audit_seal"), metadata={
-            "sealed_seq": result.head_seq, "sealed_hash": result.head_hash, "checked": result.checked,
-        })
+        record(
+            SEALED,
+            actor=Actor.system("audit_seal"),
+            metadata={
+                "sealed_seq": result.head_seq,
+                "sealed_hash": result.head_hash,
+                "checked": result.checked,
+            },
+        )
         self.stdout.write(f"Sealed rows 1..{result.head_seq} (head hash {result.head_hash}).")

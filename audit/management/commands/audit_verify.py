@@ -52,16 +52,21 @@ class Command(BaseCommand):
         if not no_record:
             # Stored like a scheduled run (with a new signed checkpoint when the chain holds),
             # so the auditors' status panel shows it too.
-            checkpoint_file = write_checkpoint(result.head_seq, result.head_hash).name if (
-                result.ok and result.head_seq > 0) else ""
-            record_outcome(result, from_seq=since_seq, full=since_seq == 1, trigger="manual", started_at=started_at,
-                           checkpoint_file=checkpoint_file)
+            checkpoint_file = (
+                write_checkpoint(result.head_seq, result.head_hash).name if (result.ok and result.head_seq > 0) else ""
+            )
+            record_outcome(
+                result,
+                from_seq=since_seq,
+                full=since_seq == 1,
+                trigger="manual",
+                started_at=started_at,
+                checkpoint_file=checkpoint_file,
+            )
         if not result.ok:
             self.stdout.write(f"BROKEN at seq {result.bad_seq}: {result.reason}")
             raise CommandError(f"audit chain broken at seq {result.bad_seq}", returncode=1)
-        self.stdout.write(
-            f"OK: {result.checked} events verified, head seq {result.head_seq} hash {result.head_hash}"
-        )
+        self.stdout.write(f"OK: {result.checked} events verified, head seq {result.head_seq} hash {result.head_hash}")
         self.stdout.write(_checkpoint_age())
 
     def _progress_reporter(self) -> Callable[[int, int], None]:

@@ -71,9 +71,7 @@ def _refuse_non_canonical(value: Any, path: str) -> None:
         for index, item in enumerate(value):
             _refuse_non_canonical(item, f"{path}[{index}]")
     elif value is not None and not isinstance(value, (str, int, bool)):
-        raise TypeError(
-            f"{type(value).__name__} is not canonical (at {path}); convert it to a string first"
-        )
+        raise TypeError(f"{type(value).__name__} is not canonical (at {path}); convert it to a string first")
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -158,26 +158,62 @@ class SubmittedCall:
     agent: str | None = None
 
     @classmethod
-    def action(cls, action_type: str, params: Any, *, idempotency_key: str | None, tool_call_id: str | None = "",
-               agent: str | None = None) -> SubmittedCall:
-        return cls(kind="action", action_type=normalize_action_type(action_type),
-                   submitted_sha256=submitted_sha256("action", params=params),
-                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+    def action(
+        cls,
+        action_type: str,
+        params: Any,
+        *,
+        idempotency_key: str | None,
+        tool_call_id: str | None = "",
+        agent: str | None = None,
+    ) -> SubmittedCall:
+        return cls(
+            kind="action",
+            action_type=normalize_action_type(action_type),
+            submitted_sha256=submitted_sha256("action", params=params),
+            idempotency_key=_key(idempotency_key),
+            tool_call_id=(tool_call_id or "").strip(),
+            agent=agent,
+        )
 
     @classmethod
-    def plan(cls, path: str, plan: str, *, idempotency_key: str | None,
-             tool_call_id: str | None = "", agent: str | None = None) -> SubmittedCall:
-        return cls(kind="plan", action_type=PLAN_ACTION_TYPE,
-                   submitted_sha256=submitted_sha256("plan", path=path, plan=plan),
-                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+    def plan(
+        cls,
+        path: str,
+        plan: str,
+        *,
+        idempotency_key: str | None,
+        tool_call_id: str | None = "",
+        agent: str | None = None,
+    ) -> SubmittedCall:
+        return cls(
+            kind="plan",
+            action_type=PLAN_ACTION_TYPE,
+            submitted_sha256=submitted_sha256("plan", path=path, plan=plan),
+            idempotency_key=_key(idempotency_key),
+            tool_call_id=(tool_call_id or "").strip(),
+            agent=agent,
+        )
 
     @classmethod
-    def suspension(cls, action_type: str, suspend_payload: Any, *, idempotency_key: str | None,
-                   tool_call_id: str | None = "", agent: str | None = None) -> SubmittedCall:
+    def suspension(
+        cls,
+        action_type: str,
+        suspend_payload: Any,
+        *,
+        idempotency_key: str | None,
+        tool_call_id: str | None = "",
+        agent: str | None = None,
+    ) -> SubmittedCall:
         """`action_type`: the one given, else `<workflow_id>.<step_id>` (as the server names it)."""
-        return cls(kind="suspension", action_type=normalize_action_type(action_type),
-                   submitted_sha256=submitted_sha256("suspension", params=suspend_payload),
-                   idempotency_key=_key(idempotency_key), tool_call_id=(tool_call_id or "").strip(), agent=agent)
+        return cls(
+            kind="suspension",
+            action_type=normalize_action_type(action_type),
+            submitted_sha256=submitted_sha256("suspension", params=suspend_payload),
+            idempotency_key=_key(idempotency_key),
+            tool_call_id=(tool_call_id or "").strip(),
+            agent=agent,
+        )
 
     def with_agent(self, agent: str | None) -> SubmittedCall:
         return self if agent is None else SubmittedCall(**{**self.__dict__, "agent": agent})
@@ -218,20 +254,41 @@ def tool_result_sha256(text: Any) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
 
 
-def decision_document(*, kind: str, agent: Mapping[str, Any], request_id: str, revision: int, action_type: str,
-                      idempotency_key: str | None, tool_call_id: str, submitted_sha256: str,
-                      resume_data: Any, tool_result: str | None, execute_by: str | None) -> dict[str, Any]:
+def decision_document(
+    *,
+    kind: str,
+    agent: Mapping[str, Any],
+    request_id: str,
+    revision: int,
+    action_type: str,
+    idempotency_key: str | None,
+    tool_call_id: str,
+    submitted_sha256: str,
+    resume_data: Any,
+    tool_result: str | None,
+    execute_by: str | None,
+) -> dict[str, Any]:
     """The v2 document for a decided resume. `resume_data`: a suspension's answer (None unanswered);
     `tool_result`: the text the model reads (so no one on the way can put other words in its context)."""
     if kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}")
     verdict, payload = _verdict_and_payload(kind, resume_data)
-    return {"type": DOCUMENT_TYPE, "v": VERSION, "kind": kind,
-            "agent": {"id": int(agent["id"]), "name": str(agent["name"])},
-            "request_id": str(request_id), "revision": int(revision), "action_type": action_type,
-            "idempotency_key": idempotency_key, "tool_call_id": tool_call_id or "",
-            "submitted_sha256": submitted_sha256, "verdict": verdict, "payload_sha256": payload,
-            "tool_result_sha256": tool_result_sha256(tool_result), "execute_by": execute_by}
+    return {
+        "type": DOCUMENT_TYPE,
+        "v": VERSION,
+        "kind": kind,
+        "agent": {"id": int(agent["id"]), "name": str(agent["name"])},
+        "request_id": str(request_id),
+        "revision": int(revision),
+        "action_type": action_type,
+        "idempotency_key": idempotency_key,
+        "tool_call_id": tool_call_id or "",
+        "submitted_sha256": submitted_sha256,
+        "verdict": verdict,
+        "payload_sha256": payload,
+        "tool_result_sha256": tool_result_sha256(tool_result),
+        "execute_by": execute_by,
+    }
 
 
 def suspension_document(*, answer: Any, **fields: Any) -> dict[str, Any]:
@@ -244,12 +301,14 @@ def signed_message(document: Mapping[str, Any]) -> bytes:
     return CONTEXT + canonical_bytes(dict(document))
 
 
-
-
 def sign_decision(key: SigningKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """The `decision_signature` member of a resume payload."""
-    return {"algorithm": ALGORITHM, "key_id": key.key_id, "signed": dict(document),
-            "signature": key.sign_bytes(signed_message(document))}
+    return {
+        "algorithm": ALGORITHM,
+        "key_id": key.key_id,
+        "signed": dict(document),
+        "signature": key.sign_bytes(signed_message(document)),
+    }
 
 
 def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519PublicKey]:
@@ -258,10 +317,17 @@ def trusted_keys(keys: Iterable[str | Ed25519PublicKey]) -> dict[str, Ed25519Pub
     return {key_id_of(key): key for key in parsed}
 
 
-def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *,
-                    request_id: str | None = None, call: SubmittedCall | None = None,
-                    tool_call_id: str | None = None, action_type: str | None = None,
-                    now: datetime | None = None, suspension: bool = False) -> dict[str, Any]:
+def verify_decision(
+    payload: Mapping[str, Any],
+    keys: Mapping[str, Ed25519PublicKey],
+    *,
+    request_id: str | None = None,
+    call: SubmittedCall | None = None,
+    tool_call_id: str | None = None,
+    action_type: str | None = None,
+    now: datetime | None = None,
+    suspension: bool = False,
+) -> dict[str, Any]:
     """Check that a decided resume payload is the server's v2 decision for exactly this call.
 
     `call`: the call this client submitted (`SubmittedCall`), as it knows it itself; the
@@ -278,15 +344,18 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
     named = request_id if request_id is not None else payload.get("request_id")
     block = payload.get("decision_signature")
     if not isinstance(block, Mapping):
-        raise DecisionRefused(f"request {named}: the resume carries no decision_signature "
-                              "(an older server, or someone between the server and this client removed it)")
+        raise DecisionRefused(
+            f"request {named}: the resume carries no decision_signature "
+            "(an older server, or someone between the server and this client removed it)"
+        )
     signed, signature = block.get("signed"), block.get("signature")
     if block.get("algorithm") != ALGORITHM or not isinstance(signed, Mapping) or not isinstance(signature, str):
         raise DecisionRefused(f"request {named}: the decision_signature is malformed")
     key = keys.get(str(block.get("key_id", "")))
     if key is None:
-        raise DecisionRefused(f"request {named}: the decision is signed by key {block.get('key_id')!r}, "
-                              "which this client does not trust")
+        raise DecisionRefused(
+            f"request {named}: the decision is signed by key {block.get('key_id')!r}, which this client does not trust"
+        )
     try:
         message = signed_message(signed)
     except (TypeError, ValueError, UnicodeEncodeError):
@@ -294,22 +363,29 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
     if not verify_bytes(key, message, signature):
         raise DecisionRefused(f"request {named}: the decision_signature does not match (forged or altered)")
     if signed.get("type") != DOCUMENT_TYPE or signed.get("v") != VERSION:
-        raise DecisionRefused(f"request {named}: the signed document is {signed.get('type')!r} "
-                              f"v{signed.get('v')!r}, not a {DOCUMENT_TYPE} v{VERSION}")
+        raise DecisionRefused(
+            f"request {named}: the signed document is {signed.get('type')!r} "
+            f"v{signed.get('v')!r}, not a {DOCUMENT_TYPE} v{VERSION}"
+        )
     kind = signed.get("kind")
     if call is not None:
         wanted_kinds: tuple[str, ...] = (call.kind,)
     else:
         wanted_kinds = ("suspension",) if suspension else ("action", "plan")
     if kind not in wanted_kinds:
-        raise DecisionRefused(f"request {named}: the signed decision's kind is {kind!r}, not "
-                              f"{' or '.join(wanted_kinds)} (replayed from another kind of call)")
+        raise DecisionRefused(
+            f"request {named}: the signed decision's kind is {kind!r}, not "
+            f"{' or '.join(wanted_kinds)} (replayed from another kind of call)"
+        )
     try:
         verdict, digest = _verdict_and_payload(kind, payload.get("resume_data"))
     except (TypeError, ValueError):
         raise DecisionRefused(f"request {named}: the resume carries no resume data it can act on") from None
-    expected: dict[str, Any] = {"verdict": verdict, "payload_sha256": digest,
-                                "tool_result_sha256": tool_result_sha256(payload.get("tool_result"))}
+    expected: dict[str, Any] = {
+        "verdict": verdict,
+        "payload_sha256": digest,
+        "tool_result_sha256": tool_result_sha256(payload.get("tool_result")),
+    }
     if request_id is not None:
         expected["request_id"] = str(request_id)
     if tool_call_id is not None:
@@ -317,26 +393,38 @@ def verify_decision(payload: Mapping[str, Any], keys: Mapping[str, Ed25519Public
     if action_type is not None:
         expected["action_type"] = normalize_action_type(action_type)
     if call is not None:
-        expected.update(action_type=call.action_type, submitted_sha256=call.submitted_sha256,
-                        tool_call_id=call.tool_call_id, idempotency_key=call.idempotency_key)
+        expected.update(
+            action_type=call.action_type,
+            submitted_sha256=call.submitted_sha256,
+            tool_call_id=call.tool_call_id,
+            idempotency_key=call.idempotency_key,
+        )
     for name, value in expected.items():
         if signed.get(name) != value:
-            raise DecisionRefused(f"request {named}: the signed decision's {name} is {signed.get(name)!r}, "
-                                  f"not {value!r} (not the call this client made: replayed from another call, "
-                                  "or altered)")
+            raise DecisionRefused(
+                f"request {named}: the signed decision's {name} is {signed.get(name)!r}, "
+                f"not {value!r} (not the call this client made: replayed from another call, "
+                "or altered)"
+            )
     agent = signed.get("agent")
     if not isinstance(agent, Mapping) or not isinstance(agent.get("name"), str):
         raise DecisionRefused(f"request {named}: the signed decision names no agent")
     if call is not None and call.agent is not None and agent["name"] != call.agent:
-        raise DecisionRefused(f"request {named}: the signed decision is agent {agent['name']!r}'s, not "
-                              f"{call.agent!r}'s (another agent's approval)")
+        raise DecisionRefused(
+            f"request {named}: the signed decision is agent {agent['name']!r}'s, not "
+            f"{call.agent!r}'s (another agent's approval)"
+        )
     if str(payload.get("request_id", signed.get("request_id"))) != str(signed.get("request_id")):
-        raise DecisionRefused(f"request {named}: the resume names request {payload.get('request_id')!r}, "
-                              f"the signed decision {signed.get('request_id')!r}")
+        raise DecisionRefused(
+            f"request {named}: the resume names request {payload.get('request_id')!r}, "
+            f"the signed decision {signed.get('request_id')!r}"
+        )
     deadline = signed.get("execute_by")
     if signed.get("verdict") == "approved" and isinstance(deadline, str):
         moment = now or datetime.now(UTC)
         if datetime.strptime(deadline, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) <= moment:
-            raise DecisionRefused(f"request {named}: the approval had to be executed by {deadline}; "
-                                  "it has lapsed (a stale approval, replayed?)")
+            raise DecisionRefused(
+                f"request {named}: the approval had to be executed by {deadline}; "
+                "it has lapsed (a stale approval, replayed?)"
+            )
     return dict(signed)

@@ -22,8 +22,17 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-__all__ = ["KEY_ROTATED", "SEALED", "SignatureCheck", "SigningKey", "key_id_of", "parse_public_key", "public_key_text",
-           "verify_bytes", "verify_signature"]
+__all__ = [
+    "KEY_ROTATED",
+    "SEALED",
+    "SignatureCheck",
+    "SigningKey",
+    "key_id_of",
+    "parse_public_key",
+    "public_key_text",
+    "verify_bytes",
+    "verify_signature",
+]
 
 # The two events that change what the signature walk trusts (audit.signing explains both).
 KEY_ROTATED = "audit.key_rotated"
@@ -52,7 +61,7 @@ def parse_public_key(text: str) -> Ed25519PublicKey:
     if not text.startswith(_PREFIX):
         raise ValueError(f"a public key starts with {_PREFIX!r}")
     try:
-        raw = _unb64(text[len(_PREFIX):])
+        raw = _unb64(text[len(_PREFIX) :])
     except (binascii.Error, ValueError):
         raise ValueError("the public key is not base64url") from None
     if len(raw) != 32:
@@ -165,8 +174,10 @@ class SignatureCheck:
     def finish(self) -> str | None:
         if self.unsealed_head is not None:
             seq = self.unsealed_head[0]
-            return (f"rows up to seq {seq} were written before signing began and are not sealed: "
-                    "run `manage.py audit_seal` after checking them")
+            return (
+                f"rows up to seq {seq} were written before signing began and are not sealed: "
+                "run `manage.py audit_seal` after checking them"
+            )
         return None
 
 

@@ -109,8 +109,11 @@ def csv_rows(handle: IO[str]) -> Iterator[dict[str, Any]]:
             "prev_hash": row["prev_hash"],
             "hash": row["hash"],
             "canonical": row["canonical"],
-            **({"key_id": restore_cell(row["key_id"]), "signature": restore_cell(row["signature"])}
-               if "key_id" in row else {}),
+            **(
+                {"key_id": restore_cell(row["key_id"]), "signature": restore_cell(row["signature"])}
+                if "key_id" in row
+                else {}
+            ),
             "cells": cells,
         }
 

@@ -88,12 +88,15 @@ def jsonl_line(seq: int, prev_hash: str, row_hash: str, canonical: str, key_id: 
     return f"{_jsonl_prefix(seq, prev_hash, row_hash, key_id, signature)}{canonical}}}\n"
 
 
-def _jsonl_prefix(seq: int, prev_hash: str, row_hash: str, key_id: str | None = None,
-                  signature: str | None = None) -> str:
+def _jsonl_prefix(
+    seq: int, prev_hash: str, row_hash: str, key_id: str | None = None, signature: str | None = None
+) -> str:
     if key_id is None:  # the layout before rows carried signatures
         return f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}","event":'
-    return (f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}",'
-            f'"key_id":"{key_id}","signature":"{signature}","event":')
+    return (
+        f'{{"seq":{seq},"prev_hash":"{prev_hash}","hash":"{row_hash}",'
+        f'"key_id":"{key_id}","signature":"{signature}","event":'
+    )
 
 
 def jsonl_lines(rows: Sequence[tuple[int, str, str, str, str, str]]) -> str:
@@ -104,9 +107,11 @@ def jsonl_lines(rows: Sequence[tuple[int, str, str, str, str, str]]) -> str:
     tests/audit/test_export.py holds it equal to `jsonl_line`.
     """
     return "".join(
-        [f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{row_hash}","key_id":"{key_id}","signature":"{signature}",'
-         f'"event":{canonical}}}\n'
-         for seq, prev, row_hash, canonical, key_id, signature in rows]
+        [
+            f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{row_hash}","key_id":"{key_id}","signature":"{signature}",'
+            f'"event":{canonical}}}\n'
+            for seq, prev, row_hash, canonical, key_id, signature in rows
+        ]
     )
 
 
@@ -139,8 +144,7 @@ def neutralize_cell(value: str) -> str:
     return value
 
 
-def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canonical: str,
-              *signature: str) -> list[str]:
+def csv_cells(document: Mapping[str, Any], prev_hash: str, row_hash: str, canonical: str, *signature: str) -> list[str]:
     """The CSV cells of one event, derived from its canonical document, neutralized.
 
     Raises KeyError/TypeError when `document` is not shaped like an event document;
@@ -265,8 +269,10 @@ def signature_problem(document: Mapping[str, Any], key: VerifyingKey) -> str | N
         trusted = {key_id_of(public): public for public in key}
         public = trusted.get(str(signature.get("key_id", "")))
         if public is None:
-            return (f"it was signed with key {signature.get('key_id')!r}, which is not among the public keys "
-                    f"given ({', '.join(sorted(trusted)) or 'none'})")
+            return (
+                f"it was signed with key {signature.get('key_id')!r}, which is not among the public keys "
+                f"given ({', '.join(sorted(trusted)) or 'none'})"
+            )
         if not verify_bytes(public, signed_bytes, str(signature.get("value", ""))):
             return "the signature does not match its contents (altered, or signed with another key)"
         return None

@@ -135,8 +135,13 @@ def _row_problem(row: Mapping[str, Any], fmt: str) -> str | None:
 def _check_manifest_shape(manifest: Mapping[str, Any]) -> None:
     if manifest.get("type") != MANIFEST_TYPE:
         raise Rejected(f"the manifest's type is {manifest.get('type')!r}, not {MANIFEST_TYPE!r}")
-    for name, kind in (("filters", dict), ("row_count", int), ("seq_digest", str), ("hash_digest", str),
-                       ("chain_head", dict)):
+    for name, kind in (
+        ("filters", dict),
+        ("row_count", int),
+        ("seq_digest", str),
+        ("hash_digest", str),
+        ("chain_head", dict),
+    ):
         if not isinstance(manifest.get(name), kind):
             raise Rejected(f"the manifest's {name} is missing or malformed")
 
@@ -169,14 +174,23 @@ def verify_export(
     if key is not None or not verdict.ok:
         return verdict
     if no_signatures:
-        return replace(verdict, signatures_checked=False,
-                       message=verdict.message.replace(_NOT_CHECKED, f"{_NOT_CHECKED} (--no-signatures)"))
+        return replace(
+            verdict,
+            signatures_checked=False,
+            message=verdict.message.replace(_NOT_CHECKED, f"{_NOT_CHECKED} (--no-signatures)"),
+        )
     # Fail closed: consistent rows prove nothing about who wrote them.
     consistent = verdict.message.removeprefix("OK: ").replace(f"; {_NOT_CHECKED}", "")
-    return replace(verdict, ok=False, signatures_checked=False, message=(
-        f"UNVERIFIED: {consistent}; {_NOT_CHECKED} (no key given), so a rewritten export would pass too: "
-        "pass --public-key / --public-key-file (manage.py audit_public_key prints it), "
-        "or --no-signatures to accept a structural check only"))
+    return replace(
+        verdict,
+        ok=False,
+        signatures_checked=False,
+        message=(
+            f"UNVERIFIED: {consistent}; {_NOT_CHECKED} (no key given), so a rewritten export would pass too: "
+            "pass --public-key / --public-key-file (manage.py audit_public_key prints it), "
+            "or --no-signatures to accept a structural check only"
+        ),
+    )
 
 
 def _verify(
@@ -202,8 +216,9 @@ def _verify(
     unfiltered = manifest["filters"] == {}
     head = manifest["chain_head"]
     signatures = SignatureCheck.trusting(key) if _public_keys(key) else None
-    digests, last_hash, checkpoint_hash = _walk(path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq,
-                                                signatures=signatures)
+    digests, last_hash, checkpoint_hash = _walk(
+        path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq, signatures=signatures
+    )
     if signatures is not None and not notes:
         # Signed by a key not pinned: only a rotation among the rows, signed by a pinned
         # key, can vouch for it (a whole export after a rotation, the old key pinned).
@@ -267,7 +282,11 @@ def _signature_note(signatures: SignatureCheck, *, unfiltered: bool, rows: int) 
 
 
 def _walk(
-    path: Path, fmt: str, *, unfiltered: bool, checkpoint_seq: int | None,
+    path: Path,
+    fmt: str,
+    *,
+    unfiltered: bool,
+    checkpoint_seq: int | None,
     signatures: SignatureCheck | None = None,
 ) -> tuple[ExportDigests, str, str | None]:
     """One pass over the rows: per-row checks, chain links when unfiltered, digests."""
@@ -355,9 +374,7 @@ def _checked_checkpoint(checkpoint: Mapping[str, Any] | None, key: VerifyingKey 
     return seq
 
 
-def _compare_checkpoint(
-    checkpoint: Mapping[str, Any], row_hash: str | None, head: Mapping[str, Any]
-) -> str:
+def _compare_checkpoint(checkpoint: Mapping[str, Any], row_hash: str | None, head: Mapping[str, Any]) -> str:
     seq, expected = checkpoint["seq"], checkpoint["hash"]
     if row_hash is None and head.get("seq") == seq:
         row_hash = head.get("hash")
@@ -400,13 +417,17 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
     parser.add_argument("file", help="the export file (.jsonl or .csv)")
     parser.add_argument("--manifest", help="the manifest sidecar (required for CSV; overrides a JSONL trailer)")
     keys = parser.add_mutually_exclusive_group()
-    keys.add_argument("--public-key", action="append",
-                      help="the server's audit public key, ed25519:... (repeat after a key rotation)")
+    keys.add_argument(
+        "--public-key", action="append", help="the server's audit public key, ed25519:... (repeat after a key rotation)"
+    )
     keys.add_argument("--public-key-file", help="a file of public keys, one per line (# comments)")
     keys.add_argument("--key", help=f"older files: the HMAC signing key (or set {KEY_ENVIRONMENT_VARIABLE})")
     keys.add_argument("--key-file", help="older files: a file holding the HMAC signing key")
-    keys.add_argument("--no-signatures", action="store_true",
-                      help="check the structure only, knowing the signatures are not checked (else no key: exit 3)")
+    keys.add_argument(
+        "--no-signatures",
+        action="store_true",
+        help="check the structure only, knowing the signatures are not checked (else no key: exit 3)",
+    )
     parser.add_argument("--checkpoint", help="a signed chain-head checkpoint file to check the export against")
     parser.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file name or its first byte")
     arguments = parser.parse_args(argv)
@@ -423,8 +444,14 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
     except (OSError, ValueError) as exc:
         print(f"FAILED: {exc}")
         return EXIT_FAILED
-    verdict = verify_export(arguments.file, manifest=manifest, key=key, checkpoint=checkpoint, fmt=arguments.format,
-                            no_signatures=arguments.no_signatures)
+    verdict = verify_export(
+        arguments.file,
+        manifest=manifest,
+        key=key,
+        checkpoint=checkpoint,
+        fmt=arguments.format,
+        no_signatures=arguments.no_signatures,
+    )
     print(verdict.message)
     if verdict.ok:
         return EXIT_OK

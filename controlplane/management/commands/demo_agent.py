@@ -45,31 +45,58 @@ def _scenario(rng: random.Random) -> dict[str, Any]:
     roll = rng.random()
     n = rng.randint(1, 9999)
     if roll < 0.45:
-        action = rng.choice([
-            ("read_file", {"path": f"docs/guide-{n}.md"}, {"repo": "handbook"}),
-            ("search_docs", {"query": rng.choice(["refund policy", "SLA", "on-call rota"])}, {"index": "kb"}),
-            ("list_tickets", {"status": "open", "limit": 20}, {"queue": "support"}),
-            ("get_customer", {"customer_id": f"C-{n}"}, {"crm": "main"}),
-        ])
+        action = rng.choice(
+            [
+                ("read_file", {"path": f"docs/guide-{n}.md"}, {"repo": "handbook"}),
+                ("search_docs", {"query": rng.choice(["refund policy", "SLA", "on-call rota"])}, {"index": "kb"}),
+                ("list_tickets", {"status": "open", "limit": 20}, {"queue": "support"}),
+                ("get_customer", {"customer_id": f"C-{n}"}, {"crm": "main"}),
+            ]
+        )
     elif roll < 0.60:
-        action = ("demo_restart_service", {"service": rng.choice(["search", "billing-worker", "thumbnailer"]),
-                                           "reason": "memory above 90% for 10 minutes"}, {"cluster": "staging"})
+        action = (
+            "demo_restart_service",
+            {
+                "service": rng.choice(["search", "billing-worker", "thumbnailer"]),
+                "reason": "memory above 90% for 10 minutes",
+            },
+            {"cluster": "staging"},
+        )
     elif roll < 0.75:
-        action = ("send_email", {"to": [f"customer{n}@example.com"], "subject": f"Your ticket #{n}",
-                                 "body": "We fixed the issue you reported. Thanks for your patience."},
-                  {"mailbox": "support"})
+        action = (
+            "send_email",
+            {
+                "to": [f"customer{n}@example.com"],
+                "subject": f"Your ticket #{n}",
+                "body": "We fixed the issue you reported. Thanks for your patience.",
+            },
+            {"mailbox": "support"},
+        )
     elif roll < 0.83:
-        action = ("send_email", {"to": [f"user{i}@example.com" for i in range(25)], "subject": "Planned maintenance",
-                                 "body": "Saturday 02:00-04:00 UTC the service will be read-only."},
-                  {"mailbox": "announcements"})
+        action = (
+            "send_email",
+            {
+                "to": [f"user{i}@example.com" for i in range(25)],
+                "subject": "Planned maintenance",
+                "body": "Saturday 02:00-04:00 UTC the service will be read-only.",
+            },
+            {"mailbox": "announcements"},
+        )
     elif roll < 0.90:
-        action = ("update_document", {"content": f"Revised onboarding checklist, rev {n}."},
-                  {"document": "onboarding.md"})
+        action = (
+            "update_document",
+            {"content": f"Revised onboarding checklist, rev {n}."},
+            {"document": "onboarding.md"},
+        )
     elif roll < 0.95:
         action = ("delete_database", {"name": "staging"}, {"cluster": "staging"})
     else:
-        return {"kind": Kind.PLAN, "plan_path": "plans/rotate-staging-credentials.md",
-                "plan_title": "Rotate the staging database credentials", "plan_markdown": PLAN}
+        return {
+            "kind": Kind.PLAN,
+            "plan_path": "plans/rotate-staging-credentials.md",
+            "plan_title": "Rotate the staging database credentials",
+            "plan_markdown": PLAN,
+        }
     action_type, params, target = action
     return {"kind": Kind.ACTION, "action_type": action_type, "params": params, "target": target}
 
@@ -118,8 +145,9 @@ class Command(BaseCommand):
     def _submit(self, agent: Agent, rng: random.Random, run_id: str) -> ApprovalRequest:
         fields = _scenario(rng)
         request = services.submit(
-            services.Submission(run_id=run_id, tool_call_id=f"call-{uuid.uuid4().hex[:10]}",
-                                idempotency_key=uuid.uuid4().hex, **fields),
+            services.Submission(
+                run_id=run_id, tool_call_id=f"call-{uuid.uuid4().hex[:10]}", idempotency_key=uuid.uuid4().hex, **fields
+            ),
             agent=agent,
         )
         what = request.plan_title if request.kind == Kind.PLAN else request.action_type
@@ -149,8 +177,9 @@ class Command(BaseCommand):
                 self._say(f"could not claim {request.action_type}: {exc.code}")
             return
         # The "tool" itself: a demo read returns a few rows.
-        services.complete_execution(request.pk, token=grant.token, succeeded=True, actor=actor,
-                                    result={"rows": len(grant.params) + 2})
+        services.complete_execution(
+            request.pk, token=grant.token, succeeded=True, actor=actor, result={"rows": len(grant.params) + 2}
+        )
 
     def _say(self, message: str) -> None:
         self.stdout.write(f"[demo-agent] {message}")

@@ -51,7 +51,10 @@ class Child:
 
     def start(self) -> None:
         self.process = subprocess.Popen(
-            self.argv, cwd=ROOT, env=self.env, start_new_session=True,
+            self.argv,
+            cwd=ROOT,
+            env=self.env,
+            start_new_session=True,
             preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
 
@@ -80,15 +83,38 @@ class Command(BaseCommand):
         schedule = Path(settings.VAR_DIR) / "celerybeat-schedule"
         # Celery logs warnings only: the demo agent's lines tell the story, and every
         # outcome is on the request and in the audit log.
-        worker_argv = [python, "-m", "celery", "-A", "controlplane", "worker", "--loglevel=WARNING",
-                       f"--concurrency={concurrency}", "-n", f"worker-{os.getpid()}@%h"]
+        worker_argv = [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "controlplane",
+            "worker",
+            "--loglevel=WARNING",
+            f"--concurrency={concurrency}",
+            "-n",
+            f"worker-{os.getpid()}@%h",
+        ]
         if embedded:
             # No fanout chatter over the filesystem broker: one worker per machine here.
             worker_argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
         children = [
-            Child("web", [python, "-m", "daphne", "-b", host, "-p", str(port),
-                          "--access-log", str(Path(settings.VAR_DIR) / "access.log"), "controlplane.asgi:application"],
-                  base_env),
+            Child(
+                "web",
+                [
+                    python,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    host,
+                    "-p",
+                    str(port),
+                    "--access-log",
+                    str(Path(settings.VAR_DIR) / "access.log"),
+                    "controlplane.asgi:application",
+                ],
+                base_env,
+            ),
         ]
         # Everything that pushes to reviewers' screens starts once the web server answers
         # /readyz. In the embedded stack a push is a POST to daphne's relay, delivered at
@@ -97,8 +123,11 @@ class Command(BaseCommand):
         # ("channel relay ... Connection refused"). Queued work waits in the broker.
         after_ready = [
             Child("worker", worker_argv, relayed_env),
-            Child("beat", [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING",
-                           "-s", str(schedule)], relayed_env),
+            Child(
+                "beat",
+                [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING", "-s", str(schedule)],
+                relayed_env,
+            ),
         ]
         if not no_demo_agent:
             after_ready.append(Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env))
@@ -167,7 +196,7 @@ def ready_banner(url: str, *, embedded: bool) -> str:
         f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
         f"Audit exports verify offline with the public key {key.public_text} (key id {key.key_id}):\n"
         f"  python -m audit.verify EXPORT.jsonl --public-key {key.public_text}\n"
-        f"  The same key is on {url}/audit/ (\"Events are signed with key\") and from "
+        f'  The same key is on {url}/audit/ ("Events are signed with key") and from '
         f"`python manage.py audit_public_key`; see docs/audit.md.\n"
         + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n" if embedded else "")
         + "Press Ctrl-C to stop everything.\n"

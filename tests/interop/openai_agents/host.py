@@ -62,33 +62,51 @@ class Tampering(httpx.AsyncHTTPTransport):
 
 def client() -> AsyncControlPlane:
     transport = Tampering() if os.environ.get("TAMPER") else None
-    return AsyncControlPlane(os.environ["CONTROLPLANE_URL"], os.environ["CONTROLPLANE_TOKEN"], poll_wait=5,
-                             retry_backoff=0.05, transport=transport)
+    return AsyncControlPlane(
+        os.environ["CONTROLPLANE_URL"],
+        os.environ["CONTROLPLANE_TOKEN"],
+        poll_wait=5,
+        retry_backoff=0.05,
+        transport=transport,
+    )
 
 
 def model_saw(model: ScriptedModel) -> list[str]:
     """The tool outputs the model was given on its last call (function_call_output items)."""
     last = model.last_call
     items = last.input if last is not None and isinstance(last.input, list) else []
-    return [item.get("output") for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"]
+    return [
+        item.get("output") for item in items if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
 
 
-async def decide_and_finish(agent: Agent, model: ScriptedModel, state: RunState, interruptions: list, run_id: str,
-                            ) -> dict:
+async def decide_and_finish(
+    agent: Agent,
+    model: ScriptedModel,
+    state: RunState,
+    interruptions: list,
+    run_id: str,
+) -> dict:
     async with client() as acp:
         try:
             resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
         except DecisionRefused as refused:
             return {"refused": str(refused)}
     result = await Runner.run(agent, state)
-    return {"decisions": [r.resume_data["action"] for r in resumes], "verified": [r.decision is not None for r in resumes],
-            "final_output": result.final_output, "model_saw": model_saw(model),
-            "interruptions_left": len(result.interruptions)}
+    return {
+        "decisions": [r.resume_data["action"] for r in resumes],
+        "verified": [r.decision is not None for r in resumes],
+        "final_output": result.final_output,
+        "model_saw": model_saw(model),
+        "interruptions_left": len(result.interruptions),
+    }
 
 
 def script(calls: list[dict], final: str) -> list:
-    return [[function_call("transfer_funds", call["args"], call_id=call["call_id"]) for call in calls],
-            [assistant_message(final)]]
+    return [
+        [function_call("transfer_funds", call["args"], call_id=call["call_id"]) for call in calls],
+        [assistant_message(final)],
+    ]
 
 
 async def main() -> dict:

@@ -30,8 +30,15 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 # Only bounds how long a broken test hangs; no assertion depends on how long anything takes.
 HANG_GUARD_SECONDS = 60
-TRANSFER = {"name": "transfers_one_person", "priority": 5, "action_type": "transfer_funds", "risk_level": "high",
-            "required_approvals": 1, "editable_params": ["amount"], "conditions": []}
+TRANSFER = {
+    "name": "transfers_one_person",
+    "priority": 5,
+    "action_type": "transfer_funds",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "editable_params": ["amount"],
+    "conditions": [],
+}
 
 
 @pytest.fixture
@@ -48,13 +55,26 @@ class Host:
         self.tool_log = tmp_path / "tool-runs.jsonl"
         self.tool_log.touch()
         self.run_id = run_id
-        self.env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "CONTROLPLANE_URL": daphne_server.url,
-                    "CONTROLPLANE_TOKEN": token, "CONTROLPLANE_PUBLIC_KEYS": public_key,
-                    "TOOL_LOG": str(self.tool_log), "RUN_ID": run_id, **env}
+        self.env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "CONTROLPLANE_URL": daphne_server.url,
+            "CONTROLPLANE_TOKEN": token,
+            "CONTROLPLANE_PUBLIC_KEYS": public_key,
+            "TOOL_LOG": str(self.tool_log),
+            "RUN_ID": run_id,
+            **env,
+        }
 
     def start(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([str(self.python), str(HOST), *args], cwd=self.cwd, env=self.env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [str(self.python), str(HOST), *args],
+            cwd=self.cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def finish(self, process: subprocess.Popen) -> dict:
         out, err = process.communicate(timeout=HANG_GUARD_SECONDS * 2)
@@ -84,16 +104,26 @@ def decide(daphne_server, reviewer, request: ApprovalRequest, **decision) -> Non
     """A reviewer's decision through the reviewer JSON API (session + CSRF), as the dashboard sends it."""
     cookies = session_cookies(reviewer)
     decision = {"revision": ApprovalRequest.objects.get(pk=request.pk).current_revision, **decision}
-    response = httpx.post(f"{daphne_server.url}/api/v1/requests/{request.pk}/decisions/", json=decision,
-                          headers=csrf_headers(cookies), timeout=HANG_GUARD_SECONDS)
+    response = httpx.post(
+        f"{daphne_server.url}/api/v1/requests/{request.pk}/decisions/",
+        json=decision,
+        headers=csrf_headers(cookies),
+        timeout=HANG_GUARD_SECONDS,
+    )
     assert response.status_code == 200, response.text
 
 
 @pytest.fixture
 def host(openai_agents_python, tmp_path, daphne_server, token, server_public_key, transfer_rule):
     def make(**overrides) -> Host:
-        return Host(openai_agents_python, tmp_path, daphne_server, token,
-                    overrides.pop("public_key", server_public_key), **overrides)
+        return Host(
+            openai_agents_python,
+            tmp_path,
+            daphne_server,
+            token,
+            overrides.pop("public_key", server_public_key),
+            **overrides,
+        )
 
     return make
 
@@ -103,7 +133,10 @@ def test_an_approved_call_runs_the_tool_once_and_the_model_reads_its_output(host
     process = agent_host.start("run", "--calls", calls(("call_a", {"amount": 120, "to": "acme"})))
     [request] = submitted("run-1", 1)
     assert (request.action_type, request.tool_call_id, request.current_params()) == (
-        "transfer_funds", "call_a", {"amount": 120, "to": "acme"})
+        "transfer_funds",
+        "call_a",
+        {"amount": 120, "to": "acme"},
+    )
     decide(daphne_server, people["alice"], request, decision="approve")
     outcome = agent_host.finish(process)
     assert outcome["decisions"] == ["approved"] and outcome["verified"] == [True]
@@ -124,8 +157,9 @@ def test_a_rejection_never_runs_the_tool_and_the_model_reads_the_reviewers_feedb
 
 def test_parallel_calls_in_one_step_get_one_decision_each(host, daphne_server, people):
     agent_host = host()
-    process = agent_host.start("run", "--calls", calls(("call_a", {"amount": 10, "to": "acme"}),
-                                                       ("call_b", {"amount": 20, "to": "globex"})))
+    process = agent_host.start(
+        "run", "--calls", calls(("call_a", {"amount": 10, "to": "acme"}), ("call_b", {"amount": 20, "to": "globex"}))
+    )
     first, second = submitted("run-1", 2)
     decide(daphne_server, people["alice"], second, decision="reject", feedback="Not globex.")
     decide(daphne_server, people["alice"], first, decision="approve")
@@ -149,8 +183,11 @@ def test_an_approval_with_edited_arguments_asks_the_model_to_call_again(host, da
 def test_a_run_state_saved_as_json_is_decided_and_resumed_in_a_new_process(host, daphne_server, people, tmp_path):
     agent_host = host()
     state_file = tmp_path / "run-state.json"
-    suspended = agent_host.finish(agent_host.start("suspend", "--calls", calls(("call_a", {"amount": 75, "to": "acme"})),
-                                                   "--state", str(state_file)))
+    suspended = agent_host.finish(
+        agent_host.start(
+            "suspend", "--calls", calls(("call_a", {"amount": 75, "to": "acme"})), "--state", str(state_file)
+        )
+    )
     assert json.loads(state_file.read_text())  # the SDK's own serialized RunState
     [request] = submitted("run-1", 1)
     assert suspended["submitted"] == [str(request.pk)]
@@ -161,10 +198,13 @@ def test_a_run_state_saved_as_json_is_decided_and_resumed_in_a_new_process(host,
     assert ApprovalRequest.objects.filter(run_id="run-1").count() == 1  # the new process found, not resubmitted
 
 
-@pytest.mark.parametrize("attack, refused_for", [
-    ({"public_key": SigningKey.from_secret("an attacker's key").public_text}, "does not trust"),
-    ({"TAMPER": "params"}, "payload_sha256"),
-])
+@pytest.mark.parametrize(
+    "attack, refused_for",
+    [
+        ({"public_key": SigningKey.from_secret("an attacker's key").public_text}, "does not trust"),
+        ({"TAMPER": "params"}, "payload_sha256"),
+    ],
+)
 def test_a_forged_or_altered_decision_is_refused_and_nothing_runs(host, daphne_server, people, attack, refused_for):
     agent_host = host(**attack)
     process = agent_host.start("run", "--calls", calls(("call_a", {"amount": 120, "to": "acme"})))
@@ -178,10 +218,17 @@ def test_a_forged_or_altered_decision_is_refused_and_nothing_runs(host, daphne_s
 def test_a_submission_answer_naming_an_older_approval_runs_nothing(host, daphne_server, people, token):
     """Issue 22 (5): the same agent's same call (tool-call id, params), approved in an earlier run;
     a proxy rewrites the new submission's answer to name it. Only the idempotency key differs."""
-    older = httpx.post(f"{daphne_server.url}/api/v1/actions/", headers={
-        "Authorization": f"Bearer {token}", "Idempotency-Key": "oai-run-0-call_a"}, timeout=HANG_GUARD_SECONDS,
-        json={"action_type": "transfer_funds", "params": {"amount": 120, "to": "acme"}, "tool_call_id": "call_a",
-              "run_id": "run-0"})
+    older = httpx.post(
+        f"{daphne_server.url}/api/v1/actions/",
+        headers={"Authorization": f"Bearer {token}", "Idempotency-Key": "oai-run-0-call_a"},
+        timeout=HANG_GUARD_SECONDS,
+        json={
+            "action_type": "transfer_funds",
+            "params": {"amount": 120, "to": "acme"},
+            "tool_call_id": "call_a",
+            "run_id": "run-0",
+        },
+    )
     assert older.status_code == 201, older.text
     [old] = submitted("run-0", 1)
     decide(daphne_server, people["alice"], old, decision="approve")
@@ -194,9 +241,17 @@ def test_a_submission_answer_naming_an_older_approval_runs_nothing(host, daphne_
 
 
 def test_the_client_installs_beside_the_sdk_and_both_import(openai_agents_python, tmp_path):
-    code = ("import agents, hitl_controlplane.client, hitl_controlplane.verify, hitl_controlplane.client.openai_agents;"
-            "from agents import Runner, RunState; print(agents.__file__); print(hitl_controlplane.client.__file__)")
-    out = subprocess.run([str(openai_agents_python), "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                         env={"PATH": "/usr/bin:/bin"}, check=True).stdout.splitlines()
+    code = (
+        "import agents, hitl_controlplane.client, hitl_controlplane.verify, hitl_controlplane.client.openai_agents;"
+        "from agents import Runner, RunState; print(agents.__file__); print(hitl_controlplane.client.__file__)"
+    )
+    out = subprocess.run(
+        [str(openai_agents_python), "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout.splitlines()
     assert all("site-packages" in line for line in out), out
     assert sys.prefix not in out[0]

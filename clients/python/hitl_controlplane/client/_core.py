@@ -80,22 +80,30 @@ class Resume:
 
     @classmethod
     def from_payload(cls, payload: dict[str, Any], decision: dict[str, Any] | None = None) -> Resume:
-        return cls(request_id=payload["request_id"], state=payload["state"], resume_data=payload["resume_data"],
-                   tool_result=payload["tool_result"], raw=payload, decision=decision)
+        return cls(
+            request_id=payload["request_id"],
+            state=payload["state"],
+            resume_data=payload["resume_data"],
+            tool_result=payload["tool_result"],
+            raw=payload,
+            decision=decision,
+        )
 
     def check_params(self, params: Any) -> None:
         """Refuse params (a claim's grant) that are not the ones the signed decision approved."""
         if self.decision is not None and payload_sha256(params) != self.decision.get("payload_sha256"):
-            raise DecisionRefused(f"request {self.request_id}: the params to run are not the ones the "
-                                  "signed decision approved")
+            raise DecisionRefused(
+                f"request {self.request_id}: the params to run are not the ones the signed decision approved"
+            )
 
 
 class ApprovalRejected(ControlPlaneError):
     """The request was rejected (or expired, or was cancelled). `feedback` says why."""
 
     def __init__(self, resume: Resume) -> None:
-        reason = resume.feedback or (f"a reviewer replied instead: {resume.reply}" if resume.reply
-                                     else "no feedback given")
+        reason = resume.feedback or (
+            f"a reviewer replied instead: {resume.reply}" if resume.reply else "no feedback given"
+        )
         super().__init__("rejected", f"{resume.state}: {reason}")
         self.resume = resume
         self.feedback = resume.feedback
@@ -125,9 +133,15 @@ def decision_keys(public_keys: Iterable[str | Ed25519PublicKey] | None) -> dict[
 _warned_unverified = False
 
 
-def checked_resume(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicKey], *, request_id: str,
-                   call: SubmittedCall | None = None, tool_call_id: str | None = None,
-                   action_type: str | None = None) -> Resume:
+def checked_resume(
+    payload: Mapping[str, Any],
+    keys: Mapping[str, Ed25519PublicKey],
+    *,
+    request_id: str,
+    call: SubmittedCall | None = None,
+    tool_call_id: str | None = None,
+    action_type: str | None = None,
+) -> Resume:
     """A decided payload as a Resume, its decision_signature checked first when keys are configured.
 
     `call`: the call this client submitted, as it knows it itself; the signed decision
@@ -139,11 +153,15 @@ def checked_resume(payload: Mapping[str, Any], keys: Mapping[str, Ed25519PublicK
     if not keys:
         if not _warned_unverified:
             _warned_unverified = True
-            log.warning("hitl_controlplane: no public key configured (public_keys= or $%s): decisions are "
-                        "NOT verified, so a forged or replayed approval would be obeyed", PUBLIC_KEYS_ENV)
+            log.warning(
+                "hitl_controlplane: no public key configured (public_keys= or $%s): decisions are "
+                "NOT verified, so a forged or replayed approval would be obeyed",
+                PUBLIC_KEYS_ENV,
+            )
         return Resume.from_payload(dict(payload))
-    signed = verify_decision(payload, keys, request_id=request_id, call=call, tool_call_id=tool_call_id,
-                             action_type=action_type)
+    signed = verify_decision(
+        payload, keys, request_id=request_id, call=call, tool_call_id=tool_call_id, action_type=action_type
+    )
     return Resume.from_payload(dict(payload), decision=signed)
 
 
@@ -166,11 +184,13 @@ class AgentPin:
             self.name = resume.decision["agent"]["name"]
 
 
-def action_call(action_type: str, params: dict[str, Any] | None, *, idempotency_key: str,
-                tool_call_id: str | None) -> SubmittedCall:
+def action_call(
+    action_type: str, params: dict[str, Any] | None, *, idempotency_key: str, tool_call_id: str | None
+) -> SubmittedCall:
     """The SubmittedCall of an action as `action_body` sends it."""
-    return SubmittedCall.action(action_type, params or {}, idempotency_key=idempotency_key,
-                                tool_call_id=tool_call_id or "")
+    return SubmittedCall.action(
+        action_type, params or {}, idempotency_key=idempotency_key, tool_call_id=tool_call_id or ""
+    )
 
 
 def plan_call(path: str, plan: str, *, idempotency_key: str, tool_call_id: str | None) -> SubmittedCall:
@@ -208,7 +228,9 @@ def raise_for_error(response: httpx.Response) -> dict[str, Any]:
     )
 
 
-def action_body(action_type: str, target: dict[str, Any] | None, params: dict[str, Any] | None, **fields: Any) -> dict[str, Any]:
+def action_body(
+    action_type: str, target: dict[str, Any] | None, params: dict[str, Any] | None, **fields: Any
+) -> dict[str, Any]:
     """The submission's JSON; fields left empty (None, "", {}) are not sent."""
     body = {"action_type": action_type, "target": target or {}, "params": params or {}}
     body.update({k: v for k, v in fields.items() if v not in (None, "", {})})
@@ -234,7 +256,7 @@ def call_params(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str,
 
 
 def backoff_delay(attempt: int, base: float) -> float:
-    return min(base * (2.0 ** attempt), 10.0)
+    return min(base * (2.0**attempt), 10.0)
 
 
 def jsonable(value: Any) -> Any:

@@ -40,10 +40,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 class AsyncControlPlane:
     """Like `ControlPlane`, for asyncio code (LangGraph async nodes, async tool functions)."""
 
-    def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
-                 retry_backoff: float = 0.5, timeout: float = 10.0,
-                 transport: httpx.AsyncBaseTransport | None = None, public_keys: Iterable[str] | None = None,
-                 agent: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        poll_wait: float = 25.0,
+        retries: int = 5,
+        retry_backoff: float = 0.5,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        public_keys: Iterable[str] | None = None,
+        agent: str | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.poll_wait = poll_wait
         self.retries = retries
@@ -54,7 +63,10 @@ class AsyncControlPlane:
         # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
         self.agent = AgentPin(agent)
         self._http = httpx.AsyncClient(
-            base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
+            base_url=self.url,
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=False,
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
         )
 
@@ -67,8 +79,9 @@ class AsyncControlPlane:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _call(self, method: str, path: str, *, read_timeout: float | None = None,
-                    **kwargs: Any) -> dict[str, Any]:
+    async def _call(
+        self, method: str, path: str, *, read_timeout: float | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
         timeout = httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
         for attempt in range(self.retries + 1):
             try:
@@ -82,20 +95,41 @@ class AsyncControlPlane:
             await asyncio.sleep(backoff_delay(attempt, self.retry_backoff))
         raise AssertionError("unreachable")
 
-    async def submit_action(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
-                            idempotency_key: str | None = None, reason: str | None = None,
-                            context: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    async def submit_action(
+        self,
+        action_type: str,
+        target: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
+        context: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """As `ControlPlane.submit_action` (with `reason` and `context`)."""
-        return await self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params,
-                                                                              reason=reason, context=context,
-                                                                              **fields),
-                                headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+        return await self._call(
+            "POST",
+            "/api/v1/actions/",
+            json=action_body(action_type, target, params, reason=reason, context=context, **fields),
+            headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        )
 
-    async def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
-                                  idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+    async def submit_plan_request(
+        self,
+        path: str,
+        plan: str | None = None,
+        *,
+        title: str | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         text = plan if plan is not None else await asyncio.to_thread(read_plan, path)
-        return await self._call("POST", "/api/v1/plans/", json=plan_body(path, text, title, **fields),
-                                headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+        return await self._call(
+            "POST",
+            "/api/v1/plans/",
+            json=plan_body(path, text, title, **fields),
+            headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        )
 
     async def get(self, request_id: str) -> dict[str, Any]:
         return await self._call("GET", f"/api/v1/requests/{request_id}/")
@@ -105,11 +139,19 @@ class AsyncControlPlane:
         return found
 
     async def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
-        return await self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
-                                read_timeout=wait + self.timeout)
+        return await self._call(
+            "GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait}, read_timeout=wait + self.timeout
+        )
 
-    async def wait(self, request_id: str, *, timeout: float | None = None, call: SubmittedCall | None = None,
-                   tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
+    async def wait(
+        self,
+        request_id: str,
+        *,
+        timeout: float | None = None,
+        call: SubmittedCall | None = None,
+        tool_call_id: str | None = None,
+        action_type: str | None = None,
+    ) -> Resume:
         """As `ControlPlane.wait`."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
@@ -117,9 +159,14 @@ class AsyncControlPlane:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - loop.time())
             payload = await self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                resume = checked_resume(payload, self.decision_keys, request_id=request_id,
-                                        call=self.agent.bind(call) if call is not None else None,
-                                        tool_call_id=tool_call_id, action_type=action_type)
+                resume = checked_resume(
+                    payload,
+                    self.decision_keys,
+                    request_id=request_id,
+                    call=self.agent.bind(call) if call is not None else None,
+                    tool_call_id=tool_call_id,
+                    action_type=action_type,
+                )
                 if call is not None:
                     self.agent.learn(resume)
                 return resume
@@ -130,35 +177,62 @@ class AsyncControlPlane:
         return await self._call("POST", f"/api/v1/requests/{request_id}/cancel/", json={"reason": reason})
 
     async def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
-        return await self._call("POST", f"/api/v1/requests/{request_id}/claim/",
-                                json={"target_hash": target_hash} if target_hash else {})
+        return await self._call(
+            "POST", f"/api/v1/requests/{request_id}/claim/", json={"target_hash": target_hash} if target_hash else {}
+        )
 
-    async def complete(self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None,
-                       error: str = "") -> dict[str, Any]:
-        return await self._call("POST", f"/api/v1/requests/{request_id}/complete/",
-                                json={"token": grant_token, "succeeded": succeeded, "result": result,
-                                      "error": error})
+    async def complete(
+        self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None, error: str = ""
+    ) -> dict[str, Any]:
+        return await self._call(
+            "POST",
+            f"/api/v1/requests/{request_id}/complete/",
+            json={"token": grant_token, "succeeded": succeeded, "result": result, "error": error},
+        )
 
-    async def request_approval(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
-                               timeout: float | None = None, idempotency_key: str | None = None,
-                               reason: str | None = None, context: dict[str, Any] | None = None, **fields: Any) -> Resume:
+    async def request_approval(
+        self,
+        action_type: str,
+        target: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
+        context: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Resume:
         key = idempotency_key or new_idempotency_key()
-        submitted = await self.submit_action(action_type, target, params, idempotency_key=key,
-                                             reason=reason, context=context, **fields)
+        submitted = await self.submit_action(
+            action_type, target, params, idempotency_key=key, reason=reason, context=context, **fields
+        )
         call = action_call(action_type, params, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    async def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
-                          timeout: float | None = None, idempotency_key: str | None = None,
-                          **fields: Any) -> Resume:
+    async def submit_plan(
+        self,
+        path: str,
+        *,
+        plan: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> Resume:
         text = plan if plan is not None else await asyncio.to_thread(read_plan, path)
         key = idempotency_key or new_idempotency_key()
         submitted = await self.submit_plan_request(path, text, title=title, idempotency_key=key, **fields)
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    def require_approval(self, action_type: str | None = None, *, target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
-                         timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
+    def require_approval(
+        self,
+        action_type: str | None = None,
+        *,
+        target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
+        timeout: float | None = None,
+        claim: bool = True,
+    ) -> Callable[[F], F]:
         """As `ControlPlane.require_approval`, for `async def` tool functions."""
 
         def decorate(fn: F) -> F:
@@ -166,8 +240,9 @@ class AsyncControlPlane:
             async def wrapper(*args: Any, **kwargs: Any) -> Any:
                 params = call_params(fn, args, kwargs)
                 resolved_target = target(**params) if callable(target) else (target or {})
-                resume = await self.request_approval(action_type or fn.__name__, resolved_target, params,
-                                                     timeout=timeout)
+                resume = await self.request_approval(
+                    action_type or fn.__name__, resolved_target, params, timeout=timeout
+                )
                 if not resume.approved:
                     raise ApprovalRejected(resume)
                 if not claim:

@@ -108,10 +108,15 @@ def tool_calls_of(value: Mapping[str, Any], *, allowed_decisions: Sequence[str] 
     does not say; `answer_interrupts` reads it from the interrupt's `response_schema`).
     """
     if value.get("type") == "tool_approval":
-        return [ToolCall(name=value["name"], args=dict(value.get("args") or {}),
-                         description=value.get("description", ""),
-                         allowed=tuple(allowed_decisions or HITL_DECISIONS),
-                         tool_call_id=value.get("tool_call_id") or "")]
+        return [
+            ToolCall(
+                name=value["name"],
+                args=dict(value.get("args") or {}),
+                description=value.get("description", ""),
+                allowed=tuple(allowed_decisions or HITL_DECISIONS),
+                tool_call_id=value.get("tool_call_id") or "",
+            )
+        ]
     if "action_requests" not in value:
         raise ValueError("Not a HumanInTheLoopMiddleware interrupt: no action_requests and not a tool_approval.")
     requests = list(value["action_requests"])
@@ -120,11 +125,19 @@ def tool_calls_of(value: Mapping[str, Any], *, allowed_decisions: Sequence[str] 
     calls = []
     for index, request in enumerate(requests):
         # The middleware builds the two lists side by side; by name only if they disagree.
-        config = (configs[index] if len(configs) == len(requests) and configs[index]["action_name"] == request["name"]
-                  else by_name.get(request["name"], {}))
-        calls.append(ToolCall(name=request["name"], args=dict(request.get("args") or {}),
-                              description=request.get("description", ""),
-                              allowed=tuple(config.get("allowed_decisions") or HITL_DECISIONS)))
+        config = (
+            configs[index]
+            if len(configs) == len(requests) and configs[index]["action_name"] == request["name"]
+            else by_name.get(request["name"], {})
+        )
+        calls.append(
+            ToolCall(
+                name=request["name"],
+                args=dict(request.get("args") or {}),
+                description=request.get("description", ""),
+                allowed=tuple(config.get("allowed_decisions") or HITL_DECISIONS),
+            )
+        )
     return calls
 
 
@@ -147,12 +160,21 @@ def decision_for(call: ToolCall, resume: Resume, *, approved_args: dict[str, Any
     else:  # rejected, expired, cancelled, or re-validation refused to run it
         decision = {"type": "reject", **({"message": resume.feedback} if resume.feedback else {})}
     if decision["type"] not in call.allowed:
-        raise ApprovalRejected(Resume(
-            request_id=resume.request_id, state=resume.state, tool_result=resume.tool_result, raw=resume.raw,
-            resume_data={"action": "rejected", "feedback": (
-                f"The reviewers' decision ({decision['type']}) is not one {call.name} allows "
-                f"({', '.join(call.allowed)}); stopping instead. {resume.feedback}").strip()},
-        ))
+        raise ApprovalRejected(
+            Resume(
+                request_id=resume.request_id,
+                state=resume.state,
+                tool_result=resume.tool_result,
+                raw=resume.raw,
+                resume_data={
+                    "action": "rejected",
+                    "feedback": (
+                        f"The reviewers' decision ({decision['type']}) is not one {call.name} allows "
+                        f"({', '.join(call.allowed)}); stopping instead. {resume.feedback}"
+                    ).strip(),
+                },
+            )
+        )
     return decision
 
 
@@ -163,8 +185,9 @@ def _idempotency_key(thread_id: str, batch_id: str, index: int, call: ToolCall) 
     return "lc-hitl-" + hashlib.sha256(seed.encode()).hexdigest()[:48]
 
 
-def _submission(call: ToolCall, index: int, *, batch_id: str, run_id: str, thread_id: str,
-                target: Target | None) -> dict[str, Any]:
+def _submission(
+    call: ToolCall, index: int, *, batch_id: str, run_id: str, thread_id: str, target: Target | None
+) -> dict[str, Any]:
     return {
         "action_type": call.name,
         "target": target(call.name, call.args) if target else {},
@@ -182,14 +205,20 @@ def _submission(call: ToolCall, index: int, *, batch_id: str, run_id: str, threa
 
 def _bound(body: dict[str, Any]) -> SubmittedCall:
     """The call a submission body makes, which its signed decision must name."""
-    return action_call(body["action_type"], body["params"], idempotency_key=body["idempotency_key"],
-                       tool_call_id=body["tool_call_id"])
+    return action_call(
+        body["action_type"], body["params"], idempotency_key=body["idempotency_key"], tool_call_id=body["tool_call_id"]
+    )
 
 
 def _not_run(resume: Resume, refusal: ControlPlaneError) -> Resume:
     """A claim the server refused (re-validation, already handed out): answered as a rejection."""
-    return Resume(request_id=resume.request_id, state=resume.state, tool_result=resume.tool_result, raw=resume.raw,
-                  resume_data={"action": "rejected", "feedback": f"Not run: {refusal.message}"})
+    return Resume(
+        request_id=resume.request_id,
+        state=resume.state,
+        tool_result=resume.tool_result,
+        raw=resume.raw,
+        resume_data={"action": "rejected", "feedback": f"Not run: {refusal.message}"},
+    )
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -199,8 +228,9 @@ def _remaining(deadline: float | None) -> float | None:
 # --- Blocking ------------------------------------------------------------------------------------
 
 
-def _settle(cp: ControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *, claim: bool,
-            deadline: float | None) -> dict[str, Any]:
+def _settle(
+    cp: ControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *, claim: bool, deadline: float | None
+) -> dict[str, Any]:
     resume = cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
@@ -213,8 +243,17 @@ def _settle(cp: ControlPlane, call: ToolCall, request_id: str, submitted: Submit
     return decision_for(call, resume, approved_args=grant["params"])
 
 
-def _answer_calls(cp: ControlPlane, calls: list[ToolCall], *, batch_id: str, run_id: str, thread_id: str,
-                  target: Target | None, timeout: float | None, claim: bool) -> list[dict[str, Any]]:
+def _answer_calls(
+    cp: ControlPlane,
+    calls: list[ToolCall],
+    *,
+    batch_id: str,
+    run_id: str,
+    thread_id: str,
+    target: Target | None,
+    timeout: float | None,
+    claim: bool,
+) -> list[dict[str, Any]]:
     deadline = None if timeout is None else time.monotonic() + timeout
     # Every call is submitted before any wait, so reviewers see the whole step at once.
     submitted = []
@@ -222,16 +261,28 @@ def _answer_calls(cp: ControlPlane, calls: list[ToolCall], *, batch_id: str, run
         body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
         bound = _bound(body)
         key = body.pop("idempotency_key")
-        answer = cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
-                                  idempotency_key=key, **body)
+        answer = cp.submit_action(
+            body.pop("action_type"), body.pop("target"), body.pop("params"), idempotency_key=key, **body
+        )
         submitted.append((submitted_id(answer), bound))
-    return [_settle(cp, call, request_id, bound, claim=claim, deadline=deadline)
-            for call, (request_id, bound) in zip(calls, submitted)]
+    return [
+        _settle(cp, call, request_id, bound, claim=claim, deadline=deadline)
+        for call, (request_id, bound) in zip(calls, submitted)
+    ]
 
 
-def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None, run_id: str = "",
-                     thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
-                     target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
+def answer_interrupt(
+    cp: ControlPlane,
+    value: Mapping[str, Any],
+    *,
+    batch_id: str | None = None,
+    run_id: str = "",
+    thread_id: str = "",
+    allowed_decisions: Sequence[str] | None = None,
+    target: Target | None = None,
+    timeout: float | None = None,
+    claim: bool = True,
+) -> dict[str, Any]:
     """The resume value for one interrupt value: `{"decisions": [...]}` for a batched
     `HITLRequest`, one decision for a per-call `ToolApprovalRequest`.
 
@@ -240,13 +291,29 @@ def answer_interrupt(cp: ControlPlane, value: Mapping[str, Any], *, batch_id: st
     each call. `allowed_decisions`: a per-call value's (see `answer_interrupts`).
     """
     calls = tool_calls_of(value, allowed_decisions=allowed_decisions)
-    decisions = _answer_calls(cp, calls, batch_id=batch_id or f"lc-{uuid.uuid4()}", run_id=run_id,
-                              thread_id=thread_id, target=target, timeout=timeout, claim=claim)
+    decisions = _answer_calls(
+        cp,
+        calls,
+        batch_id=batch_id or f"lc-{uuid.uuid4()}",
+        run_id=run_id,
+        thread_id=thread_id,
+        target=target,
+        timeout=timeout,
+        claim=claim,
+    )
     return decisions[0] if value.get("type") == "tool_approval" else {"decisions": decisions}
 
 
-def answer_interrupts(cp: ControlPlane, interrupts: Sequence[Any], *, run_id: str = "", thread_id: str = "",
-                      target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
+def answer_interrupts(
+    cp: ControlPlane,
+    interrupts: Sequence[Any],
+    *,
+    run_id: str = "",
+    thread_id: str = "",
+    target: Target | None = None,
+    timeout: float | None = None,
+    claim: bool = True,
+) -> dict[str, Any]:
     """`{interrupt.id: resume value}` for the middleware's pending interrupts (pass it to
     `Command(resume=...)`): one batched interrupt, or the per-call interrupts of parallel
     tool calls, all submitted as one batch and answered once every call is decided.
@@ -262,8 +329,9 @@ def answer_interrupts(cp: ControlPlane, interrupts: Sequence[Any], *, run_id: st
         found = tool_calls_of(interrupt.value, allowed_decisions=allowed)
         spans.append((interrupt, len(calls), len(calls) + len(found)))
         calls += found
-    decisions = _answer_calls(cp, calls, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target,
-                              timeout=timeout, claim=claim)
+    decisions = _answer_calls(
+        cp, calls, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target, timeout=timeout, claim=claim
+    )
     return {interrupt.id: _resume_value(interrupt.value, decisions[start:end]) for interrupt, start, end in spans}
 
 
@@ -278,8 +346,15 @@ def _resume_value(value: Mapping[str, Any], decisions: list[dict[str, Any]]) -> 
 # --- asyncio -------------------------------------------------------------------------------------
 
 
-async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, submitted: SubmittedCall, *,
-                   claim: bool, deadline: float | None) -> dict[str, Any]:
+async def _asettle(
+    cp: AsyncControlPlane,
+    call: ToolCall,
+    request_id: str,
+    submitted: SubmittedCall,
+    *,
+    claim: bool,
+    deadline: float | None,
+) -> dict[str, Any]:
     resume = await cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
@@ -292,35 +367,74 @@ async def _asettle(cp: AsyncControlPlane, call: ToolCall, request_id: str, submi
     return decision_for(call, resume, approved_args=grant["params"])
 
 
-async def _aanswer_calls(cp: AsyncControlPlane, calls: list[ToolCall], *, batch_id: str, run_id: str,
-                         thread_id: str, target: Target | None, timeout: float | None,
-                         claim: bool) -> list[dict[str, Any]]:
+async def _aanswer_calls(
+    cp: AsyncControlPlane,
+    calls: list[ToolCall],
+    *,
+    batch_id: str,
+    run_id: str,
+    thread_id: str,
+    target: Target | None,
+    timeout: float | None,
+    claim: bool,
+) -> list[dict[str, Any]]:
     deadline = None if timeout is None else time.monotonic() + timeout
     submitted = []
     for index, call in enumerate(calls):
         body = _submission(call, index, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target)
         bound = _bound(body)
         key = body.pop("idempotency_key")
-        created = await cp.submit_action(body.pop("action_type"), body.pop("target"), body.pop("params"),
-                                         idempotency_key=key, **body)
+        created = await cp.submit_action(
+            body.pop("action_type"), body.pop("target"), body.pop("params"), idempotency_key=key, **body
+        )
         submitted.append((submitted_id(created), bound))
-    return list(await asyncio.gather(*(_asettle(cp, call, request_id, bound, claim=claim, deadline=deadline)
-                                       for call, (request_id, bound) in zip(calls, submitted))))
+    return list(
+        await asyncio.gather(
+            *(
+                _asettle(cp, call, request_id, bound, claim=claim, deadline=deadline)
+                for call, (request_id, bound) in zip(calls, submitted)
+            )
+        )
+    )
 
 
-async def aanswer_interrupt(cp: AsyncControlPlane, value: Mapping[str, Any], *, batch_id: str | None = None,
-                            run_id: str = "", thread_id: str = "", allowed_decisions: Sequence[str] | None = None,
-                            target: Target | None = None, timeout: float | None = None, claim: bool = True) -> dict[str, Any]:
+async def aanswer_interrupt(
+    cp: AsyncControlPlane,
+    value: Mapping[str, Any],
+    *,
+    batch_id: str | None = None,
+    run_id: str = "",
+    thread_id: str = "",
+    allowed_decisions: Sequence[str] | None = None,
+    target: Target | None = None,
+    timeout: float | None = None,
+    claim: bool = True,
+) -> dict[str, Any]:
     """`answer_interrupt` for AsyncControlPlane (the calls are waited on together)."""
     calls = tool_calls_of(value, allowed_decisions=allowed_decisions)
-    decisions = await _aanswer_calls(cp, calls, batch_id=batch_id or f"lc-{uuid.uuid4()}", run_id=run_id,
-                                     thread_id=thread_id, target=target, timeout=timeout, claim=claim)
+    decisions = await _aanswer_calls(
+        cp,
+        calls,
+        batch_id=batch_id or f"lc-{uuid.uuid4()}",
+        run_id=run_id,
+        thread_id=thread_id,
+        target=target,
+        timeout=timeout,
+        claim=claim,
+    )
     return _resume_value(value, decisions)
 
 
-async def aanswer_interrupts(cp: AsyncControlPlane, interrupts: Sequence[Any], *, run_id: str = "",
-                             thread_id: str = "", target: Target | None = None, timeout: float | None = None,
-                             claim: bool = True) -> dict[str, Any]:
+async def aanswer_interrupts(
+    cp: AsyncControlPlane,
+    interrupts: Sequence[Any],
+    *,
+    run_id: str = "",
+    thread_id: str = "",
+    target: Target | None = None,
+    timeout: float | None = None,
+    claim: bool = True,
+) -> dict[str, Any]:
     """`answer_interrupts` for AsyncControlPlane."""
     pending = [i for i in interrupts if _is_hitl(i.value)]
     if not pending:
@@ -328,10 +442,19 @@ async def aanswer_interrupts(cp: AsyncControlPlane, interrupts: Sequence[Any], *
     calls: list[ToolCall] = []
     spans = []
     for interrupt in pending:
-        found = tool_calls_of(interrupt.value,
-                              allowed_decisions=allowed_from_schema(getattr(interrupt, "response_schema", None)))
+        found = tool_calls_of(
+            interrupt.value, allowed_decisions=allowed_from_schema(getattr(interrupt, "response_schema", None))
+        )
         spans.append((interrupt, len(calls), len(calls) + len(found)))
         calls += found
-    decisions = await _aanswer_calls(cp, calls, batch_id=pending[0].id, run_id=run_id, thread_id=thread_id,
-                                     target=target, timeout=timeout, claim=claim)
+    decisions = await _aanswer_calls(
+        cp,
+        calls,
+        batch_id=pending[0].id,
+        run_id=run_id,
+        thread_id=thread_id,
+        target=target,
+        timeout=timeout,
+        claim=claim,
+    )
     return {interrupt.id: _resume_value(interrupt.value, decisions[start:end]) for interrupt, start, end in spans}

@@ -48,8 +48,12 @@ EDITED_MESSAGE = (
 )
 
 
-def interruption_action(item: Any, *, run_id: str, target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
-                        ) -> dict[str, Any]:
+def interruption_action(
+    item: Any,
+    *,
+    run_id: str,
+    target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The action a ToolApprovalItem becomes: `submit_action` keyword arguments, idempotency key included."""
     name = item.tool_name or item.name
     call_id = item.call_id
@@ -89,8 +93,12 @@ def rejection_message(resume: Resume, arguments: dict[str, Any]) -> str | None:
 
 def _bound(action: dict[str, Any]) -> SubmittedCall:
     """The call an interruption's submission makes, which its signed decision must name."""
-    return action_call(action["action_type"], action["params"], idempotency_key=action["idempotency_key"],
-                       tool_call_id=action["tool_call_id"])
+    return action_call(
+        action["action_type"],
+        action["params"],
+        idempotency_key=action["idempotency_key"],
+        tool_call_id=action["tool_call_id"],
+    )
 
 
 def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict[str, Any]], resumes: Sequence[Resume]) -> None:
@@ -103,9 +111,15 @@ def _apply(state: Any, items: Sequence[Any], actions: Sequence[dict[str, Any]], 
             state.reject(item, rejection_message=message)
 
 
-def decide_interruptions(cp: ControlPlane, state: Any, interruptions: Iterable[Any], *, run_id: str,
-                         target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None, timeout: float | None = None,
-                         ) -> list[Resume]:
+def decide_interruptions(
+    cp: ControlPlane,
+    state: Any,
+    interruptions: Iterable[Any],
+    *,
+    run_id: str,
+    target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
+    timeout: float | None = None,
+) -> list[Resume]:
     """Submit every interruption, wait for all decisions, then approve or reject each on `state`.
 
     Returns the decisions in the interruptions' order. Raises DecisionRefused (and
@@ -116,21 +130,31 @@ def decide_interruptions(cp: ControlPlane, state: Any, interruptions: Iterable[A
     actions = [interruption_action(item, run_id=run_id, target=target) for item in items]
     submitted = [cp.submit_action(**action) for action in actions]
     # Every request is open before the first wait: reviewers see the whole batch at once.
-    resumes = [cp.wait(submitted_id(found), timeout=timeout, call=_bound(action))
-               for found, action in zip(submitted, actions)]
+    resumes = [
+        cp.wait(submitted_id(found), timeout=timeout, call=_bound(action)) for found, action in zip(submitted, actions)
+    ]
     _apply(state, items, actions, resumes)
     return resumes
 
 
-async def decide_interruptions_async(acp: AsyncControlPlane, state: Any, interruptions: Iterable[Any], *,
-                                     run_id: str, target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
-                                     timeout: float | None = None) -> list[Resume]:
+async def decide_interruptions_async(
+    acp: AsyncControlPlane,
+    state: Any,
+    interruptions: Iterable[Any],
+    *,
+    run_id: str,
+    target: dict[str, Any] | Callable[[Any], dict[str, Any]] | None = None,
+    timeout: float | None = None,
+) -> list[Resume]:
     """`decide_interruptions` for asyncio hosts (`Runner.run`): the waits run concurrently."""
     items = list(interruptions)
     actions = [interruption_action(item, run_id=run_id, target=target) for item in items]
     submitted = await asyncio.gather(*(acp.submit_action(**action) for action in actions))
-    resumes = await asyncio.gather(*(
-        acp.wait(submitted_id(found), timeout=timeout, call=_bound(action))
-        for found, action in zip(submitted, actions)))
+    resumes = await asyncio.gather(
+        *(
+            acp.wait(submitted_id(found), timeout=timeout, call=_bound(action))
+            for found, action in zip(submitted, actions)
+        )
+    )
     _apply(state, items, actions, list(resumes))
     return list(resumes)

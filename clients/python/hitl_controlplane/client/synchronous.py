@@ -50,10 +50,19 @@ class ControlPlane:
     name in the first decision that verified for a call this client made).
     """
 
-    def __init__(self, url: str, token: str, *, poll_wait: float = 25.0, retries: int = 5,
-                 retry_backoff: float = 0.5, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
-                 public_keys: Iterable[str] | None = None, agent: str | None = None,
-                 ) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        poll_wait: float = 25.0,
+        retries: int = 5,
+        retry_backoff: float = 0.5,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+        public_keys: Iterable[str] | None = None,
+        agent: str | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.poll_wait = poll_wait
         self.retries = retries
@@ -64,7 +73,10 @@ class ControlPlane:
         # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
         self.agent = AgentPin(agent)
         self._http = httpx.Client(
-            base_url=self.url, transport=transport, timeout=timeout, follow_redirects=False,
+            base_url=self.url,
+            transport=transport,
+            timeout=timeout,
+            follow_redirects=False,
             headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
         )
 
@@ -95,9 +107,17 @@ class ControlPlane:
 
     # --- requests -----------------------------------------------------------------------
 
-    def submit_action(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
-                      idempotency_key: str | None = None, reason: str | None = None,
-                      context: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    def submit_action(
+        self,
+        action_type: str,
+        target: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
+        context: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """Submit a tool call; returns the request as the API shows it (`id`, `state`, `rule`, ...).
 
         `reason`: why the agent wants this, in plain text; `context`: `{"links": [{"label", "url"}],
@@ -105,16 +125,30 @@ class ControlPlane:
         see both labelled as the agent's own claim. `fields`: run_id, thread_id, resource_id,
         tool_call_id, declared, callback_url, allowed_decisions, batch_id.
         """
-        return self._call("POST", "/api/v1/actions/", json=action_body(action_type, target, params, reason=reason,
-                                                                        context=context, **fields),
-                          headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+        return self._call(
+            "POST",
+            "/api/v1/actions/",
+            json=action_body(action_type, target, params, reason=reason, context=context, **fields),
+            headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        )
 
-    def submit_plan_request(self, path: str, plan: str | None = None, *, title: str | None = None,
-                            idempotency_key: str | None = None, **fields: Any) -> dict[str, Any]:
+    def submit_plan_request(
+        self,
+        path: str,
+        plan: str | None = None,
+        *,
+        title: str | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> dict[str, Any]:
         """Submit a plan (read from `path` unless `plan` is given); returns the request."""
         text = plan if plan is not None else read_plan(path)
-        return self._call("POST", "/api/v1/plans/", json=plan_body(path, text, title, **fields),
-                          headers={"Idempotency-Key": idempotency_key or new_idempotency_key()})
+        return self._call(
+            "POST",
+            "/api/v1/plans/",
+            json=plan_body(path, text, title, **fields),
+            headers={"Idempotency-Key": idempotency_key or new_idempotency_key()},
+        )
 
     def get(self, request_id: str) -> dict[str, Any]:
         return self._call("GET", f"/api/v1/requests/{request_id}/")
@@ -126,11 +160,19 @@ class ControlPlane:
 
     def resume(self, request_id: str, *, wait: float = 0) -> dict[str, Any]:
         """One long-poll: the resume payload, `decided` false if nothing was decided within `wait`."""
-        return self._call("GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait},
-                          read_timeout=wait + self.timeout)
+        return self._call(
+            "GET", f"/api/v1/requests/{request_id}/resume/", params={"wait": wait}, read_timeout=wait + self.timeout
+        )
 
-    def wait(self, request_id: str, *, timeout: float | None = None, call: SubmittedCall | None = None,
-             tool_call_id: str | None = None, action_type: str | None = None) -> Resume:
+    def wait(
+        self,
+        request_id: str,
+        *,
+        timeout: float | None = None,
+        call: SubmittedCall | None = None,
+        tool_call_id: str | None = None,
+        action_type: str | None = None,
+    ) -> Resume:
         """Block until the request is decided (ApprovalTimeout after `timeout` seconds).
 
         `call`: the call this client submitted (`hitl_controlplane.decisions.SubmittedCall`);
@@ -143,9 +185,14 @@ class ControlPlane:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - time.monotonic())
             payload = self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                resume = checked_resume(payload, self.decision_keys, request_id=request_id,
-                                        call=self.agent.bind(call) if call is not None else None,
-                                        tool_call_id=tool_call_id, action_type=action_type)
+                resume = checked_resume(
+                    payload,
+                    self.decision_keys,
+                    request_id=request_id,
+                    call=self.agent.bind(call) if call is not None else None,
+                    tool_call_id=tool_call_id,
+                    action_type=action_type,
+                )
                 if call is not None:
                     self.agent.learn(resume)
                 return resume
@@ -157,31 +204,54 @@ class ControlPlane:
 
     def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
         """Claim an approved execution: the single-use grant with the exact approved params."""
-        return self._call("POST", f"/api/v1/requests/{request_id}/claim/",
-                          json={"target_hash": target_hash} if target_hash else {})
+        return self._call(
+            "POST", f"/api/v1/requests/{request_id}/claim/", json={"target_hash": target_hash} if target_hash else {}
+        )
 
-    def complete(self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None,
-                 error: str = "") -> dict[str, Any]:
-        return self._call("POST", f"/api/v1/requests/{request_id}/complete/",
-                          json={"token": grant_token, "succeeded": succeeded, "result": result, "error": error})
+    def complete(
+        self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None, error: str = ""
+    ) -> dict[str, Any]:
+        return self._call(
+            "POST",
+            f"/api/v1/requests/{request_id}/complete/",
+            json={"token": grant_token, "succeeded": succeeded, "result": result, "error": error},
+        )
 
     # --- blocking helpers ------------------------------------------------------------------
 
-    def request_approval(self, action_type: str, target: dict[str, Any] | None = None, params: dict[str, Any] | None = None, *,
-                         timeout: float | None = None, idempotency_key: str | None = None,
-                         reason: str | None = None, context: dict[str, Any] | None = None, **fields: Any) -> Resume:
+    def request_approval(
+        self,
+        action_type: str,
+        target: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        reason: str | None = None,
+        context: dict[str, Any] | None = None,
+        **fields: Any,
+    ) -> Resume:
         """Submit a tool call and wait for the decision. Check `.approved`; use `.params`.
 
         `reason` and `context` travel with it (see `submit_action`)."""
         key = idempotency_key or new_idempotency_key()
-        submitted = self.submit_action(action_type, target, params, idempotency_key=key,
-                                       reason=reason, context=context, **fields)
+        submitted = self.submit_action(
+            action_type, target, params, idempotency_key=key, reason=reason, context=context, **fields
+        )
         # Bound to the call as this client made it, not to anything the answer says.
         call = action_call(action_type, params, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    def submit_plan(self, path: str, *, plan: str | None = None, title: str | None = None,
-                    timeout: float | None = None, idempotency_key: str | None = None, **fields: Any) -> Resume:
+    def submit_plan(
+        self,
+        path: str,
+        *,
+        plan: str | None = None,
+        title: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> Resume:
         """Mastra's submit_plan: read the plan at `path`, submit it, wait for the decision.
 
         `resume.tool_result` is the text for the model; `resume.resume_data` is
@@ -193,8 +263,14 @@ class ControlPlane:
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
-    def require_approval(self, action_type: str | None = None, *, target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
-                         timeout: float | None = None, claim: bool = True) -> Callable[[F], F]:
+    def require_approval(
+        self,
+        action_type: str | None = None,
+        *,
+        target: dict[str, Any] | Callable[..., dict[str, Any]] | None = None,
+        timeout: float | None = None,
+        claim: bool = True,
+    ) -> Callable[[F], F]:
         """Decorate a tool function so it runs only when approved, with the approved params.
 
         The call's arguments (by name) are the params reviewers see; the function

@@ -8,33 +8,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('agents', '0002_tokens_callbacks'),
+        ("agents", "0002_tokens_callbacks"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='BaselineRequest',
+            name="BaselineRequest",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('kind', models.CharField(default='action', max_length=6)),
-                ('state', models.CharField(db_index=True, default='draft', max_length=20)),
-                ('action_type', models.CharField(db_index=True, max_length=200)),
-                ('target', models.JSONField(default=dict)),
-                ('params', models.JSONField(default=dict)),
-                ('declared', models.JSONField(default=dict)),
-                ('run_id', models.CharField(blank=True, db_index=True, max_length=200)),
-                ('tool_call_id', models.CharField(blank=True, max_length=200)),
-                ('idempotency_key', models.CharField(blank=True, max_length=200, null=True)),
-                ('risk_level', models.CharField(blank=True, max_length=12)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='agents.agent')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("kind", models.CharField(default="action", max_length=6)),
+                ("state", models.CharField(db_index=True, default="draft", max_length=20)),
+                ("action_type", models.CharField(db_index=True, max_length=200)),
+                ("target", models.JSONField(default=dict)),
+                ("params", models.JSONField(default=dict)),
+                ("declared", models.JSONField(default=dict)),
+                ("run_id", models.CharField(blank=True, db_index=True, max_length=200)),
+                ("tool_call_id", models.CharField(blank=True, max_length=200)),
+                ("idempotency_key", models.CharField(blank=True, max_length=200, null=True)),
+                ("risk_level", models.CharField(blank=True, max_length=12)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                (
+                    "agent",
+                    models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name="+", to="agents.agent"),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(condition=models.Q(('idempotency_key__isnull', False)), fields=('agent', 'idempotency_key'), name='baseline_one_per_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("idempotency_key__isnull", False)),
+                        fields=("agent", "idempotency_key"),
+                        name="baseline_one_per_key",
+                    )
+                ],
             },
         ),
     ]
