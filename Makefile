@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
-.PHONY: run test lint typecheck format-check bench bench-smoke install migrate clean
+.PHONY: run test test-js lint typecheck format-check bench bench-smoke install migrate clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -29,13 +29,19 @@ run: migrate
 
 # The fast checks first, each failing the run on its own: the architecture contracts (.importlinter:
 # one-way app dependencies, no cycles), lint, types (pyproject.toml holds ruff's and mypy's config),
-# then the suite. `make lint`, `make typecheck` and `make format-check` run one check alone.
+# then the TypeScript client's own tests, then the suite. `make lint`, `make typecheck`,
+# `make format-check` and `make test-js` run one check alone.
 test: install
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(MAKE) test-js
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# clients/typescript: its pinned lockfile, a tsc build, then node's test runner (prints its summary).
+test-js:
+	cd clients/typescript && npm ci --no-audit --no-fund && npm test
 
 lint: install
 	$(BIN)/ruff check .

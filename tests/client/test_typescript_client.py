@@ -1,0 +1,177 @@
+"""The TypeScript client (clients/typescript, built) meets a real daphne.
+
+A Node agent (tests/client/typescript/approve-and-run.mjs) submits an action, a reviewer
+approves it with an edit through the services, and the agent's `waitForDecision` verifies
+the signed decision against the call it made; then `runApproved` claims with a fresh nonce,
+verifies the signed grant and runs the tool once with the approved params. A second process
+with the same idempotency key finds the same request and is answered "Not run: already
+executed". With no node, the test skips with the reason (fails under REQUIRE_SERVICES=1).
+
+The grant half needs the server's grant (grant spec v1, landing on another branch): it is
+skipped, with the reason printed, only while the claim answer carries no grant_signature,
+so it runs by itself once the server signs grants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from approvals import policy, services
+from approvals.models import ApprovalRequest
+from approvals.people import Person
+from tests.fixtures.revisions import current_revision
+from tests.fixtures.services import missing_service
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
+HOST = Path(__file__).resolve().parent / "typescript" / "approve-and-run.mjs"
+# Bounds how long a broken host can hang the test; no assertion depends on timing.
+HANG_GUARD_SECONDS = 90
+NO_GRANT = "the answer carries no grant_signature"
+
+EDITABLE_TRANSFER = {
+    "name": "transfer_one_person",
+    "priority": 5,
+    "action_type": "transfer_funds",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "editable_params": ["amount"],
+    "conditions": [],
+}
+
+
+@pytest.fixture(scope="session")
+def typescript_package() -> Path:
+    """clients/typescript installed from its lockfile and built: the dist/index.js to import."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        missing_service("the TypeScript client tests need node and npm (.ci/run installs Debian's)")
+    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
+    stamp = PACKAGE / "node_modules" / ".installed-from-lock"
+    steps = [["npm", "run", "build"]]
+    if not (stamp.exists() and stamp.read_text() == lock):
+        steps.insert(0, ["npm", "ci", "--no-audit", "--no-fund"])
+    for step in steps:
+        done = subprocess.run(step, cwd=PACKAGE, capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            pytest.fail(f"{' '.join(step)} in {PACKAGE} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
+    stamp.write_text(lock)
+    return PACKAGE / "dist" / "index.js"
+
+
+class Agent:
+    """One run of the Node agent; `next_event(name)` reads its JSON lines in order."""
+
+    def __init__(self, package: Path, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            ["node", str(HOST)],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PACKAGE": package.as_uri(), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def next_event(self, *names: str) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            self.process.wait(timeout=HANG_GUARD_SECONDS)
+            stderr = self.process.stderr.read() if self.process.stderr else ""
+            raise AssertionError(f"the agent exited ({self.process.returncode}) before {names}:\n{stderr}")
+        event = json.loads(line)
+        assert event["event"] in names, event
+        return event
+
+    def finish(self) -> None:
+        code = self.process.wait(timeout=HANG_GUARD_SECONDS)
+        stderr = self.process.stderr.read() if self.process.stderr else ""
+        assert code == 0, stderr
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def run_agent(typescript_package, daphne_server, token, server_public_key):
+    started: list[Agent] = []
+
+    def _run(**env: str) -> Agent:
+        agent = Agent(
+            typescript_package,
+            {
+                "CONTROLPLANE_URL": daphne_server.url,
+                "CONTROLPLANE_TOKEN": token,
+                "CONTROLPLANE_PUBLIC_KEYS": server_public_key,
+                "CONTROLPLANE_AGENT": "mail-bot",
+                **env,
+            },
+        )
+        started.append(agent)
+        return agent
+
+    yield _run
+    for agent in started:
+        agent.stop()
+
+
+@pytest.fixture
+def transfer_rule(admin_user):
+    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")
+
+
+def _approve_with_an_edit(request_id: str, reviewer) -> None:
+    services.approve_with_edits(
+        request_id, revision=current_revision(request_id), actor=Person(reviewer), edits={"amount": 50}
+    )
+
+
+def test_the_typescript_client_verifies_a_real_decision(run_agent, people, transfer_rule):
+    agent = run_agent(IDEMPOTENCY_KEY="ts-verify-1")
+    request_id = agent.next_event("submitted")["id"]
+    assert ApprovalRequest.objects.get(pk=request_id).state == "pending_approval"
+    _approve_with_an_edit(request_id, people["alice"])
+
+    decided = agent.next_event("decided")
+    assert decided["state"] == "approved" and decided["approved"] is True
+    assert decided["params"] == {"amount": 50, "to": "acme", "memo": "Q3 \u00e9 \U0001f4b8", "rate": 0.1}
+    signed = decided["decision"]
+    assert signed["agent"]["name"] == "mail-bot" and signed["action_type"] == "transfer_funds"
+    assert signed["tool_call_id"] == "call_7" and signed["idempotency_key"] == "ts-verify-1"
+    agent.finish()
+
+
+def test_the_typescript_client_runs_an_approved_call_once(run_agent, people, transfer_rule):
+    agent = run_agent(IDEMPOTENCY_KEY="ts-run-1", CLAIM="1")
+    request_id = agent.next_event("submitted")["id"]
+    _approve_with_an_edit(request_id, people["alice"])
+    agent.next_event("decided")
+    event = agent.next_event("ran", "refused")
+    if event["event"] == "refused" and NO_GRANT in event["message"]:
+        agent.finish()
+        pytest.skip(f"the server does not sign execution grants yet (grant spec v1): {event['message']}")
+    assert event["event"] == "ran", event
+    assert event["params"] == {"amount": 50, "to": "acme", "memo": "Q3 \u00e9 \U0001f4b8", "rate": 0.1}
+    outcome = agent.next_event("outcome")
+    assert outcome["ran"] is True and outcome["completed"] is True, outcome
+    assert outcome["result"] == {"sent": 50}
+    agent.finish()
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert request.state == "succeeded"
+
+    # A restarted host (same idempotency key) finds the same request and is told it already ran.
+    again = run_agent(IDEMPOTENCY_KEY="ts-run-1", CLAIM="1")
+    assert again.next_event("submitted")["id"] == request_id
+    again.next_event("decided")
+    outcome = again.next_event("outcome")
+    assert outcome["ran"] is False, outcome
+    assert outcome["toolResult"].startswith(f"Not run: already executed (request {request_id}, succeeded/")
+    again.finish()
