@@ -15,10 +15,14 @@ so it runs by itself once the server signs grants.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import shutil
 import subprocess
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -100,15 +104,57 @@ class Agent:
             self.process.wait()
 
 
+class RewritingProxy:
+    """Someone between the agent and the server: passes every request on to daphne and lets
+    `rewrite(path, body)` change each JSON answer before the agent reads it."""
+
+    def __init__(self, upstream_port: int, rewrite: Callable[[str, dict], None]) -> None:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=HANG_GUARD_SECONDS)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                response = upstream.getresponse()
+                answer = response.read()
+                if response.headers.get_content_type() == "application/json" and answer:
+                    document = json.loads(answer)
+                    proxy.rewrite(self.path, document)
+                    answer = json.dumps(document).encode()
+                self.send_response(response.status)
+                self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+                upstream.close()
+
+            do_GET = do_POST = _forward
+
+            def log_message(self, *args: object) -> None:  # quiet: pytest shows failures, not traffic
+                pass
+
+        self.rewrite = rewrite
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 @pytest.fixture
 def run_agent(typescript_package, daphne_server, token, server_public_key):
     started: list[Agent] = []
 
-    def _run(**env: str) -> Agent:
+    def _run(url: str | None = None, **env: str) -> Agent:
         agent = Agent(
             typescript_package,
             {
-                "CONTROLPLANE_URL": daphne_server.url,
+                "CONTROLPLANE_URL": url or daphne_server.url,
                 "CONTROLPLANE_TOKEN": token,
                 "CONTROLPLANE_PUBLIC_KEYS": server_public_key,
                 "CONTROLPLANE_AGENT": "mail-bot",
@@ -175,3 +221,31 @@ def test_the_typescript_client_runs_an_approved_call_once(run_agent, people, tra
     assert outcome["ran"] is False, outcome
     assert outcome["toolResult"].startswith(f"Not run: already executed (request {request_id}, succeeded/")
     again.finish()
+
+
+def _alter_params(path: str, body: dict) -> None:
+    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
+        body["resume_data"]["params"]["to"] = "mallory"
+
+
+def _alter_verdict(path: str, body: dict) -> None:
+    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
+        body["resume_data"] = {"action": "approved", "params": {"amount": 90, "to": "acme"}}
+
+
+@pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
+def test_a_resume_altered_in_transit_is_refused_in_node(run_agent, daphne_server, people, transfer_rule, rewrite):
+    proxy = RewritingProxy(daphne_server.port, rewrite)
+    try:
+        agent = run_agent(url=proxy.url, IDEMPOTENCY_KEY=f"ts-tamper-{rewrite.__name__}", CLAIM="1")
+        request_id = agent.next_event("submitted")["id"]
+        if rewrite is _alter_verdict:
+            services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+        else:
+            _approve_with_an_edit(request_id, people["alice"])
+        refused = agent.next_event("refused")
+        assert refused["message"].startswith(f"request {request_id}: the signed decision's")
+        agent.finish()
+    finally:
+        proxy.close()
+    assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
