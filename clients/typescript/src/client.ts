@@ -17,6 +17,7 @@ import { ApprovalTimeout } from './errors.js';
 import { Transport } from './http.js';
 import { Resume, type Submitted } from './resume.js';
 import { runApproved, type RunOptions, type RunOutcome } from './handshake.js';
+import { runTool, type ToolCall } from './tools.js';
 
 export const PUBLIC_KEYS_ENV = 'CONTROLPLANE_PUBLIC_KEYS';
 export const AGENT_ENV = 'CONTROLPLANE_AGENT';
@@ -123,7 +124,7 @@ const CORRELATION = ['reason', 'context', 'runId', 'threadId', 'resourceId', 'to
 
 /** The request id a submission answer names, as a UUID's text (it only steers the next URL; the
  * signed decision must still name the call this client made). */
-function submittedId(answer: Json): string {
+export function submittedId(answer: Json): string {
   const id = String(answer['id'] ?? '').toLowerCase();
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)) {
     throw new DecisionRefused(`the submission answer names no request id (${JSON.stringify(answer['id'])})`);
@@ -302,5 +303,10 @@ export class ControlPlane {
   /** The execution handshake around `fn` (see handshake.ts): at most once, with exactly the granted params. */
   runApproved<T>(resume: Resume, fn: (params: Json) => T | Promise<T>, options: RunOptions = {}): Promise<RunOutcome<T>> {
     return runApproved(this, resume, fn, options);
+  }
+
+  /** The handshake inside a tool body, keyed by the call id (see tools.ts): `fn`'s result, or the text the model reads. */
+  runTool<T>(call: ToolCall, fn: (params: Json) => T | Promise<T>, options: { timeout?: number } = {}): Promise<T | string> {
+    return runTool(this, call, fn, options);
   }
 }

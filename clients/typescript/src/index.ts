@@ -41,3 +41,4 @@ export { ApprovalRejected, ApprovalTimeout, ControlPlaneError } from './errors.j
 export { GRANT_CONTEXT, GRANT_TYPE, GRANT_VERSION, grantMessage, newNonce, verifyGrant } from './grant.js';
 export { runApproved, type RunOptions, type RunOutcome } from './handshake.js';
 export { Resume, type Submitted } from './resume.js';
+export { runTool, toolIdempotencyKey, type ToolCall } from './tools.js';

@@ -115,6 +115,11 @@ export async function fakeServer({ key, agent = { id: 7, name: 'pay-bot' }, leas
       state.requests.set(request.id, request);
       return [201, { id: request.id, state: 'pending_approval' }];
     }
+    if (method === 'GET' && path.startsWith('/api/v1/requests/?')) {
+      const key = new URLSearchParams(path.split('?')[1]).get('idempotency_key');
+      const results = [...state.requests.values()].filter((r) => r.key === key).map((r) => ({ id: r.id, state: r.state }));
+      return [200, { results }];
+    }
     const request = match && state.requests.get(match[1]);
     if (!request) return [404, { code: 'not_found', message: 'No such request.' }];
     const token = body?.token === `grant-${request.id}`;

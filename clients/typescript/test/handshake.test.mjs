@@ -183,3 +183,32 @@ test('waitForDecision gives up after its timeout with ApprovalTimeout', async (t
   const { cp } = await setUp(t, { tamper: { 'GET resume': (a) => ({ request_id: a.request_id, decided: false }) } });
   await assert.rejects(cp.waitForDecision(await cp.submitAction(ACTION), { timeout: 0.2 }), ApprovalTimeout);
 });
+
+test('runTool: the tool body finds the host\'s request by its call id and runs once across processes', async (t) => {
+  const { server, cp } = await setUp(t, { edits: { amount: 50 } });
+  // The host submitted the call when the framework paused for approval...
+  const call = { actionType: 'transfer_funds', params: { amount: 90, to: 'acme' }, toolCallId: 'call_9', runId: 'run-1' };
+  const hosted = await cp.submitAction({ ...call, idempotencyKey: 'run-1:call_9', allowedDecisions: ['approve', 'reject'] });
+  // ...and the framework runs the tool, in this process and (restored state) in another one.
+  const { calls, fn } = tool();
+  assert.deepEqual(await cp.runTool(call, fn), { sent: 50 });
+  const other = new ControlPlane({ url: server.url, token: 't', publicKeys: [key.publicText], env: {} });
+  const second = await other.runTool(call, fn);
+  assert.equal(second, `Not run: already executed (request ${hosted.id}, succeeded/-)`);
+  assert.deepEqual(calls, [{ amount: 50, to: 'acme' }]);
+  assert.equal(server.state.requests.size, 1);
+});
+
+test('runTool: with no request yet it submits one; a listing naming another request is refused', async (t) => {
+  const { server, cp } = await setUp(t);
+  const { calls, fn } = tool();
+  const call = { actionType: 'transfer_funds', params: { amount: 5 }, toolCallId: 'call_1', runId: 'r' };
+  assert.deepEqual(await cp.runTool(call, fn), { sent: 5 });
+  assert.equal(server.state.requests.size, 1);
+  // Another call whose lookup a proxy answers with the first call's request: its decision names another call.
+  const lying = await setUp(t);
+  const first = await lying.cp.submitAction({ ...call, idempotencyKey: 'r:call_1' });
+  lying.server.state.requests.get(first.id).key = 'r:call_2'; // the listing for call_2 now names call_1's request
+  await assert.rejects(lying.cp.runTool({ ...call, params: { amount: 6 }, toolCallId: 'call_2' }, fn), DecisionRefused);
+  assert.equal(calls.length, 1);
+});
