@@ -223,6 +223,23 @@ def test_the_typescript_client_runs_an_approved_call_once(run_agent, people, tra
     again.finish()
 
 
+def test_run_tool_finds_the_hosts_request_and_runs_once_across_clients(run_agent, people, transfer_rule):
+    agent = run_agent(IDEMPOTENCY_KEY="run-ts-1:call_7", MODE="tool")
+    request_id = agent.next_event("submitted")["id"]
+    _approve_with_an_edit(request_id, people["alice"])
+    agent.next_event("decided")
+    event = agent.next_event("ran", "refused")
+    if event["event"] == "refused" and NO_GRANT in event["message"]:
+        agent.finish()
+        pytest.skip(f"the server does not sign execution grants yet (grant spec v1): {event['message']}")
+    assert event["params"]["amount"] == 50, event
+    assert agent.next_event("tool_result")["result"] == {"sent": 50}
+    second = agent.next_event("tool_result")["result"]
+    assert second.startswith(f"Not run: already executed (request {request_id}, succeeded/"), second
+    agent.finish()
+    assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
+
+
 def _alter_params(path: str, body: dict) -> None:
     if path.split("?")[0].endswith("/resume/") and body.get("decided"):
         body["resume_data"]["params"]["to"] = "mallory"

@@ -7,11 +7,12 @@ const { ControlPlane, DecisionRefused } = await import(process.env.PACKAGE);
 
 const emit = (event, fields = {}) => process.stdout.write(JSON.stringify({ event, ...fields }) + '\n');
 
+const PARAMS = { amount: 90, to: 'acme', memo: 'Q3 \u00e9 \u{1F4B8}', rate: 0.1 };
 const cp = new ControlPlane({ pollWait: 5 });
 const submitted = await cp.submitAction({
   actionType: 'Transfer_Funds',
   target: { account: 'acme' },
-  params: { amount: 90, to: 'acme', memo: 'Q3 \u00e9 \u{1F4B8}', rate: 0.1 },
+  params: PARAMS,
   toolCallId: 'call_7',
   runId: 'run-ts-1',
   idempotencyKey: process.env.IDEMPOTENCY_KEY,
@@ -21,7 +22,18 @@ emit('submitted', { id: submitted.id });
 try {
   const resume = await cp.waitForDecision(submitted);
   emit('decided', { state: resume.state, approved: resume.approved, params: resume.params, decision: resume.decision });
-  if (process.env.CLAIM === '1') {
+  if (process.env.MODE === 'tool') {
+    // The framework runs the tool itself (restored state: twice, in two clients); the body finds the
+    // host's request by `<runId>:<toolCallId>` and runs at most once.
+    const call = { actionType: 'Transfer_Funds', params: PARAMS, toolCallId: 'call_7', runId: 'run-ts-1' };
+    for (const client of [cp, new ControlPlane({ pollWait: 5 })]) {
+      const result = await client.runTool(call, async (params) => {
+        emit('ran', { params });
+        return { sent: params.amount };
+      });
+      emit('tool_result', { result });
+    }
+  } else if (process.env.CLAIM === '1') {
     const outcome = await cp.runApproved(resume, async (params) => {
       emit('ran', { params });
       return { sent: params.amount };
