@@ -240,7 +240,8 @@ export class ControlPlane {
     const deadline = options.timeout === undefined ? null : Date.now() + options.timeout * 1000;
     for (;;) {
       const remaining = deadline === null ? this.pollWait : Math.min(this.pollWait, (deadline - Date.now()) / 1000);
-      const payload = await this.resume(requestId, Math.max(Math.floor(remaining), 0));
+      // Fractions are fine (the server reads a float): near the deadline the last poll waits out the rest.
+      const payload = await this.resume(requestId, Math.max(Math.round(remaining * 1000) / 1000, 0));
       if (payload['decided']) return this.checkedResume(payload, requestId, given, options);
       if (deadline !== null && Date.now() >= deadline) {
         throw new ApprovalTimeout('timeout', `No decision on ${requestId} within ${options.timeout} s.`);

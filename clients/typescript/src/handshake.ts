@@ -111,6 +111,12 @@ export async function runApproved<T>(
       `request ${requestId}: the decision was not verified (no public key pinned), so nothing is run`,
     );
   }
+  if (resume.call === null) {
+    throw new DecisionRefused(
+      `request ${requestId}: the decision was not checked against the call this client made ` +
+        '(pass `call` to waitForDecision, or wait on what submitAction returned)',
+    );
+  }
   if (resume.decision['kind'] !== 'action') {
     throw new DecisionRefused(`request ${requestId}: only an action is executed; this decision is a ${resume.kind}`);
   }

@@ -212,3 +212,12 @@ test('runTool: with no request yet it submits one; a listing naming another requ
   await assert.rejects(lying.cp.runTool({ ...call, params: { amount: 6 }, toolCallId: 'call_2' }, fn), DecisionRefused);
   assert.equal(calls.length, 1);
 });
+
+test('a decision not checked against the call this client made is not run', async (t) => {
+  const { cp } = await setUp(t);
+  const submitted = await cp.submitAction(ACTION);
+  const resume = await cp.waitForDecision(submitted.id); // by id alone: signature checked, call binding not
+  const { calls, fn } = tool();
+  await assert.rejects(cp.runApproved(resume, fn), /not checked against the call/);
+  assert.equal(calls.length, 0);
+});
