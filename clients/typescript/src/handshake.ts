@@ -48,27 +48,44 @@ function jsonable(value: unknown): unknown {
   }
 }
 
-async function notRun(cp: ControlPlane, requestId: string, error: ControlPlaneError): Promise<RunOutcome<never>> {
-  let state = 'unknown';
-  let resolution = 'unknown';
+// A second claim of a call that went through a claim is refused with one of these.
+const CLAIMED_BEFORE = new Set(['already_claimed', 'illegal_transition', 'executed_by_server']);
+// Failures that mean "refused before running": a later claim is answered with the refusal, not "already executed".
+const REFUSED_BEFORE_RUNNING = new Set([
+  'approval_expired',
+  'target_changed_reapproval_required',
+  'approver_permission_revoked',
+  'policy_changed_reapproval_required',
+]);
+// The fewest milliseconds between two renewals, however short the lease.
+const MIN_RENEW_MS = 200;
+
+/** "Not run: ..." when `error` (a refused claim) means the call was claimed before; null otherwise. */
+async function notRun(cp: ControlPlane, requestId: string, error: ControlPlaneError): Promise<RunOutcome<never> | null> {
+  if (!CLAIMED_BEFORE.has(error.code)) return null;
+  let request: Json;
   try {
-    const request = await cp.get(requestId);
-    state = String(request['state'] ?? state);
-    resolution = String(request['resolution_code'] || '-');
+    request = await cp.get(requestId);
   } catch {
-    // The refusal itself is what matters; the state is only a courtesy to the reader.
+    return null; // the claim's own refusal is then what the caller hears
   }
+  const state = String(request['state'] ?? '');
+  const resolution = String(request['resolution_code'] || '');
+  const ran =
+    state === 'executing' || state === 'succeeded' || (state === 'failed' && !REFUSED_BEFORE_RUNNING.has(resolution));
+  if (error.code === 'illegal_transition' && !ran) return null;
   const why =
     error.code === 'executed_by_server' ? 'the control plane executes this action type itself' : 'already executed';
   return {
     ran: false,
     requestId,
     code: error.code,
-    toolResult: `Not run: ${why} (request ${requestId}, ${state}/${resolution})`,
+    toolResult: `Not run: ${why} (request ${requestId}, ${state}/${resolution || '-'})`,
   };
 }
 
-/** Renew the lease at half of what is left of it, until stopped; a refused renewal stops it. */
+/** Renew the lease at a third of what is left of it (two renewals may fail before it runs out), until
+ * stopped; a refused renewal (lease_expired, invalid_grant) stops it: complete will say so. */
 function keepRenewing(cp: ControlPlane, requestId: string, token: string, leaseUntil: unknown): () => void {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -84,10 +101,13 @@ function keepRenewing(cp: ControlPlane, requestId: string, token: string, leaseU
       () => {
         cp.renew(requestId, token).then(
           (answer) => schedule(answer['lease_until']),
-          () => undefined, // lease_expired or invalid_grant: nothing left to keep; complete will say so
+          (error: unknown) => {
+            // A network error is worth another try while the lease lasts; a refusal is final.
+            if (!(error instanceof ControlPlaneError) || error.code === 'network_error') schedule(until);
+          },
         );
       },
-      Math.max(left / 2, 50),
+      Math.max(left / 3, MIN_RENEW_MS),
     );
     timer.unref();
   };
@@ -127,9 +147,8 @@ export async function runApproved<T>(
   try {
     answer = await cp.claim(requestId, { nonce, ...(options.targetHash ? { targetHash: options.targetHash } : {}) });
   } catch (error) {
-    if (error instanceof ControlPlaneError && ['already_claimed', 'executed_by_server'].includes(error.code)) {
-      return notRun(cp, requestId, error);
-    }
+    const answered = error instanceof ControlPlaneError ? await notRun(cp, requestId, error) : null;
+    if (answered !== null) return answered;
     throw error;
   }
   // 3-4. The grant is the server's, for this decision and this claim, and the params are the granted ones.

@@ -64,6 +64,7 @@ export async function fakeServer({ key, agent = { id: 7, name: 'pay-bot' }, leas
   }
 
   function claim(request, body) {
+    if (state.failClaim) return [409, state.failClaim];
     if (request.claimed) return [409, { code: 'already_claimed', message: 'Another executor claimed this request first.' }];
     request.claimed = true;
     request.state = 'executing';

@@ -63,9 +63,9 @@ test('a second run of the same approval is answered "Not run: already executed"'
 });
 
 test('a long tool renews its lease in the background', async (t) => {
-  const { server, cp } = await setUp(t, { leaseMs: 200 });
+  const { server, cp } = await setUp(t, { leaseMs: 900 });
   const resume = await cp.waitForDecision(await cp.submitAction(ACTION));
-  const outcome = await cp.runApproved(resume, () => new Promise((resolve) => setTimeout(() => resolve('done'), 450)));
+  const outcome = await cp.runApproved(resume, () => new Promise((resolve) => setTimeout(() => resolve('done'), 1300)));
   assert.equal(outcome.completed, true);
   assert.ok(server.state.renewals >= 2, `renewed ${server.state.renewals} times`);
 });
@@ -219,5 +219,22 @@ test('a decision not checked against the call this client made is not run', asyn
   const resume = await cp.waitForDecision(submitted.id); // by id alone: signature checked, call binding not
   const { calls, fn } = tool();
   await assert.rejects(cp.runApproved(resume, fn), /not checked against the call/);
+  assert.equal(calls.length, 0);
+});
+
+test('a claim refused as illegal_transition is "already executed" only when the call went through a claim', async (t) => {
+  const { server, cp } = await setUp(t);
+  const resume = await cp.waitForDecision(await cp.submitAction(ACTION));
+  const request = server.state.requests.get(resume.requestId);
+  const { calls, fn } = tool();
+  // The server's answer to a claim of a request that is no longer approved.
+  const refuse = (state, resolution) => {
+    Object.assign(request, { claimed: false, state, resolution });
+    server.state.failClaim = { code: 'illegal_transition', message: `The request is ${state}.` };
+  };
+  refuse('failed', 'outcome_unknown');
+  assert.equal((await cp.runApproved(resume, fn)).toolResult, `Not run: already executed (request ${resume.requestId}, failed/outcome_unknown)`);
+  refuse('failed', 'approval_expired'); // refused before running: the refusal itself is the answer
+  await assert.rejects(cp.runApproved(resume, fn), /illegal_transition/);
   assert.equal(calls.length, 0);
 });
