@@ -106,9 +106,10 @@ class Agent:
 
 class RewritingProxy:
     """Someone between the agent and the server: passes every request on to daphne and lets
-    `rewrite(path, body)` change each JSON answer before the agent reads it."""
+    `rewrite(path, body)` change each JSON answer before the agent reads it (returning a
+    status replaces the server's)."""
 
-    def __init__(self, upstream_port: int, rewrite: Callable[[str, dict], None]) -> None:
+    def __init__(self, upstream_port: int, rewrite: Callable[[str, dict], int | None]) -> None:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -119,12 +120,12 @@ class RewritingProxy:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
                 upstream.request(self.command, self.path, body=body, headers=headers)
                 response = upstream.getresponse()
-                answer = response.read()
+                answer, status = response.read(), response.status
                 if response.headers.get_content_type() == "application/json" and answer:
                     document = json.loads(answer)
-                    proxy.rewrite(self.path, document)
+                    status = proxy.rewrite(self.path, document) or status
                     answer = json.dumps(document).encode()
-                self.send_response(response.status)
+                self.send_response(status)
                 self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
                 self.send_header("Content-Length", str(len(answer)))
                 self.end_headers()
@@ -240,14 +241,16 @@ def test_run_tool_finds_the_hosts_request_and_runs_once_across_clients(run_agent
     assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
 
 
-def _alter_params(path: str, body: dict) -> None:
+def _alter_params(path: str, body: dict) -> int | None:
     if path.split("?")[0].endswith("/resume/") and body.get("decided"):
         body["resume_data"]["params"]["to"] = "mallory"
+    return None
 
 
-def _alter_verdict(path: str, body: dict) -> None:
+def _alter_verdict(path: str, body: dict) -> int | None:
     if path.split("?")[0].endswith("/resume/") and body.get("decided"):
         body["resume_data"] = {"action": "approved", "params": {"amount": 90, "to": "acme"}}
+    return None
 
 
 @pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
@@ -266,3 +269,86 @@ def test_a_resume_altered_in_transit_is_refused_in_node(run_agent, daphne_server
     finally:
         proxy.close()
     assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
+
+
+class ClaimTampering:
+    """Rewrites of the claim answer (and what they need from earlier answers)."""
+
+    def __init__(self) -> None:
+        self.decision_signature: dict | None = None
+        self.first_grant: dict | None = None
+
+    def alter_params(self, path: str, body: dict) -> int | None:
+        if path.endswith("/claim/") and "params" in body:
+            body["params"]["to"] = "mallory"
+        return None
+
+    def decision_as_grant(self, path: str, body: dict) -> int | None:
+        if path.split("?")[0].endswith("/resume/") and body.get("decided"):
+            self.decision_signature = body["decision_signature"]
+        if path.endswith("/claim/") and "token" in body:
+            body["grant_signature"] = self.decision_signature
+        return None
+
+    def replay_first_grant(self, path: str, body: dict) -> int | None:
+        """The first process's claim answer is recorded; the second process's refused claim gets it instead."""
+        if not path.endswith("/claim/"):
+            return None
+        if self.first_grant is None:
+            self.first_grant = dict(body)
+            return None
+        body.clear()
+        body.update(self.first_grant)
+        return 200
+
+
+def _refused_before_running(agent: Agent) -> str:
+    event = agent.next_event("ran", "refused")
+    if event["event"] == "refused" and NO_GRANT in event["message"]:
+        agent.finish()
+        pytest.skip(f"the server does not sign execution grants yet (grant spec v1): {event['message']}")
+    assert event["event"] == "refused", f"the tool ran: {event}"
+    agent.finish()
+    return event["message"]
+
+
+@pytest.mark.parametrize("tampering", ["alter_params", "decision_as_grant"])
+def test_an_altered_claim_answer_is_refused_before_the_tool_runs(
+    run_agent, daphne_server, people, transfer_rule, tampering
+):
+    proxy = RewritingProxy(daphne_server.port, getattr(ClaimTampering(), tampering))
+    try:
+        agent = run_agent(url=proxy.url, IDEMPOTENCY_KEY=f"ts-claim-{tampering}", CLAIM="1")
+        request_id = agent.next_event("submitted")["id"]
+        _approve_with_an_edit(request_id, people["alice"])
+        agent.next_event("decided")
+        message = _refused_before_running(agent)
+    finally:
+        proxy.close()
+    expected = "not the granted ones" if tampering == "alter_params" else "grant_signature does not match"
+    assert expected in message, message
+
+
+def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
+    run_agent, daphne_server, people, transfer_rule
+):
+    proxy = RewritingProxy(daphne_server.port, ClaimTampering().replay_first_grant)
+    try:
+        first = run_agent(url=proxy.url, IDEMPOTENCY_KEY="ts-replay-1", CLAIM="1")
+        request_id = first.next_event("submitted")["id"]
+        _approve_with_an_edit(request_id, people["alice"])
+        first.next_event("decided")
+        event = first.next_event("ran", "refused")
+        if event["event"] == "refused" and NO_GRANT in event["message"]:
+            first.finish()
+            pytest.skip(f"the server does not sign execution grants yet (grant spec v1): {event['message']}")
+        first.next_event("outcome")
+        first.finish()
+        second = run_agent(url=proxy.url, IDEMPOTENCY_KEY="ts-replay-1", CLAIM="1")
+        second.next_event("submitted")
+        second.next_event("decided")
+        message = _refused_before_running(second)
+    finally:
+        proxy.close()
+    assert "nonce" in message, message
+    assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
