@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -352,3 +353,44 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
         proxy.close()
     assert "nonce" in message, message
     assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
+
+
+@pytest.fixture
+def short_lease_server(daphne_server):
+    """A second daphne whose execution lease is 2 s (the session's keeps the default)."""
+    from tests.live import DaphneServer, child_environment
+
+    server = DaphneServer(
+        env=child_environment(MFA_REQUIRED_GROUPS="", MFA_TOTP_TOLERANCE="1", EXECUTION_LEASE_SECONDS="2")
+    )
+    yield server
+    server.stop()
+
+
+def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
+    run_agent, short_lease_server, people, transfer_rule
+):
+    from approvals.execution import runner
+
+    agent = run_agent(url=short_lease_server.url, IDEMPOTENCY_KEY="ts-killed-1", CLAIM="1", TOOL_SECONDS="600")
+    request_id = agent.next_event("submitted")["id"]
+    _approve_with_an_edit(request_id, people["alice"])
+    agent.next_event("decided")
+    event = agent.next_event("ran", "refused")
+    if event["event"] == "refused" and NO_GRANT in event["message"]:
+        agent.finish()
+        pytest.skip(f"the server does not sign execution grants yet (grant spec v1): {event['message']}")
+    agent.stop()  # killed while the tool runs: no complete, no more renewals
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while runner.resolve_executions()["lost"] == 0:  # the sweeper, run directly, once the lease ran out
+        assert time.monotonic() < deadline, "the lease never ran out"
+        time.sleep(0.2)
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
+
+    again = run_agent(url=short_lease_server.url, IDEMPOTENCY_KEY="ts-killed-1", CLAIM="1")
+    again.next_event("submitted")
+    again.next_event("decided")
+    outcome = again.next_event("outcome")
+    assert outcome["toolResult"] == f"Not run: already executed (request {request_id}, failed/outcome_unknown)"
+    again.finish()

@@ -36,6 +36,8 @@ try {
   } else if (process.env.CLAIM === '1') {
     const outcome = await cp.runApproved(resume, async (params) => {
       emit('ran', { params });
+      // TOOL_SECONDS: a long tool (the test may kill this process while it runs)
+      await new Promise((resolve) => setTimeout(resolve, Number(process.env.TOOL_SECONDS ?? 0) * 1000));
       return { sent: params.amount };
     });
     emit('outcome', { ...outcome, completionError: outcome.completionError?.message });
