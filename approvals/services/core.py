@@ -151,6 +151,8 @@ def transition(
     metadata: dict[str, Any] | None = None,
     insert: bool = False,
     verb: str | None = None,
+    only_if_state: str | None = None,
+    lost_race: DomainError | None = None,
     **fields: Any,
 ) -> None:
     """Move a locked `request` to `to`, audit it and push it after commit.
@@ -159,8 +161,12 @@ def transition(
     `illegal_transition` and changes nothing. `insert`: `request` is a draft not
     written yet (a submission); its row is inserted once, already in `to`.
     `verb`: record the move under one of its `TRANSITION_VARIANTS` instead.
+    `only_if_state`: write the move as one conditional update (`UPDATE ... WHERE
+    state = only_if_state`), so a second writer, even one that skipped the lock,
+    changes nothing; when no row matched, `lost_race` (default `illegal_transition`)
+    is raised and nothing is recorded.
     """
-    source = request.state
+    source = only_if_state if only_if_state is not None else request.state
     default = TRANSITIONS.get((source, to))
     if verb is not None and default is not None and verb not in TRANSITION_VARIANTS.get((source, to), ()):
         raise ValueError(f"{verb!r} does not record {source} -> {to}")  # a programming error, never a user's
@@ -171,12 +177,18 @@ def transition(
             state=source,
         )
     verb = verb or default
+    if only_if_state is not None:
+        moved = ApprovalRequest.objects.filter(pk=request.pk, state=only_if_state).update(state=to, **fields)
+        if moved != 1:
+            raise lost_race or DomainError(
+                errors.ILLEGAL_TRANSITION, "Another change moved the request first.", state=request.state
+            )
     request.state = to
     for name, value in fields.items():
         setattr(request, name, value)
     if insert:
         request.save(force_insert=True)
-    else:
+    elif only_if_state is None:
         request.save(update_fields=["state", *fields])
     record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
     # Who decided travels with the push: the cards of the other reviewers (who see the
