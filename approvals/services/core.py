@@ -1,8 +1,9 @@
 """The core every state change goes through: fetch-and-lock, the transition table,
 refusals that must keep what they wrote, and the domain signal sent on commit.
 
-A service opens `changing(request_id)`: one `audited_atomic()` transaction with the
-request's row locked for its whole length. Inside, it checks its guards and calls
+A service opens `changing(request_id)`: one change (`approvals.atomic.applying`, the
+primitive every other object's change uses too) with the request's row locked for its
+whole length. Inside, it checks its guards and calls
 `transition` (or writes what it must) and records audit events; everything commits
 together, and `request_changed` is sent only after commit: the browser push, agent
 callbacks, notifications and server-side execution each subscribe to it. A `DomainError` raised inside
@@ -20,12 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from django.db import transaction
 from django.dispatch import Signal
 
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 
 from .. import errors
+from ..atomic import PersistedRefusal, after_commit, applying
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
@@ -91,16 +92,6 @@ class RequestChange:
 request_changed = Signal()
 
 
-class PersistedRefusal(DomainError):
-    """A refusal whose writes so far are committed before the caller sees it.
-
-    Raise it inside `changing()` when time or a check already decided something
-    that must stay decided whatever the caller does next: the deadline passed (the
-    request is now expired), re-validation failed (the request is now failed), a
-    wrong step-up was audited.
-    """
-
-
 def not_found() -> DomainError:
     """The one answer for a request that does not exist or is not the caller's."""
     return DomainError(errors.NOT_FOUND, "No such approval request.")
@@ -127,20 +118,14 @@ def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalReques
 
 @contextmanager
 def changing(request_id: RequestId, *, agent: Agent | None = None) -> Iterator[ApprovalRequest]:
-    """One transaction with the request locked; see the module docstring.
+    """One change of a request (`approvals.atomic.applying`) with its row locked; see the
+    module docstring.
 
     A `PersistedRefusal` raised in the block commits what was written, then
     propagates; any other exception rolls the block back.
     """
-    refusal: PersistedRefusal | None = None
-    with audited_atomic():
-        request = lock(request_id, agent=agent)
-        try:
-            yield request
-        except PersistedRefusal as error:
-            refusal = error
-    if refusal is not None:
-        raise refusal
+    with applying():
+        yield lock(request_id, agent=agent)
 
 
 def transition(
@@ -214,7 +199,7 @@ def announce(request: ApprovalRequest, verb: str, *, source: str | None = None, 
         escalated=request.escalated,
         details=details,
     )
-    transaction.on_commit(lambda: _announce(change))
+    after_commit(lambda: _announce(change), what=f"request_changed for {change.request_id}")
 
 
 def _announce(change: RequestChange) -> None:
