@@ -16,8 +16,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from approvals.atomic import applying, changing_row
 from approvals.people import user_of
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 from controlplane.http.codes import AGENT_INACTIVE, INVALID_TOKEN, TOKEN_EXPIRED, TOKEN_REVOKED
 
 from .models import ALL_SCOPES, Agent, AgentToken
@@ -65,7 +66,7 @@ def _hash(secret: str) -> str:
 def create_agent(name: str, *, owner: Any = None, actor: Actor | None = None) -> tuple[Agent, bool]:
     """Get or create the agent called `name`; (agent, created). Creation is audited."""
     acting_user = user_of(actor)
-    with audited_atomic():
+    with applying():
         agent, created = Agent.objects.get_or_create(name=name, defaults={"owner": owner})
         if created:
             record(
@@ -92,7 +93,7 @@ def issue_token(
         raise ValueError(f"unknown scopes: {', '.join(unknown)} (known: {', '.join(ALL_SCOPES)})")
     prefix = secrets.token_hex(6)
     secret_part = secrets.token_urlsafe(32)
-    with audited_atomic():
+    with applying():
         token = AgentToken.objects.create(
             agent=agent,
             label=label,
@@ -118,8 +119,9 @@ def issue_token(
 def revoke_token(token: AgentToken, *, actor: Actor | None = None) -> AgentToken:
     """Revoke `token` from now on (idempotent: revoking twice records once)."""
     acting_user = user_of(actor)
-    with audited_atomic():
-        token = AgentToken.objects.select_for_update().select_related("agent").get(pk=token.pk)
+    # Locked: two revocations run one after the other and the second sees the first.
+    # The token's sockets close after commit (`agents.consumers`, on the save).
+    with changing_row(AgentToken.objects.select_related("agent"), pk=token.pk) as token:
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])

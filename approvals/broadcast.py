@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from channels.layers import get_channel_layer
-from django.db import transaction
 
 from . import push
+from .atomic import after_commit
 from .services.core import RequestChange
 from .states import State
 
@@ -134,7 +134,7 @@ def on_object_permission_deleted(sender, instance, **kwargs) -> None:
     group_id, user_id = getattr(instance, "group_id", None), getattr(instance, "user_id", None)
     target = approvers_group(group_id) if group_id is not None else user_group(user_id)
     request_id = str(instance.content_object_id)
-    transaction.on_commit(lambda: push_lost_access(request_id, target))
+    after_commit(lambda: push_lost_access(request_id, target), what=f"the lost access to {request_id}")
 
 
 def push_lost_access(request_id: str, channel_group: str) -> None:

@@ -19,14 +19,12 @@ method ``emergency_changed``), so dashboards can show or clear their banner.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -40,8 +38,6 @@ __all__ = [
     "is_stopped",
     "set_emergency_stop",
 ]
-
-logger = logging.getLogger(__name__)
 
 EMERGENCY_GROUP = "emergency"
 MESSAGE_TYPE = "emergency.changed"
@@ -124,15 +120,14 @@ def set_emergency_stop(*, on: bool, agent=None, actor: Actor | None = None, reas
     that position. On commit, reviewers get ``emergency.changed``. Lifting a stop
     lets the sweeper run the approved requests that waited.
     """
-    from audit.chain import audited_atomic, digest, record
+    from audit.chain import digest, record
 
+    from .atomic import after_commit, changing_row
     from .models import EmergencyStop
     from .people import user_of
 
     actor = actor or Actor.system()
-    scope = EmergencyStop.scope_for(agent)
-    with audited_atomic():
-        switch, _ = EmergencyStop.objects.select_for_update().get_or_create(scope=scope, defaults={"agent": agent})
+    with changing_row(EmergencyStop, create={"agent": agent}, scope=EmergencyStop.scope_for(agent)) as switch:
         if switch.on == on:
             return False
         switch.on = on
@@ -152,15 +147,12 @@ def set_emergency_stop(*, on: bool, agent=None, actor: Actor | None = None, reas
             },
         )
         state = _state(switch)
-        transaction.on_commit(lambda: _announce(state))
+        after_commit(lambda: _announce(state), what="the emergency stop change")
     return True
 
 
 def _announce(state: StopState) -> None:
+    # At-most-once, like every push: screens resync on reconnect.
     layer = get_channel_layer()
-    if layer is None:
-        return
-    try:
+    if layer is not None:
         async_to_sync(layer.group_send)(EMERGENCY_GROUP, {"type": MESSAGE_TYPE, **state.as_dict()})
-    except Exception:  # at-most-once, like every push: screens resync on reconnect
-        logger.warning("could not announce the emergency stop change", exc_info=True)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from functools import partial
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+
+from .atomic import after_commit
 
 __all__ = ["CLOSE_MESSAGE", "PrincipalRecheck", "close_groups_on_commit"]
 
@@ -28,22 +30,18 @@ CLOSE_MESSAGE = {"type": "principal.close"}
 
 
 def close_groups_on_commit(groups: Iterable[str]) -> None:
-    """After the current transaction commits, close every socket in these channel groups."""
-    names = sorted(set(groups))
-    if not names:
-        return
+    """After the current transaction commits, close every socket in these channel groups.
 
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        for name in names:
-            try:
-                async_to_sync(layer.group_send)(name, CLOSE_MESSAGE)
-            except Exception:  # the periodic re-check closes it anyway; never fail the change itself
-                logger.warning("could not send the close message to %s", name, exc_info=True)
+    One effect per group: a group that cannot be reached does not keep the others open
+    (and the periodic re-check closes it anyway)."""
+    for name in sorted(set(groups)):
+        after_commit(partial(_send_close, name), what=f"the close message to {name}")
 
-    transaction.on_commit(send)
+
+def _send_close(name: str) -> None:
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(name, CLOSE_MESSAGE)
 
 
 class PrincipalRecheck:

@@ -30,34 +30,12 @@ from .export import FORMATS, begin_export, exported_manifest, stream_export
 from .filters import RISK_LEVELS, AuditEventFilterSet, FilterError
 from .models import ActorKind, AuditEvent, ChainVerification
 from .signing import signer
-from .vocabulary import all_verbs, describe, is_registered
+from .vocabulary import all_verbs, describe, is_registered, phase_of
 
 VIEW_PERMISSION = "audit.view_auditevent"
 EXPORT_PERMISSION = "audit.export_auditevent"
 PAGE_SIZE = 50
 _LIST_FIELDS = ("seq", "occurred_at", "actor_kind", "actor_id", "actor_label", "verb", "request_id", "agent_id")
-
-# Which part of a request's life an event belongs to, for the timeline.
-PHASES = {
-    "request.submitted": "submission",
-    "request.queued": "classification",
-    "request.auto_approved": "classification",
-    "request.refused": "classification",
-    "request.quorum_unreachable": "classification",
-    "request.escalated": "classification",
-    "decision.recorded": "decision",
-    "suspension.answered": "decision",
-    "request.revised": "decision",
-    "request.approved": "decision",
-    "request.rejected": "decision",
-    "request.responded": "decision",
-    "request.expired": "decision",
-    "request.cancelled": "decision",
-    "request.execution_claimed": "execution",
-    "request.revalidation_failed": "execution",
-    "request.succeeded": "execution",
-    "request.failed": "execution",
-}
 
 
 def _auditor_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -204,7 +182,7 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
         "metadata_json": json.dumps(event.metadata, indent=2, sort_keys=True, ensure_ascii=False),
         "hash_recomputes": recomputed == event.hash,
         "recomputed": recomputed,
-        "phase": PHASES.get(event.verb, ""),
+        "phase": phase_of(event.verb, ""),
         "agent_name": agent_names(
             [
                 {
@@ -234,7 +212,7 @@ def request_timeline(request: HttpRequest, request_id: uuid.UUID) -> HttpRespons
     if not events and subject is None:
         raise Http404("No audit events for that request.")
     for event in events:
-        event["phase"] = PHASES.get(event["verb"], "other")
+        event["phase"] = phase_of(event["verb"])
     context = {"request_id": request_id, "subject": subject, "events": _with_agent_names(events)}
     return render(request, "audit/timeline.html", context)
 

@@ -1,9 +1,13 @@
 """The registered audit event vocabulary.
 
-Every audit row's verb is a stable dotted name registered here with a description
-(as Sentry's audit_log registry does). Verbs are never renamed or reused: rows
-written years ago must still mean what they meant. Registering a duplicate raises.
-A golden test (tests/audit/test_vocabulary.py) pins the list.
+Every audit row's verb is a stable dotted name registered here with its facts (as
+Sentry's audit_log registry does): a description, the phase of a request's life it
+belongs to on the timeline (`PHASE_NAMES`, or none), and whether it records a move of
+the state machine (`approvals.states.TRANSITIONS` names these verbs). Everything else
+(`TRANSITION_VERBS`, `PHASES`, `phase_of`) is derived from the registrations, so a fact
+is said once. Verbs are never renamed or reused: rows written years ago must still mean
+what they meant. Registering a duplicate raises. A golden test
+(tests/audit/test_vocabulary.py) pins the list, the phases and the transitions.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "PHASES",
+    "PHASE_NAMES",
     "TRANSITION_VERBS",
     "DuplicateVerbError",
     "EventType",
@@ -19,10 +25,15 @@ __all__ = [
     "all_verbs",
     "describe",
     "is_registered",
+    "phase_of",
     "register",
+    "transition_verbs",
 ]
 
 _VERB_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+# The parts of a request's life its timeline groups events by, in order.
+PHASE_NAMES = ("submission", "classification", "decision", "execution")
 
 
 class DuplicateVerbError(ValueError):
@@ -31,8 +42,14 @@ class DuplicateVerbError(ValueError):
 
 @dataclass(frozen=True)
 class EventType:
+    """A registered verb and its facts."""
+
     verb: str
     description: str
+    # Which part of a request's life the event belongs to on the timeline (None: none of them).
+    phase: str | None = None
+    # It records a move of the state machine (from one state to another).
+    transition: bool = False
 
 
 class Vocabulary:
@@ -41,15 +58,17 @@ class Vocabulary:
     def __init__(self) -> None:
         self._events: dict[str, EventType] = {}
 
-    def register(self, verb: str, description: str) -> EventType:
-        """Register `verb` ("noun.past_tense"); raise DuplicateVerbError if it exists."""
+    def register(self, verb: str, description: str, *, phase: str | None = None, transition: bool = False) -> EventType:
+        """Register `verb` ("noun.past_tense") with its facts; raise DuplicateVerbError if it exists."""
         if not _VERB_PATTERN.match(verb):
             raise ValueError(f"audit verb {verb!r} must be lowercase dotted words, e.g. 'request.approved'")
         if not description.strip():
             raise ValueError(f"audit verb {verb!r} needs a description")
+        if phase is not None and phase not in PHASE_NAMES:
+            raise ValueError(f"audit verb {verb!r}: phase must be one of {PHASE_NAMES} or None, not {phase!r}")
         if verb in self._events:
             raise DuplicateVerbError(f"audit verb {verb!r} is already registered")
-        event = EventType(verb=verb, description=description)
+        event = EventType(verb=verb, description=description, phase=phase, transition=transition)
         self._events[verb] = event
         return event
 
@@ -64,13 +83,21 @@ class Vocabulary:
         """All registered verbs in registration order."""
         return list(self._events)
 
+    def phases(self) -> dict[str, str]:
+        """Verb -> its phase, for the verbs registered with one."""
+        return {verb: event.phase for verb, event in self._events.items() if event.phase is not None}
+
+    def transition_verbs(self) -> frozenset[str]:
+        """The verbs registered as recording a move of the state machine."""
+        return frozenset(verb for verb, event in self._events.items() if event.transition)
+
 
 VOCABULARY = Vocabulary()
 
 
-def register(verb: str, description: str) -> EventType:
+def register(verb: str, description: str, *, phase: str | None = None, transition: bool = False) -> EventType:
     """Register a verb in the project vocabulary; raises DuplicateVerbError on a duplicate."""
-    return VOCABULARY.register(verb, description)
+    return VOCABULARY.register(verb, description, phase=phase, transition=transition)
 
 
 def is_registered(verb: str) -> bool:
@@ -85,24 +112,68 @@ def all_verbs() -> list[str]:
     return VOCABULARY.all_verbs()
 
 
+def transition_verbs() -> frozenset[str]:
+    return VOCABULARY.transition_verbs()
+
+
+def phase_of(verb: str, default: str = "other") -> str:
+    """The timeline phase of `verb`; `default` for a verb with none (or not registered)."""
+    event = VOCABULARY._events.get(verb)
+    return event.phase if event is not None and event.phase is not None else default
+
+
 # --- The project's verbs ----------------------------------------------------------
 
-register("request.submitted", "An agent submitted an action or plan for approval.")
-register("request.queued", "The request was classified as needing people and now waits for approval.")
-register("request.auto_approved", "The request was classified low risk and approved by the system.")
-register("request.refused", "The request was classified prohibited and refused by policy.")
-register("request.approved", "The approval quorum was reached for the current revision.")
-register("request.rejected", "An eligible reviewer rejected the request.")
-register("request.expired", "The decision or execution deadline passed.")
-register("request.cancelled", "The request was cancelled before reaching a terminal state.")
-register("request.execution_claimed", "A worker or the agent claimed the approved execution.")
-register("request.revalidation_failed", "Re-validation right before execution refused to run it.")
-register("request.succeeded", "The execution completed successfully.")
-register("request.failed", "The execution failed.")
-register("request.revised", "The request was revised (approve with edits, or a new revision).")
-register("request.quorum_unreachable", "Too few eligible approvers remain to ever reach the quorum.")
-register("request.escalated", "The request was escalated to further approvers.")
-register("decision.recorded", "A reviewer recorded a decision on a request revision.")
+register("request.submitted", "An agent submitted an action or plan for approval.", phase="submission")
+register(
+    "request.queued",
+    "The request was classified as needing people and now waits for approval.",
+    phase="classification",
+    transition=True,
+)
+register(
+    "request.auto_approved",
+    "The request was classified low risk and approved by the system.",
+    phase="classification",
+    transition=True,
+)
+register(
+    "request.refused",
+    "The request was classified prohibited and refused by policy.",
+    phase="classification",
+    transition=True,
+)
+register(
+    "request.approved", "The approval quorum was reached for the current revision.", phase="decision", transition=True
+)
+register("request.rejected", "An eligible reviewer rejected the request.", phase="decision", transition=True)
+register("request.expired", "The decision or execution deadline passed.", phase="decision", transition=True)
+register(
+    "request.cancelled",
+    "The request was cancelled before reaching a terminal state.",
+    phase="decision",
+    transition=True,
+)
+register(
+    "request.execution_claimed",
+    "A worker or the agent claimed the approved execution.",
+    phase="execution",
+    transition=True,
+)
+register(
+    "request.revalidation_failed",
+    "Re-validation right before execution refused to run it.",
+    phase="execution",
+    transition=True,
+)
+register("request.succeeded", "The execution completed successfully.", phase="execution", transition=True)
+register("request.failed", "The execution failed.", phase="execution", transition=True)
+register("request.revised", "The request was revised (approve with edits, or a new revision).", phase="decision")
+register(
+    "request.quorum_unreachable", "Too few eligible approvers remain to ever reach the quorum.", phase="classification"
+)
+register("request.escalated", "The request was escalated to further approvers.", phase="classification")
+register("decision.recorded", "A reviewer recorded a decision on a request revision.", phase="decision")
 register("policy.changed", "An admin changed risk rules or policy settings.")
 register("agent.created", "An agent identity was created.")
 register("agent.token_created", "An API token was issued to an agent.")
@@ -159,27 +230,19 @@ register(
     "An identity provider ended a person's sessions (back-channel logout, or it no longer vouches for them).",
 )
 # LangChain HITL and the like: a reviewer answers in place of the tool (it never runs).
-register("request.responded", "A reviewer replied in place of the tool call; the request ended rejected, unrun.")
-
-TRANSITION_VERBS: frozenset[str] = frozenset(
-    f"request.{name}"
-    for name in (
-        "queued",
-        "auto_approved",
-        "refused",
-        "approved",
-        "rejected",
-        "expired",
-        "cancelled",
-        "execution_claimed",
-        "revalidation_failed",
-        "succeeded",
-        "failed",
-        "responded",
-    )
+register(
+    "request.responded",
+    "A reviewer replied in place of the tool call; the request ended rejected, unrun.",
+    phase="decision",
+    transition=True,
 )
+
 # Suspensions: a reviewer's typed answer to a paused workflow step (its keyed digest, never the answer).
-register("suspension.answered", "A reviewer answered a suspension: proposed, replaced or agreed with an answer.")
+register(
+    "suspension.answered",
+    "A reviewer answered a suspension: proposed, replaced or agreed with an answer.",
+    phase="decision",
+)
 # Who may decide is policy (approvals.policy.authority).
 register(
     "request.escalation_refused",
@@ -189,3 +252,12 @@ register(
     "membership.claims_applied",
     "An identity provider's group claims changed a person's groups at sign-in (never risk-admins).",
 )
+
+# --- Derived from the registrations above ----------------------------------------------
+
+# The verbs that record a move of the state machine (each `approvals.states.TRANSITIONS`
+# value and variant; a test holds them equal).
+TRANSITION_VERBS: frozenset[str] = VOCABULARY.transition_verbs()
+# Verb -> the part of a request's life it belongs to, for the timeline (`phase_of` reads it
+# with a default for the rest).
+PHASES: dict[str, str] = VOCABULARY.phases()

@@ -13,8 +13,9 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import connection
 
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 
+from ..atomic import applying
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion, RiskRule
 from ..people import user_of
@@ -117,7 +118,7 @@ def propose_change(
     compile_policy(0, specs, verbs)  # refuses two rules with one name
     groups = groups_for(specs)
     after = [spec.to_dict() for spec in sorted(specs, key=lambda spec: (spec.priority, spec.name))]
-    with audited_atomic():
+    with applying():
         newest = lock_newest_version()
         before, before_verbs = rules_and_verbs(newest)
         diff = policy_diff(before, before_verbs, after, verbs)
@@ -171,7 +172,7 @@ def edit_policy(
     acting_user = user_of(actor)
     if acting_user is not None:
         require_risk_admin(acting_user)
-    with audited_atomic():
+    with applying():
         rules, verbs = rules_and_verbs(lock_newest_version())
         new_rules, new_verbs = edit(rules, verbs)
         return propose_change(new_rules, new_verbs, actor=actor, note=note)
@@ -366,7 +367,7 @@ def seed_policy(*, note: str = "Seed policy from the HITL design") -> PolicyVers
     from .rules.seed import SEED_RULES
 
     ensure_standard_groups()
-    with audited_atomic():
+    with applying():
         if lock_newest_version() is not None:
             return None
         # The system's first policy: propose_change applies it at once.

@@ -19,8 +19,9 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from audit.chain import Actor, audited_atomic
+from audit.chain import Actor
 
+from ..atomic import applying
 from ..models import PolicyProposal, PolicyVersion
 from .authority import group_members, waits_because
 from .changes import rules_and_verbs
@@ -71,7 +72,7 @@ def propose_membership(
         return None
     names = [user.get_username() for user in users]
     diff = {"added": [], "removed": [], "changed": {}, "membership": {group.name: {"added": names}}}
-    with audited_atomic():
+    with applying():
         return propose(
             Kind.MEMBERSHIP,
             {"group": group.name, "add": ids, "usernames": names},

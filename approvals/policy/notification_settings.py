@@ -17,9 +17,10 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import Group
 
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 from controlplane.http.outbound import OutboundURLRefused, check_outbound_url
 
+from ..atomic import applying, lock_row
 from ..bounds import BOUNDS
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, RuleNotification
@@ -80,13 +81,13 @@ def save_settings(
             check_outbound_url(values["webhook_url"])
         except OutboundURLRefused as exc:
             raise ValueError(f"webhook_url: {exc.message}") from None
-    with audited_atomic():
+    with applying():
         # The policy lock first, as every policy change and approval takes it, then the row.
         newest = lock_newest_version()
         rules, verbs = rules_and_verbs(newest)
         if newest is not None and not any(rule["name"] == rule_name for rule in rules):
             raise ValueError(f"rule: no rule named {rule_name!r}")
-        current = RuleNotification.objects.select_for_update().filter(rule_name=rule_name).first()
+        current = lock_row(RuleNotification, rule_name=rule_name)
         proposed = {
             **(settings_dict(current or RuleNotification(rule_name=rule_name)) or {}),
             **{name: (value.name if isinstance(value, Group) else value) for name, value in values.items()},
@@ -135,7 +136,7 @@ def write_settings(
 ) -> RuleNotification:
     """Store `values` (JSON: escalation_group by name) on the locked row and audit the change.
 
-    Call inside audited_atomic(), after the four-eyes gate (`save_settings`) or a second
+    Call inside the change (`approvals.atomic.applying`), after the four-eyes gate (`save_settings`) or a second
     risk-admin's approval (`approvals.policy.approve_proposal`, naming `proposed_by`).
     """
     before = settings_dict(current) if current else None
@@ -177,7 +178,7 @@ def apply_notifications(proposal: PolicyProposal, approver: Any) -> None:
     inside the approval's transaction). Raises PolicyError `proposal_stale` when the
     settings it was made against have changed since."""
     payload = proposal.payload
-    current = RuleNotification.objects.select_for_update().filter(rule_name=payload["rule"]).first()
+    current = lock_row(RuleNotification, rule_name=payload["rule"])
     if settings_dict(current) != payload["before"]:
         raise PolicyError(
             PROPOSAL_STALE,

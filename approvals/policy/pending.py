@@ -24,7 +24,7 @@ def propose(
     """A pending proposal of a notification or membership change, against the newest version
     (it goes stale, like a rule proposal, when the policy changes first).
 
-    Call inside audited_atomic(); audited ``policy.proposed``.
+    Call inside the change (`approvals.atomic.applying`); audited ``policy.proposed``.
     """
     newest = lock_newest_version()
     rules, verbs = rules_and_verbs(newest)

@@ -10,8 +10,9 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 
+from ..atomic import PersistedRefusal, applying, lock_row
 from ..models import PolicyProposal, PolicyVersion
 from ..people import user_of
 from .changes import apply_rules, lock_newest_version, rules_and_verbs
@@ -35,6 +36,10 @@ from .rules.engine import RuleSpec
 __all__ = ["approve_proposal", "pending_proposals", "reject_proposal"]
 
 Status = PolicyProposal.Status
+
+
+class StaleProposal(PolicyError, PersistedRefusal):
+    """`proposal_stale`: the proposal is marked stale, that mark commits, then this is raised."""
 
 
 def pending_proposals() -> QuerySet[PolicyProposal]:
@@ -71,8 +76,7 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
     """
     acting_user: Any = user_of(actor)
     require_risk_admin(acting_user)
-    refusal: PolicyError | None = None
-    with audited_atomic():
+    with applying():
         # The policy lock first, as every change takes it: approving applies a version.
         newest = lock_newest_version()
         proposal = _locked_pending(proposal_id)
@@ -82,7 +86,7 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
             )
         if proposal.base_version_id != (newest.pk if newest else None):
             _close(proposal, Status.STALE, acting_user, note)
-            refusal = PolicyError(
+            raise StaleProposal(
                 PROPOSAL_STALE,
                 (
                     f"The policy changed since this was proposed (now v{newest.number if newest else 0}): "
@@ -97,7 +101,7 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
                     apply_notifications(proposal, acting_user)
             except PolicyError as exc:
                 _close(proposal, Status.STALE, acting_user, note)
-                refusal = exc
+                raise StaleProposal(exc.code, exc.message, http_status=exc.http_status) from exc
             else:
                 # The rules stay; the version records that who may decide changed, and who agreed.
                 rules, verbs = rules_and_verbs(newest)
@@ -134,8 +138,6 @@ def approve_proposal(proposal_id: int, *, actor: Actor | None, note: str = "") -
             )
             proposal.applied_version = version
             _close(proposal, Status.APPLIED, acting_user, note)
-    if refusal is not None:
-        raise refusal  # after commit: the stale mark stays
     return version
 
 
@@ -147,7 +149,7 @@ def reject_proposal(proposal_id: int, *, actor: Actor | None, note: str) -> Poli
     """
     acting_user: Any = user_of(actor)
     require_risk_admin(acting_user)
-    with audited_atomic():
+    with applying():
         proposal = _locked_pending(proposal_id)
         withdrawing = proposal.proposed_by_id == acting_user.pk
         if not withdrawing:
@@ -157,7 +159,7 @@ def reject_proposal(proposal_id: int, *, actor: Actor | None, note: str) -> Poli
 
 
 def _locked_pending(proposal_id: int) -> PolicyProposal:
-    proposal = PolicyProposal.objects.select_for_update().filter(pk=proposal_id).first()
+    proposal = lock_row(PolicyProposal, pk=proposal_id)
     if proposal is None:
         raise PolicyError(PROPOSAL_NOT_FOUND, "No such policy proposal.")
     if proposal.status != Status.PENDING:

@@ -1,8 +1,9 @@
 """The core every state change goes through: fetch-and-lock, the transition table,
 refusals that must keep what they wrote, and the domain signal sent on commit.
 
-A service opens `changing(request_id)`: one `audited_atomic()` transaction with the
-request's row locked for its whole length. Inside, it checks its guards and calls
+A service opens `changing(request_id)`: one change (`approvals.atomic.applying`, the
+primitive every other object's change uses too) with the request's row locked for its
+whole length. Inside, it checks its guards and calls
 `transition` (or writes what it must) and records audit events; everything commits
 together, and `request_changed` is sent only after commit: the browser push, agent
 callbacks, notifications and server-side execution each subscribe to it. A `DomainError` raised inside
@@ -20,12 +21,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from django.db import transaction
 from django.dispatch import Signal
 
-from audit.chain import Actor, audited_atomic, record
+from audit.chain import Actor, record
 
 from .. import errors
+from ..atomic import PersistedRefusal, after_commit, applying
 from ..errors import DomainError
 from ..models import ApprovalRequest
 from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
@@ -91,16 +92,6 @@ class RequestChange:
 request_changed = Signal()
 
 
-class PersistedRefusal(DomainError):
-    """A refusal whose writes so far are committed before the caller sees it.
-
-    Raise it inside `changing()` when time or a check already decided something
-    that must stay decided whatever the caller does next: the deadline passed (the
-    request is now expired), re-validation failed (the request is now failed), a
-    wrong step-up was audited.
-    """
-
-
 def not_found() -> DomainError:
     """The one answer for a request that does not exist or is not the caller's."""
     return DomainError(errors.NOT_FOUND, "No such approval request.")
@@ -127,20 +118,14 @@ def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalReques
 
 @contextmanager
 def changing(request_id: RequestId, *, agent: Agent | None = None) -> Iterator[ApprovalRequest]:
-    """One transaction with the request locked; see the module docstring.
+    """One change of a request (`approvals.atomic.applying`) with its row locked; see the
+    module docstring.
 
     A `PersistedRefusal` raised in the block commits what was written, then
     propagates; any other exception rolls the block back.
     """
-    refusal: PersistedRefusal | None = None
-    with audited_atomic():
-        request = lock(request_id, agent=agent)
-        try:
-            yield request
-        except PersistedRefusal as error:
-            refusal = error
-    if refusal is not None:
-        raise refusal
+    with applying():
+        yield lock(request_id, agent=agent)
 
 
 def transition(
@@ -151,6 +136,8 @@ def transition(
     metadata: dict[str, Any] | None = None,
     insert: bool = False,
     verb: str | None = None,
+    only_if_state: str | None = None,
+    lost_race: DomainError | None = None,
     **fields: Any,
 ) -> None:
     """Move a locked `request` to `to`, audit it and push it after commit.
@@ -159,8 +146,12 @@ def transition(
     `illegal_transition` and changes nothing. `insert`: `request` is a draft not
     written yet (a submission); its row is inserted once, already in `to`.
     `verb`: record the move under one of its `TRANSITION_VARIANTS` instead.
+    `only_if_state`: write the move as one conditional update (`UPDATE ... WHERE
+    state = only_if_state`), so a second writer, even one that skipped the lock,
+    changes nothing; when no row matched, `lost_race` (default `illegal_transition`)
+    is raised and nothing is recorded.
     """
-    source = request.state
+    source = only_if_state if only_if_state is not None else request.state
     default = TRANSITIONS.get((source, to))
     if verb is not None and default is not None and verb not in TRANSITION_VARIANTS.get((source, to), ()):
         raise ValueError(f"{verb!r} does not record {source} -> {to}")  # a programming error, never a user's
@@ -171,12 +162,18 @@ def transition(
             state=source,
         )
     verb = verb or default
+    if only_if_state is not None:
+        moved = ApprovalRequest.objects.filter(pk=request.pk, state=only_if_state).update(state=to, **fields)
+        if moved != 1:
+            raise lost_race or DomainError(
+                errors.ILLEGAL_TRANSITION, "Another change moved the request first.", state=request.state
+            )
     request.state = to
     for name, value in fields.items():
         setattr(request, name, value)
     if insert:
         request.save(force_insert=True)
-    else:
+    elif only_if_state is None:
         request.save(update_fields=["state", *fields])
     record(verb, actor=actor, request=request, metadata={"from": source, "to": to, **(metadata or {})})
     # Who decided travels with the push: the cards of the other reviewers (who see the
@@ -202,7 +199,7 @@ def announce(request: ApprovalRequest, verb: str, *, source: str | None = None, 
         escalated=request.escalated,
         details=details,
     )
-    transaction.on_commit(lambda: _announce(change))
+    after_commit(lambda: _announce(change), what=f"request_changed for {change.request_id}")
 
 
 def _announce(change: RequestChange) -> None:

@@ -128,22 +128,26 @@ def _grant_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata: dict[str, Any]) -> ExecutionGrant:
+def _issue_grant(
+    request: ApprovalRequest, *, actor: Actor, verb: str | None, metadata: dict[str, Any]
+) -> ExecutionGrant:
     """A fresh single-use grant on a locked, executing request: its token is stored as
-    a hash only, and the lease and attempt count move on."""
+    a hash only, and the lease and attempt count move on. `verb` None: the claim's
+    transition already recorded and announced the event this grant belongs to."""
     token = secrets.token_urlsafe(32)
     request.grant_hash = _grant_hash(token)
     request.lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
     request.next_attempt_at = None
     request.attempts += 1
     request.save(update_fields=["grant_hash", "lease_until", "next_attempt_at", "attempts"])
-    record(
-        verb,
-        actor=actor,
-        request=request,
-        metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata},
-    )
-    announce(request, verb)
+    if verb is not None:
+        record(
+            verb,
+            actor=actor,
+            request=request,
+            metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata},
+        )
+        announce(request, verb)
     return ExecutionGrant(
         request_id=str(request.pk),
         token=token,
@@ -177,17 +181,17 @@ def claim_execution(
             )
         revalidate(request, actor=actor, target_hash=target_hash)
         # The row is locked already; the conditional update is what makes a second
-        # claimant (even one that skipped the lock) change nothing.
-        won = ApprovalRequest.objects.filter(pk=request.pk, state=State.APPROVED).update(state=State.EXECUTING)
-        if won != 1:
-            raise DomainError(errors.ALREADY_CLAIMED, "Another executor claimed this request first.")
-        request.state = State.EXECUTING
-        return _issue_grant(
+        # claimant (even one that skipped the lock) change nothing. The move records
+        # `request.execution_claimed` with the attempt the grant below counts.
+        transition(
             request,
+            State.EXECUTING,
             actor=actor,
-            verb="request.execution_claimed",
-            metadata={"from": State.APPROVED, "to": State.EXECUTING},
+            only_if_state=State.APPROVED,
+            lost_race=DomainError(errors.ALREADY_CLAIMED, "Another executor claimed this request first."),
+            metadata={"attempt": request.attempts + 1, "idempotency_key": request.execution_key},
         )
+        return _issue_grant(request, actor=actor, verb=None, metadata={})
 
 
 def reclaim_execution(

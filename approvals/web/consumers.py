@@ -33,10 +33,10 @@ not heard of for ~45 s, so a lost "gone" cannot leave a stale name for good.
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 import time
 import uuid
+from functools import partial
 from importlib import import_module
 from typing import Any
 
@@ -47,17 +47,15 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.contrib.auth.signals import user_logged_out
-from django.db import transaction
 from django.db.models.signals import m2m_changed, post_save, pre_delete
 from django.dispatch import receiver
 from django.utils.crypto import constant_time_compare
 
+from ..atomic import after_commit
 from ..broadcast import approvers_group, user_group, viewer_group_ids
 from ..emergency import EMERGENCY_GROUP
 from ..permissions import viewable_by
 from ..sockets import PrincipalRecheck
-
-logger = logging.getLogger(__name__)
 
 __all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_group"]
 
@@ -270,21 +268,15 @@ def _request_id(value: Any) -> str | None:
 
 def close_user_sockets(user_ids) -> None:
     """Close every reviewer socket of these people, after the current transaction commits."""
-    ids = sorted({int(uid) for uid in user_ids if uid is not None})
-    if not ids:
-        return
+    for uid in sorted({int(uid) for uid in user_ids if uid is not None}):
+        after_commit(partial(_send_user_close, uid), what=f"the close message to the sockets of user {uid}")
 
-    def send() -> None:
-        layer = get_channel_layer()
-        if layer is None:
-            return
-        for uid in ids:
-            try:
-                async_to_sync(layer.group_send)(user_group(uid), {"type": "user.close"})
-            except Exception:  # at-most-once like every push; never fail the membership change
-                logger.warning("could not close the sockets of user %s", uid, exc_info=True)
 
-    transaction.on_commit(send)
+def _send_user_close(uid: int) -> None:
+    # At-most-once like every push; never fails the membership change (after_commit).
+    layer = get_channel_layer()
+    if layer is not None:
+        async_to_sync(layer.group_send)(user_group(uid), {"type": "user.close"})
 
 
 _pending_clear: dict[int, list[int]] = {}

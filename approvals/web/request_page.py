@@ -17,7 +17,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from audit.models import AuditEvent
-from audit.views import PHASES
+from audit.vocabulary import phase_of
 
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest, Decision, ParamsRevision
@@ -118,7 +118,7 @@ def request_page(user, pk) -> RequestPage | None:
         Decision.objects.filter(request_id=card.request.pk).select_related("reviewer").order_by("created_at")
     )
     timeline = [
-        TimelineEvent(phase=PHASES.get(event["verb"], "other"), **event)
+        TimelineEvent(phase=phase_of(event["verb"]), **event)
         for event in AuditEvent.objects.filter(request_id=card.request.pk)
         .order_by("seq")
         .values("seq", "occurred_at", "actor_kind", "actor_label", "verb", "metadata")

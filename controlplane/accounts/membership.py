@@ -35,7 +35,8 @@ from django.contrib.auth.models import Group
 from django.db.models.signals import m2m_changed
 from django.http import HttpRequest, HttpResponse
 
-from audit.chain import Actor, audited_atomic, record
+from approvals.atomic import applying
+from audit.chain import Actor, record
 
 __all__ = [
     "MembershipActorMiddleware",
@@ -302,9 +303,9 @@ def _audit(changes: dict[int, _GroupChange]) -> None:
     user_ids = set().union(*(change.added | change.removed for change in changes.values()))
     User = get_user_model()
     usernames = dict(User._default_manager.filter(pk__in=user_ids).values_list("pk", User.USERNAME_FIELD))
-    # Joins the caller's audited_atomic() if there is one; otherwise appends inside the
+    # Joins the caller's change if there is one; otherwise appends inside the
     # transaction the m2m manager opened around this signal, so both commit together.
-    with audited_atomic():
+    with applying():
         for group_id in sorted(changes):
             change = changes[group_id]
             group = groups.get(group_id)

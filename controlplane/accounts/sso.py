@@ -55,8 +55,9 @@ def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
     and removed, and any risk-admins claim that was ignored. Nothing changes (and
     nothing is audited) when the groups already are as claimed.
     """
+    from approvals.atomic import applying
     from approvals.permissions import RISK_ADMINS
-    from audit.chain import audited_atomic, record
+    from audit.chain import record
 
     actor = provider_sessions.provider_actor(provider)
     before = set(user.groups.values_list("name", flat=True))
@@ -65,7 +66,7 @@ def apply_claims(user: Any, provider: str, groups: set[str]) -> None:
     wanted -= set(ignored)
     if wanted == before:
         return
-    with audited_atomic(), acting_as(actor, via="sso"):
+    with applying(), acting_as(actor, via="sso"):
         user.groups.set(Group.objects.filter(name__in=wanted))
         record(
             "membership.claims_applied",

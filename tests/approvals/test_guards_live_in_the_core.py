@@ -88,6 +88,36 @@ def test_no_view_changes_state_or_checks_a_guard_itself(path: Path):
     assert guard_checks(tree) == [], f"{path.relative_to(ROOT)} checks a guard the services own"
 
 
+# The one mover of a request's state (`transition()`, its plain and conditional writes),
+# and modules whose `state=` is another model's own column, not a request's.
+STATE_MOVERS = {Path("approvals/services/core.py")}
+OTHER_STATES = {Path("agents/callbacks.py"): "CallbackDelivery.state: which state a delivery announces"}
+
+
+def app_modules() -> list[Path]:
+    return [
+        path.relative_to(ROOT)
+        for app in APPS
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.relative_to(ROOT).parts
+    ]
+
+
+def test_only_transition_writes_a_state():
+    """Not only views: no service, task, command or helper writes a state of its own
+    (`.state = ...`, `.update(state=...)`); every move goes through `transition()`."""
+    writers = {
+        str(path): lines
+        for path in app_modules()
+        if path not in STATE_MOVERS | set(OTHER_STATES)
+        and (lines := state_writes(ast.parse((ROOT / path).read_text(), filename=str(path))))
+    }
+    assert writers == {}, "call transition() (approvals.services.core) instead"
+    assert all(state_writes(ast.parse((ROOT / path).read_text())) for path in STATE_MOVERS | set(OTHER_STATES)), (
+        "a listed exception no longer writes a state: drop it from the list"
+    )
+
+
 def test_the_scan_catches_a_view_that_approves_by_hand():
     sneaky = ast.parse(
         "def approve(request, pk):\n"

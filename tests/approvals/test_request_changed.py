@@ -93,3 +93,31 @@ def test_the_browser_push_turns_each_change_into_its_card_event(from_state, to_s
     assert (push.event, push.state, push.data) == (event, to_state, {"verb": verb, "approvals": 1})
     # Nobody can be waiting on the id of a request still being created.
     assert (broadcast.request_group("r1") in push.channel_groups()) == (from_state != State.DRAFT)
+
+
+def test_the_claim_is_a_transition_from_approved_to_executing(
+    submit, people, heard, django_capture_on_commit_callbacks
+):
+    """The claim goes through `transition()`: announced as the move it is, recorded once."""
+    from audit.models import AuditEvent
+
+    request = committed(django_capture_on_commit_callbacks, lambda: submit("send_email", params={"to": "a@b.c"}))
+    committed(
+        django_capture_on_commit_callbacks,
+        lambda: services.approve(request.pk, revision=current_revision(request.pk), actor=Person(people["alice"])),
+    )
+    heard.clear()
+    grant = committed(
+        django_capture_on_commit_callbacks, lambda: services.claim_execution(request.pk, actor=services.SYSTEM)
+    )
+
+    assert [(c.from_state, c.to_state, c.verb) for c in heard] == [
+        (State.APPROVED, State.EXECUTING, "request.execution_claimed")
+    ]
+    (event,) = AuditEvent.objects.filter(request_id=request.pk, verb="request.execution_claimed")
+    assert event.metadata == {
+        "from": State.APPROVED,
+        "to": State.EXECUTING,
+        "attempt": 1,
+        "idempotency_key": grant.idempotency_key,
+    }

@@ -7,7 +7,16 @@ import pytest
 from audit import vocabulary
 from audit.chain import record
 from audit.models import AuditEvent
-from audit.vocabulary import TRANSITION_VERBS, DuplicateVerbError, Vocabulary, all_verbs, is_registered
+from audit.vocabulary import (
+    PHASES,
+    TRANSITION_VERBS,
+    DuplicateVerbError,
+    Vocabulary,
+    all_verbs,
+    is_registered,
+    phase_of,
+    transition_verbs,
+)
 
 GOLDEN_VERBS = [
     "request.submitted",
@@ -81,6 +90,29 @@ GOLDEN_TRANSITION_VERBS = {
 }
 
 
+# The timeline's phase of each verb that has one (every other verb reads as "other").
+GOLDEN_PHASES = {
+    "request.submitted": "submission",
+    "request.queued": "classification",
+    "request.auto_approved": "classification",
+    "request.refused": "classification",
+    "request.quorum_unreachable": "classification",
+    "request.escalated": "classification",
+    "decision.recorded": "decision",
+    "suspension.answered": "decision",
+    "request.revised": "decision",
+    "request.approved": "decision",
+    "request.rejected": "decision",
+    "request.responded": "decision",
+    "request.expired": "decision",
+    "request.cancelled": "decision",
+    "request.execution_claimed": "execution",
+    "request.revalidation_failed": "execution",
+    "request.succeeded": "execution",
+    "request.failed": "execution",
+}
+
+
 def test_the_vocabulary_is_exactly_the_golden_list():
     # Verbs are stored forever: adding one is a deliberate change to this list,
     # and renaming or removing one is never allowed.
@@ -90,6 +122,30 @@ def test_the_vocabulary_is_exactly_the_golden_list():
 def test_transition_verbs_are_the_request_state_changes():
     assert TRANSITION_VERBS == GOLDEN_TRANSITION_VERBS
     assert TRANSITION_VERBS <= set(all_verbs())
+
+
+def test_each_verb_says_its_phase_on_its_registration():
+    assert PHASES == GOLDEN_PHASES
+    assert {verb: phase_of(verb) for verb in all_verbs()} == {
+        verb: GOLDEN_PHASES.get(verb, "other") for verb in all_verbs()
+    }
+    assert phase_of("request.execution_deferred", "") == ""
+    assert phase_of("request.teleported") == "other"
+
+
+def test_every_verb_transition_can_emit_is_registered_as_a_transition():
+    # transition() records a move under its TRANSITIONS verb or one of its variants, and
+    # nothing else records a move: the two lists are one fact, held equal here.
+    from approvals.states import TRANSITION_VARIANTS, TRANSITIONS
+
+    emitted = set(TRANSITIONS.values()).union(*TRANSITION_VARIANTS.values())
+    assert emitted <= set(all_verbs())
+    assert transition_verbs() == TRANSITION_VERBS == emitted
+
+
+def test_a_phase_outside_the_timeline_is_refused():
+    with pytest.raises(ValueError, match="phase"):
+        Vocabulary().register("report.generated", "A report was generated.", phase="afterlife")
 
 
 def test_every_verb_has_a_description():
