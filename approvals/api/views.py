@@ -18,12 +18,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from controlplane.http.auth import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
-from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
+from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.pagination import NewestFirstCursorPagination
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
 from .. import decide, errors, services
-from ..errors import DomainError
+from ..errors import DomainError, no_such_request
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
 from ..permissions import viewable_by, visible_to
@@ -59,10 +59,6 @@ def readable_requests(user) -> QuerySet[ApprovalRequest]:
     # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
     # the created_at index with the permission probe and stop at the page.
     return viewable_by(user, with_current_params(ApprovalRequest.objects.all()))
-
-
-def _not_found() -> DomainError:
-    return DomainError(NOT_FOUND, "No such approval request.")
 
 
 class ReaderView(generics.GenericAPIView):
@@ -117,7 +113,7 @@ class RequestDetailView(ReaderView):
     def get(self, request: Request, pk) -> Response:
         found = readable_requests(request.user).filter(pk=pk).first()
         if found is None:
-            raise _not_found()
+            raise no_such_request()
         # The ETag names the revision (what a decision's If-Match is compared with), not the bytes.
         return Response(self.render(found), headers={"ETag": etag(found.current_revision)})
 
@@ -182,7 +178,7 @@ class DecisionView(PersonView):
     def post(self, request, pk):
         target = viewable_by(request.user).filter(pk=pk).only("pk", "kind").first()
         if target is None:
-            raise _not_found()
+            raise no_such_request()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -236,9 +232,7 @@ class BatchDecisionView(PersonView):
             if not result.missing
         ]
         results += [
-            {"id": result.request_id, "code": NOT_FOUND, "message": "No such approval request."}
-            for result in decided.results
-            if result.missing
+            {"id": result.request_id, **no_such_request().as_dict()} for result in decided.results if result.missing
         ]
         return Response({"digest": decided.digest, "results": results})
 
@@ -266,7 +260,7 @@ class RevealView(PersonView):
     )
     def post(self, request, pk):
         if not visible_to(request.user).filter(pk=pk).exists():
-            raise _not_found()
+            raise no_such_request()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         revealed = services.reveal_field(

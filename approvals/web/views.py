@@ -172,7 +172,7 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
     404 for a request the person may not look at; the service's refusals otherwise
     (403 `not_permitted` for one they may see but not decide, 422 `field_not_masked`)."""
     if not visible_to(request.user).filter(pk=pk).exists():
-        return JsonResponse({"code": errors.NOT_FOUND, "message": "No such approval request."}, status=404)
+        return errors.no_such_request().as_response()
     field = request.POST.get("field")
     if field is None and request.content_type == "application/json":
         try:

@@ -44,6 +44,10 @@ class CodedError(Exception):
     def as_dict(self) -> dict[str, object]:
         return error_body(self.code, self.message, **self.details)
 
+    def as_response(self) -> JsonResponse:
+        """The refusal as a plain Django response, for views outside DRF."""
+        return JsonResponse(self.as_dict(), status=self.http_status)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
 
