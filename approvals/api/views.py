@@ -26,7 +26,7 @@ from .. import decide, errors, services
 from ..errors import DomainError, no_such_request
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
-from ..permissions import viewable_by, visible_to
+from ..permissions import with_view_grant, with_view_grant_or_audit
 from ..resume_schema import INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA
 from .representation import request_dict, with_current_params
 from .serializers import (
@@ -58,7 +58,7 @@ def readable_requests(user) -> QuerySet[ApprovalRequest]:
         return with_current_params(ApprovalRequest.objects.filter(agent=user.agent))
     # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
     # the created_at index with the permission probe and stop at the page.
-    return viewable_by(user, with_current_params(ApprovalRequest.objects.all()))
+    return with_view_grant(user, with_current_params(ApprovalRequest.objects.all()))
 
 
 class ReaderView(generics.GenericAPIView):
@@ -176,7 +176,7 @@ class DecisionView(PersonView):
         tags=["reviewers"],
     )
     def post(self, request, pk):
-        target = viewable_by(request.user).filter(pk=pk).only("pk", "kind").first()
+        target = with_view_grant(request.user).filter(pk=pk).only("pk", "kind").first()
         if target is None:
             raise no_such_request()
         serializer = self.get_serializer(data=request.data)
@@ -219,7 +219,7 @@ class BatchDecisionView(PersonView):
         decided = decide.decide_batch(
             batch,
             actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
-            scope=viewable_by(request.user),
+            scope=with_view_grant(request.user),
         )
         if decided.ended_the_session:
             decide.end_session_if(request, errors.SESSION_ENDED)
@@ -259,7 +259,7 @@ class RevealView(PersonView):
         tags=["reviewers"],
     )
     def post(self, request, pk):
-        if not visible_to(request.user).filter(pk=pk).exists():
+        if not with_view_grant_or_audit(request.user).filter(pk=pk).exists():
             raise no_such_request()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)

@@ -32,7 +32,7 @@ from controlplane.http.inputs import parse_json_text
 from .. import decide, errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
-from ..permissions import decidable_by, visible_to
+from ..permissions import decidable_by, with_view_grant_or_audit
 from ..states import RiskLevel
 from . import cards, dashboard, request_page
 
@@ -171,7 +171,7 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
 
     404 for a request the person may not look at; the service's refusals otherwise
     (403 `not_permitted` for one they may see but not decide, 422 `field_not_masked`)."""
-    if not visible_to(request.user).filter(pk=pk).exists():
+    if not with_view_grant_or_audit(request.user).filter(pk=pk).exists():
         return errors.no_such_request().as_response()
     field = request.POST.get("field")
     if field is None and request.content_type == "application/json":
