@@ -12,7 +12,7 @@ class ControlplaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the unsafe-secrets check)
+        from . import config_checks  # noqa: F401  (registers the unsafe-secrets check)
         from .accounts import sessions  # noqa: F401  (stamps each sign-in for the session limits)
 
         # The audit app's error codes join the site's registry, and it answers with its statuses.

@@ -16,7 +16,7 @@ class WhiteNoiseMiddleware(DualModeMiddleware, SyncWhiteNoiseMiddleware):
 
     whitenoise 6 declares itself sync-only, so under ASGI Django would run every
     request's inner middleware and view through `async_to_sync` on a thread the
-    request holds until it answers: each waiting long-poll (agents/api/resume.py)
+    request holds until it answers: each waiting long-poll (agents/api/long_poll.py)
     would pin a thread. Here non-static requests pass straight through on the
     event loop; static files are still served by whitenoise, off the loop.
     """

@@ -22,7 +22,7 @@ from approvals.models import ApprovalRequest
 from approvals.resume_schema import SCHEMA_CODES
 from approvals.states import Kind
 from audit.chain import Actor
-from controlplane.http.auth import HasScope, IsAgent
+from controlplane.http.callers import HasScope, IsAgent
 from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.outbound import OUTBOUND_CODES
 from controlplane.http.schema import TOKEN_ERRORS, error_responses

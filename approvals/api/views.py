@@ -17,7 +17,7 @@ from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from controlplane.http.auth import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
+from controlplane.http.callers import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
 from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.pagination import NewestFirstCursorPagination
 from controlplane.http.schema import TOKEN_ERRORS, error_responses

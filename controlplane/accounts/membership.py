@@ -186,7 +186,7 @@ def on_membership_changed(
 
 
 def _approver() -> Actor | None:
-    from approvals.policy.membership import membership_approved_by
+    from approvals.policy.membership_gate import membership_approved_by
 
     return membership_approved_by()
 
@@ -210,7 +210,7 @@ def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
         return
     from approvals.errors import NOT_PERMITTED
     from approvals.policy.checks import PolicyError
-    from approvals.policy.membership import membership_waits_because
+    from approvals.policy.membership_gate import membership_waits_because
 
     if reverse:
         additions = {instance.name: set(pk_set)}

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 
 from approvals import permissions
 from approvals.models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
-from approvals.web import dashboard
+from approvals.web import queue_queries
 
 
 def _grant_directly(user, request, *codenames: str) -> None:
@@ -28,7 +28,7 @@ def test_a_direct_permission_alone_puts_a_request_in_the_queue(people, submit):
     assert list(permissions.with_view_grant(mallory)) == []  # decide does not imply view
     _grant_directly(mallory, other, permissions.VIEW)
     assert list(permissions.with_view_grant(mallory)) == [other]
-    assert [r.pk for r in dashboard.queue(mallory)] == [email.pk]
+    assert [r.pk for r in queue_queries.queue(mallory)] == [email.pk]
 
 
 def test_group_and_direct_grants_add_up_without_duplicates(people, submit):
