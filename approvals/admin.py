@@ -252,11 +252,11 @@ class FourEyesUserAdmin(UserAdmin):
         return [*fields, "is_superuser", "user_permissions"] if settings.POLICY_FOUR_EYES else fields
 
     def save_model(self, request, obj, form, change):
-        from .policy import membership
+        from .policy import membership_gate
 
         if settings.POLICY_FOUR_EYES and change and "is_active" in form.changed_data and obj.is_active:
             # Reactivating someone gives them back whatever their groups decide.
-            waits = membership.membership_waits_because(
+            waits = membership_gate.membership_waits_because(
                 {name: {obj.pk} for name in obj.groups.values_list("name", flat=True)}
             )
             if waits is not None:
@@ -270,7 +270,7 @@ class FourEyesUserAdmin(UserAdmin):
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
-        from .policy import membership
+        from .policy import membership_gate
 
         user = form.instance
         wanted = list(form.cleaned_data.get("groups") or [])
@@ -278,13 +278,13 @@ class FourEyesUserAdmin(UserAdmin):
         waiting = []
         if settings.POLICY_FOUR_EYES and "groups" in form.cleaned_data:
             for group in wanted:
-                if group.pk not in current and membership.membership_waits_because({group.name: {user.pk}}):
+                if group.pk not in current and membership_gate.membership_waits_because({group.name: {user.pk}}):
                     waiting.append(group)
             if waiting:
                 form.cleaned_data["groups"] = [group for group in wanted if group not in waiting]
         super().save_related(request, form, formsets, change)
         for group in waiting:
-            proposal = membership.propose_membership(
+            proposal = membership_gate.propose_membership(
                 group, [user], acting_user=request.user, note=f"Add {user.get_username()} to {group.name} (admin)"
             )
             if proposal is not None:

@@ -13,7 +13,7 @@ class ApprovalsConfig(AppConfig):
         # the browser push, arrival notifications and publishing server-side executions
         # here; agent callbacks in the agents app.
         from . import broadcast
-        from .execution import checks, runner  # noqa: F401  (checks registers the executor check)
+        from .execution import executor_checks, runner  # noqa: F401  (executor_checks registers the executor check)
         from .notifications import dispatch, tasks  # noqa: F401  (tasks register with Celery)
         from .services.core import request_changed
         from .web import consumers  # noqa: F401

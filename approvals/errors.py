@@ -10,12 +10,22 @@ from __future__ import annotations
 from controlplane.http.codes import NOT_FOUND, register
 from controlplane.http.errors import CodedError
 
-__all__ = ["DomainError", "NOT_FOUND"]
+__all__ = ["DomainError", "NOT_FOUND", "no_such_request"]
 
 
 class DomainError(CodedError):
     """A state change was refused; nothing changed (or, for a `PersistedRefusal`,
     only what time or a check already decided)."""
+
+
+def no_such_request() -> DomainError:
+    """404 `not_found` for a request that does not exist or is not the caller's to see.
+
+    Every surface (the agents' API and long-poll, the reviewers' API, the pages, the
+    services) answers both cases with this one error, so no caller can tell another's
+    request from a missing one.
+    """
+    return DomainError(NOT_FOUND, "No such approval request.")
 
 
 # --- Transitions and decisions -------------------------------------------------------

@@ -216,21 +216,29 @@ def decidable_by(user, requests: QuerySet | None = None) -> QuerySet:
     return _granted_to(user, DECIDE, requests)
 
 
-def viewable_by(user, requests: QuerySet | None = None) -> QuerySet:
-    """Every request `user` holds view on, in any state (the history page, the API list)."""
+def with_view_grant(user, requests: QuerySet | None = None) -> QuerySet:
+    """Every request `user` holds the view permission on (through a group or directly), in
+    any state: the reviewers' API list, its decisions and the card socket.
+
+    An auditor holds no such grant, so sees none here; where auditors look too (the
+    request and history pages, the reveal endpoints) use `with_view_grant_or_audit`.
+    """
     return _granted_to(user, VIEW, requests)
 
 
 AUDIT_VIEW = "audit.view_auditevent"
 
 
-def visible_to(user, requests: QuerySet | None = None) -> QuerySet:
-    """What `user` may look at on the history and request pages: the requests they
-    hold view on, or every request for an auditor (who reads every request's audit
-    chain already, so the request page tells them nothing the log does not)."""
+def with_view_grant_or_audit(user, requests: QuerySet | None = None) -> QuerySet:
+    """What `user` may look at on the history and request pages: `with_view_grant`'s
+    requests, or every request for an auditor (who reads every request's audit chain
+    already, so the request page tells them nothing the log does not).
+
+    A superset of `with_view_grant`: the two differ exactly for auditors.
+    """
     if user and user.is_authenticated and user.is_active and user.has_perm(AUDIT_VIEW):
         return ApprovalRequest.objects.all() if requests is None else requests
-    return viewable_by(user, requests)
+    return with_view_grant(user, requests)
 
 
 def ensure_standard_groups() -> None:

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
 
+from . import error_codes
 from .chain import Actor
 from .checkpoint import latest_checkpoint
 from .export import FORMATS, begin_export, exported_manifest, stream_export
@@ -43,22 +44,10 @@ def _auditor_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
     return require_safe(login_required(permission_required(VIEW_PERMISSION, raise_exception=True)(view)))
 
 
-# The error codes this app answers with, and their statuses. The audit app may not import
-# the site's registry (controlplane.http.codes); tests/test_error_codes.py holds this table
-# equal to it, so a code means the same everywhere.
-ERROR_CODES: dict[str, int] = {
-    "method_not_allowed": 405,
-    "not_authenticated": 401,
-    "permission_denied": 403,
-    "invalid_filter": 400,
-    "export_not_found": 404,
-}
-
-
 def _error(code: str, message: str, **details: Any) -> JsonResponse:
     """The project's one error shape, `{"code", "message", "details"?}`, with the code's status."""
     body = {"code": code, "message": message, **({"details": details} if details else {})}
-    return JsonResponse(body, status=ERROR_CODES[code])
+    return JsonResponse(body, status=error_codes.status(code))  # the site's registry's status
 
 
 # --- Pages ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ REST_FRAMEWORK = {
     # An agent's bearer token or a person's session (CSRF enforced); each token has its own rate limit.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "agents.api.auth.BearerTokenAuthentication",
-        "controlplane.http.auth.SessionAuthentication",
+        "controlplane.http.callers.SessionAuthentication",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["agents.api.auth.TokenRateThrottle"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -12,8 +12,11 @@ class ControlplaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the unsafe-secrets check)
+        from . import config_checks  # noqa: F401  (registers the unsafe-secrets check)
         from .accounts import sessions  # noqa: F401  (stamps each sign-in for the session limits)
+
+        # The audit app's error codes join the site's registry, and it answers with its statuses.
+        _register_audit_codes()
 
         for folder in local_folders():
             folder.mkdir(parents=True, exist_ok=True)
@@ -51,6 +54,19 @@ class ControlplaneConfig(AppConfig):
         # Django's admin changes one's own password without the current one; allauth's page
         # asks for it, under the throttle (accounts/password_checks.py).
         admin.site.password_change = _allauth_password_change
+
+
+def _register_audit_codes() -> None:
+    """audit/error_codes.py: the audit app may not import the registry, nor it the audit app."""
+    from audit import error_codes as audit_codes
+
+    from .http import codes
+
+    registered = {error.code for error in codes.all_codes()}
+    for code, (status, description) in audit_codes.OWN.items():
+        if code not in registered:  # Django may call ready() twice
+            codes.register(code, status, description)
+    audit_codes.use_statuses(lambda code: codes.get(code).status)
 
 
 def _allauth_password_change(request: Any, extra_context: Any = None) -> Any:

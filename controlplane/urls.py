@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from controlplane.accounts import provider_step_up
+from controlplane.accounts import provider_round_trip
 from controlplane.accounts.backchannel import backchannel_logout
 from controlplane.accounts.events import audited_logout
 from controlplane.accounts.login import LoginView
@@ -30,10 +30,10 @@ urlpatterns = [
     # An identity provider signing someone out here (OpenID Connect back-channel logout).
     path("accounts/oidc/<str:provider_id>/backchannel-logout/", backchannel_logout, name="backchannel-logout"),
     # Step-up by signing in again at the provider (for people who sign in only there).
-    path("accounts/step-up/provider/callback/", provider_step_up.callback, name="provider-step-up-callback"),
-    path("accounts/step-up/provider/done/", provider_step_up.done, name="provider-step-up-done"),
-    path("accounts/step-up/provider/<str:nonce>/status/", provider_step_up.status, name="provider-step-up-status"),
-    path("accounts/step-up/provider/<str:nonce>/", provider_step_up.start, name="provider-step-up"),
+    path("accounts/step-up/provider/callback/", provider_round_trip.callback, name="provider-step-up-callback"),
+    path("accounts/step-up/provider/done/", provider_round_trip.done, name="provider-step-up-done"),
+    path("accounts/step-up/provider/<str:nonce>/status/", provider_round_trip.status, name="provider-step-up-status"),
+    path("accounts/step-up/provider/<str:nonce>/", provider_round_trip.start, name="provider-step-up"),
     path("accounts/", include("allauth.urls")),
     path("audit/", include("audit.urls")),
     path("rules/", include("approvals.web.rules_urls")),

@@ -2,7 +2,7 @@
 
 Agents are not Django users. A valid token authenticates as an `AgentPrincipal`
 (is_authenticated True, `is_agent` True) carrying the agent and the token; the
-shared permissions in `controlplane.http.auth` tell agents and people apart by
+shared permissions in `controlplane.http.callers` tell agents and people apart by
 that attribute, so other apps never import this one to do it.
 """
 

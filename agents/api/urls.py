@@ -3,7 +3,7 @@
 from django.urls import path
 
 from . import views
-from .resume import resume_view
+from .long_poll import resume_view
 
 urlpatterns = [
     path("actions/", views.ActionSubmitView.as_view(), name="submit-action"),

@@ -17,13 +17,13 @@ from approvals import errors as domain_errors
 from approvals import services
 from approvals.api.representation import request_dict, with_current_params
 from approvals.api.serializers import ApprovalRequestSerializer
-from approvals.errors import DomainError
+from approvals.errors import DomainError, no_such_request
 from approvals.models import ApprovalRequest
 from approvals.resume_schema import SCHEMA_CODES
 from approvals.states import Kind
 from audit.chain import Actor
-from controlplane.http.auth import HasScope, IsAgent
-from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
+from controlplane.http.callers import HasScope, IsAgent
+from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.outbound import OUTBOUND_CODES
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
@@ -48,7 +48,7 @@ def agent_request_or_404(agent, pk) -> ApprovalRequest:
     """The agent's own request, ready to render; another agent's reads as missing (no existence leak)."""
     found = with_current_params(ApprovalRequest.objects.filter(agent=agent, pk=pk)).first()
     if found is None:
-        raise DomainError(NOT_FOUND, "No such approval request.")
+        raise no_such_request()
     return found
 
 

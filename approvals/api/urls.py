@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import step_up, views
+from . import challenges, views
 
 urlpatterns = [
     path("requests/", views.RequestListView.as_view(), name="request-list"),
@@ -10,5 +10,5 @@ urlpatterns = [
     path("requests/<uuid:pk>/decisions/", views.DecisionView.as_view(), name="request-decisions"),
     path("requests/<uuid:pk>/reveal/", views.RevealView.as_view(), name="request-reveal"),
     path("decisions/", views.BatchDecisionView.as_view(), name="batch-decisions"),
-    path("step-up/challenges/", step_up.StepUpChallengeView.as_view(), name="step-up-challenges"),
+    path("step-up/challenges/", challenges.StepUpChallengeView.as_view(), name="step-up-challenges"),
 ]

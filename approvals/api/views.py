@@ -17,16 +17,16 @@ from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from controlplane.http.auth import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
-from controlplane.http.codes import NOT_FOUND, VALIDATION_ERROR
+from controlplane.http.callers import HasScope, IsAgentOrPerson, IsPerson, SessionAuthentication, is_agent
+from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.pagination import NewestFirstCursorPagination
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
 from .. import decide, errors, services
-from ..errors import DomainError
+from ..errors import DomainError, no_such_request
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest
-from ..permissions import viewable_by, visible_to
+from ..permissions import with_view_grant, with_view_grant_or_audit
 from ..resume_schema import INVALID_RESUME_DATA, INVALID_RESUME_SCHEMA
 from .representation import request_dict, with_current_params
 from .serializers import (
@@ -58,11 +58,7 @@ def readable_requests(user) -> QuerySet[ApprovalRequest]:
         return with_current_params(ApprovalRequest.objects.filter(agent=user.agent))
     # Filtered in place (not `pk__in` of a second queryset) so PostgreSQL can walk
     # the created_at index with the permission probe and stop at the page.
-    return viewable_by(user, with_current_params(ApprovalRequest.objects.all()))
-
-
-def _not_found() -> DomainError:
-    return DomainError(NOT_FOUND, "No such approval request.")
+    return with_view_grant(user, with_current_params(ApprovalRequest.objects.all()))
 
 
 class ReaderView(generics.GenericAPIView):
@@ -117,7 +113,7 @@ class RequestDetailView(ReaderView):
     def get(self, request: Request, pk) -> Response:
         found = readable_requests(request.user).filter(pk=pk).first()
         if found is None:
-            raise _not_found()
+            raise no_such_request()
         # The ETag names the revision (what a decision's If-Match is compared with), not the bytes.
         return Response(self.render(found), headers={"ETag": etag(found.current_revision)})
 
@@ -180,9 +176,9 @@ class DecisionView(PersonView):
         tags=["reviewers"],
     )
     def post(self, request, pk):
-        target = viewable_by(request.user).filter(pk=pk).only("pk", "kind").first()
+        target = with_view_grant(request.user).filter(pk=pk).only("pk", "kind").first()
         if target is None:
-            raise _not_found()
+            raise no_such_request()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -223,7 +219,7 @@ class BatchDecisionView(PersonView):
         decided = decide.decide_batch(
             batch,
             actor=decide.reviewer(request, batch.step_up, covers=batch.confirmed()),
-            scope=viewable_by(request.user),
+            scope=with_view_grant(request.user),
         )
         if decided.ended_the_session:
             decide.end_session_if(request, errors.SESSION_ENDED)
@@ -236,9 +232,7 @@ class BatchDecisionView(PersonView):
             if not result.missing
         ]
         results += [
-            {"id": result.request_id, "code": NOT_FOUND, "message": "No such approval request."}
-            for result in decided.results
-            if result.missing
+            {"id": result.request_id, **no_such_request().as_dict()} for result in decided.results if result.missing
         ]
         return Response({"digest": decided.digest, "results": results})
 
@@ -265,8 +259,8 @@ class RevealView(PersonView):
         tags=["reviewers"],
     )
     def post(self, request, pk):
-        if not visible_to(request.user).filter(pk=pk).exists():
-            raise _not_found()
+        if not with_view_grant_or_audit(request.user).filter(pk=pk).exists():
+            raise no_such_request()
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         revealed = services.reveal_field(

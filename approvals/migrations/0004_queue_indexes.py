@@ -1,5 +1,5 @@
 # The reviewer queue's per-risk counts at 100k pending requests
-# (approvals.web.dashboard.queue_counts): a level with no pending requests is an empty
+# (approvals.web.queue_queries.queue_counts): a level with no pending requests is an empty
 # index range instead of a walk over every pending row. The per-row permission probe
 # needs no new index: guardian's unique (group, permission, object) index serves it
 # once approvals.permissions passes the group ids as literals.

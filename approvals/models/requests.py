@@ -159,7 +159,7 @@ class ApprovalRequest(models.Model):
         ]
         indexes = [
             models.Index(fields=["state", "decide_by"], name="request_state_deadline"),
-            # The queue's per-risk counts (approvals.web.dashboard.queue_counts).
+            # The queue's per-risk counts (approvals.web.queue_queries.queue_counts).
             models.Index(fields=["state", "risk_level", "decide_by"], name="request_state_risk_deadline"),
             models.Index(fields=["agent", "run_id", "tool_call_id"], name="request_run_tool_call"),
         ]

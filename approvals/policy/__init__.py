@@ -6,7 +6,7 @@ under the policy lock, compares the proposal with the newest version:
 
 - it APPLIES at once (RiskRule rows written, a new PolicyVersion, `policy.changed`)
   when `settings.POLICY_FOUR_EYES` is off, when it passes the one all-or-nothing
-  authority test (`approvals.policy.rules.authority.first_widening`: every rule-field
+  authority test (`approvals.policy.rules.effective_authority.first_widening`: every rule-field
   difference provably stricter, `rules.stricter`; no deadline below the floor or too
   many shortened; nobody gains decide, nothing re-routed), or for the system seeding
   an empty policy;

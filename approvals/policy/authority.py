@@ -1,7 +1,7 @@
 """The four-eyes gate over everything that decides who may decide (DESIGN.md "Who may
 decide is policy").
 
-`approvals.policy.rules.authority.first_widening` is the one pure test; this module
+`approvals.policy.rules.effective_authority.first_widening` is the one pure test; this module
 reads the snapshots it compares from the database (rules of the newest version,
 notification settings, group membership, settings) and proposes what waits:
 
@@ -9,7 +9,7 @@ notification settings, group membership, settings) and proposes what waits:
   membership) needs a second risk-admin, or None when it applies at once.
 
 Proposing and applying what waits: `approvals.policy.changes` (rules and verbs),
-`approvals.policy.notification_settings`, `approvals.policy.membership`.
+`approvals.policy.notification_settings`, `approvals.policy.membership_gate`.
 
 Settings: ``POLICY_MIN_IMMEDIATE_DEADLINE_SECONDS`` (default 300) is the shortest decision
 deadline or execution window a change may set at once; ``POLICY_MAX_SHORTENED_RULES_PER_HOUR``
@@ -31,7 +31,7 @@ from django.utils import timezone
 from ..models import PolicyVersion, RuleNotification
 from ..permissions import RISK_ADMINS
 from .checks import CHANGE_POLICY
-from .rules.authority import Limits, Snapshot, first_widening
+from .rules.effective_authority import Limits, Snapshot, first_widening
 
 __all__ = [
     "AUTHORITY_FIELDS",

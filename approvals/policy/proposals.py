@@ -29,7 +29,7 @@ from .checks import (
     required_note,
     user_label,
 )
-from .membership import apply_membership
+from .membership_gate import apply_membership
 from .notification_settings import apply_notifications
 from .rules.engine import RuleSpec
 

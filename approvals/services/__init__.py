@@ -20,17 +20,6 @@ from ..people import Person
 from .classification import classification_input
 from .core import SYSTEM, PersistedRefusal, RequestChange, RequestId, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
-from .decisions import (
-    BatchItem,
-    approve,
-    approve_with_edits,
-    cancel,
-    decide_batch,
-    edit_decision,
-    is_proposal,
-    reject,
-    require_revision_given,
-)
 from .escalation import escalate_request
 from .execution import (
     ExecutionGrant,
@@ -47,6 +36,17 @@ from .execution import (
 )
 from .replies import respond_instead
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
+from .reviewer_decisions import (
+    BatchItem,
+    approve,
+    approve_with_edits,
+    cancel,
+    decide_batch,
+    edit_decision,
+    is_proposal,
+    reject,
+    require_revision_given,
+)
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up, payload_digest
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
 from .suspensions import answer_decision, answer_of, respond_to_suspension

@@ -42,7 +42,6 @@ __all__ = [
     "announce",
     "changing",
     "lock",
-    "not_found",
     "refuse_state",
     "request_changed",
     "transition",
@@ -92,9 +91,6 @@ class RequestChange:
 request_changed = Signal()
 
 
-def not_found() -> DomainError:
-    """The one answer for a request that does not exist or is not the caller's."""
-    return DomainError(errors.NOT_FOUND, "No such approval request.")
 
 
 def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalRequest:
@@ -110,9 +106,9 @@ def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalReques
             .get(pk=getattr(request_id, "pk", request_id))
         )
     except ApprovalRequest.DoesNotExist:
-        raise not_found() from None
+        raise errors.no_such_request() from None
     if agent is not None and request.agent_id != agent.pk:
-        raise not_found()
+        raise errors.no_such_request()
     return request
 
 

@@ -6,7 +6,7 @@ no authenticator app) the proof of presence is a fresh sign-in there. The flow:
 1. `issue_challenge(user, digest)`: a nonce for exactly the decisions whose
    `decision_digest` is `digest`, remembered with when it was issued.
 2. The site sends the reviewer to the provider with `prompt=login` and `max_age=0`
-   (controlplane.accounts.provider_step_up); when they come back, their ID token is
+   (controlplane.accounts.provider_round_trip); when they come back, their ID token is
    verified there and `record_reauthentication` is told its `auth_time` and `sub`.
    The nonce counts as proven only when that sign-in happened after the challenge was
    issued and at most `PROVIDER_STEP_UP_MAX_AGE_SECONDS` ago: a provider that did not

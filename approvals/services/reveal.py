@@ -51,7 +51,7 @@ def reveal_field(request_id: RequestId, path: Any, *, actor: Person) -> Revealed
     with audited_atomic():
         request = ApprovalRequest.objects.select_related("agent").filter(pk=request_id).first()
         if request is None:
-            raise DomainError(errors.NOT_FOUND, "No such approval request.")
+            raise errors.no_such_request()
         require_may_decide(request, actor)
         # A reveal serves a decision still to make; once decided (or expired) the value
         # has no reader left to inform, only one more place to leak from.
@@ -99,7 +99,7 @@ def allow_masked_probe(request_id: RequestId, paths: list[str], *, actor: Person
     with audited_atomic():
         request = ApprovalRequest.objects.select_related("agent").filter(pk=request_id).first()
         if request is None:
-            raise DomainError(errors.NOT_FOUND, "No such approval request.")
+            raise errors.no_such_request()
         named = sorted({path for path in paths if isinstance(path, str)})
         if not masked_paths(request) or not named:  # nothing masked is read: the caller's bug
             raise DomainError(errors.FIELD_NOT_MASKED, "The test reads no masked parameter of this request.")

@@ -26,8 +26,8 @@ from ..models import ApprovalRequest, Decision, ParamsRevision, RuleNotification
 from ..services.step_up import needs_step_up
 from ..snapshots import resolver_for, stable_hash
 from ..states import STATE_COLOURS, Kind, RiskLevel
-from .dashboard import batch_key, queue_rank
 from .markdown import render_markdown
+from .queue_queries import batch_key, queue_rank
 
 __all__ = ["CARD_RELATIONS", "BatchGroup", "Card", "build_cards", "card_version", "group_batches"]
 

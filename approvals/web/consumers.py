@@ -54,7 +54,7 @@ from django.utils.crypto import constant_time_compare
 from ..atomic import after_commit
 from ..broadcast import approvers_group, user_group, viewer_group_ids
 from ..emergency import EMERGENCY_GROUP
-from ..permissions import viewable_by
+from ..permissions import with_view_grant
 from ..sockets import PrincipalRecheck
 
 __all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_group"]
@@ -179,7 +179,7 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         """The channel groups to tell that this person looks at `request_id`: those of
         the groups holding a permission on it; none unless this person may view it."""
         user = get_user_model().objects.filter(pk=self.user_id, is_active=True).first()
-        if user is None or not viewable_by(user).filter(pk=request_id).exists():
+        if user is None or not with_view_grant(user).filter(pk=request_id).exists():
             return []
         return [approvers_group(gid) for gid in viewer_group_ids(request_id)]
 

@@ -21,7 +21,7 @@ from ..people import Person
 from ..policy import PolicyError
 from ..policy.rules.conditions import RuleValidationError
 from ..policy.tuning import history as policy_history
-from ..policy.tuning import proposals
+from ..policy.tuning import proposal_review
 from .rules_http import (
     INVALID_RULE,
     flash_outcome,
@@ -65,7 +65,7 @@ def version(request: HttpRequest, number: int) -> HttpResponse:
     if detail is None:
         raise Http404("No such policy version.")
     rules = [
-        {**rule, "conditions_text": proposals.conditions_text(rule["conditions"], rule.get("match", "all"))}
+        {**rule, "conditions_text": proposal_review.conditions_text(rule["conditions"], rule.get("match", "all"))}
         for rule in detail.rules
     ]
     return render(request, "rules/version.html", {"detail": detail, "rules": rules})
@@ -89,7 +89,7 @@ def restore(request: HttpRequest, number: int) -> HttpResponse:
 @risk_admin_required
 @require_GET
 def proposal(request: HttpRequest, pk: int) -> HttpResponse:
-    detail = proposals.proposal_detail(pk)
+    detail = proposal_review.proposal_detail(pk)
     if detail is None:
         raise Http404("No such policy proposal.")
     mine = detail.proposal.proposed_by_id == request.user.pk

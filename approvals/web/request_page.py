@@ -1,5 +1,5 @@
 """History and the request page: what a decided request went through, for people who
-may look at it (`permissions.visible_to`: view holders and auditors).
+may look at it (`permissions.with_view_grant_or_audit`: view holders and auditors).
 
 Reads only, in a constant number of queries per page: the history list with its
 filter choices and approvers, and one request with its revisions, decisions,
@@ -21,7 +21,7 @@ from audit.vocabulary import phase_of
 
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest, Decision, ParamsRevision
-from ..permissions import visible_to
+from ..permissions import with_view_grant_or_audit
 from ..states import RiskLevel, State
 from .cards import Card, build_cards
 
@@ -30,7 +30,7 @@ __all__ = ["RequestPage", "annotate_rows", "history", "history_choices", "reques
 
 def history(user, filters: ApprovalRequestFilterSet | None = None) -> QuerySet:
     """Decided (no longer pending) requests `user` may look at, most recently decided first."""
-    decided = visible_to(user).exclude(state__in=(State.DRAFT, State.PENDING_APPROVAL))
+    decided = with_view_grant_or_audit(user).exclude(state__in=(State.DRAFT, State.PENDING_APPROVAL))
     if filters is not None:
         decided = filters.narrow(decided)
     return decided.select_related("agent", "requested_for").order_by("-decided_at", "-created_at")
@@ -110,7 +110,7 @@ def request_page(user, pk) -> RequestPage | None:
     """The request `pk` as its page shows it, or None when `user` may not look at it
     (the view answers 404 either way, so a request's existence never leaks).
     Nine queries at most, whatever the request's history."""
-    found = build_cards(visible_to(user).filter(pk=pk).select_related("approver_group"), viewer=user)
+    found = build_cards(with_view_grant_or_audit(user).filter(pk=pk).select_related("approver_group"), viewer=user)
     if not found:
         return None
     card = found[0]

@@ -26,7 +26,7 @@ from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion
 from ..policy import is_risk_admin
 from ..policy.rules.conditions import RuleValidationError
-from ..policy.tuning.proposals import waits_because
+from ..policy.tuning.proposal_review import waits_because
 
 __all__ = [
     "BadInput",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import step_up, views
+from . import step_up_challenge, views
 
 app_name = "approvals"
 
@@ -19,5 +19,5 @@ urlpatterns = [
     path("requests/<uuid:pk>/reject/", views.reject, name="reject"),
     path("requests/<uuid:pk>/approve-with-edits/", views.approve_with_edits, name="approve-with-edits"),
     path("requests/<uuid:pk>/respond/", views.respond, name="respond"),
-    path("requests/<uuid:pk>/step-up-challenge/", step_up.step_up_challenge, name="step-up-challenge"),
+    path("requests/<uuid:pk>/step-up-challenge/", step_up_challenge.step_up_challenge, name="step-up-challenge"),
 ]

@@ -1,7 +1,7 @@
 """The reviewer's pages: the live queue, card fragments, decisions and history.
 
 Views are thin: they parse input (filters: `approvals.filters`), read through
-`approvals.web.dashboard` (which uses `permissions.decidable_by`) and `cards`, and
+`approvals.web.queue_queries` (which uses `permissions.decidable_by`) and `cards`, and
 decide only through the reviewer-decision adapter (`approvals.decide`), which the
 JSON API shares.
 Decision endpoints answer a plain form POST with a redirect and a message, and a
@@ -32,9 +32,9 @@ from controlplane.http.inputs import parse_json_text
 from .. import decide, errors, services
 from ..errors import DomainError
 from ..filters import ApprovalRequestFilterSet
-from ..permissions import decidable_by, visible_to
+from ..permissions import decidable_by, with_view_grant_or_audit
 from ..states import RiskLevel
-from . import cards, dashboard, request_page
+from . import cards, queue_queries, request_page
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -55,11 +55,11 @@ def _back_to_queue(request: HttpRequest) -> str:
 
 
 def _order(request: HttpRequest) -> str:
-    return dashboard.order_of(request.GET.get("order"))
+    return queue_queries.order_of(request.GET.get("order"))
 
 
 def _page_of_cards(request: HttpRequest, filters: ApprovalRequestFilterSet) -> list[cards.Card]:
-    page = dashboard.queue_page(request.user, filters, order=_order(request), related=cards.CARD_RELATIONS)
+    page = queue_queries.queue_page(request.user, filters, order=_order(request), related=cards.CARD_RELATIONS)
     return cards.build_cards(page, viewer=request.user)
 
 
@@ -101,7 +101,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     (most urgent first by default), with counts for the filters in use."""
     filters = _filters(request)
     order = _order(request)
-    counts = dashboard.queue_counts(request.user, filters)
+    counts = queue_queries.queue_counts(request.user, filters)
     shown = _page_of_cards(request, filters)
     return render(
         request,
@@ -112,15 +112,15 @@ def queue(request: HttpRequest) -> HttpResponse:
             "counts": counts,
             "filters": filters.in_use(),
             "order": order,
-            "order_explained": dashboard.ORDERS[order],
+            "order_explained": queue_queries.ORDERS[order],
             "orders": [
-                (name, _with(request.GET, order=name if name != "urgency" else "")) for name in dashboard.ORDERS
+                (name, _with(request.GET, order=name if name != "urgency" else "")) for name in queue_queries.ORDERS
             ],
             "risk_links": [
                 (level, n, colour, _with(request.GET, risk=level)) for level, n, colour in counts["by_risk"]
             ],
             "expiring_link": _with(request.GET, expiring="1"),
-            "shown_limit": dashboard.QUEUE_LIMIT,
+            "shown_limit": queue_queries.QUEUE_LIMIT,
             "more_than_shown": _more_than_shown(counts),
             "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
             "query": request.GET.urlencode(),
@@ -171,8 +171,8 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
 
     404 for a request the person may not look at; the service's refusals otherwise
     (403 `not_permitted` for one they may see but not decide, 422 `field_not_masked`)."""
-    if not visible_to(request.user).filter(pk=pk).exists():
-        return JsonResponse({"code": errors.NOT_FOUND, "message": "No such approval request."}, status=404)
+    if not with_view_grant_or_audit(request.user).filter(pk=pk).exists():
+        return errors.no_such_request().as_response()
     field = request.POST.get("field")
     if field is None and request.content_type == "application/json":
         try:
@@ -204,11 +204,11 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
     "version", "sort", "group"?, "url"?}]}`: entries in the page's order (a batch
     group's entry, with the `url` of its fragment, before its members, which name it
     in `group`); counts for the page's filters (each exact up to
-    dashboard.COUNT_CAP, then the string "1,000+"); `more`: the page lists only the
+    queue_queries.COUNT_CAP, then the string "1,000+"); `more`: the page lists only the
     first QUEUE_LIMIT. The page shows these counts as they come: it never adds or
     subtracts in the browser."""
     filters = _filters(request)
-    counts = dashboard.queue_counts(request.user, filters)
+    counts = queue_queries.queue_counts(request.user, filters)
     shown = _page_of_cards(request, filters)
     return JsonResponse(
         {
@@ -223,7 +223,7 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
 
 def _more_than_shown(counts: dict[str, Any]) -> bool:
     """Whether the queue holds more than the page lists ("Showing the first 25.")."""
-    return bool(counts["capped"] or counts["total"] > dashboard.QUEUE_LIMIT)
+    return bool(counts["capped"] or counts["total"] > queue_queries.QUEUE_LIMIT)
 
 
 @login_required
@@ -234,7 +234,7 @@ def card_fragment(request: HttpRequest, pk) -> HttpResponse:
     204 when it is not (decided, expired, filtered out, or not theirs): the page then
     removes the card. Never reveals whether a request it may not see exists.
     """
-    match = dashboard.queue(request.user, _filters(request)).filter(pk=pk)
+    match = queue_queries.queue(request.user, _filters(request)).filter(pk=pk)
     found = cards.build_cards(match, viewer=request.user)
     if not found:
         return HttpResponse(status=204)
@@ -255,11 +255,11 @@ def batch_card(request: HttpRequest, pk) -> HttpResponse:
     """The batch group of request `pk` (its pane, then its header row), over the members
     in the viewer's queue under the page's filters; 204 when fewer than two are left
     (the page then drops the group and shows the one left as a plain row)."""
-    queue = dashboard.queue(request.user, _filters(request), order=_order(request))
+    queue = queue_queries.queue(request.user, _filters(request), order=_order(request))
     member = queue.filter(pk=pk).only("agent_id", "batch_id").first()
     if member is None or not member.batch_id:
         return HttpResponse(status=204)
-    same = queue.filter(agent_id=member.agent_id, batch_id=member.batch_id)[: dashboard.GROUP_LIMIT]
+    same = queue.filter(agent_id=member.agent_id, batch_id=member.batch_id)[: queue_queries.GROUP_LIMIT]
     groups = [entry for entry in cards.group_batches(cards.build_cards(same, viewer=request.user)) if entry.is_group]
     if not groups:
         return HttpResponse(status=204)

@@ -29,7 +29,7 @@ from django.views.decorators.debug import sensitive_variables
 from controlplane import navigation
 
 from . import events, mfa_policy, password_checks
-from .signin import SignInThrottle, SignInWaiting, wait_message
+from .signin import SignInThrottle
 
 __all__ = ["AccountAdapter", "SocialAccountAdapter"]
 
@@ -62,21 +62,19 @@ class AccountAdapter(DefaultAccountAdapter):
             )
         username = str(credentials.get("username") or "")
         throttle = SignInThrottle.for_attempt(request, username, via="dashboard")
-        try:
-            with throttle.attempt():
-                user = super().authenticate(request, **credentials)
-                if user is not None and not user.is_active:
-                    user = None
-                if user is None:
-                    delay = throttle.failed()
-                    events.sign_in_failed(throttle, factor="password", delay=delay)
-                    if delay:
-                        raise SignInWaiting(delay)
-                    return None
-        except SignInWaiting as waiting:
-            raise forms.ValidationError(wait_message(waiting.seconds), code="throttled") from None
-        throttle.succeeded()
-        return user
+        authenticate = super().authenticate
+        signed_in: list[Any] = []
+
+        def password_is_right() -> bool:
+            user = authenticate(request, **credentials)
+            if user is not None and user.is_active:
+                signed_in.append(user)
+            return bool(signed_in)
+
+        def refused(delay: int) -> None:
+            events.sign_in_failed(throttle, factor="password", delay=delay)
+
+        return signed_in[0] if throttle.check(password_is_right, on_wrong=refused) else None
 
     @sensitive_variables("password")
     def reauthenticate(self, user: Any, password: str) -> bool:

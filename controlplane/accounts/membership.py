@@ -22,21 +22,21 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db.models.signals import m2m_changed
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 
 from approvals.atomic import applying
 from audit.chain import Actor, record
+from controlplane.http.dual_mode import DualModeMiddleware
 
 __all__ = [
     "MembershipActorMiddleware",
@@ -130,37 +130,20 @@ def _process_actor() -> tuple[Actor, str]:
     return Actor.system(program), "process"
 
 
-class MembershipActorMiddleware:
+class MembershipActorMiddleware(DualModeMiddleware):
     """Remembers the current request for the duration of the view, sync or async.
 
     Place it after AuthenticationMiddleware. The user is read only when a
     membership change happens, so requests that change nothing pay nothing.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        self._is_async = iscoroutinefunction(get_response)
-        if self._is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if self._is_async:
-            return self.__acall__(request)
-        token = _current_request.set(request)
-        try:
-            return self.get_response(request)
-        finally:
-            _current_request.reset(token)
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+    @contextmanager
+    def around(self, request: HttpRequest) -> Iterator[None]:
         # Each ASGI request runs in its own task with its own copy of the context; a
-        # sync view called from here through sync_to_async sees this value too.
+        # sync view called from there through sync_to_async sees this value too.
         token = _current_request.set(request)
         try:
-            return await self.get_response(request)
+            yield
         finally:
             _current_request.reset(token)
 
@@ -204,7 +187,7 @@ def on_membership_changed(
 
 
 def _approver() -> Actor | None:
-    from approvals.policy.membership import membership_approved_by
+    from approvals.policy.membership_gate import membership_approved_by
 
     return membership_approved_by()
 
@@ -228,7 +211,7 @@ def _gate_additions(instance: Any, reverse: bool, pk_set: set[int]) -> None:
         return
     from approvals.errors import NOT_PERMITTED
     from approvals.policy.checks import PolicyError
-    from approvals.policy.membership import membership_waits_because
+    from approvals.policy.membership_gate import membership_waits_because
 
     if reverse:
         additions = {instance.name: set(pk_set)}

@@ -16,11 +16,9 @@ the second factor at every sign-in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from allauth.mfa.models import Authenticator
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -28,6 +26,7 @@ from django.urls import reverse
 
 from approvals.models import RiskRule, RuleNotification
 from controlplane.http.codes import MFA_ENROLLMENT_REQUIRED
+from controlplane.http.dual_mode import DualModeMiddleware
 from controlplane.http.errors import is_api_path, json_error
 
 __all__ = ["EnrollmentRequiredMiddleware", "hold_for_enrollment", "is_enrolled", "must_enroll", "required_groups"]
@@ -103,32 +102,17 @@ def _answer_held(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse("mfa_activate_totp"))
 
 
-class EnrollmentRequiredMiddleware:
+class EnrollmentRequiredMiddleware(DualModeMiddleware):
     """Keeps a session marked at sign-in on the enrollment pages until it enrolls.
 
     Requests without a session cookie (agents' bearer tokens, long-polls) pay nothing.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
-    @staticmethod
-    def _may_be_held(request: HttpRequest) -> bool:
+    def blocks(self, request: HttpRequest) -> bool:
+        # Only these read the session and the authenticators; the rest answer on the loop.
         return settings.SESSION_COOKIE_NAME in request.COOKIES and not request.path.startswith(_OPEN_PREFIXES)
 
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
-        if self._may_be_held(request) and _held(request):
+    def process(self, request: HttpRequest) -> HttpResponse | None:
+        if self.blocks(request) and _held(request):
             return _answer_held(request)
-        return self.get_response(request)
-
-    async def _acall(self, request: HttpRequest) -> Any:
-        if self._may_be_held(request) and await sync_to_async(_held)(request):
-            return _answer_held(request)
-        return await self.get_response(request)
+        return None

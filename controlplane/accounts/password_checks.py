@@ -44,7 +44,7 @@ from approvals.services import step_up
 from approvals.services.step_up import count_wrong_proof, forget_wrong_proofs
 from audit.chain import Actor, digest, record
 
-from .signin import SignInThrottle, SignInWaiting, wait_message
+from .signin import SignInThrottle
 
 __all__ = [
     "CHANGE_PASSWORD",
@@ -88,23 +88,14 @@ def check_secret(
     checking while the pair must wait, or when this wrong one starts a wait.
     """
     throttle = SignInThrottle.for_attempt(request, user.get_username(), via=purpose)
-    try:
-        with throttle.attempt():
-            outcome = check()
-            if outcome is None:
-                return True
-            if not outcome:
-                delay = throttle.failed()
-                _refused(request, user, throttle, purpose=purpose, factor=factor, delay=delay, signed_in=signed_in)
-                if delay:
-                    raise SignInWaiting(delay)
-                return False
-    except SignInWaiting as waiting:
-        raise forms.ValidationError(wait_message(waiting.seconds), code="throttled") from None
-    throttle.succeeded()
-    if signed_in:
+
+    def refused(delay: int) -> None:
+        _refused(request, user, throttle, purpose=purpose, factor=factor, delay=delay, signed_in=signed_in)
+
+    right = throttle.check(check, on_wrong=refused)
+    if right and signed_in:
         forget_wrong_proofs(user)
-    return True
+    return right is not False
 
 
 def _refused(

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import time
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.contrib.auth.signals import user_logged_in
 from django.dispatch import receiver
+from django.http import HttpRequest
+
+from controlplane.http.dual_mode import DualModeMiddleware
 
 __all__ = ["SessionLifetimeMiddleware", "enforce_session_lifetime"]
 
@@ -53,30 +55,16 @@ def enforce_session_lifetime(session, *, now: float | None = None) -> bool:
     return False
 
 
-class SessionLifetimeMiddleware:
+class SessionLifetimeMiddleware(DualModeMiddleware):
     """Between the session and authentication middleware: an expired session signs out.
 
     Async-capable, and requests without a session cookie (agents' bearer-token calls,
     long-polls) pass straight through without touching the session store.
     """
 
-    sync_capable = True
-    async_capable = True
+    def blocks(self, request: HttpRequest) -> bool:
+        return settings.SESSION_COOKIE_NAME in request.COOKIES  # the session store is read
 
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-        self._is_async = iscoroutinefunction(get_response)
-        if self._is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self._is_async:
-            return self.__acall__(request)
+    def process(self, request: HttpRequest) -> None:
         if settings.SESSION_COOKIE_NAME in request.COOKIES:
             enforce_session_lifetime(request.session)
-        return self.get_response(request)
-
-    async def __acall__(self, request):
-        if settings.SESSION_COOKIE_NAME in request.COOKIES:
-            await sync_to_async(enforce_session_lifetime)(request.session)
-        return await self.get_response(request)

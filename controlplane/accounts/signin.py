@@ -31,11 +31,12 @@ import logging
 import math
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
@@ -178,6 +179,29 @@ class SignInThrottle:
         return max(1, math.ceil(float(until) - now))
 
     # -- the attempt --
+
+    def check(self, check: Callable[[], bool | None], *, on_wrong: Callable[[int], None]) -> bool | None:
+        """Run one secret check for this pair: the step every page that checks a secret takes.
+
+        `check` says whether the secret is right: True, and the pair's failures and wait are
+        forgotten; False, and it is counted, `on_wrong(delay)` records it, and a wait it starts
+        is raised; None, it refused on its own without checking, and nothing is counted or
+        forgotten. Returns what `check` said. Raises a ValidationError (code `throttled`)
+        without checking while the pair must wait, or when this wrong one starts a wait.
+        """
+        try:
+            with self.attempt():
+                right = check()
+                if right is False:
+                    delay = self.failed()
+                    on_wrong(delay)
+                    if delay:
+                        raise SignInWaiting(delay)
+        except SignInWaiting as waiting:
+            raise forms.ValidationError(wait_message(waiting.seconds), code="throttled") from None
+        if right:
+            self.succeeded()
+        return right
 
     @contextmanager
     def attempt(self) -> Iterator[None]:

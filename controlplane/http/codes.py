@@ -92,8 +92,5 @@ VALIDATION_ERROR = register("validation_error", 422, "Fields are invalid; `detai
 MALFORMED_BODY = register("malformed_body", 400, "The body could not be parsed.")
 RATE_LIMITED = register("rate_limited", 429, "Too many requests; `details.retry_after` says when to retry.")
 SERVER_ERROR = register("server_error", 500, "The server failed; the failure was logged.")
-# Answered by the audit app's exports (audit/views.py keeps its own copy of this part of the table).
-INVALID_FILTER = register(
-    "invalid_filter", 400, "An audit filter value cannot be understood; `details.field` names it."
-)
-EXPORT_NOT_FOUND = register("export_not_found", 404, "No finished audit export has that export_id.")
+# The audit app's own codes are declared in audit/error_codes.py (it may not import this
+# module, nor this module it) and registered here at start by `controlplane.apps`.

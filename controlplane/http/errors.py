@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -20,6 +19,7 @@ from django.views.csrf import csrf_failure as django_csrf_failure
 
 from .codes import CSRF_FAILED, MALFORMED_BODY, NOT_FOUND, PERMISSION_DENIED, REQUEST_TOO_LARGE, SERVER_ERROR
 from .codes import get as get_code
+from .dual_mode import DualModeMiddleware
 
 __all__ = ["CodedError", "error_body", "is_api_path", "json_error"]
 
@@ -43,6 +43,10 @@ class CodedError(Exception):
 
     def as_dict(self) -> dict[str, object]:
         return error_body(self.code, self.message, **self.details)
+
+    def as_response(self) -> JsonResponse:
+        """The refusal as a plain Django response, for views outside DRF."""
+        return JsonResponse(self.as_dict(), status=self.http_status)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.code!r}, {self.message!r})"
@@ -100,7 +104,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return django_csrf_failure(request, reason)
 
 
-class APIBodyLimitMiddleware:
+class APIBodyLimitMiddleware(DualModeMiddleware):
     """Refuse oversized bodies under /api/ before anything reads them: JSON 413.
 
     Django itself raises RequestDataTooBig only when `request.body` is read, and
@@ -108,17 +112,7 @@ class APIBodyLimitMiddleware:
     (API_MAX_BODY_BYTES) and the body is never read. Works in sync and async stacks.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-        # asgiref's check: Django marks its async handlers in a way asyncio's misses.
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def _refusal(self, request: HttpRequest) -> HttpResponse | None:
+    def process(self, request: HttpRequest) -> HttpResponse | None:
         if not is_api_path(request):
             return None
         try:
@@ -129,14 +123,3 @@ class APIBodyLimitMiddleware:
         if length > limit:
             return json_error(REQUEST_TOO_LARGE, f"The request body is larger than {limit} bytes.", limit=limit)
         return None
-
-    def __call__(self, request: HttpRequest):
-        if self.is_async:
-            return self.__acall__(request)
-        return self._refusal(request) or self.get_response(request)
-
-    async def __acall__(self, request: HttpRequest):
-        refusal = self._refusal(request)
-        if refusal is not None:
-            return refusal
-        return await self.get_response(request)

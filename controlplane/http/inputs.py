@@ -18,12 +18,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.html import escape
 
 from .codes import register
+from .dual_mode import DualModeMiddleware
 from .errors import CodedError, is_api_path, json_error
 
 __all__ = [
@@ -150,28 +150,11 @@ def _refuse(request: HttpRequest, message: str, *, field: str) -> HttpResponse:
     )
 
 
-class InputEdgeMiddleware:
+class InputEdgeMiddleware(DualModeMiddleware):
     """Refuse a request whose query string or form holds an unstorable value, naming the field."""
 
-    sync_capable = True
-    async_capable = True
+    def blocks(self, request: HttpRequest) -> bool:
+        return request.method == "POST" and request.content_type != "application/json"  # reading a form body blocks
 
-    def __init__(self, get_response) -> None:
-        self.get_response = get_response
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest):
-        if self.is_async:
-            return self.__acall__(request)
-        return _edge_refusal(request) or self.get_response(request)
-
-    async def __acall__(self, request: HttpRequest):
-        if request.method == "POST" and request.content_type != "application/json":
-            refusal = await sync_to_async(_edge_refusal)(request)  # reading a form body blocks
-        else:
-            refusal = _edge_refusal(request) if request.GET else None
-        if refusal is not None:
-            return refusal
-        return await self.get_response(request)
+    def process(self, request: HttpRequest) -> HttpResponse | None:
+        return _edge_refusal(request)

@@ -85,7 +85,7 @@ def error_responses(*codes: str) -> dict[int, OpenApiResponse]:
 
 
 class SessionScheme(OpenApiAuthenticationExtension):
-    target_class = "controlplane.http.auth.SessionAuthentication"
+    target_class = "controlplane.http.callers.SessionAuthentication"
     name = "reviewerSession"
 
     def get_security_definition(self, auto_schema):

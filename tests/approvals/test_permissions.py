@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 
 from approvals import permissions
 from approvals.models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
-from approvals.web import dashboard
+from approvals.web import queue_queries
 
 
 def _grant_directly(user, request, *codenames: str) -> None:
@@ -25,10 +25,10 @@ def test_a_direct_permission_alone_puts_a_request_in_the_queue(people, submit):
     assert list(permissions.decidable_by(mallory)) == []
     _grant_directly(mallory, email, permissions.DECIDE)
     assert list(permissions.decidable_by(mallory)) == [email]
-    assert list(permissions.viewable_by(mallory)) == []  # decide does not imply view
+    assert list(permissions.with_view_grant(mallory)) == []  # decide does not imply view
     _grant_directly(mallory, other, permissions.VIEW)
-    assert list(permissions.viewable_by(mallory)) == [other]
-    assert [r.pk for r in dashboard.queue(mallory)] == [email.pk]
+    assert list(permissions.with_view_grant(mallory)) == [other]
+    assert [r.pk for r in queue_queries.queue(mallory)] == [email.pk]
 
 
 def test_group_and_direct_grants_add_up_without_duplicates(people, submit):
@@ -52,7 +52,7 @@ def test_a_group_grant_for_another_permission_does_not_count(people, submit):
     ).delete()
     alice = people["alice"]
     assert list(permissions.decidable_by(alice)) == []
-    assert list(permissions.viewable_by(alice)) == [request]
+    assert list(permissions.with_view_grant(alice)) == [request]
 
 
 def test_inactive_and_anonymous_people_hold_nothing(people, submit):
@@ -62,7 +62,7 @@ def test_inactive_and_anonymous_people_hold_nothing(people, submit):
     alice = people["alice"]
     alice.is_active = False
     assert list(permissions.decidable_by(alice)) == []
-    assert list(permissions.viewable_by(AnonymousUser())) == []
+    assert list(permissions.with_view_grant(AnonymousUser())) == []
 
 
 def test_the_starting_queryset_is_narrowed_not_replaced(people, submit):

@@ -21,7 +21,7 @@ from approvals import policy, services
 from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import State
-from approvals.web import dashboard
+from approvals.web import queue_queries
 from audit.models import AuditEvent
 from tests.fixtures.revisions import current_revision
 
@@ -120,11 +120,11 @@ def test_a_batch_the_page_cut_would_split_stays_whole(people, submit):
         ]
     )
     made = in_steps(submit, calls)
-    page = dashboard.queue_page(people["alice"], limit=4)
+    page = queue_queries.queue_page(people["alice"], limit=4)
     assert [r.pk for r in page] == [made[0].pk, made[4].pk, made[6].pk, made[1].pk]
-    assert [r.pk for r in dashboard.queue_page(people["alice"], limit=2)] == [made[0].pk, made[4].pk, made[6].pk]
-    for order in dashboard.ORDERS:
-        ids = [r.pk for r in dashboard.queue_page(people["alice"], order=order, limit=4)]
+    assert [r.pk for r in queue_queries.queue_page(people["alice"], limit=2)] == [made[0].pk, made[4].pk, made[6].pk]
+    for order in queue_queries.ORDERS:
+        ids = [r.pk for r in queue_queries.queue_page(people["alice"], order=order, limit=4)]
         at = [ids.index(pk) for pk in (made[0].pk, made[4].pk, made[6].pk)]
         assert max(at) - min(at) == 2, f"{order}: the batch's members are side by side"
 
@@ -298,14 +298,14 @@ def test_a_batch_of_more_than_the_group_limit_is_refused_whole(client, people, s
     client.force_login(people["alice"])
     import uuid
 
-    many = [f"{uuid.uuid4()}:1" for _ in range(dashboard.GROUP_LIMIT + 1)]
+    many = [f"{uuid.uuid4()}:1" for _ in range(queue_queries.GROUP_LIMIT + 1)]
     answer = client.post(DECIDE, {"decision": "approve", "request": many}, HTTP_ACCEPT="application/json")
     assert answer.status_code == 422 and answer.json()["code"] == "validation_error"
 
 
 def test_the_first_25_note_comes_with_every_sync(client, people, submit):
     client.force_login(people["alice"])
-    for _ in range(dashboard.QUEUE_LIMIT):
+    for _ in range(queue_queries.QUEUE_LIMIT):
         submit("send_email")
     assert client.get(SYNC).json()["more"] is False
     assert '<span id="shown-note" hidden>' in client.get(QUEUE).content.decode()

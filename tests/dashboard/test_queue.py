@@ -19,7 +19,7 @@ from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from approvals.states import Kind, State
-from approvals.web import dashboard
+from approvals.web import queue_queries
 from tests.fixtures.revisions import current_revision
 
 QUEUE = reverse("approvals:queue")
@@ -119,7 +119,7 @@ def test_most_urgent_first_is_highest_risk_then_nearest_deadline(client, people,
 
 def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, people, submit, admin_user, monkeypatch):
     """The page is read one level at a time; it must equal the first rows of the one-query order."""
-    monkeypatch.setattr(dashboard, "QUEUE_LIMIT", 3)
+    monkeypatch.setattr(queue_queries, "QUEUE_LIMIT", 3)
     policy.save_rule(
         {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
         actor=Person(admin_user),
@@ -129,9 +129,9 @@ def test_the_urgency_page_matches_the_whole_queue_order_across_levels(client, pe
         submit("send_email")
         submit("wire_money", params={"amount": i})
     alice = people["alice"]
-    whole = [r.pk for r in dashboard.queue(alice)]
+    whole = [r.pk for r in queue_queries.queue(alice)]
     for limit in range(1, 6):
-        assert [r.pk for r in dashboard.queue_page(alice, limit=limit)] == whole[:limit]
+        assert [r.pk for r in queue_queries.queue_page(alice, limit=limit)] == whole[:limit]
 
 
 def test_counts_describe_the_filtered_list_and_add_up(client, people, submit, finance):
@@ -322,7 +322,7 @@ def test_queue_and_sync_cost_a_constant_number_of_queries(
     assert ApprovalRequest.objects.pending().count() == 312
     with django_assert_max_num_queries(few_queue):
         response = client.get(QUEUE)
-    assert len(response.context["cards"]) == dashboard.QUEUE_LIMIT and response.context["counts"]["total"] == 312
+    assert len(response.context["cards"]) == queue_queries.QUEUE_LIMIT and response.context["counts"]["total"] == 312
     with django_assert_max_num_queries(few_sync):
         assert client.get(SYNC).json()["count"] == 312
 
@@ -375,7 +375,7 @@ def test_pages_need_a_login(client):
 
 
 def test_counts_past_the_cap_say_so_instead_of_counting_everything(client, people, submit, finance, monkeypatch):
-    monkeypatch.setattr(dashboard, "COUNT_CAP", 2)
+    monkeypatch.setattr(queue_queries, "COUNT_CAP", 2)
     for _ in range(3):
         submit("send_email")
     submit("send_email", params={"to": [f"p{i}@example.com" for i in range(12)], "subject": "s", "body": "b"})
@@ -392,7 +392,7 @@ def test_counts_past_the_cap_say_so_instead_of_counting_everything(client, peopl
 
 
 def test_filter_choices_come_from_the_most_urgent_requests(client, people, submit, finance, monkeypatch):
-    monkeypatch.setattr(dashboard, "COUNT_CAP", 2)
+    monkeypatch.setattr(queue_queries, "COUNT_CAP", 2)
     now = timezone.now()
     with freeze_time(now):
         submit("send_email")
@@ -406,7 +406,7 @@ def test_filter_choices_come_from_the_most_urgent_requests(client, people, submi
     assert counts["expiring"] == 0
     deadlines = sorted(ApprovalRequest.objects.values_list("decide_by", flat=True))
     with freeze_time(deadlines[0] - timedelta(minutes=1)):  # all three within EXPIRING_SOON, none past
-        assert deadlines[-1] - deadlines[0] < dashboard.EXPIRING_SOON
+        assert deadlines[-1] - deadlines[0] < queue_queries.EXPIRING_SOON
         client.force_login(people["carol"])  # past the session's idle timeout
         assert client.get(QUEUE).context["counts"]["expiring"] == "2+"
     response = client.get(QUEUE, {"action_type": "transfer_funds"})
@@ -480,8 +480,8 @@ def test_every_order_is_its_spec_and_a_page_is_the_head_of_the_whole_queue(peopl
         }[order]
         expected = [r.pk for r in sorted(rows, key=spec)]
         alice = people["alice"]
-        assert [r.pk for r in dashboard.queue(alice, order=order, now=start)] == expected
-        assert [r.pk for r in dashboard.queue_page(alice, order=order, limit=limit, now=start)] == expected[:limit]
+        assert [r.pk for r in queue_queries.queue(alice, order=order, now=start)] == expected
+        assert [r.pk for r in queue_queries.queue_page(alice, order=order, limit=limit, now=start)] == expected[:limit]
 
 
 @pytest.fixture

@@ -208,10 +208,10 @@ def test_prohibited_finds_what_policy_refused(submit, people, login_as):
 
 
 def test_a_refused_request_gives_its_group_view_but_never_decide(submit, people):
-    from approvals.permissions import decidable_by, viewable_by
+    from approvals.permissions import decidable_by, with_view_grant
 
     refused = submit("delete_database", params={})
-    assert viewable_by(people["alice"]).filter(pk=refused.pk).exists()
+    assert with_view_grant(people["alice"]).filter(pk=refused.pk).exists()
     assert not decidable_by(people["alice"]).filter(pk=refused.pk).exists()
 
 

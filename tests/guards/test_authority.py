@@ -32,9 +32,9 @@ from approvals.notifications import dispatch
 from approvals.people import Person
 from approvals.permissions import AUDITORS, REVIEWERS, RISK_ADMINS
 from approvals.policy import PolicyError
-from approvals.policy.membership import propose_membership
-from approvals.policy.rules.authority import Limits, Snapshot, effective_authority, first_widening
+from approvals.policy.membership_gate import propose_membership
 from approvals.policy.rules.conditions import RuleValidationError
+from approvals.policy.rules.effective_authority import Limits, Snapshot, effective_authority, first_widening
 from approvals.policy.tuning import editing
 from audit.models import AuditEvent
 from controlplane.accounts import sso

@@ -15,7 +15,7 @@ from approvals import policy
 from approvals.models import PolicyVersion
 from approvals.people import Person
 from approvals.policy.tuning import history
-from approvals.policy.tuning.proposals import condition_text
+from approvals.policy.tuning.proposal_review import condition_text
 
 pytestmark = pytest.mark.django_db
 

@@ -21,7 +21,7 @@ short is easy to check by reading; a clever analysis that proves more would be a
 place for bugs to hide, and a missed "stricter" only costs a second click.
 
 This is the rule-field part of the one test a change must pass to apply at once;
-`approvals.policy.rules.authority.first_widening` runs it first, then adds what rule
+`approvals.policy.rules.effective_authority.first_widening` runs it first, then adds what rule
 fields alone cannot show (a shortened deadline below the floor or for too many rules,
 notification settings and membership that give anyone decide).
 

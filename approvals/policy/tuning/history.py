@@ -17,7 +17,7 @@ from audit.chain import Actor
 
 from ...models import PolicyVersion
 from .. import Outcome, policy_diff, restore_version, rules_and_verbs
-from .proposals import RuleChange, condition_text, describe_field, rule_changes
+from .proposal_review import RuleChange, condition_text, describe_field, rule_changes
 
 __all__ = ["VersionDetail", "VersionRow", "diff_lines", "rollback", "version_detail", "versions"]
 

@@ -1,5 +1,5 @@
 """Rules in words for the rule pages: ``params.amount ≥ 5000 and impact.reversible is
-false``, never ``eq True`` (approvals.policy.tuning.proposals words them)."""
+false``, never ``eq True`` (approvals.policy.tuning.proposal_review words them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from ...policy.tuning.proposals import condition_text
+from ...policy.tuning.proposal_review import condition_text
 
 register = template.Library()
 

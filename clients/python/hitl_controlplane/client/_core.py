@@ -9,7 +9,7 @@ import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -28,6 +28,7 @@ FALLBACK_PREFIX = "[Plan submitted for review]"
 # have reached the server, and the key makes the retry safe either way.
 RETRYABLE = (httpx.TransportError,)
 RETRYABLE_STATUSES = frozenset({502, 503, 504})
+TransportT = TypeVar("TransportT", httpx.BaseTransport, httpx.AsyncBaseTransport)
 
 
 class ControlPlaneError(Exception):
@@ -182,6 +183,87 @@ class AgentPin:
     def learn(self, resume: Resume) -> None:
         if self.name is None and resume.decision is not None:
             self.name = resume.decision["agent"]["name"]
+
+
+class ClientBase(Generic[TransportT]):
+    """What the sync and async clients both hold and check; each adds its own transport.
+
+    `poll_wait` is how long each long-poll asks the server to hold; `retries` is how
+    many times a network error is retried (same idempotency key) before
+    ControlPlaneError("network_error") is raised. `public_keys`: the server's keys
+    decisions must be signed with (else $CONTROLPLANE_PUBLIC_KEYS); `agent`: this
+    agent's name, which every decision must name (else $CONTROLPLANE_AGENT, else the
+    name in the first decision that verified for a call this client made).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        poll_wait: float = 25.0,
+        retries: int = 5,
+        retry_backoff: float = 0.5,
+        timeout: float = 10.0,
+        transport: TransportT | None = None,
+        public_keys: Iterable[str] | None = None,
+        agent: str | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.poll_wait = poll_wait
+        self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.timeout = timeout
+        # Resumes are checked against these before anything runs (DecisionRefused otherwise).
+        self.decision_keys = decision_keys(public_keys)
+        # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
+        self.agent = AgentPin(agent)
+        self._open(
+            transport,
+            base_url=self.url,
+            timeout=timeout,
+            follow_redirects=False,  # a bearer token must not follow a redirect elsewhere
+            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
+        )
+
+    def _open(self, transport: TransportT | None, **options: Any) -> None:
+        """Open this client's httpx client (sync or async) with these options."""
+        raise NotImplementedError
+
+    def _timeout(self, read_timeout: float | None) -> httpx.Timeout:
+        return httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
+
+    def _last_attempt(self, attempt: int, exc: Exception) -> None:
+        """Raise ControlPlaneError("network_error") once the retries are spent."""
+        if attempt == self.retries:
+            raise ControlPlaneError("network_error", f"{type(exc).__name__}: {exc}") from exc
+
+    def _answer(self, attempt: int, response: httpx.Response) -> bool:
+        """Whether `response` is the answer (else retry: a gateway error with retries left)."""
+        return response.status_code not in RETRYABLE_STATUSES or attempt == self.retries
+
+    def _checked(
+        self,
+        payload: Mapping[str, Any],
+        *,
+        request_id: str,
+        call: SubmittedCall | None,
+        tool_call_id: str | None,
+        action_type: str | None,
+    ) -> Resume:
+        """The submitted-call check of a decided payload: its signature, and that it names
+        the call this client made (`call`) as this client's agent, which it then pins."""
+        resume = checked_resume(
+            payload,
+            self.decision_keys,
+            request_id=request_id,
+            call=self.agent.bind(call) if call is not None else None,
+            tool_call_id=tool_call_id,
+            action_type=action_type,
+        )
+        if call is not None:
+            self.agent.learn(resume)
+        return resume
 
 
 def action_call(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -12,19 +12,14 @@ import httpx
 from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
-    RETRYABLE_STATUSES,
-    USER_AGENT,
-    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
-    ControlPlaneError,
+    ClientBase,
     Resume,
     action_body,
     action_call,
     backoff_delay,
     call_params,
-    checked_resume,
-    decision_keys,
     jsonable,
     new_idempotency_key,
     plan_body,
@@ -37,38 +32,13 @@ from ._core import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class AsyncControlPlane:
+class AsyncControlPlane(ClientBase[httpx.AsyncBaseTransport]):
     """Like `ControlPlane`, for asyncio code (LangGraph async nodes, async tool functions)."""
 
-    def __init__(
-        self,
-        url: str,
-        token: str,
-        *,
-        poll_wait: float = 25.0,
-        retries: int = 5,
-        retry_backoff: float = 0.5,
-        timeout: float = 10.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-        public_keys: Iterable[str] | None = None,
-        agent: str | None = None,
-    ) -> None:
-        self.url = url.rstrip("/")
-        self.poll_wait = poll_wait
-        self.retries = retries
-        self.retry_backoff = retry_backoff
-        self.timeout = timeout
-        # Resumes are checked against these before anything runs (DecisionRefused otherwise).
-        self.decision_keys = decision_keys(public_keys)
-        # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
-        self.agent = AgentPin(agent)
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            transport=transport,
-            timeout=timeout,
-            follow_redirects=False,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
-        )
+    _http: httpx.AsyncClient
+
+    def _open(self, transport: httpx.AsyncBaseTransport | None, **options: Any) -> None:
+        self._http = httpx.AsyncClient(transport=transport, **options)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -82,15 +52,14 @@ class AsyncControlPlane:
     async def _call(
         self, method: str, path: str, *, read_timeout: float | None = None, **kwargs: Any
     ) -> dict[str, Any]:
-        timeout = httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
+        timeout = self._timeout(read_timeout)
         for attempt in range(self.retries + 1):
             try:
                 response = await self._http.request(method, path, timeout=timeout, **kwargs)
             except RETRYABLE as exc:
-                if attempt == self.retries:
-                    raise ControlPlaneError("network_error", f"{type(exc).__name__}: {exc}") from exc
+                self._last_attempt(attempt, exc)
             else:
-                if response.status_code not in RETRYABLE_STATUSES or attempt == self.retries:
+                if self._answer(attempt, response):
                     return raise_for_error(response)
             await asyncio.sleep(backoff_delay(attempt, self.retry_backoff))
         raise AssertionError("unreachable")
@@ -159,17 +128,9 @@ class AsyncControlPlane:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - loop.time())
             payload = await self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                resume = checked_resume(
-                    payload,
-                    self.decision_keys,
-                    request_id=request_id,
-                    call=self.agent.bind(call) if call is not None else None,
-                    tool_call_id=tool_call_id,
-                    action_type=action_type,
+                return self._checked(
+                    payload, request_id=request_id, call=call, tool_call_id=tool_call_id, action_type=action_type
                 )
-                if call is not None:
-                    self.agent.learn(resume)
-                return resume
             if deadline is not None and loop.time() >= deadline:
                 raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -12,20 +12,16 @@ import httpx
 from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
-    RETRYABLE_STATUSES,
-    USER_AGENT,
-    AgentPin,
     ApprovalRejected,
     ApprovalTimeout,
+    ClientBase,
     ControlPlaneError,
     Resume,
     action_body,
     action_call,
     backoff_delay,
     call_params,
-    checked_resume,
     configured_from_env,
-    decision_keys,
     fallback_plan_text,
     jsonable,
     new_idempotency_key,
@@ -39,46 +35,14 @@ from ._core import (
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class ControlPlane:
-    """A connection to the control plane as one agent (its bearer token).
+class ControlPlane(ClientBase[httpx.BaseTransport]):
+    """A connection to the control plane as one agent (its bearer token); the options are
+    `ClientBase`'s."""
 
-    `poll_wait` is how long each long-poll asks the server to hold; `retries`
-    is how many times a network error is retried (same idempotency key) before
-    ControlPlaneError("network_error") is raised. `public_keys`: the server's keys
-    decisions must be signed with (else $CONTROLPLANE_PUBLIC_KEYS); `agent`: this
-    agent's name, which every decision must name (else $CONTROLPLANE_AGENT, else the
-    name in the first decision that verified for a call this client made).
-    """
+    _http: httpx.Client
 
-    def __init__(
-        self,
-        url: str,
-        token: str,
-        *,
-        poll_wait: float = 25.0,
-        retries: int = 5,
-        retry_backoff: float = 0.5,
-        timeout: float = 10.0,
-        transport: httpx.BaseTransport | None = None,
-        public_keys: Iterable[str] | None = None,
-        agent: str | None = None,
-    ) -> None:
-        self.url = url.rstrip("/")
-        self.poll_wait = poll_wait
-        self.retries = retries
-        self.retry_backoff = retry_backoff
-        self.timeout = timeout
-        # Resumes are checked against these before anything runs (DecisionRefused otherwise).
-        self.decision_keys = decision_keys(public_keys)
-        # The agent decisions must name (`agent=`, $CONTROLPLANE_AGENT, else the first verified one's).
-        self.agent = AgentPin(agent)
-        self._http = httpx.Client(
-            base_url=self.url,
-            transport=transport,
-            timeout=timeout,
-            follow_redirects=False,
-            headers={"Authorization": f"Bearer {token}", "User-Agent": USER_AGENT},
-        )
+    def _open(self, transport: httpx.BaseTransport | None, **options: Any) -> None:
+        self._http = httpx.Client(transport=transport, **options)
 
     def close(self) -> None:
         self._http.close()
@@ -92,15 +56,14 @@ class ControlPlane:
     # --- transport --------------------------------------------------------------------
 
     def _call(self, method: str, path: str, *, read_timeout: float | None = None, **kwargs: Any) -> dict[str, Any]:
-        timeout = httpx.Timeout(self.timeout, read=read_timeout or self.timeout)
+        timeout = self._timeout(read_timeout)
         for attempt in range(self.retries + 1):
             try:
                 response = self._http.request(method, path, timeout=timeout, **kwargs)
             except RETRYABLE as exc:
-                if attempt == self.retries:
-                    raise ControlPlaneError("network_error", f"{type(exc).__name__}: {exc}") from exc
+                self._last_attempt(attempt, exc)
             else:
-                if response.status_code not in RETRYABLE_STATUSES or attempt == self.retries:
+                if self._answer(attempt, response):
                     return raise_for_error(response)
             time.sleep(backoff_delay(attempt, self.retry_backoff))
         raise AssertionError("unreachable")
@@ -185,17 +148,9 @@ class ControlPlane:
             remaining = self.poll_wait if deadline is None else min(self.poll_wait, deadline - time.monotonic())
             payload = self.resume(request_id, wait=max(remaining, 0))
             if payload["decided"]:
-                resume = checked_resume(
-                    payload,
-                    self.decision_keys,
-                    request_id=request_id,
-                    call=self.agent.bind(call) if call is not None else None,
-                    tool_call_id=tool_call_id,
-                    action_type=action_type,
+                return self._checked(
+                    payload, request_id=request_id, call=call, tool_call_id=tool_call_id, action_type=action_type
                 )
-                if call is not None:
-                    self.agent.learn(resume)
-                return resume
             if deadline is not None and time.monotonic() >= deadline:
                 raise ApprovalTimeout("timeout", f"No decision on {request_id} within {timeout} s.")
 

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from controlplane.http.codes import VALIDATION_ERROR
 
 from .. import decide, services
-from ..api.step_up import challenge
+from ..api.challenges import challenge
 from ..errors import DomainError
 from .views import _decidable
 

@@ -27,6 +27,7 @@ from rest_framework import exceptions
 from rest_framework.views import APIView
 
 from approvals.broadcast import request_group
+from approvals.errors import no_such_request
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from controlplane.compat import has_parked_sync_caller, release_request_thread
@@ -35,7 +36,6 @@ from controlplane.http.codes import (
     INVALID_TOKEN,
     METHOD_NOT_ALLOWED,
     NOT_AUTHENTICATED,
-    NOT_FOUND,
     RATE_LIMITED,
     VALIDATION_ERROR,
 )
@@ -147,7 +147,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
     try:
         payload, until_deadline = await read(agent_id, pk)
         if payload is None:
-            return json_error(NOT_FOUND, "No such approval request.")
+            return no_such_request().as_response()
         if layer is not None and not payload["decided"]:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + wait
@@ -170,7 +170,7 @@ async def resume_view(request: HttpRequest, pk: uuid.UUID) -> HttpResponse:
                     await asyncio.sleep(min(0.2, max(deadline - loop.time(), 0)))
                 payload, _ = await read(agent_id, pk)
                 if payload is None:
-                    return json_error(NOT_FOUND, "No such approval request.")
+                    return no_such_request().as_response()
     finally:
         if layer is not None:
             await layer.group_discard(group, channel)
