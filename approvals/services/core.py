@@ -91,8 +91,6 @@ class RequestChange:
 request_changed = Signal()
 
 
-
-
 def lock(request_id: RequestId, *, agent: Agent | None = None) -> ApprovalRequest:
     """Fetch the request with its row locked for the rest of the transaction.
 
