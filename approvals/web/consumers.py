@@ -55,7 +55,7 @@ from django.utils.crypto import constant_time_compare
 from ..broadcast import approvers_group, user_group, viewer_group_ids
 from ..emergency import EMERGENCY_GROUP
 from ..permissions import viewable_by
-from ..sockets import PrincipalRecheck
+from ..sockets import PrincipalRecheck, sessions_ended
 
 logger = logging.getLogger(__name__)
 
@@ -322,3 +322,9 @@ def _user_deleted(sender, instance, **kwargs) -> None:
 def _logged_out(sender, request, user, **kwargs) -> None:
     if user is not None:
         close_user_sockets([user.pk])
+
+
+@receiver(sessions_ended)
+def _sessions_ended(sender, user_ids, **kwargs) -> None:
+    """An identity provider ended these people's sessions (controlplane.accounts.provider_sessions)."""
+    close_user_sockets(user_ids)
