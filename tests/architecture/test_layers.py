@@ -40,6 +40,8 @@ def _contract_list(contract: str, key: str) -> list[str]:
 # Highest first. The site's wiring sits above every app; below it, the one-way layers.
 LAYERS = ["controlplane", *(name for name in _contract_list("one-way", "layers") if apps.is_installed(name))]
 RANK = {label: rank for rank, label in enumerate(LAYERS)}
+# The one part of the site every app may import (it imports none of them).
+PLUMBING = "controlplane.http"
 PACKAGES = [*LAYERS, *(name for name in _contract_list("one-way", "layers") if name not in LAYERS)]
 
 
@@ -171,6 +173,23 @@ def lookups_across_apps(module: Module) -> Iterator[str]:
                 yield f"{module.where(node)}: apps.get_model({label!r}, ...) reaches into another app"
 
 
+def imports_of_higher_layers(module: Module) -> Iterator[str]:
+    """Imports of a higher layer, those under `if TYPE_CHECKING:` included (import-linter
+    leaves those out: exclude_type_checking_imports); type with a Protocol instead."""
+    higher = higher_than(module.package) if module.package in RANK else []
+    for node in ast.walk(module.tree):
+        names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        for name in names:
+            if name.split(".", 1)[0] in higher and not f"{name}.".startswith(f"{PLUMBING}."):
+                yield f"{module.where(node)}: imports {name} (a higher layer)"
+
+
+def test_no_lower_layer_imports_a_higher_one_even_for_type_checking():
+    assert [finding for module in modules() for finding in imports_of_higher_layers(module)] == []
+
+
 def test_no_lower_layer_names_a_higher_layer_by_label():
     assert [finding for module in modules() for finding in labels_naming_higher_layers(module)] == []
 
@@ -182,8 +201,13 @@ def test_no_app_code_looks_up_another_apps_model_by_label():
 # --- The scans find what they look for (so an empty list means something) ---------------------
 
 BAD_MODEL = '''
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.apps import apps
+
+if TYPE_CHECKING:
+    from agents.models import Agent
 
 
 class Stop(models.Model):
@@ -205,12 +229,15 @@ class Migration(migrations.Migration):
 """
 
 
-def test_the_scans_catch_a_label_a_dependency_and_a_lookup():
+def test_the_scans_catch_an_import_a_label_a_dependency_and_a_lookup():
     model = Module("approvals", ROOT / "approvals/models/stop.py", ast.parse(BAD_MODEL))
     migration = Module("approvals", ROOT / "approvals/migrations/0099_stop.py", ast.parse(BAD_MIGRATION))
     assert sorted(finding.split(": ", 1)[1] for finding in labels_naming_higher_layers(model)) == [
         "looks up a model of 'agents' (a higher layer)",
         "names 'agents.Agent' of agents",
+    ]
+    assert [finding.split(": ", 1)[1] for finding in imports_of_higher_layers(model)] == [
+        "imports agents.models (a higher layer)"
     ]
     assert [finding.split(": ", 1)[1] for finding in lookups_across_apps(model)] == [
         "apps.get_model('agents', ...) reaches into another app"
@@ -251,5 +278,5 @@ def test_apps_are_kept_off_every_module_of_the_site_but_its_http_plumbing():
     """A new module under controlplane/ is wiring until someone decides it is plumbing."""
     site = {f"controlplane.{info.name}" for info in pkgutil.iter_modules([str(ROOT / "controlplane")])}
     forbidden = set(_contract_list("wiring-on-top", "forbidden_modules"))
-    assert forbidden == site - {"controlplane.http"}
+    assert forbidden == site - {PLUMBING}
     assert set(_contract_list("wiring-on-top", "source_modules")) == set(LAYERS) - {"controlplane"}
