@@ -43,6 +43,8 @@ class Agent(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # Approvals (a lower layer) names this model through the setting, never by label.
+        swappable = "APPROVALS_AGENT_MODEL"
 
     def __str__(self) -> str:
         return self.name

@@ -22,6 +22,11 @@ class ApprovalsConfig(AppConfig):
         request_changed.connect(dispatch.on_request_changed, dispatch_uid="queue-arrival-notifications")
         request_changed.connect(runner.publish_approved, dispatch_uid="publish-approved-executions")
 
+        # The audit timeline says what a request is now; the audit app may not import this one.
+        from audit import subjects
+
+        subjects.register_request_summary(_request_summary)
+
         # A per-request permission taken away (a regrouping edit, an admin) takes the card off
         # that group's or person's screens.
         from .models import ApprovalRequestGroupObjectPermission, ApprovalRequestUserObjectPermission
@@ -42,6 +47,17 @@ class ApprovalsConfig(AppConfig):
             from django.core.signals import request_started
 
             request_started.connect(_forget_cached_row_ids, dispatch_uid="forget-cached-row-ids")
+
+
+def _request_summary(request_id):
+    """The header of a request's audit timeline (templates/audit/timeline.html), or None."""
+    from .models import ApprovalRequest
+
+    return (
+        ApprovalRequest.objects.filter(pk=request_id)
+        .values("id", "action_type", "kind", "state", "risk_level", "rule_name", "created_at", "agent__name")
+        .first()
+    )
 
 
 def _forget_cached_row_ids(**kwargs) -> None:

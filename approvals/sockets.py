@@ -20,13 +20,20 @@ from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.dispatch import Signal
 
 from .atomic import after_commit
 
-__all__ = ["CLOSE_MESSAGE", "PrincipalRecheck", "close_groups_on_commit"]
+__all__ = ["CLOSE_MESSAGE", "PrincipalRecheck", "close_groups_on_commit", "sessions_ended"]
 
 logger = logging.getLogger(__name__)
 CLOSE_MESSAGE = {"type": "principal.close"}
+
+# Sent with `user_ids` by whatever ends people's sessions outside a request of theirs (an
+# identity provider's back-channel logout or re-check: controlplane.accounts), inside the
+# transaction that ends them: every reviewer socket of theirs closes after it commits.
+# The site's accounts sit above this app, so this app offers the signal and they send it.
+sessions_ended = Signal()
 
 
 def close_groups_on_commit(groups: Iterable[str]) -> None:

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.apps import apps
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -24,7 +23,7 @@ from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
 
-from . import error_codes
+from . import error_codes, subjects
 from .chain import Actor
 from .checkpoint import latest_checkpoint
 from .export import FORMATS, begin_export, exported_manifest, stream_export
@@ -109,9 +108,9 @@ def _page(filters: AuditEventFilterSet, before: str, after: str) -> tuple[list[d
 def agent_names(events: list[dict[str, Any]]) -> dict[int, str]:
     """The names of the agents `events` mention, by id, in at most one query.
 
-    The audit app imports no other app, so the agents' table is looked up by name at
-    run time; an agent that is gone (or never had a row here) keeps the label it
-    acted under on these rows, and otherwise shows as "agent #id"."""
+    The audit app imports no other app, so the current names come from the lookup the
+    agents app registered (audit.subjects); an agent that is gone (or never had a row
+    here) keeps the label it acted under on these rows, and otherwise shows as "agent #id"."""
     ids = {event["agent_id"] for event in events if event.get("agent_id") is not None}
     if not ids:
         return {}
@@ -119,8 +118,7 @@ def agent_names(events: list[dict[str, Any]]) -> dict[int, str]:
     for event in events:  # the label an agent acted under, copied onto its own rows
         if event.get("actor_kind") == ActorKind.AGENT and event.get("actor_id") == str(event["agent_id"]):
             names[event["agent_id"]] = event["actor_label"]
-    if apps.is_installed("agents"):
-        names.update(apps.get_model("agents", "Agent").objects.filter(pk__in=ids).values_list("pk", "name"))
+    names.update(subjects.agent_names(ids))
     return names
 
 
@@ -192,12 +190,7 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
 def request_timeline(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
     """Every event about one request in seq order: submission, classification, decisions, execution."""
     events = list(AuditEvent.objects.filter(request_id=request_id).order_by("seq").values(*_LIST_FIELDS, "metadata"))
-    ApprovalRequest = apps.get_model("approvals", "ApprovalRequest")
-    subject = (
-        ApprovalRequest.objects.filter(pk=request_id)
-        .values("id", "action_type", "kind", "state", "risk_level", "rule_name", "created_at", "agent__name")
-        .first()
-    )
+    subject = subjects.request_summary(request_id)  # what the approvals app registered
     if not events and subject is None:
         raise Http404("No audit events for that request.")
     for event in events:

@@ -160,6 +160,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Auth and object permissions -------------------------------------------
 
+# The model of the agents requests belong to, named as AUTH_USER_MODEL names the user
+# model: approvals sits below agents (DESIGN.md "Layout"), so its foreign keys and
+# migrations name this setting, never the agents app, and its code gets the class from
+# approvals.agents.get_agent_model(). Set it before the first migrate, never after.
+APPROVALS_AGENT_MODEL = "agents.Agent"
+
 AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
     "allauth.account.auth_backends.AuthenticationBackend",

@@ -1,4 +1,4 @@
-"""Canaries for controlplane/compat.py: one per library internal it reads.
+"""Canaries for controlplane/http/compat.py: one per library internal it reads.
 
 Each fails when an upgrade of the library moves or changes the internal, so the
 reach is revisited (or dropped) instead of silently doing nothing.
@@ -11,7 +11,7 @@ import threading
 
 from asgiref.sync import ThreadSensitiveContext, async_to_sync, sync_to_async
 
-from controlplane import compat
+from controlplane.http import compat
 
 # Only a guard against a hang; no assertion depends on how long anything takes.
 JOIN_GUARD_SECONDS = 10

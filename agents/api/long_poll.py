@@ -30,7 +30,6 @@ from approvals.broadcast import request_group
 from approvals.errors import no_such_request
 from approvals.models import ApprovalRequest
 from approvals.states import State
-from controlplane.compat import has_parked_sync_caller, release_request_thread
 from controlplane.http.codes import (
     INSUFFICIENT_SCOPE,
     INVALID_TOKEN,
@@ -39,6 +38,7 @@ from controlplane.http.codes import (
     RATE_LIMITED,
     VALIDATION_ERROR,
 )
+from controlplane.http.compat import has_parked_sync_caller, release_request_thread
 from controlplane.http.errors import json_error
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 

@@ -12,7 +12,8 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ("agents", "0001_initial"),
+        # The agents app sits above this one: named through its setting, as auth's user is.
+        migrations.swappable_dependency(settings.APPROVALS_AGENT_MODEL),
         ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -205,7 +206,9 @@ class Migration(migrations.Migration):
                 (
                     "agent",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT, related_name="requests", to="agents.agent"
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="requests",
+                        to=settings.APPROVALS_AGENT_MODEL,
                     ),
                 ),
                 (

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agents", "0001_initial"),
+        migrations.swappable_dependency(settings.APPROVALS_AGENT_MODEL),
         ("approvals", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -40,7 +40,7 @@ class Migration(migrations.Migration):
                         null=True,
                         on_delete=django.db.models.deletion.CASCADE,
                         related_name="emergency_switch",
-                        to="agents.agent",
+                        to=settings.APPROVALS_AGENT_MODEL,
                     ),
                 ),
                 (

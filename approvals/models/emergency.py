@@ -19,7 +19,7 @@ class EmergencyStop(models.Model):
     # "global", or "agent:<id>": a unique key, so a scope never has two switches.
     scope = models.CharField(max_length=40, unique=True, editable=False)
     agent = models.OneToOneField(
-        "agents.Agent", null=True, blank=True, on_delete=models.CASCADE, related_name="emergency_switch"
+        settings.APPROVALS_AGENT_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="emergency_switch"
     )
     on = models.BooleanField(default=False)
     reason = models.TextField(blank=True)

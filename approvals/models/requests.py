@@ -49,7 +49,8 @@ class ApprovalRequest(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     kind = models.CharField(max_length=10, choices=Kind.choices)
-    agent = models.ForeignKey("agents.Agent", on_delete=models.PROTECT, related_name="requests")
+    # The agents app sits above this one: the relation names the setting, as user relations do.
+    agent = models.ForeignKey(settings.APPROVALS_AGENT_MODEL, on_delete=models.PROTECT, related_name="requests")
     requested_for = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -32,7 +32,7 @@ from ..models import ApprovalRequest
 from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from ..agents import Agent
 
 __all__ = [
     "SYSTEM",

@@ -35,7 +35,7 @@ from .core import SYSTEM, PersistedRefusal, RequestId, announce, changing, refus
 from .guards import approvals_counted
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from ..agents import Agent
 
 __all__ = [
     "ExecutionGrant",

@@ -46,7 +46,7 @@ from .guards import (
 from .step_up import payload_digest, require_step_up
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from ..agents import Agent
 
 __all__ = [
     "APPROVE_WITH_EDITS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.utils import timezone
 
@@ -28,7 +28,7 @@ from .escalation import check_quorum_reachable
 from .execution import server_executor
 
 if TYPE_CHECKING:
-    from agents.models import Agent
+    from ..agents import Agent
 
 __all__ = ["PLAN_ACTION_TYPE", "Submission", "classify", "submit"]
 
@@ -91,7 +91,9 @@ def submit(submission: Submission, *, agent: Agent) -> ApprovalRequest:
     name = _action_type_name(PLAN_ACTION_TYPE if is_plan else submission.action_type)
     request = ApprovalRequest(
         kind=submission.kind,
-        agent=agent,
+        # The field's static type is the class APPROVALS_AGENT_MODEL names, which approvals
+        # may not import; `agent` is one, typed here only as what approvals reads of it.
+        agent=cast(Any, agent),
         requested_for=submission.requested_for,
         action_type=name.normalized,
         action_type_sent=name.sent,

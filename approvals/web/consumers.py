@@ -55,7 +55,7 @@ from ..atomic import after_commit
 from ..broadcast import approvers_group, user_group, viewer_group_ids
 from ..emergency import EMERGENCY_GROUP
 from ..permissions import with_view_grant
-from ..sockets import PrincipalRecheck
+from ..sockets import PrincipalRecheck, sessions_ended
 
 __all__ = ["EMERGENCY_GROUP", "ReviewerConsumer", "close_user_sockets", "user_group"]
 
@@ -314,3 +314,9 @@ def _user_deleted(sender, instance, **kwargs) -> None:
 def _logged_out(sender, request, user, **kwargs) -> None:
     if user is not None:
         close_user_sockets([user.pk])
+
+
+@receiver(sessions_ended)
+def _sessions_ended(sender, user_ids, **kwargs) -> None:
+    """An identity provider ended these people's sessions (controlplane.accounts.provider_sessions)."""
+    close_user_sockets(user_ids)

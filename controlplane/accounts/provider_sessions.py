@@ -20,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth.signals import user_logged_out
 from django.http import HttpRequest
 
-from approvals.web.consumers import close_user_sockets
+from approvals.sockets import sessions_ended
 from audit.chain import Actor, audited_atomic, record
 
 from .models import ProviderSession
@@ -81,8 +81,8 @@ def end_sessions(
                     **(details or {}),
                 },
             )
-        # After commit, like every other close: a rolled-back sign-out closes nothing.
-        close_user_sockets([user.pk for user in by_user])
+        # Their sockets close after commit, like every other close: a rolled-back sign-out closes nothing.
+        sessions_ended.send(sender=ProviderSession, user_ids=[user.pk for user in by_user])
     return ended
 
 

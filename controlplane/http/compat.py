@@ -3,7 +3,9 @@
 Each reach is here and nowhere else, names the library version it was written
 against (pinned in requirements.txt), the measurement that justifies it, and has
 a canary in tests/test_compat.py that fails loudly when an upgrade moves the
-internal. Anything public belongs in the modules that use it, not here.
+internal. Anything public belongs in the modules that use it, not here. It lives
+in the HTTP plumbing (which imports no app) because an app needs it: the agents'
+long-poll (agents/api/resume.py) releases its thread here.
 """
 
 from __future__ import annotations
