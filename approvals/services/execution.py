@@ -15,7 +15,7 @@ import fnmatch
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.chain import Actor, digest, record
+from audit.signing import signer
+from hitl_controlplane.canonical import format_timestamp
+from hitl_controlplane.grants import grant_document, new_nonce, sign_grant
 
 from .. import errors
 from ..emergency import is_stopped
@@ -48,6 +51,7 @@ __all__ = [
     "server_executor",
     "reclaim_execution",
     "release_enqueue",
+    "renew_execution",
     "revalidate",
     "revalidation_refusal",
 ]
@@ -62,6 +66,11 @@ class ExecutionGrant:
     idempotency_key: str
     params: dict[str, Any]
     lease_until: datetime
+    attempt: int = 1
+    revision: int = 1
+    # The server's signature over the grant document (hitl_controlplane.grants), binding
+    # the claimant's nonce: what a client verifies before it runs anything.
+    grant_signature: dict[str, Any] = field(default_factory=dict)
 
 
 # --- Re-validation ------------------------------------------------------------------------
@@ -128,9 +137,17 @@ def _grant_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata: dict[str, Any]) -> ExecutionGrant:
+def _issue_grant(
+    request: ApprovalRequest, *, actor: Actor, verb: str, metadata: dict[str, Any], nonce: str | None = None
+) -> ExecutionGrant:
     """A fresh single-use grant on a locked, executing request: its token is stored as
-    a hash only, and the lease and attempt count move on."""
+    a hash only, and the lease and attempt count move on.
+
+    The grant document (hitl_controlplane.grants) is signed with the audit signing key
+    (the key decisions are signed with) and binds `nonce`, the claimant's; a server-side
+    executor, which claims in-process and checks nothing over a network, gets a
+    server-made one.
+    """
     token = secrets.token_urlsafe(32)
     request.grant_hash = _grant_hash(token)
     request.lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
@@ -144,23 +161,45 @@ def _issue_grant(request: ApprovalRequest, *, actor: Actor, verb: str, metadata:
         metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata},
     )
     announce(request, verb)
+    params = request.current_params()
+    document = grant_document(
+        request_id=str(request.pk),
+        revision=request.current_revision,
+        agent={"id": request.agent_id, "name": request.agent.name},
+        action_type=request.action_type,
+        params=params,
+        idempotency_key=request.execution_key,
+        nonce=nonce or new_nonce(),
+        attempt=request.attempts,
+        lease_until=format_timestamp(request.lease_until),
+    )
     return ExecutionGrant(
         request_id=str(request.pk),
         token=token,
         idempotency_key=request.execution_key,
-        params=request.current_params(),
+        params=params,
         lease_until=request.lease_until,
+        attempt=request.attempts,
+        revision=request.current_revision,
+        grant_signature=sign_grant(signer().current, document),
     )
 
 
 def claim_execution(
-    request_id: RequestId, *, actor: Actor, agent: Agent | None = None, target_hash: str | None = None
+    request_id: RequestId,
+    *,
+    actor: Actor,
+    agent: Agent | None = None,
+    target_hash: str | None = None,
+    nonce: str | None = None,
 ) -> ExecutionGrant:
     """Re-validate and claim an approved request for execution: exactly one caller wins.
 
     `agent`: the claimant is this agent (its own requests only, and only those no
-    server-side executor runs). Returns the single-use grant with the exact approved
-    params and the idempotency key the side effect must carry.
+    server-side executor runs). `nonce`: the claimant's, bound into the signed grant
+    (the API requires one; in-process executors get a server-made one). Returns the
+    single-use grant with the exact approved params and the idempotency key the side
+    effect must carry.
     """
     with changing(request_id, agent=agent) as request:
         if agent is not None and request.executor:
@@ -187,6 +226,7 @@ def claim_execution(
             actor=actor,
             verb="request.execution_claimed",
             metadata={"from": State.APPROVED, "to": State.EXECUTING},
+            nonce=nonce,
         )
 
 
@@ -239,8 +279,42 @@ def reclaim_execution(
 def _require_grant(request: ApprovalRequest, token: str) -> None:
     if request.state != State.EXECUTING:
         raise refuse_state(request, State.EXECUTING)
-    if not request.grant_hash or not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
+    if not _holds_grant(request, token):
         raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.")
+
+
+def _holds_grant(request: ApprovalRequest, token: str) -> bool:
+    return bool(request.grant_hash) and hmac.compare_digest(request.grant_hash, _grant_hash(token))
+
+
+def _lease_lost(request: ApprovalRequest, token: str, now: datetime) -> bool:
+    """`token` is the grant of a claim whose lease ran out: the request is (or is about to be)
+    failed with `outcome_unknown`, and nothing the claimant reports now changes that.
+
+    An agent's claim is lost the moment its lease ends. A server-side executor's is lost
+    once the sweeper settled it (until then its report stands, as it always did: the
+    sweeper may still retry an idempotent one under the same key).
+    """
+    if not _holds_grant(request, token):
+        return False
+    if request.state == State.EXECUTING:
+        return not request.executor and bool(request.lease_until and request.lease_until <= now)
+    return request.state == State.FAILED and request.resolution_code == errors.OUTCOME_UNKNOWN
+
+
+def _settle_lost_lease(request: ApprovalRequest, *, now: datetime) -> None:
+    """Fail a locked, executing request whose lease ran out, as the sweeper would."""
+    if request.state == State.EXECUTING:
+        # The grant hash stays: a late report still proves which claim it came from.
+        transition(
+            request,
+            State.FAILED,
+            actor=SYSTEM,
+            metadata={"code": errors.OUTCOME_UNKNOWN},
+            resolution_code=errors.OUTCOME_UNKNOWN,
+            error="The execution lease ran out with no result.",
+            finished_at=now,
+        )
 
 
 def complete_execution(
@@ -256,9 +330,34 @@ def complete_execution(
     """Record the executor's outcome for the claim that `token` proves.
 
     `code` names why a failure failed (e.g. ``outcome_unknown``); it defaults to
-    ``execution_failed`` and is ignored on success.
+    ``execution_failed`` and is ignored on success. The audit event carries the
+    result's (and error's) keyed digest, never the value.
+
+    A report after the claim's lease ran out changes no outcome: the request ends (or
+    stays) failed with ``outcome_unknown``, the report is audited as
+    ``request.completed_late`` with its digests, and `lease_expired` is raised (after
+    commit, so the record stands).
     """
+    now = timezone.now()
     with changing(request_id) as request:
+        if _lease_lost(request, token, now):
+            _settle_lost_lease(request, now=now)
+            record(
+                "request.completed_late",
+                actor=actor,
+                request=request,
+                metadata={
+                    "attempt": request.attempts,
+                    "succeeded": succeeded,
+                    "result": digest(result),
+                    **({"error": digest(error)} if error else {}),
+                },
+            )
+            raise PersistedRefusal(
+                errors.LEASE_EXPIRED,
+                "The execution lease ran out before this report; the outcome stays unknown (recorded, not applied).",
+                state=request.state,
+            )
         _require_grant(request, token)
         transition(
             request,
@@ -267,9 +366,34 @@ def complete_execution(
             metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
             result=result,
             error=error,
-            finished_at=timezone.now(),
+            finished_at=now,
             grant_hash="",
             resolution_code="succeeded" if succeeded else (code or "execution_failed"),
+        )
+    return request
+
+
+def renew_execution(request_id: RequestId, *, token: str, actor: Actor) -> ApprovalRequest:
+    """Extend the lease of the claim `token` proves by EXECUTION_LEASE_SECONDS from now.
+
+    For tools that run longer than one lease (the client renews in the background).
+    A lease that already ran out is not renewed after the fact (`lease_expired`: the
+    outcome is unknown, and the sweeper fails it); a wrong token is `invalid_grant`.
+    """
+    now = timezone.now()
+    with changing(request_id) as request:
+        if _lease_lost(request, token, now):
+            raise DomainError(
+                errors.LEASE_EXPIRED, "The execution lease already ran out; it is not renewed.", state=request.state
+            )
+        _require_grant(request, token)
+        request.lease_until = now + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
+        request.save(update_fields=["lease_until"])
+        record(
+            "request.execution_renewed",
+            actor=actor,
+            request=request,
+            metadata={"attempt": request.attempts, "lease_until": request.lease_until.isoformat()},
         )
     return request
 
@@ -317,7 +441,7 @@ def fail_lost_execution(request_id: RequestId) -> bool:
             resolution_code=errors.OUTCOME_UNKNOWN,
             error="The execution lease ran out with no result.",
             finished_at=timezone.now(),
-            grant_hash="",
+            # The grant hash stays: a late report still proves which claim it came from.
         )
     return True
 

@@ -15,6 +15,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ..decisions import DecisionRefused, SubmittedCall, payload_sha256, trusted_keys, verify_decision
+from ..grants import new_nonce
 
 log = logging.getLogger("hitl_controlplane")
 # The server's audit public key(s), `ed25519:...` as `manage.py audit_public_key` prints them.
@@ -226,6 +227,11 @@ def raise_for_error(response: httpx.Response) -> dict[str, Any]:
         status=response.status_code,
         details=body.get("details"),
     )
+
+
+def claim_body(nonce: str | None, target_hash: str | None) -> dict[str, Any]:
+    """A claim's JSON: the nonce the signed grant must bind (a fresh one unless given)."""
+    return {"nonce": nonce or new_nonce(), **({"target_hash": target_hash} if target_hash else {})}
 
 
 def action_body(

@@ -24,6 +24,7 @@ from ._core import (
     backoff_delay,
     call_params,
     checked_resume,
+    claim_body,
     decision_keys,
     jsonable,
     new_idempotency_key,
@@ -176,10 +177,19 @@ class AsyncControlPlane:
     async def cancel(self, request_id: str, reason: str = "") -> dict[str, Any]:
         return await self._call("POST", f"/api/v1/requests/{request_id}/cancel/", json={"reason": reason})
 
-    async def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
-        return await self._call(
-            "POST", f"/api/v1/requests/{request_id}/claim/", json={"target_hash": target_hash} if target_hash else {}
-        )
+    async def claim(
+        self, request_id: str, *, target_hash: str | None = None, nonce: str | None = None
+    ) -> dict[str, Any]:
+        """Claim an approved execution: the single-use grant with the exact approved params.
+
+        `nonce`: the one the signed grant must bind (hitl_controlplane.grants; a fresh one
+        unless given). `hitl_controlplane.handshake` sends its own and verifies the grant.
+        """
+        return await self._call("POST", f"/api/v1/requests/{request_id}/claim/", json=claim_body(nonce, target_hash))
+
+    async def renew(self, request_id: str, grant_token: str) -> dict[str, Any]:
+        """Extend the claim's lease (`{request_id, lease_until}`); `lease_expired` once it ran out."""
+        return await self._call("POST", f"/api/v1/requests/{request_id}/renew/", json={"token": grant_token})
 
     async def complete(
         self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None, error: str = ""
