@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from .. import handshake
 from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
@@ -26,7 +27,6 @@ from ._core import (
     checked_resume,
     claim_body,
     decision_keys,
-    jsonable,
     new_idempotency_key,
     plan_body,
     plan_call,
@@ -250,22 +250,18 @@ class AsyncControlPlane:
             async def wrapper(*args: Any, **kwargs: Any) -> Any:
                 params = call_params(fn, args, kwargs)
                 resolved_target = target(**params) if callable(target) else (target or {})
+                name = action_type or fn.__name__
+                key = new_idempotency_key()
                 resume = await self.request_approval(
-                    action_type or fn.__name__, resolved_target, params, timeout=timeout
+                    name, resolved_target, params, timeout=timeout, idempotency_key=key
                 )
                 if not resume.approved:
                     raise ApprovalRejected(resume)
                 if not claim:
                     return await fn(**resume.params)
-                grant = await self.claim(resume.request_id)
-                resume.check_params(grant["params"])
-                try:
-                    result = await fn(**grant["params"])
-                except Exception as exc:
-                    await self.complete(resume.request_id, grant["token"], succeeded=False, error=repr(exc))
-                    raise
-                await self.complete(resume.request_id, grant["token"], succeeded=True, result=jsonable(result))
-                return result
+                # The one execution handshake: decision, claim, grant, run, complete.
+                call = action_call(name, params, idempotency_key=key, tool_call_id=None)
+                return await handshake.arun_approved(self, resume, call, fn)
 
             return wrapper  # type: ignore[return-value]
 

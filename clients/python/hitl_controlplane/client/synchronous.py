@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from .. import handshake
 from ..decisions import SubmittedCall
 from ._core import (
     RETRYABLE,
@@ -28,7 +29,6 @@ from ._core import (
     configured_from_env,
     decision_keys,
     fallback_plan_text,
-    jsonable,
     new_idempotency_key,
     plan_body,
     plan_call,
@@ -292,20 +292,16 @@ class ControlPlane:
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 params = call_params(fn, args, kwargs)
                 resolved_target = target(**params) if callable(target) else (target or {})
-                resume = self.request_approval(action_type or fn.__name__, resolved_target, params, timeout=timeout)
+                name = action_type or fn.__name__
+                key = new_idempotency_key()
+                resume = self.request_approval(name, resolved_target, params, timeout=timeout, idempotency_key=key)
                 if not resume.approved:
                     raise ApprovalRejected(resume)
                 if not claim:
                     return fn(**resume.params)
-                grant = self.claim(resume.request_id)
-                resume.check_params(grant["params"])
-                try:
-                    result = fn(**grant["params"])
-                except Exception as exc:
-                    self.complete(resume.request_id, grant["token"], succeeded=False, error=repr(exc))
-                    raise
-                self.complete(resume.request_id, grant["token"], succeeded=True, result=jsonable(result))
-                return result
+                # The one execution handshake: decision, claim, grant, run, complete.
+                call = action_call(name, params, idempotency_key=key, tool_call_id=None)
+                return handshake.run_approved(self, resume, call, fn)
 
             return wrapper  # type: ignore[return-value]
 
