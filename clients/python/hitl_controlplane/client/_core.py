@@ -234,6 +234,41 @@ def claim_body(nonce: str | None, target_hash: str | None) -> dict[str, Any]:
     return {"nonce": nonce or new_nonce(), **({"target_hash": target_hash} if target_hash else {})}
 
 
+def suspension_call(
+    action_type: str | None,
+    workflow_id: str | None,
+    step_id: str | None,
+    suspend_payload: dict[str, Any],
+    *,
+    idempotency_key: str,
+    tool_call_id: str | None,
+) -> SubmittedCall:
+    """The SubmittedCall of a suspension: its action type as the server names it
+    (the one given, else `<workflow_id>.<step_id>`) and its suspend payload."""
+    name = action_type or (f"{workflow_id}.{step_id}" if workflow_id and step_id else "")
+    if not name:
+        raise ValueError("a suspension needs action_type, or workflow_id and step_id")
+    return SubmittedCall.suspension(name, suspend_payload, idempotency_key=idempotency_key, tool_call_id=tool_call_id)
+
+
+def suspension_answer(resume: Resume) -> Any:
+    """The reviewers' answer to a suspension, exactly as the server validated it against the
+    schema; ApprovalRejected (with the feedback) when it was rejected, expired or cancelled."""
+    if resume.resume_data is None:
+        feedback = str(resume.raw.get("feedback") or "")
+        raise ApprovalRejected(
+            Resume(
+                request_id=resume.request_id,
+                state=resume.state,
+                resume_data={"action": "rejected", **({"feedback": feedback} if feedback else {})},
+                tool_result=resume.tool_result,
+                raw=resume.raw,
+                decision=resume.decision,
+            )
+        )
+    return resume.resume_data
+
+
 def action_body(
     action_type: str, target: dict[str, Any] | None, params: dict[str, Any] | None, **fields: Any
 ) -> dict[str, Any]:

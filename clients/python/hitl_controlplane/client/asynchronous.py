@@ -33,6 +33,8 @@ from ._core import (
     raise_for_error,
     read_plan,
     submitted_id,
+    suspension_answer,
+    suspension_call,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -234,6 +236,43 @@ class AsyncControlPlane:
         submitted = await self.submit_plan_request(path, text, title=title, idempotency_key=key, **fields)
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return await self.wait(submitted_id(submitted), timeout=timeout, call=call)
+
+    async def submit_suspension(
+        self,
+        title: str,
+        suspend_payload: dict[str, Any],
+        resume_schema: dict[str, Any],
+        *,
+        action_type: str | None = None,
+        workflow_id: str | None = None,
+        step_id: str | None = None,
+        summary: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> Any:
+        """A workflow step's `suspend()`: submit it, wait, and return the reviewers' answer.
+
+        The answer is exactly what the server validated against `resume_schema` (pass it to
+        `run.resume({step, resumeData})`); its signed decision must name this suspension.
+        Raises ApprovalRejected (with the feedback) when it was rejected, expired or
+        cancelled, DecisionRefused when the decision does not verify. `fields`: run_id,
+        thread_id, resource_id, tool_call_id, callback_url.
+        """
+        key = idempotency_key or new_idempotency_key()
+        body = {"title": title, "suspend_payload": suspend_payload, "resume_schema": resume_schema}
+        optional = dict(action_type=action_type, workflow_id=workflow_id, step_id=step_id, summary=summary, **fields)
+        body.update({k: v for k, v in optional.items() if v not in (None, "")})
+        call = suspension_call(
+            action_type,
+            workflow_id,
+            step_id,
+            suspend_payload,
+            idempotency_key=key,
+            tool_call_id=fields.get("tool_call_id"),
+        )
+        submitted = await self._call("POST", "/api/v1/suspensions/", json=body, headers={"Idempotency-Key": key})
+        return suspension_answer(await self.wait(submitted_id(submitted), timeout=timeout, call=call))
 
     def require_approval(
         self,

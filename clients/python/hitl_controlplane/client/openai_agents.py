@@ -195,7 +195,8 @@ def controlled_tool(acp: AsyncControlPlane, tool: Any, *, run_id: str, timeout: 
     original tool with the granted arguments (as JSON) and completes. The tool's output is
     its result, "Not run: already executed (...)" for a call claimed before, or "Not run:
     ..." when there is no approval or the server refused the claim. DecisionRefused (a
-    forged, replayed or altered decision or grant) propagates: nothing ran.
+    forged, replayed or altered decision or grant) propagates: nothing ran (the SDK's
+    `Runner.run` raises it as a `UserError` whose `__cause__` is the DecisionRefused).
     """
     original = tool.on_invoke_tool
 
