@@ -29,6 +29,7 @@ from approvals.people import Person
 from audit.chain import Actor, digest
 from audit.models import AuditEvent
 from hitl_controlplane.client import ControlPlane, ControlPlaneError, DecisionRefused
+from hitl_controlplane.client.langchain_hitl import answer_interrupt
 from hitl_controlplane.decisions import SubmittedCall
 from hitl_controlplane.grants import verify_grant
 from hitl_controlplane.handshake import claim_approved, run_approved
@@ -348,3 +349,35 @@ def test_a_server_side_claim_gets_a_server_made_nonce_in_a_grant_signed_with_the
     assert grant.grant_signature["key_id"] == resume.raw["decision_signature"]["key_id"]
     answer = {"params": grant.params, "grant_signature": grant.grant_signature}
     assert verify_grant(answer, cp.decision_keys, decision=resume.decision, nonce=nonce)["attempt"] == 1
+
+
+# --- LangChain HITL: the claim's grant is checked against the signed decision -------------------------
+
+HITL_REQUEST = {
+    "action_requests": [{"name": "transfer_funds", "args": PARAMS, "description": "Move money."}],
+    "review_configs": [{"action_name": "transfer_funds", "allowed_decisions": ["approve", "edit", "reject"]}],
+}
+
+
+def test_langchain_hands_the_middleware_exactly_the_approved_call_once(cp, proxy):
+    first = answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")
+    assert first == {"decisions": [{"type": "approve"}]}
+    request = ApprovalRequest.objects.get()
+    assert (request.state, request.attempts) == ("succeeded", 1)
+    proxy.on_submitted = None  # the replayed submission is the same, decided request
+    again = answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")  # a restarted host
+    [decision] = again["decisions"]
+    assert decision["type"] == "reject"
+    assert decision["message"] == f"Not run: already executed (request {request.pk}, succeeded/succeeded)"
+
+
+def test_langchain_refuses_params_altered_in_the_claim_answer(cp, proxy):
+    """The issue's attack: a proxy altered `params` in the claim answer, and the tool ran with them."""
+
+    def altered(status, body, sent):
+        body["params"]["to"] = "acme [altered in transit]"
+        return body
+
+    proxy.claim = altered
+    with pytest.raises(DecisionRefused, match="not the granted ones"):
+        answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")
