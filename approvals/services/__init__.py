@@ -12,6 +12,7 @@ a request's state. The package, by area:
 - `suspensions`: a reviewer's typed answer to a paused workflow step;
 - `deadlines`: expiries, the sweeper, deadline extensions;
 - `execution`: re-validation, run-once grants, outcomes and retries;
+- `leases`: the signed grant, lease renewals and reports after the lease ran out;
 - `escalation`: quorum reachability, escalation, regrouping after an edit;
 - `reveal`: a masked param shown to a reviewer who may decide, each time audited.
 """
@@ -41,11 +42,11 @@ from .execution import (
     mark_enqueued,
     reclaim_execution,
     release_enqueue,
-    renew_execution,
     revalidate,
     revalidation_refusal,
     server_executor,
 )
+from .leases import renew_execution
 from .replies import respond_instead
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up, payload_digest

@@ -6,14 +6,13 @@ whose action type has a server-side executor (approvals.execution.executors) is 
 Celery after the approving transaction commits. The database, not the broker,
 carries retries: a retryable failure gives the grant back and sets
 `next_attempt_at` (`defer_execution`); the sweeper re-publishes due rows and
-`reclaim_execution` takes a fresh grant under the same idempotency key.
+`reclaim_execution` takes a fresh grant under the same idempotency key. The signed
+grant, renewals and reports after the lease ran out are `leases`'.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -23,9 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.chain import Actor, digest, record
-from audit.signing import signer
-from hitl_controlplane.canonical import format_timestamp
-from hitl_controlplane.grants import grant_document, new_nonce, sign_grant
+from hitl_controlplane.grants import new_nonce
 
 from .. import errors
 from ..emergency import is_stopped
@@ -36,6 +33,7 @@ from ..states import State
 from .classification import classify_params, stricter_than_request
 from .core import SYSTEM, PersistedRefusal, RequestId, announce, changing, refuse_state, transition
 from .guards import approvals_counted
+from .leases import grant_hash, lease_lost, refuse_late_report, require_grant, signed_grant
 
 if TYPE_CHECKING:
     from agents.models import Agent
@@ -51,7 +49,6 @@ __all__ = [
     "server_executor",
     "reclaim_execution",
     "release_enqueue",
-    "renew_execution",
     "revalidate",
     "revalidation_refusal",
 ]
@@ -133,10 +130,6 @@ def revalidate(request: ApprovalRequest, *, actor: Actor, target_hash: str | Non
 # --- Grants -------------------------------------------------------------------------------
 
 
-def _grant_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def _issue_grant(
     request: ApprovalRequest, *, actor: Actor, verb: str, metadata: dict[str, Any], nonce: str | None = None
 ) -> ExecutionGrant:
@@ -149,7 +142,7 @@ def _issue_grant(
     server-made one.
     """
     token = secrets.token_urlsafe(32)
-    request.grant_hash = _grant_hash(token)
+    request.grant_hash = grant_hash(token)
     request.lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
     request.next_attempt_at = None
     request.attempts += 1
@@ -162,17 +155,6 @@ def _issue_grant(
     )
     announce(request, verb)
     params = request.current_params()
-    document = grant_document(
-        request_id=str(request.pk),
-        revision=request.current_revision,
-        agent={"id": request.agent_id, "name": request.agent.name},
-        action_type=request.action_type,
-        params=params,
-        idempotency_key=request.execution_key,
-        nonce=nonce or new_nonce(),
-        attempt=request.attempts,
-        lease_until=format_timestamp(request.lease_until),
-    )
     return ExecutionGrant(
         request_id=str(request.pk),
         token=token,
@@ -181,7 +163,7 @@ def _issue_grant(
         lease_until=request.lease_until,
         attempt=request.attempts,
         revision=request.current_revision,
-        grant_signature=sign_grant(signer().current, document),
+        grant_signature=signed_grant(request, params, nonce=nonce or new_nonce()),
     )
 
 
@@ -276,47 +258,6 @@ def reclaim_execution(
 # --- Outcomes -----------------------------------------------------------------------------
 
 
-def _require_grant(request: ApprovalRequest, token: str) -> None:
-    if request.state != State.EXECUTING:
-        raise refuse_state(request, State.EXECUTING)
-    if not _holds_grant(request, token):
-        raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.")
-
-
-def _holds_grant(request: ApprovalRequest, token: str) -> bool:
-    return bool(request.grant_hash) and hmac.compare_digest(request.grant_hash, _grant_hash(token))
-
-
-def _lease_lost(request: ApprovalRequest, token: str, now: datetime) -> bool:
-    """`token` is the grant of a claim whose lease ran out: the request is (or is about to be)
-    failed with `outcome_unknown`, and nothing the claimant reports now changes that.
-
-    An agent's claim is lost the moment its lease ends. A server-side executor's is lost
-    once the sweeper settled it (until then its report stands, as it always did: the
-    sweeper may still retry an idempotent one under the same key).
-    """
-    if not _holds_grant(request, token):
-        return False
-    if request.state == State.EXECUTING:
-        return not request.executor and bool(request.lease_until and request.lease_until <= now)
-    return request.state == State.FAILED and request.resolution_code == errors.OUTCOME_UNKNOWN
-
-
-def _settle_lost_lease(request: ApprovalRequest, *, now: datetime) -> None:
-    """Fail a locked, executing request whose lease ran out, as the sweeper would."""
-    if request.state == State.EXECUTING:
-        # The grant hash stays: a late report still proves which claim it came from.
-        transition(
-            request,
-            State.FAILED,
-            actor=SYSTEM,
-            metadata={"code": errors.OUTCOME_UNKNOWN},
-            resolution_code=errors.OUTCOME_UNKNOWN,
-            error="The execution lease ran out with no result.",
-            finished_at=now,
-        )
-
-
 def complete_execution(
     request_id: RequestId,
     *,
@@ -340,25 +281,9 @@ def complete_execution(
     """
     now = timezone.now()
     with changing(request_id) as request:
-        if _lease_lost(request, token, now):
-            _settle_lost_lease(request, now=now)
-            record(
-                "request.completed_late",
-                actor=actor,
-                request=request,
-                metadata={
-                    "attempt": request.attempts,
-                    "succeeded": succeeded,
-                    "result": digest(result),
-                    **({"error": digest(error)} if error else {}),
-                },
-            )
-            raise PersistedRefusal(
-                errors.LEASE_EXPIRED,
-                "The execution lease ran out before this report; the outcome stays unknown (recorded, not applied).",
-                state=request.state,
-            )
-        _require_grant(request, token)
+        if lease_lost(request, token, now):
+            refuse_late_report(request, actor=actor, succeeded=succeeded, result=result, error=error, now=now)
+        require_grant(request, token)
         transition(
             request,
             State.SUCCEEDED if succeeded else State.FAILED,
@@ -373,31 +298,6 @@ def complete_execution(
     return request
 
 
-def renew_execution(request_id: RequestId, *, token: str, actor: Actor) -> ApprovalRequest:
-    """Extend the lease of the claim `token` proves by EXECUTION_LEASE_SECONDS from now.
-
-    For tools that run longer than one lease (the client renews in the background).
-    A lease that already ran out is not renewed after the fact (`lease_expired`: the
-    outcome is unknown, and the sweeper fails it); a wrong token is `invalid_grant`.
-    """
-    now = timezone.now()
-    with changing(request_id) as request:
-        if _lease_lost(request, token, now):
-            raise DomainError(
-                errors.LEASE_EXPIRED, "The execution lease already ran out; it is not renewed.", state=request.state
-            )
-        _require_grant(request, token)
-        request.lease_until = now + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
-        request.save(update_fields=["lease_until"])
-        record(
-            "request.execution_renewed",
-            actor=actor,
-            request=request,
-            metadata={"attempt": request.attempts, "lease_until": request.lease_until.isoformat()},
-        )
-    return request
-
-
 def defer_execution(
     request_id: RequestId, *, token: str, actor: Actor, error: str, code: str, retry_at: datetime
 ) -> ApprovalRequest:
@@ -407,7 +307,7 @@ def defer_execution(
     same on every attempt) with no valid grant until `reclaim_execution`.
     """
     with changing(request_id) as request:
-        _require_grant(request, token)
+        require_grant(request, token)
         request.grant_hash = ""
         request.lease_until = retry_at
         request.next_attempt_at = retry_at
