@@ -50,8 +50,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .. import handshake
 from ..decisions import SubmittedCall
+from . import handshake
 from ._core import ControlPlaneError, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .langchain_mapping import HITL_DECISIONS, ToolCall, allowed_from_schema, decision_for, not_run, tool_calls_of

@@ -47,8 +47,8 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import handshake
 from ..decisions import SubmittedCall
+from . import handshake
 from ._core import ControlPlaneError, Resume, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .. import handshake
 from ..decisions import SubmittedCall
+from . import handshake
 from ._core import (
     RETRYABLE,
     RETRYABLE_STATUSES,
