@@ -137,7 +137,8 @@ def renew_execution(request_id: RequestId, *, token: str, actor: Actor) -> Appro
     """
     now = timezone.now()
     with changing(request_id) as request:
-        if lease_lost(request, token, now):
+        ran_out = bool(request.lease_until and request.lease_until <= now)
+        if lease_lost(request, token, now) or (ran_out and holds_grant(request, token)):
             raise DomainError(
                 errors.LEASE_EXPIRED, "The execution lease already ran out; it is not renewed.", state=request.state
             )
