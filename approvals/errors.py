@@ -69,6 +69,11 @@ APPROVER_PERMISSION_REVOKED = register("approver_permission_revoked", 409, "An a
 POLICY_CHANGED = register("policy_changed_reapproval_required", 409, "The current policy is stricter for this call.")
 EMERGENCY_STOP = register("emergency_stop", 409, "An emergency stop is on: nothing is approved, claimed or executed.")
 OUTCOME_UNKNOWN = register("outcome_unknown", 409, "The execution's outcome is unknown (its lease ran out).")
+LEASE_EXPIRED = register(
+    "lease_expired",
+    409,
+    "The execution lease ran out: it is not renewed, and a late report is recorded but changes no outcome.",
+)
 # --- Masked params (services.reveal_field) -------------------------------------------------------
 FIELD_NOT_MASKED = register("field_not_masked", 422, "The field is not a masked parameter of this request.")
 MASKED_PROBE_REFUSED = register(

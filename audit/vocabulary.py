@@ -252,6 +252,12 @@ register(
     "membership.claims_applied",
     "An identity provider's group claims changed a person's groups at sign-in (never risk-admins).",
 )
+# The execution handshake: long tools renew their lease; a report after the lease ran out is kept, not applied.
+register("request.execution_renewed", "The executor renewed its execution lease (a long-running tool).")
+register(
+    "request.completed_late",
+    "An executor reported after its lease ran out: recorded with its digests; the outcome stays unknown.",
+)
 
 # --- Derived from the registrations above ----------------------------------------------
 

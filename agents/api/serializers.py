@@ -208,6 +208,11 @@ class CancelSerializer(serializers.Serializer):
 
 
 class ClaimSerializer(serializers.Serializer):
+    nonce = serializers.RegexField(
+        r"^[A-Za-z0-9_-]{22,128}$",
+        help_text="Fresh per claim (32 random bytes, base64url without padding): the signed grant binds it, "
+        "so a grant handed to one process cannot be replayed to another.",
+    )
     target_hash = serializers.RegexField(
         r"^[0-9a-f]{64}$",
         required=False,
@@ -227,11 +232,51 @@ class CompleteSerializer(serializers.Serializer):
         return value
 
 
+class SignedGrantSerializer(serializers.Serializer):
+    """The grant v1 document (hitl_controlplane.grants), for the schema."""
+
+    type = serializers.ChoiceField(choices=["hitl-controlplane/grant"])
+    v = serializers.IntegerField()
+    request_id = serializers.UUIDField()
+    revision = serializers.IntegerField()
+    agent = serializers.DictField(help_text="`{id, name}`: the agent the request belongs to.")
+    action_type = serializers.CharField()
+    params_sha256 = serializers.CharField(help_text="SHA-256 of the granted params' RFC 8785 bytes.")
+    idempotency_key = serializers.CharField()
+    nonce = serializers.CharField(help_text="The claim's nonce.")
+    attempt = serializers.IntegerField()
+    lease_until = serializers.CharField(help_text="UTC, ISO 8601 with microseconds.")
+
+
+class GrantSignatureSerializer(serializers.Serializer):
+    algorithm = serializers.ChoiceField(choices=["ed25519"])
+    key_id = serializers.CharField()
+    signed = SignedGrantSerializer()
+    signature = serializers.CharField(
+        help_text="base64url Ed25519 signature over `hitl-controlplane grant v1\\0` + the canonical document."
+    )
+
+
 class GrantSerializer(serializers.Serializer):
     request_id = serializers.UUIDField()
-    token = serializers.CharField(help_text="Single use; send it to complete/.")
+    token = serializers.CharField(help_text="Single use; send it to renew/ and complete/.")
     idempotency_key = serializers.CharField(help_text="Carry this on the side effect so a retry cannot repeat it.")
     params = serializers.JSONField(help_text="Exactly the approved params.")
+    lease_until = serializers.DateTimeField()
+    attempt = serializers.IntegerField(help_text="1 for the first claim.")
+    revision = serializers.IntegerField(help_text="The approved revision.")
+    grant_signature = GrantSignatureSerializer(
+        help_text="The server's signature over the grant (audit signing key): verify it, and that it binds the "
+        "decision's request, revision and params and your nonce, before running anything."
+    )
+
+
+class RenewSerializer(serializers.Serializer):
+    token = serializers.CharField(max_length=200, help_text="The grant token the claim returned.")
+
+
+class LeaseSerializer(serializers.Serializer):
+    request_id = serializers.UUIDField()
     lease_until = serializers.DateTimeField()
 
 

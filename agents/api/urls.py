@@ -1,4 +1,4 @@
-"""The agents' routes under /api/v1/: submit, wait, cancel, claim and complete."""
+"""The agents' routes under /api/v1/: submit, wait, cancel, claim, renew and complete."""
 
 from django.urls import path
 
@@ -12,5 +12,6 @@ urlpatterns = [
     path("requests/<uuid:pk>/resume/", resume_view, name="request-resume"),
     path("requests/<uuid:pk>/cancel/", views.CancelView.as_view(), name="request-cancel"),
     path("requests/<uuid:pk>/claim/", views.ClaimView.as_view(), name="request-claim"),
+    path("requests/<uuid:pk>/renew/", views.RenewView.as_view(), name="request-renew"),
     path("requests/<uuid:pk>/complete/", views.CompleteView.as_view(), name="request-complete"),
 ]

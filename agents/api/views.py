@@ -37,7 +37,9 @@ from .serializers import (
     ClaimSerializer,
     CompleteSerializer,
     GrantSerializer,
+    LeaseSerializer,
     PlanSubmissionSerializer,
+    RenewSerializer,
     ResumeSerializer,
     SuspensionSubmissionSerializer,
     title_from_markdown,
@@ -246,8 +248,40 @@ class ClaimView(AgentView):
             actor=Actor.for_agent(self.agent),
             agent=self.agent,
             target_hash=serializer.validated_data.get("target_hash"),
+            nonce=serializer.validated_data["nonce"],
         )
         return Response(GrantSerializer(grant).data)
+
+
+class RenewView(AgentView):
+    """`POST /api/v1/requests/{id}/renew/`: extend the claimed execution's lease (long tools)."""
+
+    required_scope = Scope.CLAIM
+    serializer_class = RenewSerializer
+
+    @extend_schema(
+        operation_id="renew_request",
+        summary="Renew an execution's lease",
+        request=RenewSerializer,
+        responses={
+            200: LeaseSerializer,
+            **error_responses(
+                *TOKEN_ERRORS,
+                domain_errors.LEASE_EXPIRED,
+                domain_errors.INVALID_GRANT,
+                domain_errors.ILLEGAL_TRANSITION,
+            ),
+        },
+        tags=["agents"],
+    )
+    def post(self, request: Request, pk) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        agent_request_or_404(self.agent, pk)
+        renewed = services.renew_execution(
+            pk, token=serializer.validated_data["token"], actor=Actor.for_agent(self.agent)
+        )
+        return Response(LeaseSerializer({"request_id": renewed.pk, "lease_until": renewed.lease_until}).data)
 
 
 class CompleteView(AgentView):
@@ -262,7 +296,12 @@ class CompleteView(AgentView):
         request=CompleteSerializer,
         responses={
             200: ApprovalRequestSerializer,
-            **error_responses(*TOKEN_ERRORS, domain_errors.INVALID_GRANT, domain_errors.ILLEGAL_TRANSITION),
+            **error_responses(
+                *TOKEN_ERRORS,
+                domain_errors.INVALID_GRANT,
+                domain_errors.LEASE_EXPIRED,
+                domain_errors.ILLEGAL_TRANSITION,
+            ),
         },
         tags=["agents"],
     )

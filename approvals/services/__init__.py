@@ -12,6 +12,7 @@ a request's state. The package, by area:
 - `suspensions`: a reviewer's typed answer to a paused workflow step;
 - `deadlines`: expiries, the sweeper, deadline extensions;
 - `execution`: re-validation, run-once grants, outcomes and retries;
+- `leases`: the signed grant, lease renewals and reports after the lease ran out;
 - `escalation`: quorum reachability, escalation, regrouping after an edit;
 - `reveal`: a masked param shown to a reviewer who may decide, each time audited.
 """
@@ -34,6 +35,7 @@ from .execution import (
     revalidation_refusal,
     server_executor,
 )
+from .leases import renew_execution
 from .replies import respond_instead
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
 from .reviewer_decisions import (
@@ -86,6 +88,7 @@ __all__ = [
     "needs_step_up",
     "payload_digest",
     "reclaim_execution",
+    "renew_execution",
     "reject",
     "require_revision_given",
     "respond_instead",

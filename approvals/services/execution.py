@@ -6,16 +6,15 @@ whose action type has a server-side executor (approvals.execution.executors) is 
 Celery after the approving transaction commits. The database, not the broker,
 carries retries: a retryable failure gives the grant back and sets
 `next_attempt_at` (`defer_execution`); the sweeper re-publishes due rows and
-`reclaim_execution` takes a fresh grant under the same idempotency key.
+`reclaim_execution` takes a fresh grant under the same idempotency key. The signed
+grant, renewals and reports after the lease ran out are `leases`'.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from audit.chain import Actor, digest, record
+from hitl_controlplane.grants import new_nonce
 
 from .. import errors
 from ..emergency import is_stopped
@@ -33,6 +33,7 @@ from ..states import State
 from .classification import classify_params, stricter_than_request
 from .core import SYSTEM, PersistedRefusal, RequestId, announce, changing, refuse_state, transition
 from .guards import approvals_counted
+from .leases import grant_hash, lease_lost, refuse_late_report, require_grant, signed_grant
 
 if TYPE_CHECKING:
     from ..agents import Agent
@@ -62,6 +63,11 @@ class ExecutionGrant:
     idempotency_key: str
     params: dict[str, Any]
     lease_until: datetime
+    attempt: int = 1
+    revision: int = 1
+    # The server's signature over the grant document (hitl_controlplane.grants), binding
+    # the claimant's nonce: what a client verifies before it runs anything.
+    grant_signature: dict[str, Any] = field(default_factory=dict)
 
 
 # --- Re-validation ------------------------------------------------------------------------
@@ -124,18 +130,20 @@ def revalidate(request: ApprovalRequest, *, actor: Actor, target_hash: str | Non
 # --- Grants -------------------------------------------------------------------------------
 
 
-def _grant_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def _issue_grant(
-    request: ApprovalRequest, *, actor: Actor, verb: str | None, metadata: dict[str, Any]
+    request: ApprovalRequest, *, actor: Actor, verb: str | None, metadata: dict[str, Any], nonce: str | None = None
 ) -> ExecutionGrant:
     """A fresh single-use grant on a locked, executing request: its token is stored as
     a hash only, and the lease and attempt count move on. `verb` None: the claim's
-    transition already recorded and announced the event this grant belongs to."""
+    transition already recorded and announced the event this grant belongs to.
+
+    The grant document (hitl_controlplane.grants) is signed with the audit signing key
+    (the key decisions are signed with) and binds `nonce`, the claimant's; a server-side
+    executor, which claims in-process and checks nothing over a network, gets a
+    server-made one.
+    """
     token = secrets.token_urlsafe(32)
-    request.grant_hash = _grant_hash(token)
+    request.grant_hash = grant_hash(token)
     request.lease_until = timezone.now() + timedelta(seconds=settings.EXECUTION_LEASE_SECONDS)
     request.next_attempt_at = None
     request.attempts += 1
@@ -148,23 +156,34 @@ def _issue_grant(
             metadata={"attempt": request.attempts, "idempotency_key": request.execution_key, **metadata},
         )
         announce(request, verb)
+    params = request.current_params()
     return ExecutionGrant(
         request_id=str(request.pk),
         token=token,
         idempotency_key=request.execution_key,
-        params=request.current_params(),
+        params=params,
         lease_until=request.lease_until,
+        attempt=request.attempts,
+        revision=request.current_revision,
+        grant_signature=signed_grant(request, params, nonce=nonce or new_nonce()),
     )
 
 
 def claim_execution(
-    request_id: RequestId, *, actor: Actor, agent: Agent | None = None, target_hash: str | None = None
+    request_id: RequestId,
+    *,
+    actor: Actor,
+    agent: Agent | None = None,
+    target_hash: str | None = None,
+    nonce: str | None = None,
 ) -> ExecutionGrant:
     """Re-validate and claim an approved request for execution: exactly one caller wins.
 
     `agent`: the claimant is this agent (its own requests only, and only those no
-    server-side executor runs). Returns the single-use grant with the exact approved
-    params and the idempotency key the side effect must carry.
+    server-side executor runs). `nonce`: the claimant's, bound into the signed grant
+    (the API requires one; in-process executors get a server-made one). Returns the
+    single-use grant with the exact approved params and the idempotency key the side
+    effect must carry.
     """
     with changing(request_id, agent=agent) as request:
         if agent is not None and request.executor:
@@ -191,7 +210,7 @@ def claim_execution(
             lost_race=DomainError(errors.ALREADY_CLAIMED, "Another executor claimed this request first."),
             metadata={"attempt": request.attempts + 1, "idempotency_key": request.execution_key},
         )
-        return _issue_grant(request, actor=actor, verb=None, metadata={})
+        return _issue_grant(request, actor=actor, verb=None, metadata={}, nonce=nonce)
 
 
 def reclaim_execution(
@@ -240,13 +259,6 @@ def reclaim_execution(
 # --- Outcomes -----------------------------------------------------------------------------
 
 
-def _require_grant(request: ApprovalRequest, token: str) -> None:
-    if request.state != State.EXECUTING:
-        raise refuse_state(request, State.EXECUTING)
-    if not request.grant_hash or not hmac.compare_digest(request.grant_hash, _grant_hash(token)):
-        raise DomainError(errors.INVALID_GRANT, "That execution grant is not valid for this request.")
-
-
 def complete_execution(
     request_id: RequestId,
     *,
@@ -260,10 +272,19 @@ def complete_execution(
     """Record the executor's outcome for the claim that `token` proves.
 
     `code` names why a failure failed (e.g. ``outcome_unknown``); it defaults to
-    ``execution_failed`` and is ignored on success.
+    ``execution_failed`` and is ignored on success. The audit event carries the
+    result's (and error's) keyed digest, never the value.
+
+    A report after the claim's lease ran out changes no outcome: the request ends (or
+    stays) failed with ``outcome_unknown``, the report is audited as
+    ``request.completed_late`` with its digests, and `lease_expired` is raised (after
+    commit, so the record stands).
     """
+    now = timezone.now()
     with changing(request_id) as request:
-        _require_grant(request, token)
+        if lease_lost(request, token, now):
+            refuse_late_report(request, actor=actor, succeeded=succeeded, result=result, error=error, now=now)
+        require_grant(request, token)
         transition(
             request,
             State.SUCCEEDED if succeeded else State.FAILED,
@@ -271,7 +292,7 @@ def complete_execution(
             metadata={"result": digest(result), **({"error": digest(error)} if error else {})},
             result=result,
             error=error,
-            finished_at=timezone.now(),
+            finished_at=now,
             grant_hash="",
             resolution_code="succeeded" if succeeded else (code or "execution_failed"),
         )
@@ -287,7 +308,7 @@ def defer_execution(
     same on every attempt) with no valid grant until `reclaim_execution`.
     """
     with changing(request_id) as request:
-        _require_grant(request, token)
+        require_grant(request, token)
         request.grant_hash = ""
         request.lease_until = retry_at
         request.next_attempt_at = retry_at
@@ -321,7 +342,7 @@ def fail_lost_execution(request_id: RequestId) -> bool:
             resolution_code=errors.OUTCOME_UNKNOWN,
             error="The execution lease ran out with no result.",
             finished_at=timezone.now(),
-            grant_hash="",
+            # The grant hash stays: a late report still proves which claim it came from.
         )
     return True
 

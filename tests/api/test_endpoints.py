@@ -15,6 +15,8 @@ from tests.fixtures.revisions import current_revision
 pytestmark = pytest.mark.django_db
 
 LOW_RISK = {"action_type": "read_file", "params": {"path": "notes.txt"}}
+# A claim names a fresh nonce that the signed grant binds (hitl_controlplane.grants).
+CLAIM = {"nonce": "n0nce-" + "a" * 37}
 
 
 def _pending(api) -> str:
@@ -27,7 +29,7 @@ def _approved(api) -> str:
 
 def _executing(api) -> tuple[str, str]:
     request_id = _approved(api)
-    grant = api.post(f"/api/v1/requests/{request_id}/claim/", {}, format="json").json()
+    grant = api.post(f"/api/v1/requests/{request_id}/claim/", CLAIM, format="json").json()
     return request_id, grant["token"]
 
 
@@ -46,7 +48,9 @@ REQUEST_ENDPOINTS = [
 def test_request_endpoints_for_agents(api, rival_api, anonymous, name, method, path, make, expected, verb):
     request_id = make(api)
     url = path.format(id=request_id)
-    call = {"get": lambda client: client.get(url), "post": lambda client: client.post(url, {}, format="json")}[method]
+    call = {"get": lambda client: client.get(url), "post": lambda client: client.post(url, CLAIM, format="json")}[
+        method
+    ]
 
     anonymous_response = call(anonymous)
     assert anonymous_response.status_code == 401
@@ -54,7 +58,7 @@ def test_request_endpoints_for_agents(api, rival_api, anonymous, name, method, p
 
     foreign = call(rival_api)
     unknown_url = path.format(id=uuid.uuid4())
-    unknown = rival_api.get(unknown_url) if method == "get" else rival_api.post(unknown_url, {}, format="json")
+    unknown = rival_api.get(unknown_url) if method == "get" else rival_api.post(unknown_url, CLAIM, format="json")
     assert foreign.status_code == unknown.status_code == 404
     assert foreign.json() == unknown.json() == {"code": "not_found", "message": "No such approval request."}
 
@@ -124,14 +128,14 @@ def test_decisions_endpoint(api, anonymous, reviewer_client):
 
 def test_claim_twice_is_409_already_claimed(api):
     request_id = _approved(api)
-    assert api.post(f"/api/v1/requests/{request_id}/claim/", {}, format="json").status_code == 200
-    again = api.post(f"/api/v1/requests/{request_id}/claim/", {}, format="json")
+    assert api.post(f"/api/v1/requests/{request_id}/claim/", CLAIM, format="json").status_code == 200
+    again = api.post(f"/api/v1/requests/{request_id}/claim/", CLAIM, format="json")
     assert again.status_code == 409 and again.json()["code"] == "already_claimed"
 
 
 def test_the_grant_carries_the_exact_approved_params_and_the_idempotency_key(api):
     request_id = _approved(api)
-    grant = api.post(f"/api/v1/requests/{request_id}/claim/", {}, format="json").json()
+    grant = api.post(f"/api/v1/requests/{request_id}/claim/", CLAIM, format="json").json()
     assert grant["params"] == LOW_RISK["params"]
     assert grant["idempotency_key"] == f"cp-{request_id}-r1"
     assert grant["request_id"] == request_id and grant["lease_until"]
@@ -139,14 +143,14 @@ def test_the_grant_carries_the_exact_approved_params_and_the_idempotency_key(api
 
 def test_a_claim_with_a_changed_target_is_refused_with_its_reason(api):
     request_id = _approved(api)
-    response = api.post(f"/api/v1/requests/{request_id}/claim/", {"target_hash": "0" * 64}, format="json")
+    response = api.post(f"/api/v1/requests/{request_id}/claim/", {**CLAIM, "target_hash": "0" * 64}, format="json")
     assert response.status_code == 409
     assert response.json()["code"] == "target_changed_reapproval_required"
     assert api.get(f"/api/v1/requests/{request_id}/").json()["state"] == "failed"
 
 
 def test_claiming_a_pending_request_is_refused(api):
-    response = api.post(f"/api/v1/requests/{_pending(api)}/claim/", {}, format="json")
+    response = api.post(f"/api/v1/requests/{_pending(api)}/claim/", CLAIM, format="json")
     assert response.status_code == 409 and response.json()["code"] == "illegal_transition"
 
 

@@ -91,7 +91,7 @@ def test_a_reply_ends_the_action_unrun_and_the_agent_resumes_with_it(api, review
     resumed = api.get(f"/api/v1/requests/{request_id}/resume/").json()
     assert resumed["resume_data"] == {"action": "responded", "message": reply}
     assert resumed["tool_result"] == ACTION_RESPONDED.format(message=reply)
-    claim = api.post(f"/api/v1/requests/{request_id}/claim/", {}, format="json")
+    claim = api.post(f"/api/v1/requests/{request_id}/claim/", {"nonce": "n" * 43}, format="json")
     assert claim.status_code == 409  # nothing can run it
 
 

@@ -34,6 +34,7 @@ def test_every_agent_endpoint_documents_its_error_statuses(schema_doc):
         ("/api/v1/requests/{id}/cancel/", "post"): {"200", "401", "404", "409", "413", "422", "429"},
         ("/api/v1/requests/{id}/claim/", "post"): {"200", "401", "404", "409", "413", "422", "429"},
         ("/api/v1/requests/{id}/complete/", "post"): {"200", "401", "403", "404", "409", "422"},
+        ("/api/v1/requests/{id}/renew/", "post"): {"200", "401", "403", "404", "409", "422"},
         ("/api/v1/requests/{id}/decisions/", "post"): {"200", "401", "403", "404", "409", "413", "422"},
     }
     for (path, method), statuses in expected.items():
@@ -55,6 +56,14 @@ def test_error_descriptions_name_the_codes(schema_doc):
         "emergency_stop",
     ):
         assert f"`{code}`" in claim["409"]["description"]
+
+
+def test_the_lease_codes_are_documented(schema_doc):
+    for path in ("/api/v1/requests/{id}/renew/", "/api/v1/requests/{id}/complete/"):
+        assert "`lease_expired`" in _responses(schema_doc, path, "post")["409"]["description"]
+    claim = _responses(schema_doc, "/api/v1/requests/{id}/claim/", "post")["200"]
+    grant = claim["content"]["application/json"]["schema"]
+    assert grant
 
 
 def test_the_long_poll_is_documented(schema_doc):

@@ -72,6 +72,8 @@ GOLDEN_VERBS = [
     "suspension.answered",
     "request.escalation_refused",
     "membership.claims_applied",
+    "request.execution_renewed",
+    "request.completed_late",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

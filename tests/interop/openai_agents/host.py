@@ -8,10 +8,12 @@ the repository, so `agents` is the SDK. The model is the SDK's own ScriptedModel
     host.py run      --calls JSON [--final TEXT]      a run decided end to end
     host.py suspend  --calls JSON --state FILE        submit, save the run state, exit
     host.py resume   --state FILE [--final TEXT]      another process: decide, resume
+The gated tool is wrapped with `controlled_tool`, so its body runs only through the
+execution handshake (claim, verified grant, complete), keyed by the call id.
 Environment: CONTROLPLANE_URL, CONTROLPLANE_TOKEN, CONTROLPLANE_PUBLIC_KEYS, TOOL_LOG (a
 file each tool execution appends to), RUN_ID, TAMPER ("params": a man in the middle
 rewrites each decided resume's params; "id:<request id>": it rewrites each submission
-answer's id to that request's).
+answer's id to that request's; "claim-params": it rewrites each claim answer's params).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import httpx
 from agents import Agent, Runner, RunState, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 from hitl_controlplane.client import AsyncControlPlane, DecisionRefused
-from hitl_controlplane.client.openai_agents import decide_interruptions_async, interruption_action
+from hitl_controlplane.client.openai_agents import controlled_tool, decide_interruptions_async, interruption_action
 
 set_tracing_disabled(True)
 
@@ -40,8 +42,10 @@ def transfer_funds(amount: int, to: str) -> str:
     return f"sent {amount} to {to}"
 
 
-def make_agent(model: ScriptedModel) -> Agent:
-    return Agent(name="payments", instructions="Pay what the user asks.", model=model, tools=[transfer_funds])
+def make_agent(model: ScriptedModel, acp: AsyncControlPlane) -> Agent:
+    """The agent with its gated tool wrapped: the tool body runs only through the execution handshake."""
+    tool = controlled_tool(acp, transfer_funds, run_id=os.environ["RUN_ID"])
+    return Agent(name="payments", instructions="Pay what the user asks.", model=model, tools=[tool])
 
 
 class Tampering(httpx.AsyncHTTPTransport):
@@ -51,6 +55,10 @@ class Tampering(httpx.AsyncHTTPTransport):
         if tamper.startswith("id:") and request.method == "POST" and request.url.path == "/api/v1/actions/":
             body = json.loads(await response.aread())
             body["id"] = tamper[3:]
+            return httpx.Response(response.status_code, json=body)
+        if tamper == "claim-params" and request.url.path.endswith("/claim/") and response.status_code == 200:
+            body = json.loads(await response.aread())
+            body["params"]["amount"] = 1_000_000
             return httpx.Response(response.status_code, json=body)
         if tamper != "params" or not request.url.path.endswith("/resume/"):
             return response
@@ -81,18 +89,22 @@ def model_saw(model: ScriptedModel) -> list[str]:
 
 
 async def decide_and_finish(
+    acp: AsyncControlPlane,
     agent: Agent,
     model: ScriptedModel,
     state: RunState,
     interruptions: list,
     run_id: str,
 ) -> dict:
-    async with client() as acp:
-        try:
-            resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
-        except DecisionRefused as refused:
-            return {"refused": str(refused)}
-    result = await Runner.run(agent, state)
+    try:
+        resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
+        result = await Runner.run(agent, state)
+    except DecisionRefused as refused:
+        return {"refused": str(refused)}
+    except Exception as failed:  # the SDK raises a tool's exception as UserError from it
+        if isinstance(failed.__cause__, DecisionRefused):
+            return {"refused": str(failed.__cause__)}
+        raise
     return {
         "decisions": [r.resume_data["action"] for r in resumes],
         "verified": [r.decision is not None for r in resumes],
@@ -118,24 +130,24 @@ async def main() -> dict:
     args = parser.parse_args()
     run_id = os.environ["RUN_ID"]
 
-    if args.mode == "resume":
-        model = ScriptedModel([[assistant_message(args.final)]])
-        agent = make_agent(model)
-        with open(args.state, encoding="utf-8") as handle:
-            state = await RunState.from_string(agent, handle.read())
-        return await decide_and_finish(agent, model, state, state.get_interruptions(), run_id)
+    async with client() as acp:
+        if args.mode == "resume":
+            model = ScriptedModel([[assistant_message(args.final)]])
+            agent = make_agent(model, acp)
+            with open(args.state, encoding="utf-8") as handle:
+                state = await RunState.from_string(agent, handle.read())
+            return await decide_and_finish(acp, agent, model, state, state.get_interruptions(), run_id)
 
-    model = ScriptedModel(script(json.loads(args.calls), args.final))
-    agent = make_agent(model)
-    result = await Runner.run(agent, "Pay the invoices.")
-    interruptions = list(result.interruptions)
-    if args.mode == "suspend":
-        async with client() as acp:
+        model = ScriptedModel(script(json.loads(args.calls), args.final))
+        agent = make_agent(model, acp)
+        result = await Runner.run(agent, "Pay the invoices.")
+        interruptions = list(result.interruptions)
+        if args.mode == "suspend":
             submitted = [await acp.submit_action(**interruption_action(item, run_id=run_id)) for item in interruptions]
-        with open(args.state, "w", encoding="utf-8") as handle:
-            handle.write(result.to_state().to_string())
-        return {"submitted": [found["id"] for found in submitted]}
-    return await decide_and_finish(agent, model, result.to_state(), interruptions, run_id)
+            with open(args.state, "w", encoding="utf-8") as handle:
+                handle.write(result.to_state().to_string())
+            return {"submitted": [found["id"] for found in submitted]}
+        return await decide_and_finish(acp, agent, model, result.to_state(), interruptions, run_id)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import pytest
 from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.people import Person
+from audit.models import AuditEvent
 from hitl_controlplane.client.openai_agents import EDITED_MESSAGE
 from hitl_controlplane.ed25519 import SigningKey
 from tests.scale.conftest import csrf_headers, session_cookies
@@ -198,9 +199,35 @@ def test_a_run_state_saved_as_json_is_decided_and_resumed_in_a_new_process(host,
     assert ApprovalRequest.objects.filter(run_id="run-1").count() == 1  # the new process found, not resubmitted
 
 
+def test_a_run_state_restored_twice_runs_the_tool_once_and_the_second_reads_already_executed(
+    host, daphne_server, people, tmp_path
+):
+    """Issue 24 (1): the same saved RunState resumed in two processes. The SDK runs the approved
+    tool in each; the handshake inside the wrapped tool lets only the first claim run it."""
+    agent_host = host()
+    state_file = tmp_path / "run-state.json"
+    agent_host.finish(
+        agent_host.start(
+            "suspend", "--calls", calls(("call_a", {"amount": 75, "to": "acme"})), "--state", str(state_file)
+        )
+    )
+    [request] = submitted("run-1", 1)
+    decide(daphne_server, people["alice"], request, decision="approve")
+    first = agent_host.finish(agent_host.start("resume", "--state", str(state_file), "--final", "paid"))
+    second = agent_host.finish(agent_host.start("resume", "--state", str(state_file), "--final", "paid"))
+    assert agent_host.tool_runs() == [{"amount": 75, "to": "acme"}]
+    assert first["model_saw"] == ["sent 75 to acme"]
+    assert second["model_saw"] == [f"Not run: already executed (request {request.pk}, succeeded/succeeded)"]
+    request.refresh_from_db()
+    assert (request.state, request.resolution_code, request.attempts) == ("succeeded", "succeeded", 1)
+    verbs = set(AuditEvent.objects.filter(request_id=request.pk).values_list("verb", flat=True))
+    assert "request.succeeded" in verbs and "request.expired" not in verbs
+
+
 @pytest.mark.parametrize(
     "attack, refused_for",
     [
+        ({"TAMPER": "claim-params"}, "not the granted ones"),
         ({"public_key": SigningKey.from_secret("an attacker's key").public_text}, "does not trust"),
         ({"TAMPER": "params"}, "payload_sha256"),
     ],

@@ -15,6 +15,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ..decisions import DecisionRefused, SubmittedCall, payload_sha256, trusted_keys, verify_decision
+from ..grants import new_nonce
 
 log = logging.getLogger("hitl_controlplane")
 # The server's audit public key(s), `ed25519:...` as `manage.py audit_public_key` prints them.
@@ -308,6 +309,46 @@ def raise_for_error(response: httpx.Response) -> dict[str, Any]:
         status=response.status_code,
         details=body.get("details"),
     )
+
+
+def claim_body(nonce: str | None, target_hash: str | None) -> dict[str, Any]:
+    """A claim's JSON: the nonce the signed grant must bind (a fresh one unless given)."""
+    return {"nonce": nonce or new_nonce(), **({"target_hash": target_hash} if target_hash else {})}
+
+
+def suspension_call(
+    action_type: str | None,
+    workflow_id: str | None,
+    step_id: str | None,
+    suspend_payload: dict[str, Any],
+    *,
+    idempotency_key: str,
+    tool_call_id: str | None,
+) -> SubmittedCall:
+    """The SubmittedCall of a suspension: its action type as the server names it
+    (the one given, else `<workflow_id>.<step_id>`) and its suspend payload."""
+    name = action_type or (f"{workflow_id}.{step_id}" if workflow_id and step_id else "")
+    if not name:
+        raise ValueError("a suspension needs action_type, or workflow_id and step_id")
+    return SubmittedCall.suspension(name, suspend_payload, idempotency_key=idempotency_key, tool_call_id=tool_call_id)
+
+
+def suspension_answer(resume: Resume) -> Any:
+    """The reviewers' answer to a suspension, exactly as the server validated it against the
+    schema; ApprovalRejected (with the feedback) when it was rejected, expired or cancelled."""
+    if resume.resume_data is None:
+        feedback = str(resume.raw.get("feedback") or "")
+        raise ApprovalRejected(
+            Resume(
+                request_id=resume.request_id,
+                state=resume.state,
+                resume_data={"action": "rejected", **({"feedback": feedback} if feedback else {})},
+                tool_result=resume.tool_result,
+                raw=resume.raw,
+                decision=resume.decision,
+            )
+        )
+    return resume.resume_data
 
 
 def action_body(

@@ -30,8 +30,12 @@ so the run stops instead of the middleware raising mid-step.
 With `claim` (the default), an approved call is claimed before it is handed to the
 middleware: the server re-validates it right before it runs and hands it out at most
 once, so a host that restarts and answers the same interrupt again cannot run it
-twice (the second claim is refused and the call is answered as a rejection). The
-claim is then completed as handed off: the middleware, not this client, runs the tool.
+twice (the second claim is refused and the call is answered as a rejection: "Not run:
+already executed ..."). The claim goes through the execution handshake
+(hitl_controlplane.handshake): its signed grant must bind the signed decision's
+request, revision and params and this claim's nonce, so params altered in the claim
+answer raise DecisionRefused instead of reaching the tool. The claim is then completed
+as handed off: the middleware, not this client, runs the tool.
 
 Imports nothing from LangChain: the interrupt values are plain dicts, and
 `Interrupt` objects are read by their `id`, `value` and `response_schema`.
@@ -44,12 +48,13 @@ import hashlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from ..decisions import SubmittedCall
-from ._core import ApprovalRejected, ControlPlaneError, Resume, action_call, submitted_id
+from . import handshake
+from ._core import ControlPlaneError, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
+from .langchain_mapping import HITL_DECISIONS, ToolCall, allowed_from_schema, decision_for, not_run, tool_calls_of
 from .synchronous import ControlPlane
 
 __all__ = [
@@ -64,118 +69,10 @@ __all__ = [
     "tool_calls_of",
 ]
 
-# The middleware's `DecisionType`; the control plane's `allowed_decisions` use the same words.
-HITL_DECISIONS = ("approve", "edit", "reject", "respond")
 # What the claim's outcome says: the tool runs in the host, after this client returns.
 HANDED_OFF = {"handed_to": "langchain HumanInTheLoopMiddleware"}
 
 Target = Callable[[str, dict[str, Any]], dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One gated tool call of an interrupt, as the control plane will see it."""
-
-    name: str
-    args: dict[str, Any]
-    description: str
-    allowed: tuple[str, ...]
-    tool_call_id: str = ""
-
-
-def allowed_from_schema(schema: Any) -> tuple[str, ...]:
-    """The decision types a per-call interrupt's `response_schema` (a JSON Schema) accepts.
-
-    Several decisions: a union discriminated by `type`, whose mapping names them. One
-    decision: that decision's own object schema, its `type` pinned by a `const`.
-    Anything unreadable allows all four; the middleware still checks the answer itself.
-    """
-    if not isinstance(schema, Mapping):
-        return HITL_DECISIONS
-    mapping = (schema.get("discriminator") or {}).get("mapping") or {}
-    found = [name for name in mapping if name in HITL_DECISIONS]
-    if not found:
-        kind = (schema.get("properties") or {}).get("type") or {}
-        found = [v for v in ([kind["const"]] if "const" in kind else kind.get("enum") or ()) if v in HITL_DECISIONS]
-    return tuple(dict.fromkeys(found)) or HITL_DECISIONS
-
-
-def tool_calls_of(value: Mapping[str, Any], *, allowed_decisions: Sequence[str] | None = None) -> list[ToolCall]:
-    """The gated calls of an interrupt value, in request order.
-
-    `value`: a batched `HITLRequest` or a per-call `ToolApprovalRequest`.
-    `allowed_decisions`: for a per-call value, what its tool allows (the value itself
-    does not say; `answer_interrupts` reads it from the interrupt's `response_schema`).
-    """
-    if value.get("type") == "tool_approval":
-        return [
-            ToolCall(
-                name=value["name"],
-                args=dict(value.get("args") or {}),
-                description=value.get("description", ""),
-                allowed=tuple(allowed_decisions or HITL_DECISIONS),
-                tool_call_id=value.get("tool_call_id") or "",
-            )
-        ]
-    if "action_requests" not in value:
-        raise ValueError("Not a HumanInTheLoopMiddleware interrupt: no action_requests and not a tool_approval.")
-    requests = list(value["action_requests"])
-    configs = list(value.get("review_configs") or ())
-    by_name = {config["action_name"]: config for config in configs}
-    calls = []
-    for index, request in enumerate(requests):
-        # The middleware builds the two lists side by side; by name only if they disagree.
-        config = (
-            configs[index]
-            if len(configs) == len(requests) and configs[index]["action_name"] == request["name"]
-            else by_name.get(request["name"], {})
-        )
-        calls.append(
-            ToolCall(
-                name=request["name"],
-                args=dict(request.get("args") or {}),
-                description=request.get("description", ""),
-                allowed=tuple(config.get("allowed_decisions") or HITL_DECISIONS),
-            )
-        )
-    return calls
-
-
-def decision_for(call: ToolCall, resume: Resume, *, approved_args: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The middleware's decision for `call`, from the control plane's resume.
-
-    `approved_args`: the params the claim handed out, when the call was claimed (the
-    exact approved params); otherwise the resume's.
-    Raises ApprovalRejected when the host's config cannot take the decision.
-    """
-    action = resume.resume_data.get("action")
-    if action == "approved":
-        args = approved_args if approved_args is not None else resume.params
-        if args != call.args:
-            decision = {"type": "edit", "edited_action": {"name": call.name, "args": args}}
-        else:
-            decision = {"type": "approve"}
-    elif action == "responded":
-        decision = {"type": "respond", "message": resume.resume_data.get("message", "")}
-    else:  # rejected, expired, cancelled, or re-validation refused to run it
-        decision = {"type": "reject", **({"message": resume.feedback} if resume.feedback else {})}
-    if decision["type"] not in call.allowed:
-        raise ApprovalRejected(
-            Resume(
-                request_id=resume.request_id,
-                state=resume.state,
-                tool_result=resume.tool_result,
-                raw=resume.raw,
-                resume_data={
-                    "action": "rejected",
-                    "feedback": (
-                        f"The reviewers' decision ({decision['type']}) is not one {call.name} allows "
-                        f"({', '.join(call.allowed)}); stopping instead. {resume.feedback}"
-                    ).strip(),
-                },
-            )
-        )
-    return decision
 
 
 def _idempotency_key(thread_id: str, batch_id: str, index: int, call: ToolCall) -> str:
@@ -210,17 +107,6 @@ def _bound(body: dict[str, Any]) -> SubmittedCall:
     )
 
 
-def _not_run(resume: Resume, refusal: ControlPlaneError) -> Resume:
-    """A claim the server refused (re-validation, already handed out): answered as a rejection."""
-    return Resume(
-        request_id=resume.request_id,
-        state=resume.state,
-        tool_result=resume.tool_result,
-        raw=resume.raw,
-        resume_data={"action": "rejected", "feedback": f"Not run: {refusal.message}"},
-    )
-
-
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
@@ -234,13 +120,16 @@ def _settle(
     resume = cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
+    # The handshake up to the run: the grant must bind the signed decision's params, so
+    # the middleware runs exactly what was approved (not what a proxy put in the claim).
     try:
-        grant = cp.claim(request_id)
+        claimed = handshake.claim_approved(cp, resume, submitted)
     except ControlPlaneError as refusal:
-        return decision_for(call, _not_run(resume, refusal))
-    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
-    cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
-    return decision_for(call, resume, approved_args=grant["params"])
+        return decision_for(call, not_run(resume, f"Not run: {refusal.message}"))
+    if isinstance(claimed, str):  # claimed before: a restarted host answering the same interrupt
+        return decision_for(call, not_run(resume, claimed))
+    cp.complete(request_id, claimed.token, succeeded=True, result=HANDED_OFF)
+    return decision_for(call, resume, approved_args=claimed.params)
 
 
 def _answer_calls(
@@ -358,13 +247,16 @@ async def _asettle(
     resume = await cp.wait(request_id, timeout=_remaining(deadline), call=submitted)
     if not (claim and resume.approved):
         return decision_for(call, resume)
+    # The handshake up to the run: the grant must bind the signed decision's params, so
+    # the middleware runs exactly what was approved (not what a proxy put in the claim).
     try:
-        grant = await cp.claim(request_id)
+        claimed = await handshake.aclaim_approved(cp, resume, submitted)
     except ControlPlaneError as refusal:
-        return decision_for(call, _not_run(resume, refusal))
-    resume.check_params(grant["params"])  # the middleware runs exactly what the signed decision approved
-    await cp.complete(request_id, grant["token"], succeeded=True, result=HANDED_OFF)
-    return decision_for(call, resume, approved_args=grant["params"])
+        return decision_for(call, not_run(resume, f"Not run: {refusal.message}"))
+    if isinstance(claimed, str):  # claimed before: a restarted host answering the same interrupt
+        return decision_for(call, not_run(resume, claimed))
+    await cp.complete(request_id, claimed.token, succeeded=True, result=HANDED_OFF)
+    return decision_for(call, resume, approved_args=claimed.params)
 
 
 async def _aanswer_calls(

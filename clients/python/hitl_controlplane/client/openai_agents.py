@@ -19,6 +19,17 @@ Each submission's idempotency key is derived from (run id, call id), so a host t
 crashed, or saved `state.to_string()` and resumed in another process, calls this
 again and finds the same requests instead of opening new ones.
 
+`state.approve(item)` only tells the SDK to run the tool; it runs it itself, as often as
+a state is resumed. Wrap each gated tool with `controlled_tool(acp, tool, run_id=...)`:
+its body then runs through the execution handshake (hitl_controlplane.handshake),
+keyed by the call id: it finds the call's request, verifies the signed decision, claims
+with a fresh nonce, verifies the signed grant and runs with exactly the granted
+arguments, then completes. A state restored twice (or resumed in two processes) runs
+the tool once; the other gets "Not run: already executed (...)" as the tool's output.
+
+    transfer = controlled_tool(acp, transfer_funds, run_id="run-42")
+    agent = Agent(name="payments", tools=[transfer], ...)
+
 The SDK cannot run a tool with arguments other than the model's, so an approval
 whose params a reviewer edited is applied as a rejection telling the model to call
 again with exactly the approved arguments (which are then reviewed as a new call).
@@ -31,16 +42,26 @@ attributes and methods.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..decisions import SubmittedCall
-from ._core import Resume, action_call, submitted_id
+from . import handshake
+from ._core import ControlPlaneError, Resume, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
 from .synchronous import ControlPlane
 
-__all__ = ["decide_interruptions", "decide_interruptions_async", "interruption_action", "rejection_message"]
+__all__ = [
+    "controlled_tool",
+    "decide_interruptions",
+    "decide_interruptions_async",
+    "interruption_action",
+    "rejection_message",
+]
+
+NO_REQUEST = "Not run: the control plane holds no approved request for this call (call id {call_id})."
 
 EDITED_MESSAGE = (
     "A reviewer approved this call only with changed arguments. Call the tool again with exactly these "
@@ -65,8 +86,13 @@ def interruption_action(
         "params": parsed_arguments(item.arguments),
         "tool_call_id": call_id,
         "run_id": run_id,
-        "idempotency_key": f"oai-{run_id}-{call_id}"[:200],
+        "idempotency_key": call_key(run_id, call_id),
     }
+
+
+def call_key(run_id: str, call_id: str) -> str:
+    """The idempotency key of one tool call's request: the same in every process that sees the call."""
+    return f"oai-{run_id}-{call_id}"[:200]
 
 
 def parsed_arguments(arguments: str | None) -> dict[str, Any]:
@@ -158,3 +184,40 @@ async def decide_interruptions_async(
     )
     _apply(state, items, actions, list(resumes))
     return list(resumes)
+
+
+def controlled_tool(acp: AsyncControlPlane, tool: Any, *, run_id: str, timeout: float | None = 60.0) -> Any:
+    """A copy of the SDK FunctionTool `tool` whose body runs only through the execution handshake.
+
+    On each invocation (`on_invoke_tool(ctx, arguments)`) it finds the request submitted
+    for `ctx.tool_call_id` in `run_id` (as `decide_interruptions_async` submits it), waits
+    for its verified decision, claims and verifies the grant, and only then runs the
+    original tool with the granted arguments (as JSON) and completes. The tool's output is
+    its result, "Not run: already executed (...)" for a call claimed before, or "Not run:
+    ..." when there is no approval or the server refused the claim. DecisionRefused (a
+    forged, replayed or altered decision or grant) propagates: nothing ran (the SDK's
+    `Runner.run` raises it as a `UserError` whose `__cause__` is the DecisionRefused).
+    """
+    original = tool.on_invoke_tool
+
+    async def invoke(ctx: Any, arguments: str) -> Any:
+        call_id = ctx.tool_call_id
+        params = parsed_arguments(arguments)
+        key = call_key(run_id, call_id)
+        call = action_call(tool.name, params, idempotency_key=key, tool_call_id=call_id)
+        found = await acp.find(idempotency_key=key)
+        if not found:
+            return NO_REQUEST.format(call_id=call_id)
+        resume = await acp.wait(submitted_id(found[0]), timeout=timeout, call=call)
+
+        async def body(**granted: Any) -> Any:
+            return await original(ctx, json.dumps(granted, ensure_ascii=False))
+
+        try:
+            return await handshake.arun_approved(acp, resume, call, body)
+        except ControlPlaneError as refusal:  # rejected, or the server refused the claim (re-validation)
+            return f"Not run: {refusal.message}"
+
+    wrapped = copy.copy(tool)
+    wrapped.on_invoke_tool = invoke
+    return wrapped

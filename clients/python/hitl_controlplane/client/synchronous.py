@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import httpx
 
 from ..decisions import SubmittedCall
+from . import handshake
 from ._core import (
     RETRYABLE,
     ApprovalRejected,
@@ -21,15 +22,17 @@ from ._core import (
     action_call,
     backoff_delay,
     call_params,
+    claim_body,
     configured_from_env,
     fallback_plan_text,
-    jsonable,
     new_idempotency_key,
     plan_body,
     plan_call,
     raise_for_error,
     read_plan,
     submitted_id,
+    suspension_answer,
+    suspension_call,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -157,11 +160,17 @@ class ControlPlane(ClientBase[httpx.BaseTransport]):
     def cancel(self, request_id: str, reason: str = "") -> dict[str, Any]:
         return self._call("POST", f"/api/v1/requests/{request_id}/cancel/", json={"reason": reason})
 
-    def claim(self, request_id: str, *, target_hash: str | None = None) -> dict[str, Any]:
-        """Claim an approved execution: the single-use grant with the exact approved params."""
-        return self._call(
-            "POST", f"/api/v1/requests/{request_id}/claim/", json={"target_hash": target_hash} if target_hash else {}
-        )
+    def claim(self, request_id: str, *, target_hash: str | None = None, nonce: str | None = None) -> dict[str, Any]:
+        """Claim an approved execution: the single-use grant with the exact approved params.
+
+        `nonce`: the one the signed grant must bind (hitl_controlplane.grants; a fresh one
+        unless given). `hitl_controlplane.handshake` sends its own and verifies the grant.
+        """
+        return self._call("POST", f"/api/v1/requests/{request_id}/claim/", json=claim_body(nonce, target_hash))
+
+    def renew(self, request_id: str, grant_token: str) -> dict[str, Any]:
+        """Extend the claim's lease (`{request_id, lease_until}`); `lease_expired` once it ran out."""
+        return self._call("POST", f"/api/v1/requests/{request_id}/renew/", json={"token": grant_token})
 
     def complete(
         self, request_id: str, grant_token: str, *, succeeded: bool, result: Any = None, error: str = ""
@@ -218,6 +227,43 @@ class ControlPlane(ClientBase[httpx.BaseTransport]):
         call = plan_call(path, text, idempotency_key=key, tool_call_id=fields.get("tool_call_id"))
         return self.wait(submitted_id(submitted), timeout=timeout, call=call)
 
+    def submit_suspension(
+        self,
+        title: str,
+        suspend_payload: dict[str, Any],
+        resume_schema: dict[str, Any],
+        *,
+        action_type: str | None = None,
+        workflow_id: str | None = None,
+        step_id: str | None = None,
+        summary: str | None = None,
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> Any:
+        """A workflow step's `suspend()`: submit it, wait, and return the reviewers' answer.
+
+        The answer is exactly what the server validated against `resume_schema` (pass it to
+        `run.resume({step, resumeData})`); its signed decision must name this suspension.
+        Raises ApprovalRejected (with the feedback) when it was rejected, expired or
+        cancelled, DecisionRefused when the decision does not verify. `fields`: run_id,
+        thread_id, resource_id, tool_call_id, callback_url.
+        """
+        key = idempotency_key or new_idempotency_key()
+        body = {"title": title, "suspend_payload": suspend_payload, "resume_schema": resume_schema}
+        optional = dict(action_type=action_type, workflow_id=workflow_id, step_id=step_id, summary=summary, **fields)
+        body.update({k: v for k, v in optional.items() if v not in (None, "")})
+        call = suspension_call(
+            action_type,
+            workflow_id,
+            step_id,
+            suspend_payload,
+            idempotency_key=key,
+            tool_call_id=fields.get("tool_call_id"),
+        )
+        submitted = self._call("POST", "/api/v1/suspensions/", json=body, headers={"Idempotency-Key": key})
+        return suspension_answer(self.wait(submitted_id(submitted), timeout=timeout, call=call))
+
     def require_approval(
         self,
         action_type: str | None = None,
@@ -240,20 +286,16 @@ class ControlPlane(ClientBase[httpx.BaseTransport]):
             def wrapper(*args: Any, **kwargs: Any) -> Any:
                 params = call_params(fn, args, kwargs)
                 resolved_target = target(**params) if callable(target) else (target or {})
-                resume = self.request_approval(action_type or fn.__name__, resolved_target, params, timeout=timeout)
+                name = action_type or fn.__name__
+                key = new_idempotency_key()
+                resume = self.request_approval(name, resolved_target, params, timeout=timeout, idempotency_key=key)
                 if not resume.approved:
                     raise ApprovalRejected(resume)
                 if not claim:
                     return fn(**resume.params)
-                grant = self.claim(resume.request_id)
-                resume.check_params(grant["params"])
-                try:
-                    result = fn(**grant["params"])
-                except Exception as exc:
-                    self.complete(resume.request_id, grant["token"], succeeded=False, error=repr(exc))
-                    raise
-                self.complete(resume.request_id, grant["token"], succeeded=True, result=jsonable(result))
-                return result
+                # The one execution handshake: decision, claim, grant, run, complete.
+                call = action_call(name, params, idempotency_key=key, tool_call_id=None)
+                return handshake.run_approved(self, resume, call, fn)
 
             return wrapper  # type: ignore[return-value]
 
