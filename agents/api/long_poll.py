@@ -81,7 +81,8 @@ def _authenticate(header: str) -> tuple[AgentPrincipal | None, JsonResponse | No
     try:
         principal = principal_from_header(header)
     except exceptions.AuthenticationFailed as exc:
-        code = exc.get_codes() if isinstance(exc.get_codes(), str) else INVALID_TOKEN
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else INVALID_TOKEN
         return None, json_error(code, str(exc.detail))
     if not principal.has_scope(Scope.READ):
         return None, json_error(INSUFFICIENT_SCOPE, "The token lacks the 'read' scope.")
@@ -105,7 +106,7 @@ def _read(agent_id: int, pk: uuid.UUID) -> tuple[dict[str, Any] | None, float | 
 
 
 def _parse_wait(raw: str | None) -> float | None:
-    if raw in (None, ""):
+    if raw is None or raw == "":
         return 0.0
     try:
         value = float(raw)

@@ -3,6 +3,8 @@ answers it (rendered by `representation.request_dict`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -93,7 +95,7 @@ class ApprovalRequestSerializer(serializers.Serializer):
     params = serializers.JSONField(help_text="The current revision's params; people see masked params masked.")
     declared = serializers.JSONField()
     reason = serializers.CharField(help_text="Why the agent says it wants this: its claim, not a checked fact.")
-    context = serializers.JSONField(
+    context = serializers.JSONField(  # type: ignore[assignment]  # DRF's serializer metaclass pops declared fields, so this never shadows Field.context
         help_text="The agent's `links` ({label, url}) and conversation `turns` "
         "({role, text}), as it sent them; `{}` when none."
     )
@@ -129,10 +131,11 @@ class ApprovalRequestSerializer(serializers.Serializer):
     )
 
     class Meta:
-        fields = REQUEST_FIELDS
+        fields: Sequence[str] = REQUEST_FIELDS  # a subclass may list more
 
     def to_representation(self, instance) -> dict:
-        return request_dict(instance, mask=self.context.get("mask", False))
+        # The real Field.context (the `context` field above is popped by the metaclass).
+        return request_dict(instance, mask=self.context.get("mask", False))  # type: ignore[attr-defined]
 
 
 class StepUpSerializer(serializers.Serializer):
@@ -261,7 +264,7 @@ class BatchItemSerializer(serializers.Serializer):
 
 class BatchDecisionSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["approve", "reject"])
-    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)
+    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)  # type: ignore[call-arg]  # many_init hands min/max_length to the ListSerializer; the stubs' __init__ omits them
     feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
     step_up = StepUpSerializer(
         required=False,
@@ -291,7 +294,7 @@ class StepUpChallengeSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(
         choices=["approve", "approve_with_edits", "respond"], help_text="The verdict the passkey will confirm."
     )
-    requests = BatchItemSerializer(
+    requests = BatchItemSerializer(  # type: ignore[call-arg]  # many_init hands min/max_length to the ListSerializer; the stubs' __init__ omits them
         many=True,
         min_length=1,
         max_length=100,

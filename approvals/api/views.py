@@ -89,6 +89,8 @@ class RequestListView(ReaderView, generics.ListAPIView):
 
     def list(self, request: Request, *args, **kwargs) -> Response:
         page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        if page is None:  # only without a pagination_class, and this view sets one
+            raise TypeError("RequestListView must be paginated")
         return self.get_paginated_response([self.render(found) for found in page])
 
     @extend_schema(

@@ -82,7 +82,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
     return defaults.server_error(request)
 
 
-def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler400 (Django raises RequestDataTooBig as a SuspiciousOperation-like 400)."""
     if is_api_path(request):
         if isinstance(exception, RequestDataTooBig):
@@ -91,7 +91,7 @@ def bad_request(request: HttpRequest, exception: Exception | None = None) -> Htt
     return defaults.bad_request(request, exception)
 
 
-def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api_path(request):
         return json_error(PERMISSION_DENIED, "You may not do that.")
     return defaults.permission_denied(request, exception)

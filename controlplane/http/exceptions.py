@@ -76,7 +76,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         body = error_body(METHOD_NOT_ALLOWED, str(exc.detail))
         status_code = status.HTTP_405_METHOD_NOT_ALLOWED
     elif isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
+        # DRF's Throttled.__init__ sets `wait` (seconds or None); its stubs leave the attribute out.
+        wait = int(exc.wait or 1)  # type: ignore[attr-defined]
         body = error_body(RATE_LIMITED, f"Too many requests; retry in {wait} s.", retry_after=wait)
         headers["Retry-After"] = str(wait)
         status_code = status.HTTP_429_TOO_MANY_REQUESTS
