@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from datetime import timedelta
+from uuid import UUID
 
 from celery import current_app
 from django.conf import settings
@@ -52,7 +53,8 @@ DELIVERY_HEADER = "X-Controlplane-Delivery"
 
 def enqueue_callback(request_id: str, state: str) -> CallbackDelivery | None:
     """Create the delivery of `state` for the request's callback (once per state); None if it has none."""
-    callback = RequestCallback.objects.select_related("request__agent").filter(request_id=request_id).first()
+    # `request_id` is always a request's own str(pk), so it parses as its field would.
+    callback = RequestCallback.objects.select_related("request__agent").filter(request_id=UUID(request_id)).first()
     if callback is None or state not in CALLBACK_STATES:
         return None
     request = callback.request

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from uuid import UUID
 
 from channels.layers import get_channel_layer
 
@@ -115,11 +116,12 @@ def on_request_changed(sender, *, change: RequestChange, **kwargs: Any) -> None:
 
 
 def viewer_group_ids(request_id: str) -> tuple[int, ...]:
-    """The groups holding any permission on one request: whose screens may show it."""
+    """The groups holding any permission on one request (`request_id`: an existing request's
+    str(pk), so it parses as its field would): whose screens may show it."""
     from .models import ApprovalRequestGroupObjectPermission
 
     return tuple(
-        ApprovalRequestGroupObjectPermission.objects.filter(content_object_id=request_id)
+        ApprovalRequestGroupObjectPermission.objects.filter(content_object_id=UUID(request_id))
         .values_list("group_id", flat=True)
         .distinct()
     )
@@ -132,7 +134,12 @@ def on_object_permission_deleted(sender, instance, **kwargs) -> None:
     """post_delete of a per-request permission (guardian): the card leaves the screens of
     whoever lost it, after commit, without closing anything else they have open."""
     group_id, user_id = getattr(instance, "group_id", None), getattr(instance, "user_id", None)
-    target = approvers_group(group_id) if group_id is not None else user_group(user_id)
+    if group_id is not None:
+        target = approvers_group(group_id)
+    elif user_id is not None:
+        target = user_group(user_id)
+    else:
+        return  # a guardian permission row always names a group or a user: nobody lost anything
     request_id = str(instance.content_object_id)
     after_commit(lambda: push_lost_access(request_id, target), what=f"the lost access to {request_id}")
 

@@ -15,6 +15,7 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from asgiref.sync import async_to_sync
 from channels.db import database_sync_to_async
@@ -59,6 +60,11 @@ class PrincipalRecheck:
     revoked_close_code = 4001
     principal_closed = False
     _recheck_task: asyncio.Task | None = None
+
+    if TYPE_CHECKING:
+        # The consumer this is mixed into provides `close` (Channels ships no types). Declared
+        # for the checker only: defined for real here, it would shadow the consumer's in the MRO.
+        async def close(self, code: int | None = None) -> None: ...
 
     def principal_still_valid(self) -> bool:
         raise NotImplementedError

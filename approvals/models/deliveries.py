@@ -9,17 +9,27 @@ and the status is read from when it was delivered or given up, never stored twic
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Required, TypedDict
 
 from django.db import models
 from django.utils import timezone
 
-__all__ = ["Delivery", "DeliveryStatus", "DeliveryTry"]
+__all__ = ["Delivery", "DeliveryStatus", "DeliveryTry", "SettledFields"]
 
 
 class DeliveryStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     DELIVERED = "delivered", "Delivered"
     GAVE_UP = "gave_up", "Gave up"
+
+
+class SettledFields(TypedDict, total=False):
+    """What `Delivery.settled_fields` sets: always the next try (None: no more) and the error."""
+
+    next_attempt_at: Required[datetime | None]
+    last_error: Required[str]
+    delivered_at: datetime
+    gave_up_at: datetime
 
 
 class Delivery(models.Model):
@@ -47,9 +57,7 @@ class Delivery(models.Model):
             return DeliveryStatus.GAVE_UP
         return DeliveryStatus.PENDING
 
-    def settled_fields(
-        self, *, now: datetime, error: str, give_up: bool, retry_at: datetime | None
-    ) -> dict[str, object]:
+    def settled_fields(self, *, now: datetime, error: str, give_up: bool, retry_at: datetime | None) -> SettledFields:
         """The fields an attempt's outcome sets: delivered, given up, or due again at `retry_at`."""
         if not error:
             return {"delivered_at": now, "next_attempt_at": None, "last_error": ""}

@@ -133,7 +133,7 @@ def _queue(
 
 
 def _destinations(rule: RuleNotification, group_name: str | None) -> list[tuple[str, str]]:
-    destinations = []
+    destinations: list[tuple[str, str]] = []
     if group_name:
         destinations.append((Notification.Channel.EMAIL, group_name))
     if rule.webhook_url:
@@ -168,8 +168,8 @@ def queue_arrival(request_id, *, now: datetime | None = None, rule_name: str | N
     # Notifications are opt-in per rule and most rules have none: one cheap query
     # answers that before the request itself is read (this runs on every submit).
     if rule_name is None:
-        rule_name = ApprovalRequest.objects.filter(pk=request_id).values("rule_name")[:1]
-        rule = RuleNotification.objects.filter(rule_name=Subquery(rule_name)).first()
+        rule_name_of_request = ApprovalRequest.objects.filter(pk=request_id).values("rule_name")[:1]
+        rule = RuleNotification.objects.filter(rule_name=Subquery(rule_name_of_request)).first()
     else:
         rule = RuleNotification.objects.filter(rule_name=rule_name).first()
     if rule is None:
@@ -202,6 +202,8 @@ def send_due_reminders(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     queued = 0
     for rule in RuleNotification.objects.filter(remind_before_seconds__gt=0):
+        if rule.remind_before_seconds is None:
+            continue  # cannot happen: the filter above keeps only rules with a window
         due = (
             ApprovalRequest.objects.filter(
                 state=State.PENDING_APPROVAL,
@@ -235,6 +237,8 @@ def escalate_overdue(*, now: datetime | None = None) -> int:
     now = now or timezone.now()
     escalated = 0
     for rule in RuleNotification.objects.filter(escalate_after_seconds__gt=0).select_related("escalation_group"):
+        if rule.escalate_after_seconds is None:
+            continue  # cannot happen: the filter above keeps only rules with a delay
         due = (
             ApprovalRequest.objects.filter(
                 state=State.PENDING_APPROVAL,

@@ -74,6 +74,9 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     groups_joined: list[str]
     revoked_close_code = CLOSE_SESSION_CHANGED
+    # None until an accepted connect sets them: a refused socket's disconnect finds them so.
+    presence_task: asyncio.Task | None = None
+    viewing: tuple[str, list[str]] | None = None  # (request id, groups told)
 
     async def connect(self) -> None:
         self.groups_joined = []
@@ -90,9 +93,9 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         self.display_name = user.get_username()
         # Names this socket's presence (one person may have several tabs open); not a secret.
         self.presence_key = secrets.token_hex(8)
-        self.viewing: tuple[str, list[str]] | None = None  # (request id, groups told)
+        self.viewing = None
         self.wanted: str | None = None
-        self.presence_task: asyncio.Task | None = None
+        self.presence_task = None
         self.last_presence_sync = 0.0
         self.heartbeat = False
         session = self.scope.get("session")
@@ -118,9 +121,9 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         self.stop_rechecks()
-        if getattr(self, "presence_task", None) is not None:
+        if self.presence_task is not None:
             self.presence_task.cancel()
-        if getattr(self, "viewing", None) is not None:
+        if self.viewing is not None:
             await self._tell_presence(here=False)
             self.viewing = None
         for name in self.groups_joined:
@@ -169,7 +172,7 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
             groups = await self._presence_groups(target) if target else []
             if target != self.wanted:
                 continue  # moved on while we read: follow the newest
-            if groups:
+            if groups and target:  # groups are only read for a target
                 self.viewing = (target, groups)
                 await self._tell_presence(here=True)
             break  # told, or not a request this person may see: say nothing
@@ -184,6 +187,8 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
         return [approvers_group(gid) for gid in viewer_group_ids(request_id)]
 
     async def _tell_presence(self, *, here: bool) -> None:
+        if self.viewing is None:
+            return  # callers tell only while viewing; nothing to say otherwise
         request_id, groups = self.viewing
         message = {
             "type": "presence.update",
