@@ -14,6 +14,7 @@ from django.db.models import Case, IntegerField, Q, QuerySet, Value, When
 from django.utils import timezone
 
 from ..filters import EXPIRING_SOON, ApprovalRequestFilterSet
+from ..models import ApprovalRequest
 from ..permissions import decidable_by
 from ..states import RiskLevel
 
@@ -42,6 +43,8 @@ GROUP_LIMIT = 100
 COUNT_CAP = 1000
 # The levels a queue can hold, in the order the queue and its sidebar show them.
 _QUEUE_LEVELS = RiskLevel.most_severe_first()
+# Each level's place in that order, looked up by the stored string (a RiskLevel is one).
+_QUEUE_RANKS: dict[str, int] = {level: rank for rank, level in enumerate(_QUEUE_LEVELS)}
 
 
 # The orders a reviewer may choose (`?order=`), each with the words the queue's header
@@ -58,7 +61,7 @@ DEFAULT_ORDER = "urgency"
 def queue_rank(level: str) -> int:
     """Where `level` sorts (0 first, the most severe); `Card.sort_key` uses it too,
     so it must match `_risk_rank`."""
-    return _QUEUE_LEVELS.index(level) if level in _QUEUE_LEVELS else len(_QUEUE_LEVELS)
+    return _QUEUE_RANKS.get(level, len(_QUEUE_LEVELS))
 
 
 def _risk_rank() -> Case:
@@ -76,7 +79,7 @@ def _narrowed(filters: ApprovalRequestFilterSet | None, requests: QuerySet) -> Q
 def open_for(user, *, now=None) -> QuerySet:
     """Pending requests `user` may decide whose deadline has not passed (a request past
     `decide_by` reads as expired even before the sweeper persists it)."""
-    return decidable_by(user).pending().filter(decide_by__gt=now or timezone.now())
+    return decidable_by(user, ApprovalRequest.objects.pending()).filter(decide_by__gt=now or timezone.now())
 
 
 def order_of(name: str | None) -> str:
@@ -168,7 +171,10 @@ def _whole_batches(page: list, everything: QuerySet, limit: int) -> list:
             same_batch |= Q(agent_id=agent_id, batch_id=batch_id)
         shown = [request.pk for request in page]
         for request in everything.filter(same_batch).exclude(pk__in=shown)[:GROUP_LIMIT]:
-            members = groups[batch_key(request)]
+            key = batch_key(request)
+            if key is None:
+                continue  # cannot happen: `same_batch` matched only requests with a batch id
+            members = groups[key]
             if len(members) < GROUP_LIMIT:
                 members.append(request)
     arranged: list = []

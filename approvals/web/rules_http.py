@@ -77,7 +77,10 @@ class BadInput(CodedError):
     """Input a JSON endpoint cannot use; `field` names where, when one field is to blame."""
 
     def __init__(self, code: str, message: str, field: str | None = None) -> None:
-        super().__init__(code, message, **({"field": field} if field else {}))
+        if field:
+            super().__init__(code, message, field=field)
+        else:
+            super().__init__(code, message)
 
 
 def json_body(request: HttpRequest) -> dict[str, Any]:
