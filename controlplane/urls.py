@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from controlplane.accounts import provider_round_trip
@@ -10,7 +10,7 @@ from controlplane.accounts.login import LoginView
 from controlplane.channel_relay import relay_endpoint
 from controlplane.health import healthz, readyz
 
-api_patterns = [
+api_patterns: list[URLPattern | URLResolver] = [
     path("v1/", include("agents.api.urls")),
     path("v1/", include("approvals.api.urls")),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from allauth.account.authentication import get_authentication_records
 from allauth.account.signals import user_logged_in as allauth_logged_in
 from allauth.mfa import signals as mfa_signals
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 
 from audit.chain import Actor, digest, record
 
@@ -77,11 +78,17 @@ def signed_out(request: HttpRequest) -> None:
     record("auth.signed_out", actor=Actor.for_user(user), metadata={"address": digest(client_address(request))})
 
 
-def audited_logout(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """`view`, a logout view, auditing each sign-out through it."""
+_Params = ParamSpec("_Params")
+_Response = TypeVar("_Response", bound=HttpResponseBase)
+
+
+def audited_logout(
+    view: Callable[Concatenate[HttpRequest, _Params], _Response],
+) -> Callable[Concatenate[HttpRequest, _Params], _Response]:
+    """`view`, a logout view, auditing each sign-out through it (its signature kept)."""
 
     @wraps(view)
-    def logout(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def logout(request: HttpRequest, /, *args: _Params.args, **kwargs: _Params.kwargs) -> _Response:
         if request.method == "POST":
             signed_out(request)
         return view(request, *args, **kwargs)

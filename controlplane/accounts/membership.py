@@ -31,6 +31,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db.models import Field, Model
 from django.db.models.signals import m2m_changed
 from django.http import HttpRequest
 
@@ -230,20 +231,28 @@ def connect() -> None:
 
 
 def _linked(
-    sender: type, instance: Any, reverse: bool, using: str, *, only: Iterable[int] | None = None
+    sender: type[Model], instance: Any, reverse: bool, using: str, *, only: Iterable[int] | None = None
 ) -> frozenset[int]:
     """Ids on the other side currently linked to `instance` (restricted to `only`).
 
     `.remove()` may name people who are not members; only real members are removed.
     """
     groups_field = get_user_model()._meta.get_field("groups")
-    user_column = sender._meta.get_field(groups_field.m2m_field_name()).attname
-    group_column = sender._meta.get_field(groups_field.m2m_reverse_field_name()).attname
+    user_column = _attname(sender, groups_field.m2m_field_name())
+    group_column = _attname(sender, groups_field.m2m_reverse_field_name())
     mine, theirs = (group_column, user_column) if reverse else (user_column, group_column)
     links = sender._default_manager.using(using).filter(**{mine: instance.pk})
     if only is not None:
         links = links.filter(**{f"{theirs}__in": list(only)})
     return frozenset(links.values_list(theirs, flat=True))
+
+
+def _attname(model: type[Model], name: str) -> str:
+    """The attribute holding one concrete field's column (a through table's foreign keys)."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, Field):
+        raise TypeError(f"{model.__name__}.{name} is a relation's reverse side, not a column")
+    return field.attname
 
 
 def _remember(instance: Any, operation: str, ids: frozenset[int]) -> None:

@@ -128,9 +128,10 @@ def _refused(
     if failures < limit:
         return
     forget_wrong_proofs(user)
-    ended = request is not None and getattr(request, "session", None) is not None
-    if ended:
+    ended = False
+    if request is not None and getattr(request, "session", None) is not None:
         logout(request)  # flushes this session (a new, empty one is saved in its place)
+        ended = True
     record(
         "auth.session_ended",
         actor=Actor.for_user(user),
