@@ -45,7 +45,8 @@ class RiskRuleForm(forms.ModelForm):
         fields = "__all__"  # noqa: DJ007 (the admin edits a whole rule; clean() below guards the rename)
 
     def clean(self):
-        cleaned = super().clean()
+        super().clean()
+        cleaned = self.cleaned_data  # what ModelForm.clean() returns (the stubs say it may be None)
         if self.instance.pk and "name" in self.changed_data:
             # Policy history tracks rules by name; a rename would read as delete + create.
             raise forms.ValidationError("Rules cannot be renamed; create a new rule instead.")
@@ -118,7 +119,9 @@ class RiskRuleAdmin(admin.ModelAdmin):
         )
         request.policy_outcome = outcome
         if isinstance(outcome, PolicyVersion):
-            super().log_deletions(request, [obj])
+            # The rule is already gone, so no queryset holds it; Django's own delete_view passes
+            # a list too (log_deletions only iterates), though the stubs ask for a QuerySet.
+            super().log_deletions(request, [obj])  # type: ignore[arg-type]
 
     def log_addition(self, request, obj, message):
         return None if _waiting(request) else super().log_addition(request, obj, message)

@@ -27,10 +27,10 @@ from controlplane.http.codes import VALIDATION_ERROR
 from controlplane.http.outbound import OUTBOUND_CODES
 from controlplane.http.schema import TOKEN_ERRORS, error_responses
 
-from ..models import Scope
+from ..models import Agent, Scope
 from ..resume import resume_payload
 from ..submissions import IDEMPOTENCY_KEY_REUSED, submit_from_agent
-from .auth import BearerTokenAuthentication, TokenRateThrottle
+from .auth import AgentPrincipal, BearerTokenAuthentication, TokenRateThrottle
 from .serializers import (
     ActionSubmissionSerializer,
     CancelSerializer,
@@ -78,8 +78,11 @@ class AgentView(generics.GenericAPIView):
     required_scope: str | dict[str, str] = Scope.READ
 
     @property
-    def agent(self):
-        return self.request.user.agent
+    def agent(self) -> Agent:
+        principal = self.request.user
+        if not isinstance(principal, AgentPrincipal):  # IsAgent admits only a token's principal
+            raise TypeError("an agent view served a caller that is not an agent")
+        return principal.agent
 
 
 IDEMPOTENCY_HEADER = OpenApiParameter(

@@ -226,13 +226,12 @@ class BatchDecisionView(PersonView):
         if decided.ended_the_session:
             decide.end_session_if(request, errors.SESSION_ENDED)
         # Decided and refused ones in the batch's order, then those the person may not view.
-        results = [
-            {"id": result.request_id, "outcome": result.decided.outcome}
-            if result.ok
-            else {"id": result.request_id, "code": result.error.code, "message": result.error.message}
-            for result in decided.results
-            if not result.missing
-        ]
+        results: list[dict[str, object]] = []
+        for result in decided.results:
+            if result.decided is not None:  # result.ok
+                results.append({"id": result.request_id, "outcome": result.decided.outcome})
+            elif result.error is not None:  # neither: result.missing, listed below
+                results.append({"id": result.request_id, "code": result.error.code, "message": result.error.message})
         results += [
             {"id": result.request_id, **no_such_request().as_dict()} for result in decided.results if result.missing
         ]
