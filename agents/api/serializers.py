@@ -32,7 +32,8 @@ TURN_MAX_CHARS = 4000
 
 
 class ContextLinkSerializer(serializers.Serializer):
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")  # type: ignore[assignment]  # DRF's serializer metaclass pops declared fields, so this never shadows Field.label
+    # DRF's serializer metaclass pops declared fields: `label` never shadows Field.label (the stubs think it does).
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")  # type: ignore[assignment]
     url = serializers.CharField(
         max_length=2000,
         help_text="Shown as a link only when it is http(s); anything else shows as text.",
@@ -47,8 +48,9 @@ class ContextTurnSerializer(serializers.Serializer):
 class ContextSerializer(serializers.Serializer):
     """Links to the run or thread, and the last few conversation turns, as the agent tells them."""
 
-    links = ContextLinkSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_LINKS)  # type: ignore[call-arg]  # many_init hands max_length to the ListSerializer; the stubs' __init__ omits them
-    turns = ContextTurnSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_TURNS)  # type: ignore[call-arg]  # many_init hands max_length to the ListSerializer; the stubs' __init__ omits them
+    # many_init hands max_length to the ListSerializer (both lines); the stubs' __init__ lacks it.
+    links = ContextLinkSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_LINKS)  # type: ignore[call-arg]
+    turns = ContextTurnSerializer(many=True, required=False, default=list, max_length=CONTEXT_MAX_TURNS)  # type: ignore[call-arg]
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and (unknown := sorted(set(data) - {"links", "turns"})):
@@ -68,7 +70,8 @@ class _AgentClaims(serializers.Serializer):
         help_text="Why the agent wants this, in its own words (plain text). Reviewers see it labelled "
         "as the agent's claim.",
     )
-    context = ContextSerializer(  # type: ignore[assignment]  # DRF's serializer metaclass pops declared fields, so this never shadows Field.context
+    # DRF's serializer metaclass pops declared fields: `context` never shadows Field.context (the stubs think it does).
+    context = ContextSerializer(  # type: ignore[assignment]
         required=False,
         help_text=f"`links` (at most {CONTEXT_MAX_LINKS}, {{label, url}}) to the run or thread, and the last "
         f"conversation `turns` (at most {CONTEXT_MAX_TURNS}, {{role, text}}).",

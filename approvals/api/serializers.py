@@ -95,7 +95,8 @@ class ApprovalRequestSerializer(serializers.Serializer):
     params = serializers.JSONField(help_text="The current revision's params; people see masked params masked.")
     declared = serializers.JSONField()
     reason = serializers.CharField(help_text="Why the agent says it wants this: its claim, not a checked fact.")
-    context = serializers.JSONField(  # type: ignore[assignment]  # DRF's serializer metaclass pops declared fields, so this never shadows Field.context
+    # DRF's serializer metaclass pops declared fields: `context` never shadows Field.context (the stubs think it does).
+    context = serializers.JSONField(  # type: ignore[assignment]
         help_text="The agent's `links` ({label, url}) and conversation `turns` "
         "({role, text}), as it sent them; `{}` when none."
     )
@@ -264,7 +265,8 @@ class BatchItemSerializer(serializers.Serializer):
 
 class BatchDecisionSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["approve", "reject"])
-    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)  # type: ignore[call-arg]  # many_init hands min/max_length to the ListSerializer; the stubs' __init__ omits them
+    # many_init hands min_length and max_length to the ListSerializer; the stubs' __init__ lacks them.
+    requests = BatchItemSerializer(many=True, min_length=1, max_length=100)  # type: ignore[call-arg]
     feedback = serializers.CharField(max_length=10000, required=False, allow_blank=True, default="")
     step_up = StepUpSerializer(
         required=False,
@@ -294,7 +296,8 @@ class StepUpChallengeSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(
         choices=["approve", "approve_with_edits", "respond"], help_text="The verdict the passkey will confirm."
     )
-    requests = BatchItemSerializer(  # type: ignore[call-arg]  # many_init hands min/max_length to the ListSerializer; the stubs' __init__ omits them
+    # many_init hands min_length and max_length to the ListSerializer; the stubs' __init__ lacks them.
+    requests = BatchItemSerializer(  # type: ignore[call-arg]
         many=True,
         min_length=1,
         max_length=100,
