@@ -26,6 +26,9 @@ from approvals.policy.rules import conditions, patterns
 from approvals.policy.rules.engine import ClassificationInput, CompiledPolicy, PolicyDefaults, RuleSpec
 from approvals.policy.rules.levels import level_rank
 from approvals.policy.rules.seed import SEED_RULES
+from approvals.resume_schema import answers as schema_answers
+from approvals.resume_schema import engine as schema_engine
+from approvals.resume_schema import graph as schema_graph
 from approvals.services import respond_to_suspension
 
 # The suspension tests' API clients and settings, as fixtures here too.
@@ -468,9 +471,9 @@ class TestHostileSchemasAreRefusedAtSubmission:
     def test_the_schema_graph_walk_is_linear_in_the_schema(self, monkeypatch):
         # Every node checked once, however many refs point at it: count the checks.
         calls = []
-        original = resume_schema._check_patterns
+        original = schema_graph._check_patterns
         monkeypatch.setattr(
-            resume_schema, "_check_patterns", lambda node, path: (calls.append(path), original(node, path))
+            schema_graph, "_check_patterns", lambda node, path: (calls.append(path), original(node, path))
         )
         shared = {"type": "string", "pattern": "^[a-z]+$"}
         schema = {
@@ -484,7 +487,7 @@ class TestHostileSchemasAreRefusedAtSubmission:
     def test_each_part_of_the_schema_meets_the_metaschema_once(self, monkeypatch):
         # The top's check covers its tree; a target outside it is checked with what it holds, once.
         checked = []
-        validator_class = resume_schema._VALIDATORS[resume_schema.DRAFT_2020_12]
+        validator_class = schema_engine._VALIDATORS[resume_schema.DRAFT_2020_12]
         original = validator_class.check_schema.__func__
         monkeypatch.setattr(
             validator_class,
@@ -603,8 +606,8 @@ class TestAnswersHaveBoundedCost:
         monkeypatch.setattr(jsonschema._utils, "equal", lambda *a: compared.append(a) or False)
         monkeypatch.setattr(jsonschema._utils, "uniq", lambda *a: compared.append(a) or True)
         forms = []
-        original = resume_schema._canonical
-        monkeypatch.setattr(resume_schema, "_canonical", lambda value: (forms.append(1), original(value))[1])
+        original = schema_engine._canonical
+        monkeypatch.setattr(schema_engine, "_canonical", lambda value: (forms.append(1), original(value))[1])
         rows = [{"id": i, "name": f"n{i}"} for i in range(6000)]
         resume_schema.validate_resume_data(UNIQUE, {"rows": rows})
         assert compared == []
@@ -621,7 +624,7 @@ class TestAnswersHaveBoundedCost:
             resume_schema.validate_resume_data(UNIQUE, {"rows": different})
 
     def test_an_array_over_the_limit_is_refused_before_the_schema_runs(self, monkeypatch):
-        monkeypatch.setattr(resume_schema, "_errors", lambda *a: pytest.fail("the schema ran"))
+        monkeypatch.setattr(schema_answers, "_errors", lambda *a: pytest.fail("the schema ran"))
         with pytest.raises(DomainError) as refused:
             resume_schema.validate_resume_data(UNIQUE, {"rows": [0] * (resume_schema.MAX_ANSWER_ITEMS + 1)})
         assert refused.value.code == "invalid_resume_data" and refused.value.details["path"] == "/rows"
