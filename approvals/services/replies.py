@@ -27,8 +27,8 @@ from ..models import ApprovalRequest, Decision
 from ..people import Person
 from ..states import State
 from .core import RequestId, changing, transition
-from .decisions import _record_vote, _require_revision, require_revision_given
 from .guards import require_allowed, require_may_decide, require_pending
+from .votes import _record_vote, _require_revision, require_revision_given
 
 __all__ = ["RESPONDED", "respond_instead"]
 

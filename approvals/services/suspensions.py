@@ -34,9 +34,9 @@ from ..permissions import excluded_from_approving
 from ..resume_schema import validate_resume_data
 from ..states import Kind, State
 from .core import RequestId, announce, changing
-from .decisions import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 from .guards import require_may_decide, require_pending, rule_asks_step_up
 from .step_up import payload_digest, require_step_up
+from .votes import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 
 __all__ = ["RESPOND", "answer_decision", "answer_of", "respond_to_suspension"]
 
