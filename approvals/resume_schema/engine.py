@@ -109,8 +109,6 @@ def _regex_format(instance: object) -> bool:
 
 # Only `regex` is asserted (by RE2); other formats stay annotations, as 2020-12 says.
 _FORMATS = FormatChecker(formats=())
-
-
 _FORMATS.checks("regex", raises=())(_regex_format)
 
 

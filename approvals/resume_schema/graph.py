@@ -35,11 +35,7 @@ _ONE = (
     "unevaluatedItems",
     "unevaluatedProperties",
 )
-
-
 _LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
-
-
 _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
 
 

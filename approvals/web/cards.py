@@ -44,8 +44,6 @@ __all__ = ["CARD_RELATIONS", "BatchGroup", "Card", "build_cards", "card_version"
 # What every card reads beside the request row; `dashboard.queue_page` joins them in
 # the page's own query. The reverse one-to-one says whether the one extension is used.
 CARD_RELATIONS = ("agent", "agent__owner", "requested_for", "supersedes", "deadline_extension")
-
-
 # The extensions a card offers, in seconds and words; only those within the rule's limit show.
 EXTENSION_CHOICES = ((900, "by 15 minutes"), (3600, "by 1 hour"), (14400, "by 4 hours"))
 
@@ -236,8 +234,6 @@ _CARD_ACTIONS = {
     "step_up_challenge": "approvals:step-up-challenge",  # the passkey or provider challenge for a form's decision
     "page": "approvals:request",  # not a form: the request's own page, linked from the card
 }
-
-
 _PLACEHOLDER = "00000000-0000-0000-0000-000000000000"
 
 
