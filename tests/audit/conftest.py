@@ -79,7 +79,7 @@ def audit_signing(settings, tmp_path):
 
 
 @pytest.fixture
-def auditor(django_user_model):
+def auditor_ann(django_user_model):
     """Ann audits: a member of the `auditors` group, nothing else."""
     from django.contrib.auth.models import Group
 

@@ -80,7 +80,7 @@ def _person(name: str, *groups: str, **fields):
 
 
 @pytest.fixture
-def cast(people, admin_user):
+def wire_cast(people, admin_user):
     """Everyone, by name; the groups exist; the wire rules are in place (set up with four eyes off)."""
     treasury = Group.objects.create(name="treasury")
     Group.objects.create(name="oncall")
@@ -98,9 +98,9 @@ def cast(people, admin_user):
 
 
 @pytest.fixture
-def four_eyes(settings, cast):
+def wire_cast_four_eyes(settings, wire_cast):
     settings.POLICY_FOUR_EYES = True
-    return cast
+    return wire_cast
 
 
 def as_person(user) -> Person:
@@ -145,8 +145,10 @@ def events(verb: str) -> list[AuditEvent]:
 # --- Attack: the escalation settings grant decide at once -------------------------------------------
 
 
-def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_approve_the_wire_alone(four_eyes, submit):
-    cast = four_eyes
+def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_approve_the_wire_alone(
+    wire_cast_four_eyes, submit
+):
+    cast = wire_cast_four_eyes
     ada, ben, carol = cast["ada"], cast["ben"], cast["carol"]
     risk_admins = Group.objects.get(name=RISK_ADMINS)
 
@@ -180,8 +182,8 @@ def test_escalating_a_critical_rule_to_risk_admins_waits_and_the_admin_cannot_ap
     assert RISK_ADMINS in required_groups()
 
 
-def test_escalating_to_auditors_is_refused_everywhere_and_no_auditor_decides(four_eyes, submit, client):
-    cast = four_eyes
+def test_escalating_to_auditors_is_refused_everywhere_and_no_auditor_decides(wire_cast_four_eyes, submit, client):
+    cast = wire_cast_four_eyes
     auditors = Group.objects.get(name=AUDITORS)
     with pytest.raises(ValueError, match="escalation_group: auditors decide nothing"):
         dispatch.save_settings(
@@ -206,8 +208,10 @@ def test_escalating_to_auditors_is_refused_everywhere_and_no_auditor_decides(fou
     assert_nobody_new_decides(wire.pk, cast["audrey"])
 
 
-def test_the_notifications_form_proposes_a_widening_escalation_and_the_second_admin_sees_it(four_eyes, submit, client):
-    cast = four_eyes
+def test_the_notifications_form_proposes_a_widening_escalation_and_the_second_admin_sees_it(
+    wire_cast_four_eyes, submit, client
+):
+    cast = wire_cast_four_eyes
     client.force_login(cast["ada"])
     answer = client.post(
         "/rules/wire_critical/notifications/",
@@ -241,8 +245,8 @@ def test_the_notifications_form_proposes_a_widening_escalation_and_the_second_ad
     assert approve_code(wire.pk, cast["erin"]) == "approved"
 
 
-def test_the_author_cannot_approve_a_notification_proposal_through_the_json_endpoint(four_eyes, client):
-    cast = four_eyes
+def test_the_author_cannot_approve_a_notification_proposal_through_the_json_endpoint(wire_cast_four_eyes, client):
+    cast = wire_cast_four_eyes
     proposal = dispatch.save_settings("wire_critical", actor=Person(cast["ada"]), max_extension_seconds=86_400)
     assert proposal.waits_because == (
         "letting reviewers extend the deadline of wire_critical further needs a second risk-admin"
@@ -253,8 +257,8 @@ def test_the_author_cannot_approve_a_notification_proposal_through_the_json_endp
     assert not RuleNotification.objects.exists()
 
 
-def test_informative_and_narrowing_notification_settings_apply_at_once(four_eyes):
-    cast = four_eyes
+def test_informative_and_narrowing_notification_settings_apply_at_once(wire_cast_four_eyes):
+    cast = wire_cast_four_eyes
     ada = Person(cast["ada"])
     treasury = Group.objects.get(name="treasury")
     saved = dispatch.save_settings("wire_critical", actor=ada, notify_on_arrival=True, remind_before_seconds=600)
@@ -282,9 +286,9 @@ def test_informative_and_narrowing_notification_settings_apply_at_once(four_eyes
     assert refused.value.code == errors.NOT_PERMITTED
 
 
-def test_escalation_itself_refuses_a_group_nobody_approved(four_eyes, submit):
+def test_escalation_itself_refuses_a_group_nobody_approved(wire_cast_four_eyes, submit):
     """Enforced in the core: a caller that names any group gets nothing."""
-    cast = four_eyes
+    cast = wire_cast_four_eyes
     wire = submit("wire_transfer", WIRE)
     for name in (RISK_ADMINS, AUDITORS, "oncall"):
         assert services.escalate_request(wire.pk, group=Group.objects.get(name=name), reason="undecided") is False
@@ -298,8 +302,8 @@ def test_escalation_itself_refuses_a_group_nobody_approved(four_eyes, submit):
 # --- Attack: an expiry storm that passes as "stricter" -------------------------------------------
 
 
-def test_shortening_a_deadline_below_the_floor_waits_on_every_path(four_eyes, submit, client):
-    cast = four_eyes
+def test_shortening_a_deadline_below_the_floor_waits_on_every_path(wire_cast_four_eyes, submit, client):
+    cast = wire_cast_four_eyes
     ada = Person(cast["ada"])
     outcome = policy.save_rule({**CRITICAL_WIRE, "decision_ttl_seconds": 3}, actor=ada, note="Hurry")
     assert isinstance(outcome, PolicyProposal)
@@ -324,8 +328,8 @@ def test_shortening_a_deadline_below_the_floor_waits_on_every_path(four_eyes, su
     assert wire.decide_by - wire.created_at >= timedelta(seconds=3599)
 
 
-def test_one_admin_shortens_at_most_three_rules_an_hour_at_once(four_eyes):
-    cast = four_eyes
+def test_one_admin_shortens_at_most_three_rules_an_hour_at_once(wire_cast_four_eyes):
+    cast = wire_cast_four_eyes
     ada = Person(cast["ada"])
     with override_settings(POLICY_FOUR_EYES=False):
         policy.save_rules(
@@ -400,8 +404,10 @@ def _admin_change_form(user, groups) -> dict:
     }
 
 
-def test_adding_someone_to_a_deciding_group_in_the_admin_waits_for_a_second_risk_admin(four_eyes, submit, client):
-    cast = four_eyes
+def test_adding_someone_to_a_deciding_group_in_the_admin_waits_for_a_second_risk_admin(
+    wire_cast_four_eyes, submit, client
+):
+    cast = wire_cast_four_eyes
     root = _person("root", is_staff=True, is_superuser=True)
     mallory, treasury = cast["mallory"], Group.objects.get(name="treasury")
     client.force_login(root)
@@ -430,12 +436,12 @@ def test_adding_someone_to_a_deciding_group_in_the_admin_waits_for_a_second_risk
     assert events("group.membership_changed")[-1].metadata["via"] == "four_eyes"
 
 
-def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(four_eyes, client):
+def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(wire_cast_four_eyes, client):
     """A superuser flag or the policy permission on a person or a group makes a risk-admin
     that no membership shows: the admin does not set them while four eyes holds."""
     from django.contrib.auth.models import Permission
 
-    cast = four_eyes
+    cast = wire_cast_four_eyes
     root = _person("root", is_staff=True, is_superuser=True)
     mallory = cast["mallory"]
     change_policy = Permission.objects.get(codename="change_riskrule")
@@ -477,8 +483,8 @@ def test_the_admin_cannot_make_a_risk_admin_through_superuser_or_permissions(fou
     assert refused.value.code == errors.NOT_PERMITTED
 
 
-def test_a_risk_admin_cannot_make_a_second_risk_admin_alone(four_eyes):
-    cast = four_eyes
+def test_a_risk_admin_cannot_make_a_second_risk_admin_alone(wire_cast_four_eyes):
+    cast = wire_cast_four_eyes
     proposal = propose_membership(Group.objects.get(name=RISK_ADMINS), [cast["mallory"]], acting_user=cast["ada"])
     assert proposal.waits_because == "adding 1 person to risk-admins needs a second risk-admin"
     with pytest.raises(PolicyError) as refused:
@@ -487,9 +493,9 @@ def test_a_risk_admin_cannot_make_a_second_risk_admin_alone(four_eyes):
     assert not cast["mallory"].groups.filter(name=RISK_ADMINS).exists()
 
 
-def test_no_page_can_add_someone_to_a_deciding_group_behind_four_eyes(four_eyes, rf, submit):
+def test_no_page_can_add_someone_to_a_deciding_group_behind_four_eyes(wire_cast_four_eyes, rf, submit):
     """The net under every page: the membership change itself is refused inside a web request."""
-    cast = four_eyes
+    cast = wire_cast_four_eyes
     mallory = cast["mallory"]
 
     def page(request):
@@ -508,9 +514,9 @@ def test_no_page_can_add_someone_to_a_deciding_group_behind_four_eyes(four_eyes,
 
 
 def test_an_identity_provider_claim_never_makes_a_risk_admin_and_every_change_is_audited(
-    four_eyes, client, settings, submit
+    wire_cast_four_eyes, client, settings, submit
 ):
-    cast = four_eyes
+    cast = wire_cast_four_eyes
     newcomer = _person("sso-sam")
     sso.apply_claims(newcomer, "corp", {RISK_ADMINS, "treasury"})
 
@@ -593,10 +599,10 @@ reorder_edits = st.tuples(st.just("reorder"), st.none(), st.none())
 single_edits = st.one_of(rule_edits, notification_edits, membership_edits, lifecycle_edits, reorder_edits, verb_edits)
 
 
-def apply_edit(edit, cast) -> bool:
+def apply_edit(edit, wire_cast) -> bool:
     """Make one edit as ada through the path a person would use; True if it applied at once."""
     kind, target, change = edit
-    ada = Person(cast["ada"])
+    ada = Person(wire_cast["ada"])
     rules = {rule["name"]: rule for rule in policy.current_policy().compiled.to_dicts()}
     try:
         if kind == "rule":
@@ -606,10 +612,10 @@ def apply_edit(edit, cast) -> bool:
             values = {**change, "escalation_group": Group.objects.filter(name=change["escalation_group"]).first()}
             return not isinstance(dispatch.save_settings(target, actor=ada, **values), PolicyProposal)
         elif kind == "membership":
-            group, user = Group.objects.get(name=target), cast[change]
+            group, user = Group.objects.get(name=target), wire_cast[change]
             if user.groups.filter(pk=group.pk).exists():
                 return True
-            if propose_membership(group, [user], acting_user=cast["ada"]) is not None:
+            if propose_membership(group, [user], acting_user=wire_cast["ada"]) is not None:
                 return False
             user.groups.add(group)  # nothing gained: a page may add them at once
             return True
@@ -628,16 +634,16 @@ def apply_edit(edit, cast) -> bool:
     return isinstance(outcome, PolicyVersion)
 
 
-def who_decides(cast) -> dict[int, tuple]:
+def who_decides(wire_cast) -> dict[int, tuple]:
     """For each sample call: (level, required approvals, the people approve() lets decide,
     before and after every due escalation)."""
     seen = {}
     for index, (action_type, params) in enumerate(SAMPLES):
-        request = cast["submit"](action_type, params)
+        request = wire_cast["submit"](action_type, params)
         if request.state != "pending_approval":
             seen[index] = (request.risk_level, request.required_approvals, frozenset())
             continue
-        deciders = {name for name in PEOPLE if approve_code(request.pk, cast[name]) in ("approved", "voted")}
+        deciders = {name for name in PEOPLE if approve_code(request.pk, wire_cast[name]) in ("approved", "voted")}
         seen[index] = (request.risk_level, request.required_approvals, deciders)
     escalate_everything()
     for index, (action_type, params) in enumerate(SAMPLES):
@@ -648,7 +654,7 @@ def who_decides(cast) -> dict[int, tuple]:
             later = {
                 name
                 for name in PEOPLE
-                if name not in deciders and approve_code(request.pk, cast[name]) in ("approved", "voted")
+                if name not in deciders and approve_code(request.pk, wire_cast[name]) in ("approved", "voted")
             }
             seen[index] = (level, quorum, frozenset(deciders | later))
     return seen
@@ -661,8 +667,8 @@ def _rank(level):
 
 
 @pytest.fixture
-def baseline(four_eyes, submit):
-    cast = {**four_eyes, "submit": submit}
+def baseline(wire_cast_four_eyes, submit):
+    cast = {**wire_cast_four_eyes, "submit": submit}
     with transaction.atomic():
         seen = who_decides(cast)
         transaction.set_rollback(True)

@@ -110,11 +110,6 @@ def _user(name: str, *groups: str):
 
 
 @pytest.fixture
-def risk_admin(admin_user):
-    return admin_user  # ada: a risk-admin, not a reviewer
-
-
-@pytest.fixture
 def masked_rule(risk_admin):
     return policy.save_rule(MASKED_MAIL, actor=Person(risk_admin), note="mail bodies and amounts are masked")
 

@@ -34,7 +34,7 @@ from approvals.services import respond_to_suspension
 # The suspension tests' API clients and settings, as fixtures here too.
 from ..suspensions.conftest import (
     APPROVAL_STEP,
-    _api_settings,
+    agent_api_settings,
     api,
     decide,
     fresh_counters,
@@ -43,7 +43,7 @@ from ..suspensions.conftest import (
     suspend,
 )
 
-__all__ = ["_api_settings", "api", "fresh_counters", "pending", "reviewer_client", "suspend"]
+__all__ = ["agent_api_settings", "api", "fresh_counters", "pending", "reviewer_client", "suspend"]
 
 CATASTROPHIC = "^(a+)+$"
 

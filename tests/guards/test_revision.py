@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from hypothesis import given
@@ -40,14 +38,14 @@ from approvals import errors, policy, services
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
-from approvals.permissions import REVIEWERS
 from approvals.states import State
 from tests.api.conftest import bearer
 
 # Fixtures, used by name: the authenticator app's enrollment, the in-process identity provider.
-from tests.identity.conftest import enroll_totp, local_provider, sign_in, totp_code  # noqa: F401
+from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this module)
+from tests.identity.conftest import enroll_totp, local_provider, nobody_required, sign_in, totp_code  # noqa: F401
 from tests.identity.soft_passkey import SoftPasskey
-from tests.identity.test_provider_step_up import back_from_the_provider, provider, sso_alice, to_the_provider  # noqa: F401
+from tests.identity.test_provider_step_up import back_from_the_provider, sso_alice, step_up_provider, to_the_provider  # noqa: F401
 from tests.suspensions.conftest import APPROVAL_STEP
 
 WIRE_LARGE = {
@@ -87,30 +85,13 @@ JSON_ACCEPT = {"HTTP_ACCEPT": "application/json"}
 CHALLENGES = "/api/v1/step-up/challenges/"
 
 
-@pytest.fixture(autouse=True)
-def fresh_counters(settings):
-    """Step-up failure counters and spent codes live in the cache: never carry them over."""
-    settings.MFA_REQUIRED_GROUPS = []
-    cache.clear()
-    yield
-    cache.clear()
+# Step-up failure counters and spent codes live in the cache (`fresh_counters`, autouse
+# here), and no group requires a second factor at sign-in (`nobody_required`).
+pytestmark = pytest.mark.usefixtures("nobody_required")
 
 
 @pytest.fixture
-def treasury(people, django_user_model) -> dict:
-    """tess and vera, in treasury; vera reviews too (she saw revision 1 as a reviewer)."""
-    group = Group.objects.create(name="treasury")
-    cast = {}
-    for name in ("tess", "vera"):
-        user = django_user_model.objects.create_user(name, password=f"{name}-pw-123!")
-        user.groups.add(group)
-        cast[name] = user
-    cast["vera"].groups.add(Group.objects.get(name=REVIEWERS))
-    return cast
-
-
-@pytest.fixture
-def wire(submit, admin_user, treasury):
+def treasury_wire(submit, admin_user, treasurers):
     """`wire(amount)`: mail-bot asks to wire `amount`; over a million it is treasury's, critical."""
     policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
 
@@ -199,9 +180,9 @@ class Path:
 
 
 @pytest.fixture(params=PATHS)
-def path(request, people, treasury):
+def revision_path(request, people, treasurers):
     """`path("vera")`: vera deciding through this test's path."""
-    everyone = {**people, **treasury}
+    everyone = {**people, **treasurers}
     return lambda name: Path(request.param, everyone[name])
 
 
@@ -222,8 +203,8 @@ def snapshot(request) -> tuple:
 # --- The owner's proposal and the treasury member's stale edit ----------------------------------
 
 
-def test_a_stale_edit_never_lands_on_the_owners_proposal(wire, path, people):
-    request = wire(100)
+def test_a_stale_edit_never_lands_on_the_owners_proposal(treasury_wire, revision_path, people):
+    request = treasury_wire(100)
     proposed = services.approve_with_edits(
         request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999}
     )
@@ -231,7 +212,7 @@ def test_a_stale_edit_never_lands_on_the_owners_proposal(wire, path, people):
     assert services.is_proposal(proposed, by=people["owen"])
     before = snapshot(request)
 
-    vera = path("vera")  # she looked at revision 1 (amount 100) and corrects its memo
+    vera = revision_path("vera")  # she looked at revision 1 (amount 100) and corrects its memo
     stale = vera.send(request, "approve", revision=1, edits={"memo": "invoice 42, checked"}, password="vera-pw-123!")
 
     assert_refused(stale, vera.name, errors.REVISION_CHANGED, 409, says="revision 2")
@@ -242,11 +223,11 @@ def test_a_stale_edit_never_lands_on_the_owners_proposal(wire, path, people):
     )
 
 
-def test_a_stale_plain_approval_is_refused_too(wire, path, people):
-    request = wire(100)
+def test_a_stale_plain_approval_is_refused_too(treasury_wire, revision_path, people):
+    request = treasury_wire(100)
     services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999})
     before = snapshot(request)
-    vera = path("vera")
+    vera = revision_path("vera")
     assert_refused(
         vera.send(request, "approve", revision=1, password="vera-pw-123!"),
         vera.name,
@@ -257,11 +238,11 @@ def test_a_stale_plain_approval_is_refused_too(wire, path, people):
     assert snapshot(request) == before
 
 
-def test_on_the_revision_she_saw_the_edit_counts(wire, path, people):
+def test_on_the_revision_she_saw_the_edit_counts(treasury_wire, revision_path, people):
     """The check refuses only the stale: at revision 2 vera's edit is a new revision she approves."""
-    request = wire(100)
+    request = treasury_wire(100)
     services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999})
-    vera = path("vera")
+    vera = revision_path("vera")
     answer = vera.send(request, "approve", revision=2, edits={"amount": 5_000_000}, password="vera-pw-123!")
     assert answer.status in (200, 302), answer
     state, revision, params, votes = snapshot(request)
@@ -298,7 +279,7 @@ def test_a_service_call_without_a_revision_number_is_refused_before_anything_is_
 
 
 @pytest.fixture
-def every_kind(submit, wire, token):
+def every_kind(submit, treasury_wire, token):
     """One pending request of each decision kind: (decision, extra fields, request)."""
     agent_api = bearer(token)
     suspended = agent_api.post("/api/v1/suspensions/", APPROVAL_STEP, format="json")
@@ -306,7 +287,7 @@ def every_kind(submit, wire, token):
     return {
         "approve": ("approve", {}, submit("send_email")),
         "reject": ("reject", {"feedback": "no"}, submit("send_email")),
-        "approve with edits": ("approve", {"edits": {"amount": 200}}, wire(100)),
+        "approve with edits": ("approve", {"edits": {"amount": 200}}, treasury_wire(100)),
         "reply instead": (
             "respond",
             {"message": "Use the shared outbox."},
@@ -320,8 +301,8 @@ def every_kind(submit, wire, token):
     }
 
 
-def test_a_decision_without_a_revision_is_422_on_every_kind_and_path(every_kind, path):
-    alice = path("alice")
+def test_a_decision_without_a_revision_is_422_on_every_kind_and_path(every_kind, revision_path):
+    alice = revision_path("alice")
     for kind, (decision, extra, request) in every_kind.items():
         before = snapshot(request)
         answer = alice.send(request, decision, revision=None, **extra)
@@ -329,9 +310,9 @@ def test_a_decision_without_a_revision_is_422_on_every_kind_and_path(every_kind,
         assert snapshot(request) == before, kind
 
 
-def test_with_its_revision_each_kind_is_decided(every_kind, path):
+def test_with_its_revision_each_kind_is_decided(every_kind, revision_path):
     """The refusal above is the missing revision's, not the kind's."""
-    alice = path("alice")
+    alice = revision_path("alice")
     for kind, (decision, extra, request) in every_kind.items():
         answer = alice.send(request, decision, revision=1, **extra)
         assert answer.status in (200, 302) and not answer.code, (kind, answer)
@@ -411,12 +392,12 @@ def test_if_match_names_the_revision_quoted_or_not(alice_api, submit, if_match):
     assert decided["ETag"] == '"1"'
 
 
-def test_a_stale_if_match_is_409_and_nothing_is_recorded(wire, people, treasury):
-    request = wire(100)
+def test_a_stale_if_match_is_409_and_nothing_is_recorded(treasury_wire, people, treasurers):
+    request = treasury_wire(100)
     services.approve_with_edits(request.pk, actor=Person(people["owen"]), revision=1, edits={"amount": 9_999_999})
     before = snapshot(request)
     vera = APIClient()
-    vera.force_login(treasury["vera"])
+    vera.force_login(treasurers["vera"])
     stale = decide_with(
         vera,
         request,
@@ -634,7 +615,7 @@ def test_the_cards_challenge_needs_a_revision_and_is_only_for_the_reviewers_queu
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_sign_in_at_the_provider_for_one_edit_does_not_approve_another(sso_alice, provider, payroll):
+def test_a_sign_in_at_the_provider_for_one_edit_does_not_approve_another(sso_alice, step_up_provider, payroll):
     request = payroll(100)
     item = [{"id": str(request.pk), "revision": 1}]
 
@@ -643,7 +624,7 @@ def test_a_sign_in_at_the_provider_for_one_edit_does_not_approve_another(sso_ali
             CHALLENGES, {"decision": "approve_with_edits", "requests": item, "edits": edits}, format="json"
         )
         assert asked.status_code == 200 and asked.json()["method"] == "provider", asked.json()
-        back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, asked.json()))
+        back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, asked.json()))
         return asked.json()["nonce"]
 
     def edit(edits: dict, nonce: str):
