@@ -32,7 +32,7 @@ from approvals.people import Person
 from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this module)
 from tests.identity.conftest import nobody_required  # noqa: F401 (a fixture)
 
-# As in test_revision.py: no group requires a second factor at sign-in.
+# As in tests/guards/test_revision_*.py: no group requires a second factor at sign-in.
 pytestmark = pytest.mark.usefixtures("nobody_required")
 
 ROOT = Path(__file__).resolve().parents[2]
