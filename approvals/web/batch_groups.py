@@ -8,6 +8,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.urls import reverse
+
 from .dashboard import queue_rank
 
 if TYPE_CHECKING:  # cards re-exports this module's names, so the import is for the types only
@@ -100,4 +102,25 @@ def group_batches(cards: list[Card]) -> list[Card | BatchGroup]:
             for member in members:
                 member.group_id = group.id
             entries.append(group)
+    return entries
+
+
+def sync_entries(shown: list[Card]) -> list[dict[str, str]]:
+    """The queue sync's list: each entry the page shows, in order; a batch group (its
+    header row and pane, fetched from its own URL) before its members."""
+    entries = []
+    for entry in group_batches(shown):
+        members = entry.members if isinstance(entry, BatchGroup) else [entry]
+        if isinstance(entry, BatchGroup):
+            entries.append(
+                {
+                    "id": entry.id,
+                    "version": entry.version,
+                    "sort": entry.sort_key,
+                    "url": reverse("approvals:batch-card", args=[entry.first.id]),
+                }
+            )
+        entries += [
+            {"id": card.id, "version": card.version, "sort": card.sort_key, "group": card.group_id} for card in members
+        ]
     return entries
