@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 400
 # Generated, vendored or not ours: migrations are written by makemigrations.
 SKIPPED_PARTS = {".venv", "node_modules", "migrations", "var", "static", ".git"}
+# Being rewritten on another branch of issue 23 (the LangChain HITL adapter), which splits it:
+# allowed no longer than it is now, and this entry must go once it is under the limit.
+PENDING_SPLIT = {"clients/python/hitl_controlplane/client/langchain_hitl.py": 460}
 
 
 def python_modules(under: Path = ROOT) -> list[Path]:
@@ -27,8 +30,15 @@ def line_count(path: Path) -> int:
 
 
 def test_no_module_is_over_the_limit():
-    too_long = {str(path.relative_to(ROOT)): line_count(path) for path in python_modules()}
-    assert {path: lines for path, lines in too_long.items() if lines > MAX_LINES} == {}
+    lines_of = {str(path.relative_to(ROOT)): line_count(path) for path in python_modules()}
+    too_long = {path: lines for path, lines in lines_of.items() if lines > max(MAX_LINES, PENDING_SPLIT.get(path, 0))}
+    assert too_long == {}
+
+
+def test_a_pending_split_is_still_pending():
+    """An exemption outlives its reason only until the module is split: then it must go."""
+    done = [path for path in PENDING_SPLIT if not (ROOT / path).exists() or line_count(ROOT / path) <= MAX_LINES]
+    assert done == [], "delete these from PENDING_SPLIT: they are within the limit now"
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
