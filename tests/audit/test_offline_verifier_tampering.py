@@ -23,13 +23,7 @@ from hitl_controlplane.verify import verify_export
 
 from .conftest import SIGNING_KEY
 from .exporting import export_to, manifest_path
-from .verifier_story import (
-    PROJECT_ROOT,
-    eight_events,  # noqa: F401 (fixtures)
-    lines_of,
-    run_verifier,
-    verify,
-)
+from .verifier_story import PROJECT_ROOT, lines_of, run_verifier, verify
 
 
 @pytest.mark.django_db

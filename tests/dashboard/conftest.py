@@ -8,6 +8,8 @@ from django.test import Client
 
 from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this folder)
 
+from .queue_story import finance, six_requests  # noqa: F401 (fixtures: the queue stories')
+
 PASSWORDS = {name: f"{name}-pw-123!" for name in ("alice", "bob", "carol", "owen", "rita", "mallory")}
 
 

@@ -16,13 +16,7 @@ from approvals.states import Kind
 from approvals.web import dashboard
 from tests.fixtures.revisions import current_revision
 
-from .queue_story import (
-    QUEUE,
-    SYNC,
-    _queries,
-    finance,  # noqa: F401 (fixtures)
-    six_requests,  # noqa: F401 (fixtures the others use)
-)
+from .queue_story import QUEUE, SYNC, _queries
 
 
 def test_a_card_shows_what_a_reviewer_decides_on(client, people, submit):

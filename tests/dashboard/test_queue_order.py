@@ -21,7 +21,7 @@ from approvals.states import State
 from approvals.web import dashboard
 from tests.fixtures.revisions import current_revision
 
-from .queue_story import QUEUE, SYNC, card_ids, finance, rolled_back, six_requests  # noqa: F401 (fixtures)
+from .queue_story import QUEUE, SYNC, card_ids, rolled_back
 
 
 def test_a_reviewer_sees_only_pending_requests_routed_to_their_groups(client, people, submit, finance):

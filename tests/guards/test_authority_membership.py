@@ -22,15 +22,7 @@ from approvals.policy.membership import propose_membership
 from controlplane.accounts import sso
 from controlplane.accounts.membership import MembershipActorMiddleware
 
-from .authority import (
-    WIRE,
-    _person,
-    approve_code,
-    assert_nobody_new_decides,
-    events,
-    wire_cast,  # noqa: F401 (fixtures the others use)
-    wire_cast_four_eyes,  # noqa: F401 (fixtures)
-)
+from .authority import WIRE, _person, approve_code, assert_nobody_new_decides, events
 
 pytestmark = pytest.mark.django_db
 

@@ -31,8 +31,6 @@ from .authority import (
     assert_nobody_new_decides,
     escalate_everything,
     events,
-    wire_cast,  # noqa: F401 (fixtures the others use)
-    wire_cast_four_eyes,  # noqa: F401 (fixtures)
 )
 
 pytestmark = pytest.mark.django_db

@@ -23,15 +23,7 @@ from approvals.policy.rules.authority import Limits, Snapshot, effective_authori
 from approvals.policy.rules.conditions import RuleValidationError
 from approvals.policy.tuning import editing
 
-from .authority import (  # noqa: F401 (fixtures)
-    CRITICAL_WIRE,
-    SMALL_WIRE,
-    WIRE,
-    approve_code,
-    escalate_everything,
-    wire_cast,
-    wire_cast_four_eyes,
-)
+from .authority import CRITICAL_WIRE, SMALL_WIRE, WIRE, approve_code, escalate_everything
 
 pytestmark = pytest.mark.django_db
 

@@ -15,16 +15,7 @@ from rest_framework.test import APIClient
 
 from approvals.people import Person
 
-from .bounds_edges import (
-    ANY_NUMBER,
-    ANY_TEXT,
-    FORTY_DIGITS,
-    HOSTILE,
-    HYPOTHESIS,
-    RULE,
-    ada,  # noqa: F401 (fixtures the others use)
-    refused_at_the_input_edge,
-)
+from .bounds_edges import ANY_NUMBER, ANY_TEXT, FORTY_DIGITS, HOSTILE, HYPOTHESIS, RULE, refused_at_the_input_edge
 
 
 def session_api(user) -> APIClient:

@@ -30,7 +30,6 @@ from .bounds_edges import (
     NOTIFICATION_FIELDS,
     RULE,
     RULE_FIELDS,
-    ada,  # noqa: F401 (fixtures)
     in_bounds,
     post_json,
     refused_at_the_input_edge,

@@ -34,7 +34,7 @@ from hitl_controlplane.decisions import (
 )
 from hitl_controlplane.ed25519 import SigningKey
 
-from .client_binding_story import SUBMIT, alice_person, binding_proxy, decided, keys, pinned_cp  # noqa: F401 (fixtures)  # noqa: F401 (fixtures the others use)
+from .client_binding_story import SUBMIT
 
 pytestmark = pytest.mark.django_db
 

@@ -28,17 +28,7 @@ from hitl_controlplane.decisions import (
     verify_decision,
 )
 
-from .client_binding_story import (  # noqa: F401 (fixtures)
-    PARAMS,
-    PLANS,
-    alice_person,
-    binding_proxy,
-    decided,
-    keys,
-    pinned_cp,
-    swap_id_to,
-    untouched,
-)
+from .client_binding_story import PARAMS, PLANS, swap_id_to, untouched
 
 pytestmark = pytest.mark.django_db
 

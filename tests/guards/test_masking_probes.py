@@ -27,7 +27,7 @@ from approvals.policy.rules.impact import compute_impact
 from approvals.policy.tuning import editing
 from audit.models import AuditEvent
 
-from .masking_canary import PROBE, _client, _post_json, _probe_reveals, canary, masked_rule, seeded  # noqa: F401 (fixtures)
+from .masking_canary import PROBE, _client, _post_json, _probe_reveals
 
 pytestmark = pytest.mark.django_db
 

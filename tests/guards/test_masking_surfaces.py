@@ -32,7 +32,7 @@ from tests.audit.exporting import download
 from tests.fixtures.revisions import current_revision
 from tests.sockets import open_socket
 
-from .masking_canary import PROBE, _client, _post_json, _probe_reveals, _user, canary, masked_rule, seeded  # noqa: F401 (fixtures)
+from .masking_canary import PROBE, _client, _post_json, _probe_reveals, _user
 
 pytestmark = pytest.mark.django_db
 

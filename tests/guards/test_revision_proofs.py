@@ -28,16 +28,7 @@ from tests.identity.soft_passkey import SoftPasskey
 from tests.identity.test_provider_step_up import back_from_the_provider, sso_alice, step_up_provider, to_the_provider  # noqa: F401
 from tests.suspensions.conftest import APPROVAL_STEP
 
-from .revision_story import (  # noqa: F401 (fixtures the others use)
-    CHALLENGES,
-    CRITICAL_ANSWERS,
-    JSON_ACCEPT,
-    alice_api,
-    payroll,  # noqa: F401 (fixtures)
-    revision_path,
-    snapshot,
-    treasury_wire,
-)
+from .revision_story import CHALLENGES, CRITICAL_ANSWERS, JSON_ACCEPT, snapshot
 
 # Step-up failure counters and spent codes live in the cache (`fresh_counters`, autouse
 # here), and no group requires a second factor at sign-in (`nobody_required`).

@@ -22,7 +22,7 @@ from tests.identity.conftest import enroll_totp, local_provider, nobody_required
 from tests.identity.test_provider_step_up import back_from_the_provider, sso_alice, step_up_provider, to_the_provider  # noqa: F401
 from tests.suspensions.conftest import APPROVAL_STEP
 
-from .revision_story import JSON_ACCEPT, alice_api, assert_refused, payroll, revision_path, snapshot, treasury_wire  # noqa: F401 (fixtures)  # noqa: F401 (fixtures the others use)
+from .revision_story import JSON_ACCEPT, assert_refused, snapshot
 
 # Step-up failure counters and spent codes live in the cache (`fresh_counters`, autouse
 # here), and no group requires a second factor at sign-in (`nobody_required`).

@@ -17,15 +17,7 @@ from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this m
 from tests.identity.conftest import enroll_totp, local_provider, nobody_required, sign_in, totp_code  # noqa: F401
 from tests.identity.test_provider_step_up import back_from_the_provider, sso_alice, step_up_provider, to_the_provider  # noqa: F401
 
-from .revision_story import (  # noqa: F401 (fixtures)
-    alice_api,
-    assert_refused,
-    decide_with,
-    payroll,  # noqa: F401 (fixtures the others use)
-    revision_path,
-    snapshot,
-    treasury_wire,
-)
+from .revision_story import assert_refused, decide_with, snapshot
 
 # Step-up failure counters and spent codes live in the cache (`fresh_counters`, autouse
 # here), and no group requires a second factor at sign-in (`nobody_required`).
