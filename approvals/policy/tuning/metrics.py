@@ -35,10 +35,11 @@ from hitl_controlplane.manifest import neutralize_cell
 
 from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from ...states import RiskLevel, State
-from .percentiles import duration_percentiles
+from .percentiles import PERCENTILES, duration_percentiles
 
 __all__ = [
     "DIMENSIONS",
+    "PERCENTILES",
     "OutcomeRow",
     "Period",
     "ReviewerRow",
