@@ -22,7 +22,7 @@ from controlplane.http.schema import error_responses
 from .. import decide, errors, services
 from ..errors import DomainError
 from ..services import decision_digest, method_for, passkeys, provider_step_up
-from ..services.reviewer_decisions import APPROVE_WITH_EDITS
+from ..services.edits import APPROVE_WITH_EDITS
 from ..services.step_up import PROVIDER
 from ..services.suspensions import RESPOND
 from .serializers import StepUpChallengeResultSerializer, StepUpChallengeSerializer

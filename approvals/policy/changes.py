@@ -130,7 +130,7 @@ def propose_change(
             return apply_rules(after, verbs, groups, newest, **change, created_by=None, how="seed")
         if not settings.POLICY_FOUR_EYES:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="four_eyes_off")
-        # One all-or-nothing test over the whole effective authority (rules.authority).
+        # One all-or-nothing test over the whole effective authority (rules.effective_authority).
         waits_because = authority.waits_because(before, before_verbs, after, verbs, user=acting_user)
         if waits_because is None:
             return apply_rules(after, verbs, groups, newest, **change, created_by=acting_user, how="stricter_only")

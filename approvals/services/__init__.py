@@ -8,7 +8,9 @@ a request's state. The package, by area:
   domain signal sent on commit (`request_changed`);
 - `guards` and `step_up`: every check a decision meets, under the row lock;
 - `submission`: an agent's submission, classified into its first state;
-- `decisions`: approve, reject, approve with edits, batches, withdrawal;
+- `decisions`: approve, reject, batches, withdrawal;
+- `edits`: approve with edits (a new revision, re-classified);
+- `votes`: the vote every decision records, and the approval once the quorum stands;
 - `suspensions`: a reviewer's typed answer to a paused workflow step;
 - `deadlines`: expiries, the sweeper, deadline extensions;
 - `execution`: re-validation, run-once grants, outcomes and retries;
@@ -21,6 +23,7 @@ from ..people import Person
 from .classification import classification_input
 from .core import SYSTEM, PersistedRefusal, RequestChange, RequestId, request_changed
 from .deadlines import expire, expire_overdue, extend_decision_deadline
+from .edits import approve_with_edits, edit_decision, is_proposal
 from .escalation import escalate_request
 from .execution import (
     ExecutionGrant,
@@ -38,20 +41,11 @@ from .execution import (
 from .leases import renew_execution
 from .replies import respond_instead
 from .reveal import Revealed, allow_masked_probe, may_reveal, reveal_field
-from .reviewer_decisions import (
-    BatchItem,
-    approve,
-    approve_with_edits,
-    cancel,
-    decide_batch,
-    edit_decision,
-    is_proposal,
-    reject,
-    require_revision_given,
-)
+from .reviewer_decisions import BatchItem, approve, cancel, decide_batch, reject
 from .step_up import StepUpProof, decision_digest, method_for, needs_step_up, payload_digest
 from .submission import PLAN_ACTION_TYPE, Submission, classify, submit
 from .suspensions import answer_decision, answer_of, respond_to_suspension
+from .votes import require_revision_given
 
 __all__ = [
     "PLAN_ACTION_TYPE",

@@ -28,7 +28,7 @@ from ..people import Person
 from ..states import State
 from .core import RequestId, changing, transition
 from .guards import require_allowed, require_may_decide, require_pending
-from .reviewer_decisions import _record_vote, _require_revision, require_revision_given
+from .votes import _record_vote, _require_revision, require_revision_given
 
 __all__ = ["RESPONDED", "respond_instead"]
 

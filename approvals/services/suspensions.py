@@ -35,8 +35,8 @@ from ..resume_schema import validate_resume_data
 from ..states import Kind, State
 from .core import RequestId, announce, changing
 from .guards import require_may_decide, require_pending, rule_asks_step_up
-from .reviewer_decisions import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 from .step_up import payload_digest, require_step_up
+from .votes import _approve_if_quorum, _record_vote, _require_revision, require_revision_given
 
 __all__ = ["RESPOND", "answer_decision", "answer_of", "respond_to_suspension"]
 

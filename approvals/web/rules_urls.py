@@ -3,7 +3,7 @@ admins, at /rules/ (namespace "rules"), and the reviewer's deadline extension.""
 
 from django.urls import path
 
-from . import metrics_views, proposal_views
+from . import metrics_views, proposal_views, rules_json_views
 from . import rules_views as views
 
 app_name = "rules"
@@ -13,11 +13,11 @@ urlpatterns = [
     path("new/", views.rule_edit, name="new"),
     path("reorder/", views.reorder, name="reorder"),
     path("destructive-verbs/", views.destructive_verbs, name="destructive-verbs"),
-    path("validate.json", views.validate, name="validate"),
-    path("paths.json", views.paths, name="paths"),
-    path("dry-run.json", views.dry_run, name="dry-run"),
-    path("test.json", views.try_sample, name="test"),
-    path("samples.json", views.samples, name="samples"),
+    path("validate.json", rules_json_views.validate, name="validate"),
+    path("paths.json", rules_json_views.paths, name="paths"),
+    path("dry-run.json", rules_json_views.dry_run, name="dry-run"),
+    path("test.json", rules_json_views.try_sample, name="test"),
+    path("samples.json", rules_json_views.samples, name="samples"),
     path("history/", proposal_views.history, name="history"),
     path("history/<int:number>/", proposal_views.version, name="version"),
     path("history/<int:number>/restore/", proposal_views.restore, name="restore"),

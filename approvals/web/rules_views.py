@@ -1,6 +1,7 @@
-"""Pages and JSON endpoints of the rule editor (risk-admins only), and the reviewer's
-one-time deadline extension. Policy history and proposals are in
-`approvals.web.proposal_views`, decision metrics in `approvals.web.metrics_views`.
+"""Pages of the rule editor (risk-admins only), and the reviewer's one-time deadline
+extension. The editor's JSON endpoints are in `approvals.web.rules_json_views`, policy
+history and proposals in `approvals.web.proposal_views`, decision metrics in
+`approvals.web.metrics_views`.
 
 Views are thin: they parse input and call `approvals.policy`, `approvals.policy.tuning.*`,
 `approvals.notifications.dispatch` and `approvals.services`. JSON endpoints answer
@@ -17,48 +18,34 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from controlplane.http.codes import NOT_FOUND
 from controlplane.http.errors import CodedError
 from controlplane.http.inputs import parse_json_text
 
 from .. import errors, policy, services
 from ..bounds import BOUNDS
 from ..errors import DomainError
-from ..execution.executors import params_by_action_type
 from ..models import PolicyProposal, PolicyVersion, RiskRule
 from ..notifications import dispatch as notifications
 from ..people import Person
 from ..policy import PolicyError
-from ..policy import authority as policy_authority
 from ..policy.rules.conditions import OPERATORS, RuleValidationError
 from ..policy.rules.engine import RULE_KEYS
 from ..policy.rules.levels import LEVELS
 from ..policy.rules.patterns import pattern_problems
-from ..policy.tuning import dry_run as dry_runs
 from ..policy.tuning import editing
-from ..policy.tuning import paths as rule_paths
 from .rules_http import (
-    INVALID_LIMIT,
-    INVALID_PROPOSAL,
-    INVALID_RULE,
-    INVALID_SAMPLE,
-    BadInput,
     flash_outcome,
     flash_refusal,
-    json_body,
-    json_endpoint,
-    json_error,
     note_from,
     redirect_after,
-    request_url,
     risk_admin_required,
 )
+from .rules_json_views import path_catalogue
 
 # How the condition builder names each operator (the value sent stays the operator's name).
 OPERATOR_LABELS = {
@@ -74,9 +61,6 @@ OPERATOR_LABELS = {
     "len_gt": "is longer than",
     "exists": "exists (true / false)",
 }
-
-
-# --- The rule list, reordering, enable/disable, delete -------------------------------------------
 
 
 @risk_admin_required
@@ -165,13 +149,6 @@ def destructive_verbs(request: HttpRequest) -> HttpResponse:
     return redirect_after(outcome)
 
 
-# --- Create and edit ---------------------------------------------------------------------------------
-
-
-def _catalogue(action_type: Any) -> rule_paths.PathCatalogue:
-    return rule_paths.catalogue_for(action_type, executor_params=params_by_action_type(settings.EXECUTORS))
-
-
 def _editor_context(
     request: HttpRequest,
     rule: dict[str, Any],
@@ -190,7 +167,7 @@ def _editor_context(
         "groups": groups,
         "levels": LEVELS,
         "operators": OPERATORS,
-        "suggested_paths": _catalogue(rule.get("action_type")).paths,
+        "suggested_paths": path_catalogue(rule.get("action_type")).paths,
         "editor_config": {
             "existing": existing,
             "rule": rule,
@@ -333,124 +310,6 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
             return redirect_after(outcome)
         messages.success(request, f"Notification settings of {name} saved.")
     return redirect("rules:edit", name=name)
-
-
-# --- JSON: validate, dry-run, test --------------------------------------------------------------------
-
-
-@risk_admin_required
-@require_POST
-@json_endpoint
-def validate(request: HttpRequest) -> JsonResponse:
-    """``{"rule": {...}}`` → ``{"ok": true, "rule"}`` or 422 ``{"ok": false, "field", "message"}``."""
-    result = editing.validate_rule(json_body(request).get("rule"))
-    if not result["ok"]:
-        return json_error(INVALID_RULE, result["message"], field=result["field"])
-    return JsonResponse(result)
-
-
-@risk_admin_required
-@require_POST
-@json_endpoint
-def paths(request: HttpRequest) -> JsonResponse:
-    """``{"rule": {...}}`` → the paths known for its action type (the builder's
-    suggestions) and ``warnings``: ``[{"field", "message"}]`` for each condition path
-    nothing provides. Warnings never stop a save (`approvals.policy.tuning.paths`)."""
-    rule = json_body(request).get("rule")
-    if not isinstance(rule, dict):
-        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
-    catalogue = _catalogue(rule.get("action_type"))
-    return JsonResponse(
-        {"ok": True, **catalogue.to_dict(), "warnings": rule_paths.path_warnings(rule.get("conditions"), catalogue)}
-    )
-
-
-def _proposal(data: dict[str, Any]) -> list[dict[str, Any]]:
-    if "rules" in data:
-        if not isinstance(data["rules"], list):
-            raise BadInput(INVALID_PROPOSAL, "'rules' must be a list of rules.", "rules")
-        return data["rules"]
-    if data.get("delete"):
-        return dry_runs.propose_deletion(str(data["delete"]))
-    if isinstance(data.get("rule"), dict):
-        replaces = data.get("replaces")
-        return dry_runs.propose_rule(data["rule"], replaces=replaces if isinstance(replaces, str) else None)
-    raise BadInput(INVALID_PROPOSAL, "Send a rule, a whole rule set (rules) or a rule name to delete.")
-
-
-@risk_admin_required
-@require_POST
-@json_endpoint
-def dry_run(request: HttpRequest) -> JsonResponse:
-    """``{"rule": {...}, "replaces"?: name}``, ``{"rules": [...]}`` or ``{"delete": name}``,
-    with ``limit`` (default 1,000) → the dry-run report, and ``four_eyes``: whether
-    saving it would apply at once or wait for a second risk-admin (and why)."""
-    data = json_body(request)
-    limit = data.get("limit", dry_runs.DEFAULT_SAMPLE)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= dry_runs.MAX_SAMPLE:
-        raise BadInput(INVALID_LIMIT, f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
-    proposed = _proposal(data)
-    report = dry_runs.dry_run(proposed, limit=limit).to_dict()
-    for change in report["changes"]:  # each row opens the request it would affect
-        change["url"] = request_url(change["request_id"])
-    current = policy.current_policy()
-    waits = (
-        policy_authority.waits_because(
-            current.compiled.to_dicts(),
-            current.destructive_verbs,
-            proposed,
-            current.destructive_verbs,
-            user=request.user,
-        )
-        if settings.POLICY_FOUR_EYES
-        else None
-    )
-    return JsonResponse({"ok": True, **report, "four_eyes": {"on": settings.POLICY_FOUR_EYES, "waits_because": waits}})
-
-
-@risk_admin_required
-@require_POST
-@json_endpoint
-def try_sample(request: HttpRequest) -> JsonResponse:
-    """``{"rule"?: {...}, "replaces"?: name, "sample"?: {...}, "request_id"?: uuid}`` →
-    which rule matched, the classification, and each of the rule's conditions.
-
-    On a stored request its masked params (its own classification's) are read blind
-    and shown masked; a rule under test whose conditions read one by value is an
-    oracle for it, so it runs on the real value only for someone who may reveal it on
-    that request while it is pending, audited (`services.allow_masked_probe`: 403
-    `masked_probe_refused` otherwise)."""
-    data = json_body(request)
-    sample, shown, masked, reveal = data.get("sample"), None, frozenset(), False
-    rule = data.get("rule")
-    if rule is not None and not isinstance(rule, dict):
-        raise BadInput(INVALID_RULE, "'rule' must be an object.", "rule")
-    if data.get("request_id"):
-        try:
-            found = editing.sample_from_request(str(data["request_id"]))
-        except (ValueError, ValidationError):  # a malformed id is just "not found"
-            found = None
-        if found is None:
-            raise BadInput(NOT_FOUND, "No such request.", "request_id")
-        sample, shown, masked = found.sample, found.shown, found.masked
-        probes = editing.masked_reads(rule, found)
-        if probes:
-            services.allow_masked_probe(found.request_id, probes, actor=Person.from_request(request))
-            reveal = True
-    if sample is None:
-        raise BadInput(INVALID_SAMPLE, "Send a sample (JSON) or pick a recent request.", "sample")
-    replaces = data.get("replaces") if isinstance(data.get("replaces"), str) else None
-    result = editing.try_rule(rule, sample, replaces=replaces, masked=masked, reveal=reveal)
-    return JsonResponse({"ok": True, **result.to_dict(), "sample": shown})
-
-
-@risk_admin_required
-@require_GET
-def samples(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"ok": True, "requests": editing.recent_samples()})
-
-
-# --- The reviewer's deadline extension ------------------------------------------------------------------------
 
 
 @login_required

@@ -35,6 +35,7 @@ from ..filters import ApprovalRequestFilterSet
 from ..permissions import decidable_by, with_view_grant_or_audit
 from ..states import RiskLevel
 from . import cards, queue_queries, request_page
+from .batch_groups import sync_entries
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -61,27 +62,6 @@ def _order(request: HttpRequest) -> str:
 def _page_of_cards(request: HttpRequest, filters: ApprovalRequestFilterSet) -> list[cards.Card]:
     page = queue_queries.queue_page(request.user, filters, order=_order(request), related=cards.CARD_RELATIONS)
     return cards.build_cards(page, viewer=request.user)
-
-
-def _entries(request: HttpRequest, shown: list[cards.Card]) -> list[dict[str, str]]:
-    """The sync's list: each entry the page shows, in order; a batch group (its header
-    row and pane, fetched from its own URL) before its members."""
-    entries = []
-    for entry in cards.group_batches(shown):
-        members = entry.members if entry.is_group else [entry]
-        if entry.is_group:
-            entries.append(
-                {
-                    "id": entry.id,
-                    "version": entry.version,
-                    "sort": entry.sort_key,
-                    "url": reverse("approvals:batch-card", args=[entry.first.id]),
-                }
-            )
-        entries += [
-            {"id": card.id, "version": card.version, "sort": card.sort_key, "group": card.group_id} for card in members
-        ]
-    return entries
 
 
 def _with(query, **changes: str) -> str:
@@ -216,7 +196,7 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
             "by_risk": {level: n for level, n, _ in counts["by_risk"]},
             "expiring": counts["expiring"],
             "more": _more_than_shown(counts),
-            "cards": _entries(request, shown),
+            "cards": sync_entries(shown),
         }
     )
 

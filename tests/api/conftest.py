@@ -15,7 +15,7 @@ from agents.services import issue_token
 
 
 @pytest.fixture(autouse=True)
-def _api_settings(settings):
+def agent_api_settings(settings):
     settings.AGENT_TOKEN_RATE_LIMIT = (10_000, 60)
     settings.OUTBOUND_URL_ALLOWLIST = ["127.0.0.1", "hooks.example.com"]
     settings.OUTBOUND_ALLOW_PRIVATE = True  # tests call back to loopback servers

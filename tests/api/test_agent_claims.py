@@ -19,15 +19,6 @@ from tests.api.conftest import EMAIL, PLAN_MD
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def login_as(client):
-    def _login(user):
-        client.force_login(user)
-        return client
-
-    return _login
-
-
 CONTEXT = {
     "links": [{"label": "Run 42", "url": "https://ci.example.com/runs/42"}],
     "turns": [

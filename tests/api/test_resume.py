@@ -160,7 +160,7 @@ class LongPollWaits:
 
 
 @pytest.fixture
-def long_polls(monkeypatch) -> LongPollWaits:
+def long_poll_waits(monkeypatch) -> LongPollWaits:
     """Watch the long-poll's wait on the channel layer: the moment it parks, and what ends it."""
     layer = get_channel_layer()
     receive = layer.receive
@@ -183,7 +183,7 @@ def long_polls(monkeypatch) -> LongPollWaits:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_polls):
+def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_poll_waits):
     request_id = _email(api)
     client = AsyncClient()
 
@@ -193,7 +193,7 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_
                 f"/api/v1/requests/{request_id}/resume/", {"wait": "10"}, headers={"Authorization": f"Bearer {token}"}
             )
         )
-        await asyncio.wait_for(long_polls.parked.wait(), HANG_GUARD_SECONDS)  # the server holds the poll
+        await asyncio.wait_for(long_poll_waits.parked.wait(), HANG_GUARD_SECONDS)  # the server holds the poll
         assert not waiting.done()
         await sync_to_async(services.reject)(
             request_id, revision=1, actor=services.Person(people["alice"]), feedback="not today"
@@ -204,13 +204,13 @@ def test_the_long_poll_returns_when_the_decision_lands(token, people, api, long_
     body = async_to_sync(scenario)()
     assert body["state"] == "rejected" and body["resume_data"]["feedback"] == "not today"
     # It answered because the decision's push woke it, not because its 10 s ran out.
-    assert len(long_polls.woken_by) == 1 and long_polls.ran_out == 0
+    assert len(long_poll_waits.woken_by) == 1 and long_poll_waits.ran_out == 0
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_long_poll_times_out_undecided(api, long_polls):
+def test_the_long_poll_times_out_undecided(api, long_poll_waits):
     request_id = _email(api)
     body = _resume(api, request_id, wait=0.5)
     assert body["decided"] is False and body["state"] == "pending_approval"
     # It waited for news, heard none, and answered when its own wait ran out.
-    assert long_polls.parked.is_set() and long_polls.woken_by == [] and long_polls.ran_out == 1
+    assert long_poll_waits.parked.is_set() and long_poll_waits.woken_by == [] and long_poll_waits.ran_out == 1

@@ -10,13 +10,11 @@ them. tess and trent are treasury; vera is in both.
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Group
-from django.core.cache import cache
 
 from approvals import policy
 from approvals.models import ApprovalRequest
 from approvals.people import Person
-from approvals.permissions import REVIEWERS
+from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this folder)
 
 WIRE_LARGE = {
     "name": "wire_large",
@@ -39,29 +37,8 @@ WIRE = {
 }
 
 
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    """Step-up failure counters live in the cache (Redis in CI): never carry them between tests."""
-    cache.clear()
-    yield
-    cache.clear()
-
-
 @pytest.fixture
-def treasury(people, django_user_model) -> dict:
-    """tess, trent and vera, in treasury; vera reviews too."""
-    group = Group.objects.create(name="treasury")
-    cast = {}
-    for name in ("tess", "trent", "vera"):
-        user = django_user_model.objects.create_user(name, password=f"{name}-pw-123!")
-        user.groups.add(group)
-        cast[name] = user
-    cast["vera"].groups.add(Group.objects.get(name=REVIEWERS))
-    return cast
-
-
-@pytest.fixture
-def wire_policy(admin_user, treasury):
+def wire_policy(admin_user, treasurers):
     policy.save_rules([WIRE_LARGE, WIRE], actor=Person(admin_user), note="wires: large ones are treasury's")
 
 

@@ -37,8 +37,8 @@ PATHS = ("form", "keyboard", "api")
 
 
 @pytest.fixture
-def everyone(people, treasury) -> dict:
-    return {**people, **treasury}
+def everyone(people, treasurers) -> dict:
+    return {**people, **treasurers}
 
 
 @dataclass
@@ -96,7 +96,7 @@ class DecisionPath:
 
 
 @pytest.fixture(params=PATHS)
-def path(request, everyone):
+def decision_path(request, everyone):
     """`path("alice")`: alice deciding through this test's path."""
     return lambda name: DecisionPath(request.param, everyone[name])
 
@@ -116,10 +116,10 @@ def votes(request: ApprovalRequest) -> list[tuple[str, int]]:
 
 
 class TestStepUpOnEveryPath:
-    def test_approving_a_critical_request_needs_the_step_up(self, wire, path):
+    def test_approving_a_critical_request_needs_the_step_up(self, wire, decision_path):
         request = wire(5_000_000)
         assert (request.risk_level, request.approver_group.name) == ("critical", "treasury")
-        tess = path("tess")
+        tess = decision_path("tess")
 
         assert_refused(tess.send(request), tess.name, errors.STEP_UP_REQUIRED, 403)
         assert votes(request) == []
@@ -132,17 +132,17 @@ class TestStepUpOnEveryPath:
         assert Decision.objects.get(request=request).step_up_method == "password"
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL  # two are needed
 
-    def test_approving_a_critical_request_with_edits_needs_the_step_up(self, wire, path):
+    def test_approving_a_critical_request_with_edits_needs_the_step_up(self, wire, decision_path):
         request = wire(5_000_000)
-        tess = path("tess")
+        tess = decision_path("tess")
         assert_refused(tess.send(request, edits={"amount": 4_000_000}), tess.name, errors.STEP_UP_REQUIRED, 403)
         request.refresh_from_db()
         assert (request.current_revision, votes(request)) == (1, [])
 
-    def test_an_edit_that_makes_a_request_critical_asks_for_the_step_up_of_the_new_level(self, wire, path):
+    def test_an_edit_that_makes_a_request_critical_asks_for_the_step_up_of_the_new_level(self, wire, decision_path):
         request = wire(500)
         assert request.risk_level == "medium"
-        vera = path("vera")  # a reviewer and in treasury: her approval would count, with the step-up
+        vera = decision_path("vera")  # a reviewer and in treasury: her approval would count, with the step-up
         assert_refused(vera.send(request, edits={"amount": 2_500_000}), vera.name, errors.STEP_UP_REQUIRED, 403)
         request.refresh_from_db()
         assert (request.current_revision, request.risk_level, votes(request)) == (1, "medium", [])
@@ -156,16 +156,18 @@ class TestStepUpOnEveryPath:
         )
         assert votes(request) == [("vera", 2)]
 
-    def test_the_service_itself_refuses_without_the_proof(self, wire, treasury):
+    def test_the_service_itself_refuses_without_the_proof(self, wire, treasurers):
         request = wire(5_000_000)
         with pytest.raises(errors.DomainError) as refused:
-            services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(treasury["tess"]))
+            services.approve(
+                request.pk, revision=current_revision(request.pk), actor=services.Person(treasurers["tess"])
+            )
         assert refused.value.code == errors.STEP_UP_REQUIRED
 
-    def test_a_proof_is_valid_for_the_one_decision_it_came_with(self, wire, treasury):
+    def test_a_proof_is_valid_for_the_one_decision_it_came_with(self, wire, treasurers):
         first, second = wire(5_000_000), wire(6_000_000)
         proof = services.StepUpProof.password("tess-pw-123!")
-        tess = services.Person(treasury["tess"], step_up=proof)
+        tess = services.Person(treasurers["tess"], step_up=proof)
         services.approve(first.pk, revision=current_revision(first.pk), actor=tess)
         with pytest.raises(errors.DomainError) as reused:
             services.approve(second.pk, revision=current_revision(second.pk), actor=tess)
@@ -177,9 +179,9 @@ class TestStepUpOnEveryPath:
 
 
 class TestEditsCannotEscalatePastTheGroup:
-    def test_an_edit_by_someone_outside_the_new_group_is_only_a_proposal(self, wire, path, everyone):
+    def test_an_edit_by_someone_outside_the_new_group_is_only_a_proposal(self, wire, decision_path, everyone):
         request = wire(500)
-        alice = path("alice")
+        alice = decision_path("alice")
         answer = alice.send(request, edits={"amount": 9_999_999, "to": "attacker-acct"})
         assert answer.status in (200, 302), answer
         if alice.name == "api":
@@ -201,7 +203,7 @@ class TestEditsCannotEscalatePastTheGroup:
         assert verbs[-3:] == ["request.reclassified", "request.revised", "request.edit_proposed"]
 
         # Her colleague in the old group can no longer approve it either.
-        bob = path("bob")
+        bob = decision_path("bob")
         refused = bob.send(request)
         if bob.name == "api":
             assert (refused.status, refused.code) == (403, errors.NOT_PERMITTED)
@@ -210,7 +212,7 @@ class TestEditsCannotEscalatePastTheGroup:
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.PENDING_APPROVAL
 
     def test_two_reviewers_outside_treasury_cannot_approve_a_transfer_they_inflated(
-        self, submit, admin_user, treasury, people, agent
+        self, submit, admin_user, treasurers, people, agent
     ):
         policy.save_rules([WIRE_LARGE, {**WIRE, "required_approvals": 2}], actor=Person(admin_user), note="two eyes")
         request = submit("wire", params={"amount": 500, "to": "acct-supplier"}, target={"ledger": "main"})
@@ -232,15 +234,17 @@ class TestEditsCannotEscalatePastTheGroup:
         for name in ("tess", "trent"):
             proof = services.StepUpProof.password(f"{name}-pw-123!")
             services.approve(
-                request.pk, revision=current_revision(request.pk), actor=services.Person(treasury[name], step_up=proof)
+                request.pk,
+                revision=current_revision(request.pk),
+                actor=services.Person(treasurers[name], step_up=proof),
             )
         grant = services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent)
         assert grant.params["to"] == "attacker-acct"  # what treasury approved, knowingly
         assert votes(request) == [("tess", 2), ("trent", 2)]
 
-    def test_an_edit_that_lowers_the_risk_keeps_the_stricter_classification(self, wire, treasury):
+    def test_an_edit_that_lowers_the_risk_keeps_the_stricter_classification(self, wire, treasurers):
         request = wire(5_000_000)
-        tess = services.Person(treasury["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
+        tess = services.Person(treasurers["tess"], step_up=services.StepUpProof.password("tess-pw-123!"))
         services.approve_with_edits(request.pk, revision=current_revision(request.pk), actor=tess, edits={"amount": 10})
         request.refresh_from_db()
         assert (request.risk_level, request.required_approvals, request.approver_group.name) == (
@@ -267,9 +271,9 @@ class TestEditsCannotEscalatePastTheGroup:
 
 
 class TestStepUpIsNoOracle:
-    def test_repeated_wrong_step_ups_end_the_session(self, wire, path):
+    def test_repeated_wrong_step_ups_end_the_session(self, wire, decision_path):
         request = wire(5_000_000)
-        tess = path("tess")
+        tess = decision_path("tess")
         for _ in range(2):
             assert_refused(tess.send(request, password="guess"), tess.name, errors.STEP_UP_FAILED, 403)
         assert tess.signed_in
@@ -286,9 +290,9 @@ class TestStepUpIsNoOracle:
         assert "guess" not in str(list(events.values_list("metadata", flat=True)))
         assert verify_chain().ok
 
-    def test_a_right_step_up_resets_the_count(self, wire, treasury):
+    def test_a_right_step_up_resets_the_count(self, wire, treasurers):
         first, second = wire(5_000_000), wire(6_000_000)
-        tess = treasury["tess"]
+        tess = treasurers["tess"]
         for request in (first, second):
             for _ in range(2):
                 with pytest.raises(errors.DomainError):

@@ -16,9 +16,9 @@ from tests.fixtures.revisions import current_revision
 
 
 @pytest.fixture
-def tess_client(treasury):
+def tess_client(treasurers):
     client = APIClient(enforce_csrf_checks=True)
-    client.force_login(treasury["tess"])
+    client.force_login(treasurers["tess"])
     return client
 
 
@@ -43,10 +43,10 @@ def test_one_proof_approves_a_batch_of_critical_requests(wire, tess_client):
     assert AuditEvent.objects.filter(verb="auth.step_up_failed").count() == 0
 
 
-def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
+def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasurers):
     inside, outside = wire(2_000_000), wire(3_000_000)
     proof = services.StepUpProof.password("tess-pw-123!", covers=[(str(inside.pk), 1, "approve")])
-    tess = services.Person(treasury["tess"], step_up=proof)
+    tess = services.Person(treasurers["tess"], step_up=proof)
     services.approve(inside.pk, revision=current_revision(inside.pk), actor=tess)
     with pytest.raises(errors.DomainError) as refused:
         services.approve(outside.pk, revision=current_revision(outside.pk), actor=tess)
@@ -54,14 +54,14 @@ def test_a_batch_proof_covers_nothing_outside_the_batch(wire, treasury):
     assert not Decision.objects.filter(request=outside).exists()
 
 
-def test_a_request_that_moved_on_is_refused_and_the_others_are_decided(wire, treasury, tess_client):
+def test_a_request_that_moved_on_is_refused_and_the_others_are_decided(wire, treasurers, tess_client):
     moved, still = wire(2_000_000), wire(3_000_000)
-    trent = services.Person(treasury["trent"], step_up=services.StepUpProof.password("trent-pw-123!"))
+    trent = services.Person(treasurers["trent"], step_up=services.StepUpProof.password("trent-pw-123!"))
     services.approve_with_edits(moved.pk, revision=current_revision(moved.pk), actor=trent, edits={"amount": 2_100_000})
     results = batch(tess_client, [moved, still], password="tess-pw-123!").json()["results"]
     assert results[0]["code"] == errors.REVISION_CHANGED
     assert results[1]["outcome"] == "vote_recorded"
-    assert not Decision.objects.filter(request=moved, reviewer=treasury["tess"]).exists()
+    assert not Decision.objects.filter(request=moved, reviewer=treasurers["tess"]).exists()
 
 
 def test_a_wrong_proof_counts_once_for_the_whole_batch(wire, tess_client):

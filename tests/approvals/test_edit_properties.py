@@ -73,7 +73,7 @@ memberships = st.fixed_dictionaries({name: st.sets(st.sampled_from(GROUPS), max_
 
 
 @pytest.fixture
-def cast(admin_user, people):
+def payment_cast(admin_user, people):
     """p0..p4 and owen, who owns the agent (so separation of duties has someone to refuse)."""
     for name in GROUPS[1:]:
         Group.objects.get_or_create(name=name)
@@ -123,15 +123,15 @@ def assert_stands_on_its_final_classification(request: ApprovalRequest) -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(groups=memberships, start=AMOUNTS, plan=steps)
-def test_an_approved_request_stands_on_its_own_final_classification(cast, agent, groups, start, plan):
-    for name, user in cast.items():
+def test_an_approved_request_stands_on_its_own_final_classification(payment_cast, agent, groups, start, plan):
+    for name, user in payment_cast.items():
         user.groups.set(Group.objects.filter(name__in=groups[name]))
     request = services.submit(
         services.Submission(kind=Kind.ACTION, action_type="pay_vendor", params={"amount": start, "memo": "m"}),
         agent=agent,
     )
     for who, kind, amount, proves in plan:
-        _act(request.pk, cast[who], kind, amount, proves)
+        _act(request.pk, payment_cast[who], kind, amount, proves)
     request.refresh_from_db()
     if request.state == State.APPROVED:
         assert_stands_on_its_final_classification(request)

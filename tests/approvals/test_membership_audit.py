@@ -28,11 +28,6 @@ VERB = "group.membership_changed"
 
 
 @pytest.fixture
-def treasury(db) -> Group:
-    return Group.objects.create(name="treasury")
-
-
-@pytest.fixture
 def grace(django_user_model):
     """Grace runs the site: a staff superuser who edits people in the admin."""
     return django_user_model.objects.create_superuser("grace", password="grace-pw-123!")

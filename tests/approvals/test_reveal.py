@@ -7,15 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.test import Client
 from rest_framework.test import APIClient
 
 from agents.services import issue_token
 from approvals import errors, services
 from approvals.errors import DomainError
-from approvals.permissions import AUDITORS
 from audit.models import AuditEvent
 from tests.api.conftest import csrf_post
 from tests.fixtures.revisions import current_revision
@@ -31,13 +28,6 @@ def email(submit):
     request = submit("send_email", params={"to": ["dana@example.com"], "subject": "Q3", "body": SECRET})
     assert "body" in request.classification["masked_params"]
     return request
-
-
-@pytest.fixture
-def auditor(db):
-    user = get_user_model().objects.create_user("audrey", password="audrey-pw-123!")
-    user.groups.add(Group.objects.get(name=AUDITORS))
-    return user
 
 
 def reveals(request) -> list[AuditEvent]:

@@ -40,13 +40,13 @@ def test_a_new_request_counts_its_groups_active_members_but_the_excluded(setup, 
     assert request.quorum_reachable is (eligible >= request.required_approvals)
 
 
-def test_a_second_group_and_direct_grants_count_each_person_once(submit, people, treasury):
+def test_a_second_group_and_direct_grants_count_each_person_once(submit, people, treasurers):
     request = submit()
     before = set(eligible_approvers(request).values_list("username", flat=True))
 
-    grant_group(request, treasury["tess"].groups.get(name="treasury"))  # tess, trent, and vera (already a reviewer)
+    grant_group(request, treasurers["tess"].groups.get(name="treasury"))  # tess, trent, and vera (already a reviewer)
     decide = Permission.objects.get(content_type__app_label="approvals", codename=DECIDE)
-    for person in (treasury["trent"], people["mallory"]):  # trent again, and someone in no group
+    for person in (treasurers["trent"], people["mallory"]):  # trent again, and someone in no group
         ApprovalRequestUserObjectPermission.objects.create(content_object=request, user=person, permission=decide)
 
     after = set(eligible_approvers(request).values_list("username", flat=True))

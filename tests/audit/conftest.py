@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from audit.chain import Actor
+from audit.chain import Actor, record
 from hitl_controlplane.ed25519 import SigningKey
 
 
@@ -79,7 +79,7 @@ def audit_signing(settings, tmp_path):
 
 
 @pytest.fixture
-def auditor(django_user_model):
+def auditor_ann(django_user_model):
     """Ann audits: a member of the `auditors` group, nothing else."""
     from django.contrib.auth.models import Group
 
@@ -112,3 +112,27 @@ def _already_member(user, group) -> None:
 def mallory(django_user_model):
     """Mallory is signed in and belongs to no group."""
     return django_user_model.objects.create_user(username="mallory", password="unused-password-4")
+
+
+@pytest.fixture
+def eight_events(alice, refund_request, system) -> None:
+    """A refund's story, with awkward text in it (commas, quotes, newlines, a formula)."""
+    user = Actor.for_user(alice)
+    record(
+        "request.submitted",
+        actor=Actor.for_agent(type("A", (), {"pk": 7, "name": "mail-bot"})()),
+        request=refund_request,
+        metadata={"note": 'says "hi",\nthen leaves'},
+    )
+    record(
+        "request.queued",
+        actor=system,
+        request=refund_request,
+        metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"},
+    )
+    record("decision.recorded", actor=user, request=refund_request, metadata={"verdict": "approve"})
+    record("request.approved", actor=user, request=refund_request, metadata={"to": "approved"})
+    record("request.execution_claimed", actor=system, request=refund_request, metadata={"memo": "=SUM(A1:A9)"})
+    record("request.succeeded", actor=system, request=refund_request, metadata={"to": "succeeded"})
+    record("policy.changed", actor=user, metadata={"amount": "12.30", "é": "ünïcödé"})
+    record("agent.created", actor=user, metadata={"name": "-rm -rf"})

@@ -29,7 +29,7 @@ HOSTILE = ['=HYPERLINK("http://x")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"
 
 
 @pytest.fixture
-def story(alice, system) -> None:
+def export_story(alice, system) -> None:
     """Two requests on two days: a high-risk refund (agent 7) and a low-risk mail (agent 8)."""
     refund_bot, mail_bot = SimpleNamespace(pk=7, name="refund-bot"), SimpleNamespace(pk=8, name="mail-bot")
     with freeze_time("2026-03-01T10:00:00Z"):
@@ -74,8 +74,8 @@ def exported_seqs(user, query: str) -> list[int]:
         ("verb=request.approved&actor=alice&agent=7", [6]),
     ],
 )
-def test_every_filter_selects_exactly_its_events(story, auditor, query, expected):
-    assert exported_seqs(auditor, query) == expected
+def test_every_filter_selects_exactly_its_events(export_story, auditor_ann, query, expected):
+    assert exported_seqs(auditor_ann, query) == expected
 
 
 @pytest.mark.django_db
@@ -93,8 +93,8 @@ def test_every_filter_selects_exactly_its_events(story, auditor, query, expected
         ("agent=99999999999999999999", "agent"),
     ],
 )
-def test_a_bad_filter_is_a_json_400_naming_the_field(story, auditor, query, field):
-    response, body = download(auditor, f"/audit/export.csv?{query}")
+def test_a_bad_filter_is_a_json_400_naming_the_field(export_story, auditor_ann, query, field):
+    response, body = download(auditor_ann, f"/audit/export.csv?{query}")
     assert response.status_code == 400
     error = json.loads(body)
     assert (error["code"], error["details"]) == ("invalid_filter", {"field": field})
@@ -105,8 +105,8 @@ def test_a_bad_filter_is_a_json_400_naming_the_field(story, auditor, query, fiel
 
 
 @pytest.mark.django_db
-def test_the_jsonl_trailer_manifest_matches_the_rows_received(story, auditor):
-    response, body = download(auditor, "/audit/export.jsonl?actor=alice")
+def test_the_jsonl_trailer_manifest_matches_the_rows_received(export_story, auditor_ann):
+    response, body = download(auditor_ann, "/audit/export.jsonl?actor=alice")
     rows, manifest = jsonl_rows(body)
     seqs = [row["seq"] for row in rows]
     assert manifest["row_count"] == len(rows) == 3
@@ -114,15 +114,15 @@ def test_the_jsonl_trailer_manifest_matches_the_rows_received(story, auditor):
     assert manifest["hash_digest"] == hashlib.sha256("".join(f"{r['hash']}\n" for r in rows).encode()).hexdigest()
     assert manifest["filters"] == {"actor": "alice"}
     assert manifest["chain_head"] == {"seq": 7, "hash": AuditEvent.objects.get(seq=7).hash}
-    assert manifest["exported_by"] == {"kind": "user", "id": str(auditor.pk), "label": "ann"}
+    assert manifest["exported_by"] == {"kind": "user", "id": str(auditor_ann.pk), "label": "ann"}
     assert manifest["export_id"] == response["X-Audit-Export-Id"]
     assert signature_problem(manifest, SIGNING_KEY) is None
     assert manifest["signature"] == {**manifest["signature"], "alg": "Ed25519", "key_id": SIGNING_KEY_ID}
 
 
 @pytest.mark.django_db
-def test_jsonl_rows_round_trip_to_the_stored_canonical_text(story, auditor):
-    _, body = download(auditor, "/audit/export.jsonl")
+def test_jsonl_rows_round_trip_to_the_stored_canonical_text(export_story, auditor_ann):
+    _, body = download(auditor_ann, "/audit/export.jsonl")
     rows, _ = jsonl_rows(body)
     stored = {e.seq: e for e in AuditEvent.objects.all()}
     for row in rows:
@@ -132,8 +132,8 @@ def test_jsonl_rows_round_trip_to_the_stored_canonical_text(story, auditor):
 
 
 @pytest.mark.django_db
-def test_every_export_is_itself_an_audit_event(story, auditor):
-    response, _ = download(auditor, "/audit/export.csv?verb=request.submitted")
+def test_every_export_is_itself_an_audit_event(export_story, auditor_ann):
+    response, _ = download(auditor_ann, "/audit/export.csv?verb=request.submitted")
     event = AuditEvent.objects.order_by("-seq").first()
     assert (event.verb, event.actor_label, event.actor_kind) == ("audit.exported", "ann", "user")
     assert event.metadata["filters"] == {"verb": "request.submitted"}
@@ -143,11 +143,11 @@ def test_every_export_is_itself_an_audit_event(story, auditor):
 
 
 @pytest.mark.django_db
-def test_the_csv_sidecar_is_fetched_by_the_link_header_and_verifies(story, auditor, tmp_path):
-    response, body = download(auditor, "/audit/export.csv?agent=7")
+def test_the_csv_sidecar_is_fetched_by_the_link_header_and_verifies(export_story, auditor_ann, tmp_path):
+    response, body = download(auditor_ann, "/audit/export.csv?agent=7")
     link = response["Link"]
     assert link.startswith("</audit/export.csv.manifest?export_id=") and 'rel="describedby"' in link
-    manifest_response, manifest_body = download(auditor, link[1 : link.index(">")])
+    manifest_response, manifest_body = download(auditor_ann, link[1 : link.index(">")])
     assert manifest_response.status_code == 200
     (tmp_path / "x.csv").write_bytes(body)
     verdict = verify_export(tmp_path / "x.csv", manifest=json.loads(manifest_body), key=SIGNING_KEY)
@@ -155,21 +155,21 @@ def test_the_csv_sidecar_is_fetched_by_the_link_header_and_verifies(story, audit
 
 
 @pytest.mark.django_db
-def test_an_unknown_export_id_has_no_manifest(auditor):
-    response, body = download(auditor, f"/audit/export.csv.manifest?export_id={uuid.uuid4()}")
+def test_an_unknown_export_id_has_no_manifest(auditor_ann):
+    response, body = download(auditor_ann, f"/audit/export.csv.manifest?export_id={uuid.uuid4()}")
     assert response.status_code == 404
     assert json.loads(body)["code"] == "export_not_found"
 
 
 @pytest.mark.django_db
-def test_an_export_stops_at_the_head_it_started_from(story, auditor):
+def test_an_export_stops_at_the_head_it_started_from(export_story, auditor_ann):
     """Rows appended while an export streams are left to the next export, so its manifest holds."""
     from asgiref.sync import async_to_sync
 
     from audit.export import begin_export, stream_export
     from audit.filters import AuditEventFilterSet
 
-    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
+    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor_ann))
     record("policy.changed", actor=Actor.system(), metadata={"late": True})
 
     async def collect() -> str:
@@ -184,10 +184,10 @@ def test_an_export_stops_at_the_head_it_started_from(story, auditor):
 
 
 @pytest.mark.django_db
-def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
+def test_hostile_csv_values_are_neutralized_and_still_verify(auditor_ann, tmp_path):
     for value in HOSTILE:
         record("policy.changed", actor=Actor.system(label=value), metadata={"note": value})
-    response, body = download(auditor, "/audit/export.csv")
+    response, body = download(auditor_ann, "/audit/export.csv")
     assert response["Content-Type"].startswith("text/csv")
     records = list(csv.reader(io.StringIO(body.decode("utf-8"), newline="")))
     header, rows = records[0], records[1:]
@@ -204,7 +204,7 @@ def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
     for row in rows:
         assert len(row) == len(header), "commas, quotes and newlines stay inside their cell"
         assert not any(cell.startswith(("=", "+", "-", "@", "\t", "\r")) for cell in row)
-    _, manifest = download(auditor, response["Link"][1 : response["Link"].index(">")])
+    _, manifest = download(auditor_ann, response["Link"][1 : response["Link"].index(">")])
     (tmp_path / "hostile.csv").write_bytes(body)
     verdict = verify_export(tmp_path / "hostile.csv", manifest=json.loads(manifest), key=SIGNING_KEY)
     assert verdict.ok, verdict.message
@@ -215,7 +215,7 @@ def test_hostile_csv_values_are_neutralized_and_still_verify(auditor, tmp_path):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_audit_export_command_writes_a_verifiable_file_with_a_progress_bar(story, tmp_path, fmt):
+def test_audit_export_command_writes_a_verifiable_file_with_a_progress_bar(export_story, tmp_path, fmt):
     out, err = io.StringIO(), io.StringIO()
     path = tmp_path / f"export.{fmt}"
     call_command("audit_export", "--format", fmt, "--out", str(path), "--since", "2026-03-02", stdout=out, stderr=err)
@@ -263,7 +263,7 @@ def _stream(plan, chunk_rows: int) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_the_streamed_export_equals_the_command_export_row_for_row(story, fmt):
+def test_the_streamed_export_equals_the_command_export_row_for_row(export_story, fmt):
     """The view (async, chunks of 2) and the command (sync, chunks of 3) cut the rows
     differently; the rows, their order and the digests must come out the same."""
     from audit.export import begin_export, iter_export
@@ -282,13 +282,13 @@ def test_the_streamed_export_equals_the_command_export_row_for_row(story, fmt):
 
 
 @pytest.mark.django_db
-def test_a_client_leaving_mid_export_ends_the_stream_without_an_exported_event(story, auditor):
+def test_a_client_leaving_mid_export_ends_the_stream_without_an_exported_event(export_story, auditor_ann):
     from asgiref.sync import async_to_sync
 
     from audit.export import begin_export, stream_export
     from audit.filters import AuditEventFilterSet
 
-    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
+    plan = begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor_ann))
 
     async def first_chunk_then_leave() -> str:
         stream = stream_export(plan, chunk_rows=2)
@@ -335,7 +335,7 @@ def test_a_chunk_renders_and_digests_as_row_by_row_and_reads_back_as_hashed():
 
 
 @pytest.mark.django_db
-def test_an_export_that_fails_after_it_started_ends_its_body_without_a_manifest(story, auditor, monkeypatch):
+def test_an_export_that_fails_after_it_started_ends_its_body_without_a_manifest(export_story, auditor_ann, monkeypatch):
     """The headers are sent: a failure at the end must close the body, not leave the
     download hanging (it did, when the worker's audit key had moved on); the file
     then verifies as incomplete, never as whole."""
@@ -348,7 +348,7 @@ def test_an_export_that_fails_after_it_started_ends_its_body_without_a_manifest(
         raise RuntimeError("the chain refused the audit.exported event")
 
     monkeypatch.setattr(export, "finish_export", refuse)
-    plan = export.begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor))
+    plan = export.begin_export(AuditEventFilterSet.from_query({}), "jsonl", actor=Actor.for_user(auditor_ann))
 
     async def collect() -> str:
         return "".join([chunk async for chunk in export.stream_export(plan, chunk_rows=2)])

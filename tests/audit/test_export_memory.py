@@ -40,7 +40,7 @@ def export_size(server, cookie: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_peak_memory_of_the_server_does_not_grow_with_the_export(require_postgres, auditor):
+def test_peak_memory_of_the_server_does_not_grow_with_the_export(require_postgres, auditor_ann):
     """Measured on PostgreSQL, the production database: on the embedded SQLite default
     the in-process database's own memory made the peak too noisy to bound reliably."""
     if not Path("/proc/self/status").exists():
@@ -48,7 +48,7 @@ def test_peak_memory_of_the_server_does_not_grow_with_the_export(require_postgre
     from tests.live import DaphneServer
 
     client = Client()
-    client.force_login(auditor)
+    client.force_login(auditor_ann)
     cookie = client.cookies["sessionid"].value
     server = DaphneServer()  # its own process, so earlier tests' requests do not set its peak
     try:

@@ -59,8 +59,8 @@ def manifest_url(export_id: str = "00000000-0000-0000-0000-000000000000") -> str
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("page", PAGES)
-def test_auditors_read_every_page(refund_story, auditor, page):
-    assert client_for(auditor).get(page).status_code == 200
+def test_auditors_read_every_page(refund_story, auditor_ann, page):
+    assert client_for(auditor_ann).get(page).status_code == 200
 
 
 @pytest.mark.django_db
@@ -109,9 +109,9 @@ def test_a_user_with_view_but_not_export_sees_the_log_without_export_links(refun
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
-def test_nobody_edits_or_deletes_through_any_audit_url(refund_story, auditor, django_user_model, method):
+def test_nobody_edits_or_deletes_through_any_audit_url(refund_story, auditor_ann, django_user_model, method):
     superuser = django_user_model.objects.create_superuser("root", password="unused-password-6")
-    for user in (auditor, superuser):
+    for user in (auditor_ann, superuser):
         client = client_for(user)
         for url in [*PAGES, *EXPORTS, manifest_url()]:
             response = getattr(client, method)(url)
@@ -129,8 +129,8 @@ def seqs_on(response) -> list[int]:
 
 
 @pytest.mark.django_db
-def test_the_log_filters_by_verb_actor_and_risk(refund_story, auditor):
-    client = client_for(auditor)
+def test_the_log_filters_by_verb_actor_and_risk(refund_story, auditor_ann):
+    client = client_for(auditor_ann)
     assert seqs_on(client.get("/audit/")) == [6, 5, 4, 3, 2, 1]
     assert seqs_on(client.get("/audit/?verb=decision.recorded")) == [3]
     assert seqs_on(client.get("/audit/?actor=alice")) == [4, 3]
@@ -139,22 +139,22 @@ def test_the_log_filters_by_verb_actor_and_risk(refund_story, auditor):
 
 
 @pytest.mark.django_db
-def test_a_bad_filter_is_explained_not_a_crash(refund_story, auditor):
-    response = client_for(auditor).get("/audit/?since=someday")
+def test_a_bad_filter_is_explained_not_a_crash(refund_story, auditor_ann):
+    response = client_for(auditor_ann).get("/audit/?since=someday")
     assert response.status_code == 400
     assert b"since must be an ISO-8601 date" in response.content
 
 
 @pytest.mark.django_db
-def test_export_links_carry_the_filters(refund_story, auditor):
-    response = client_for(auditor).get("/audit/?verb=request.approved&actor=alice")
+def test_export_links_carry_the_filters(refund_story, auditor_ann):
+    response = client_for(auditor_ann).get("/audit/?verb=request.approved&actor=alice")
     assert b'href="/audit/export.jsonl?verb=request.approved&amp;actor=alice"' in response.content
 
 
 @pytest.mark.django_db
-def test_keyset_pages_walk_the_whole_log_without_offsets(auditor):
+def test_keyset_pages_walk_the_whole_log_without_offsets(auditor_ann):
     many_events(120)
-    client = client_for(auditor)
+    client = client_for(auditor_ann)
     seen, url = [], "/audit/"
     while url:
         response = client.get(url)
@@ -170,17 +170,17 @@ LOG_PAGE_QUERIES = 10  # session, user, permissions (2), nav groups, events, sta
 
 
 @pytest.mark.django_db
-def test_the_log_page_query_count_is_constant(auditor, django_assert_max_num_queries):
+def test_the_log_page_query_count_is_constant(auditor_ann, django_assert_max_num_queries):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    client = client_for(auditor)
+    client = client_for(auditor_ann)
     many_events(10)
     run_verification()
     with CaptureQueriesContext(connection) as small:
         client.get("/audit/?risk=high")
     many_events(1000)
-    download(auditor, "/audit/export.csv")
+    download(auditor_ann, "/audit/export.csv")
     with django_assert_max_num_queries(LOG_PAGE_QUERIES) as large:
         response = client.get("/audit/?risk=high")
     assert response.status_code == 200
@@ -193,16 +193,16 @@ def test_the_log_page_query_count_is_constant(auditor, django_assert_max_num_que
 
 
 @pytest.mark.django_db
-def test_the_event_page_shows_the_canonical_text_and_that_its_hash_recomputes(refund_story, auditor):
-    response = client_for(auditor).get("/audit/events/3/")
+def test_the_event_page_shows_the_canonical_text_and_that_its_hash_recomputes(refund_story, auditor_ann):
+    response = client_for(auditor_ann).get("/audit/events/3/")
     assert b"decision.recorded" in response.content
     assert b'id="hash-check" class="chain-ok">yes' in response.content
-    assert client_for(auditor).get("/audit/events/999/").status_code == 404
+    assert client_for(auditor_ann).get("/audit/events/999/").status_code == 404
 
 
 @pytest.mark.django_db
-def test_the_request_timeline_joins_decision_and_execution_events(refund_story, auditor):
-    response = client_for(auditor).get(f"/audit/requests/{REFUND.pk}/")
+def test_the_request_timeline_joins_decision_and_execution_events(refund_story, auditor_ann):
+    response = client_for(auditor_ann).get(f"/audit/requests/{REFUND.pk}/")
     phases = re.findall(rb'class="timeline-item phase-(\w+)" data-seq="(\d+)"', response.content)
     assert [(phase.decode(), int(seq)) for phase, seq in phases] == [
         ("submission", 1),
@@ -213,12 +213,12 @@ def test_the_request_timeline_joins_decision_and_execution_events(refund_story, 
         ("execution", 6),
     ]
     assert b"deleted; the audit events remain" in response.content
-    assert client_for(auditor).get(f"/audit/requests/{uuid.uuid4()}/").status_code == 404
+    assert client_for(auditor_ann).get(f"/audit/requests/{uuid.uuid4()}/").status_code == 404
 
 
 @pytest.mark.django_db
-def test_the_status_panel_shows_the_last_verification(refund_story, auditor):
-    client = client_for(auditor)
+def test_the_status_panel_shows_the_last_verification(refund_story, auditor_ann):
+    client = client_for(auditor_ann)
     assert b"Not verified yet" in client.get("/audit/").content
     run_verification()
     page = client.get("/audit/").content.decode()
@@ -228,11 +228,11 @@ def test_the_status_panel_shows_the_last_verification(refund_story, auditor):
 
 
 @pytest.mark.django_db
-def test_the_status_panel_shows_the_signing_key_to_pin(refund_story, auditor, settings):
+def test_the_status_panel_shows_the_signing_key_to_pin(refund_story, auditor_ann, settings):
     from audit.signing import SigningKey
 
     client = Client()
-    client.force_login(auditor)
+    client.force_login(auditor_ann)
     page = client.get("/audit/").content.decode()
     key = SigningKey.from_secret(settings.AUDIT_SIGNING_KEY)
     assert key.public_text in page and key.key_id in page
@@ -249,39 +249,39 @@ def agent_cells(response) -> list[str]:
 
 
 @pytest.mark.django_db
-def test_the_log_names_the_agent_it_acted_under_not_its_number(refund_story, auditor):
-    cells = agent_cells(client_for(auditor).get("/audit/"))
+def test_the_log_names_the_agent_it_acted_under_not_its_number(refund_story, auditor_ann):
+    cells = agent_cells(client_for(auditor_ann).get("/audit/"))
     assert cells and set(cells) == {"refund-bot"}
 
 
 @pytest.mark.django_db
-def test_an_agent_renamed_since_shows_under_its_current_name(refund_story, auditor, django_user_model):
+def test_an_agent_renamed_since_shows_under_its_current_name(refund_story, auditor_ann, django_user_model):
     from django.apps import apps
 
     apps.get_model("agents", "Agent").objects.create(pk=REFUND.agent_id, name="refunds-v2")
-    page = client_for(auditor).get("/audit/")
+    page = client_for(auditor_ann).get("/audit/")
     assert set(agent_cells(page)) == {"refunds-v2"}
     assert f'href="?agent={REFUND.agent_id}"' in page.content.decode()
 
 
 @pytest.mark.django_db
-def test_an_agent_seen_only_on_others_rows_is_named_by_its_number(auditor, system):
+def test_an_agent_seen_only_on_others_rows_is_named_by_its_number(auditor_ann, system):
     record("request.expired", actor=system, request=SimpleNamespace(pk=uuid.uuid4(), agent_id=41))
-    assert agent_cells(client_for(auditor).get("/audit/")) == ["agent #41"]
+    assert agent_cells(client_for(auditor_ann).get("/audit/")) == ["agent #41"]
 
 
 @pytest.mark.django_db
-def test_the_event_page_names_the_agent(refund_story, auditor):
-    page = client_for(auditor).get("/audit/events/1/").content.decode()
+def test_the_event_page_names_the_agent(refund_story, auditor_ann):
+    page = client_for(auditor_ann).get("/audit/events/1/").content.decode()
     assert "refund-bot" in page and "(id 7)" in page
 
 
 @pytest.mark.django_db
-def test_naming_agents_costs_one_query_however_many_agents_a_page_shows(auditor, django_assert_max_num_queries):
+def test_naming_agents_costs_one_query_however_many_agents_a_page_shows(auditor_ann, django_assert_max_num_queries):
     from django.apps import apps
 
     Agent = apps.get_model("agents", "Agent")
-    client = client_for(auditor)
+    client = client_for(auditor_ann)
 
     def events_by(count: int) -> None:
         with audited_atomic():

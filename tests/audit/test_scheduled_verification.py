@@ -21,13 +21,13 @@ from .rewriting import rewrite_chain_consistently
 
 
 @pytest.fixture
-def five_events(alice, refund_request, system) -> None:
+def recorded_steps(alice, refund_request, system) -> None:
     for verb in ("request.submitted", "request.queued", "decision.recorded", "request.approved", "request.succeeded"):
         record(verb, actor=Actor.for_user(alice), request=refund_request, metadata={"step": verb})
 
 
 @pytest.mark.django_db
-def test_a_run_records_its_outcome_an_event_and_a_signed_checkpoint(five_events, settings):
+def test_a_run_records_its_outcome_an_event_and_a_signed_checkpoint(recorded_steps, settings):
     outcome = verify_chain_task.apply().get()
     assert outcome == {"ok": True, "head_seq": 5, "bad_seq": None, "checkpoint": "checkpoint-000000000005.json"}
     run = ChainVerification.objects.get()
@@ -40,7 +40,7 @@ def test_a_run_records_its_outcome_an_event_and_a_signed_checkpoint(five_events,
 
 
 @pytest.mark.django_db
-def test_later_runs_continue_from_the_last_good_head(five_events):
+def test_later_runs_continue_from_the_last_good_head(recorded_steps):
     verify_chain_task.apply()
     record("request.failed", actor=Actor.system())
     verify_chain_task.apply()
@@ -49,7 +49,7 @@ def test_later_runs_continue_from_the_last_good_head(five_events):
 
 
 @pytest.mark.django_db
-def test_an_edited_row_raises_chain_broken(five_events):
+def test_an_edited_row_raises_chain_broken(recorded_steps):
     with maintenance(), connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {AuditEvent._meta.db_table} SET canonical = replace(canonical, 'queued', 'QUEUED') WHERE seq = 2"
@@ -62,7 +62,7 @@ def test_an_edited_row_raises_chain_broken(five_events):
 
 
 @pytest.mark.django_db
-def test_a_consistent_rewrite_fails_its_signatures_and_the_checkpoint(five_events):
+def test_a_consistent_rewrite_fails_its_signatures_and_the_checkpoint(recorded_steps):
     verify_chain_task.apply()  # checkpoint at seq 5
     rewrite_chain_consistently(from_seq=3, change={"step": "decision.recorded (rejected)"})
     from audit.chain import verify_chain
@@ -76,7 +76,7 @@ def test_a_consistent_rewrite_fails_its_signatures_and_the_checkpoint(five_event
 
 
 @pytest.mark.django_db
-def test_a_forged_checkpoint_file_is_an_alert(five_events, settings):
+def test_a_forged_checkpoint_file_is_an_alert(recorded_steps, settings):
     settings.AUDIT_CHECKPOINT_DIR.mkdir(parents=True)
     (settings.AUDIT_CHECKPOINT_DIR / "checkpoint-000000000004.json").write_text(
         json.dumps({"type": "cp-audit-checkpoint/1", "seq": 4, "hash": "f" * 64, "time": "x"})

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from agents.services import issue_token
 from tests.fixtures.services import missing_service
 
 CHROMIUM = "/usr/bin/chromium"
@@ -164,3 +165,9 @@ def confirm_decision(page) -> None:
     approval is then held for the undo window and sent when it closes."""
     page.locator("#confirm-decision[open]").wait_for()
     page.locator("#confirm-yes").click()
+
+
+@pytest.fixture
+def agent_token(agent) -> str:
+    """mail-bot's bearer token, for a browser story's agent side."""
+    return issue_token(agent, label="browser test").secret

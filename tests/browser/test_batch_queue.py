@@ -26,15 +26,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 EMAIL = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 
 
-@pytest.fixture
-def critical_wires(admin_user):
-    policy.save_rule(
-        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-        actor=Person(admin_user),
-        note="wires are critical",
-    )
-
-
 def group_head(page):
     return page.locator("#queue-list .queue-row.group-row")
 

@@ -20,9 +20,8 @@ import pytest
 
 from agents.models import Agent
 from agents.services import issue_token
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest, Decision
-from approvals.people import Person
 from approvals.states import State
 from tests.browser.conftest import _server_can_check
 from tests.fixtures.revisions import current_revision
@@ -44,15 +43,6 @@ def api(server_url: str, token: str, path: str, body: dict) -> dict:
     )
     with urllib.request.urlopen(request, timeout=15) as response:
         return json.load(response)
-
-
-@pytest.fixture
-def critical_wires(admin_user):
-    policy.save_rule(
-        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-        actor=Person(admin_user),
-        note="wires are critical",
-    )
 
 
 def row_ids(page) -> list[str]:

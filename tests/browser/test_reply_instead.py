@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.services import issue_token
 from tests.browser.conftest import select_card
 from tests.browser.test_reviewer_dashboard import api, card
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def agent_token(agent) -> str:
-    return issue_token(agent, label="browser reply test").secret
 
 
 def test_a_reply_from_the_card_reaches_the_agent_in_place_of_the_tool(

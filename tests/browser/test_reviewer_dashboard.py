@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from agents.services import issue_token
 from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
@@ -46,11 +45,6 @@ def settle(page) -> None:
     page.evaluate("""() => Promise.all([...document.images].map((image) => image.complete ? null
         : new Promise((done) => { image.addEventListener("load", done); image.addEventListener("error", done); })))
         .then(() => new Promise((done) => setTimeout(done)))""")
-
-
-@pytest.fixture
-def agent_token(agent) -> str:
-    return issue_token(agent, label="browser test").secret
 
 
 @pytest.fixture

@@ -11,7 +11,9 @@ import httpx
 import pytest
 from django.db import connection
 
+from approvals import policy
 from approvals.models import ApprovalRequest
+from approvals.people import Person
 
 # Only bounds how long a broken test hangs; no assertion depends on how long anything takes.
 HANG_GUARD_SECONDS = 20
@@ -188,3 +190,21 @@ def proxy(daphne_server):
     running = DroppingProxy(daphne_server.port)
     yield running
     running.close()
+
+
+# Transfers are high risk and one person decides them; the amount is editable.
+EDITABLE_TRANSFER = {
+    "name": "transfer_one_person",
+    "priority": 5,
+    "action_type": "transfer_funds",
+    "risk_level": "high",
+    "required_approvals": 1,
+    "editable_params": ["amount"],
+    "conditions": [],
+}
+
+
+@pytest.fixture
+def transfer_rule(admin_user):
+    """One person decides transfers (ada saved the rule)."""
+    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")

@@ -10,9 +10,8 @@ import threading
 import pytest
 
 from agents.resume import PLAN_APPROVED_TEXT
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest
-from approvals.people import Person
 from hitl_controlplane.client import (
     ApprovalRejected,
     ApprovalTimeout,
@@ -29,15 +28,6 @@ from .conftest import HANG_GUARD_SECONDS, AsyncNotingTransport, NotingTransport
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 PLAN = "# Add dark mode\n\n1. Add a theme toggle.\n2. Persist the choice.\n"
-EDITABLE_TRANSFER = {
-    "name": "transfer_one_person",
-    "priority": 5,
-    "action_type": "transfer_funds",
-    "risk_level": "high",
-    "required_approvals": 1,
-    "editable_params": ["amount"],
-    "conditions": [],
-}
 
 
 @pytest.fixture
@@ -54,11 +44,6 @@ def plan_file(tmp_path):
     path = tmp_path / "dark-mode.md"
     path.write_text(PLAN)
     return str(path)
-
-
-@pytest.fixture
-def transfer_rule(admin_user):
-    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")
 
 
 def test_submit_plan_reads_the_file_waits_and_returns_mastras_texts(cp, plan_file, people, reviewer_decides):

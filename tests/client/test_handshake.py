@@ -1,6 +1,6 @@
 """The execution handshake (hitl_controlplane.handshake) against the server, in process.
 
-The client talks to the real server through the guards' loopback proxy (an httpx
+The client talks to the real server through the guards' loopback claim_proxy (an httpx
 transport around Django, tests/guards/test_client_binding.py), extended to rewrite claim
 answers. An approved call runs exactly once with the approved params and ends succeeded
 with its result's digest in the audit log; a second run of the same decision (a restored
@@ -41,7 +41,7 @@ PARAMS = {"amount": 900, "to": "acme", "memo": "Rechnung №42"}
 
 
 class ClaimProxy(Proxy):
-    """The guards' proxy, which can also rewrite claim answers.
+    """The guards' claim_proxy, which can also rewrite claim answers.
 
     `claim(status, body, sent)`: what the client reads instead of a claim answer (None:
     the answer as is); `sent` is the JSON the client sent (its nonce). Every claim answer
@@ -67,30 +67,30 @@ class ClaimProxy(Proxy):
 
 
 @pytest.fixture
-def proxy(people) -> ClaimProxy:
-    proxy = ClaimProxy()
+def claim_proxy(people) -> ClaimProxy:
+    claim_proxy = ClaimProxy()
     alice = Person(people["alice"])
     # A reviewer approves each submission as its answer passes.
-    proxy.on_submitted = lambda request_id: services.approve(request_id, actor=alice, revision=1)
-    return proxy
+    claim_proxy.on_submitted = lambda request_id: services.approve(request_id, actor=alice, revision=1)
+    return claim_proxy
 
 
-def client(token: str, proxy: ClaimProxy, key: str) -> ControlPlane:
-    return ControlPlane("http://testserver", token, poll_wait=0.2, retries=0, transport=proxy, public_keys=[key])
+def client(token: str, claim_proxy: ClaimProxy, key: str) -> ControlPlane:
+    return ControlPlane("http://testserver", token, poll_wait=0.2, retries=0, transport=claim_proxy, public_keys=[key])
 
 
 @pytest.fixture
-def cp(token, proxy, server_public_key):
-    with client(token, proxy, server_public_key) as opened:
+def handshake_cp(token, claim_proxy, server_public_key):
+    with client(token, claim_proxy, server_public_key) as opened:
         yield opened
 
 
 @pytest.fixture
-def approved(cp):
-    """`approved(key)`: a transfer submitted and approved; its resume and the call as this client made it."""
+def approved_transfer(handshake_cp):
+    """`approved_transfer(key)`: a transfer submitted and approved; its resume and the call as this client made it."""
 
     def _approved(key: str = "transfer-1"):
-        resume = cp.request_approval("transfer_funds", params=PARAMS, idempotency_key=key)
+        resume = handshake_cp.request_approval("transfer_funds", params=PARAMS, idempotency_key=key)
         return resume, SubmittedCall.action("transfer_funds", PARAMS, idempotency_key=key)
 
     return _approved
@@ -116,10 +116,10 @@ def verbs(request_id: str) -> list[str]:
 # --- Approve: once, exactly as approved --------------------------------------------------------------
 
 
-def test_an_approved_call_runs_once_with_the_approved_params_and_ends_succeeded_with_its_digest(cp):
+def test_an_approved_call_runs_once_with_the_approved_params_and_ends_succeeded_with_its_digest(handshake_cp):
     runs = []
 
-    @cp.require_approval("transfer_funds")
+    @handshake_cp.require_approval("transfer_funds")
     def transfer_funds(amount: int, to: str, memo: str) -> str:
         runs.append({"amount": amount, "to": to, "memo": memo})
         return f"sent {amount}"
@@ -133,30 +133,30 @@ def test_an_approved_call_runs_once_with_the_approved_params_and_ends_succeeded_
     assert "request.expired" not in verbs(request.pk)
 
 
-def test_the_same_decision_run_twice_runs_once_and_then_answers_already_executed(cp, approved):
+def test_the_same_decision_run_twice_runs_once_and_then_answers_already_executed(handshake_cp, approved_transfer):
     """A restored state, a retried step, a second process: the second run is the tool's text, not a run."""
-    resume, call = approved()
+    resume, call = approved_transfer()
     tool = Tool()
-    assert run_approved(cp, resume, call, tool) == "sent 900 to acme"
-    again = run_approved(cp, resume, call, tool)
+    assert run_approved(handshake_cp, resume, call, tool) == "sent 900 to acme"
+    again = run_approved(handshake_cp, resume, call, tool)
     assert again == f"Not run: already executed (request {resume.request_id}, succeeded/succeeded)"
     assert tool.runs == [PARAMS]
 
 
-def test_a_grant_names_the_claims_nonce_attempt_and_revision(cp, approved, proxy):
-    resume, call = approved()
-    claimed = claim_approved(cp, resume, call)
-    answer = proxy.claims[0]
+def test_a_grant_names_the_claims_nonce_attempt_and_revision(handshake_cp, approved_transfer, claim_proxy):
+    resume, call = approved_transfer()
+    claimed = claim_approved(handshake_cp, resume, call)
+    answer = claim_proxy.claims[0]
     assert (answer["attempt"], answer["revision"]) == (1, 1)
     assert claimed.grant["nonce"] == answer["grant_signature"]["signed"]["nonce"]
     assert len(claimed.grant["nonce"]) == 43
     assert claimed.grant["idempotency_key"] == f"cp-{resume.request_id}-r1"
 
 
-def test_the_claim_api_requires_a_nonce(cp, approved):
-    resume, _ = approved()
+def test_the_claim_api_requires_a_nonce(handshake_cp, approved_transfer):
+    resume, _ = approved_transfer()
     with pytest.raises(ControlPlaneError) as refused:
-        cp._call("POST", f"/api/v1/requests/{resume.request_id}/claim/", json={})
+        handshake_cp._call("POST", f"/api/v1/requests/{resume.request_id}/claim/", json={})
     assert (refused.value.status, refused.value.code) == (422, "validation_error")
     assert "nonce" in json.dumps(refused.value.details)
     assert ApprovalRequest.objects.get(pk=resume.request_id).state == "approved"
@@ -196,34 +196,38 @@ def _no_grant(status, body, sent):
     ],
     ids=["params", "request-id", "params-and-digest", "grant-removed"],
 )
-def test_a_claim_answer_altered_in_transit_runs_nothing(cp, approved, proxy, tamper, refused_for):
-    resume, call = approved()
-    proxy.claim = tamper
+def test_a_claim_answer_altered_in_transit_runs_nothing(
+    handshake_cp, approved_transfer, claim_proxy, tamper, refused_for
+):
+    resume, call = approved_transfer()
+    claim_proxy.claim = tamper
     tool = Tool()
     with pytest.raises(DecisionRefused, match=refused_for):
-        run_approved(cp, resume, call, tool)
+        run_approved(handshake_cp, resume, call, tool)
     assert tool.runs == []
 
 
-def test_the_decision_presented_as_the_grant_runs_nothing(cp, approved, proxy):
+def test_the_decision_presented_as_the_grant_runs_nothing(handshake_cp, approved_transfer, claim_proxy):
     """The resume's genuine decision_signature where the grant_signature belongs: another context."""
-    resume, call = approved()
+    resume, call = approved_transfer()
 
     def as_grant(status, body, sent):
         body["grant_signature"] = resume.raw["decision_signature"]
         return body
 
-    proxy.claim = as_grant
+    claim_proxy.claim = as_grant
     tool = Tool()
     with pytest.raises(DecisionRefused, match="does not match"):
-        run_approved(cp, resume, call, tool)
+        run_approved(handshake_cp, resume, call, tool)
     assert tool.runs == []
 
 
-def test_a_genuine_grant_for_another_request_bearing_this_claims_nonce_runs_nothing(cp, approved, proxy, token):
-    """The proxy reads the client's nonce and claims another approved request of the agent with it."""
-    other, _ = approved("transfer-0")
-    resume, call = approved("transfer-1")
+def test_a_genuine_grant_for_another_request_bearing_this_claims_nonce_runs_nothing(
+    handshake_cp, approved_transfer, claim_proxy, token
+):
+    """The claim_proxy reads the client's nonce and claims another approved request of the agent with it."""
+    other, _ = approved_transfer("transfer-0")
+    resume, call = approved_transfer("transfer-1")
     agent = Agent.objects.get(name="mail-bot")
 
     def swap(status, body, sent):
@@ -232,68 +236,68 @@ def test_a_genuine_grant_for_another_request_bearing_this_claims_nonce_runs_noth
         )
         return {**body, "params": grant.params, "token": grant.token, "grant_signature": grant.grant_signature}
 
-    proxy.claim = swap
+    claim_proxy.claim = swap
     tool = Tool()
     with pytest.raises(DecisionRefused, match="request_id"):
-        run_approved(cp, resume, call, tool)
+        run_approved(handshake_cp, resume, call, tool)
     assert tool.runs == []
 
 
 def test_the_first_processs_grant_replayed_to_a_second_process_runs_nothing(
-    cp, approved, proxy, token, server_public_key
+    handshake_cp, approved_transfer, claim_proxy, token, server_public_key
 ):
-    resume, call = approved()
+    resume, call = approved_transfer()
     tool = Tool()
-    assert run_approved(cp, resume, call, tool) == "sent 900 to acme"
-    first = proxy.claims[0]
-    # The second process's claim is refused (already claimed); the proxy answers with the first's grant.
-    proxy.claim = lambda status, body, sent: first if status == 409 else None
-    with client(token, proxy, server_public_key) as second:
+    assert run_approved(handshake_cp, resume, call, tool) == "sent 900 to acme"
+    first = claim_proxy.claims[0]
+    # The second process's claim is refused (already claimed); the claim_proxy answers with the first's grant.
+    claim_proxy.claim = lambda status, body, sent: first if status == 409 else None
+    with client(token, claim_proxy, server_public_key) as second:
         with pytest.raises(DecisionRefused, match="nonce"):
             run_approved(second, resume, call, tool)
     assert tool.runs == [PARAMS]
 
 
-def test_a_forged_decision_never_reaches_the_claim(cp, approved, proxy):
-    resume, call = approved()
+def test_a_forged_decision_never_reaches_the_claim(handshake_cp, approved_transfer, claim_proxy):
+    resume, call = approved_transfer()
     forged = type(resume).from_payload(
         {**resume.raw, "resume_data": {"action": "approved", "params": {**PARAMS, "amount": 1}}}
     )
     with pytest.raises(DecisionRefused):
-        run_approved(cp, forged, call, Tool())
-    assert not any(path.endswith("/claim/") for _, path in proxy.sent)
+        run_approved(handshake_cp, forged, call, Tool())
+    assert not any(path.endswith("/claim/") for _, path in claim_proxy.sent)
 
 
 # --- Leases: renew, run out, late reports ------------------------------------------------------------
 
 
-def test_a_renewal_moves_the_lease_and_a_wrong_token_is_refused(cp, approved):
-    resume, call = approved()
-    claimed = claim_approved(cp, resume, call)
-    renewed = cp.renew(resume.request_id, claimed.token)
+def test_a_renewal_moves_the_lease_and_a_wrong_token_is_refused(handshake_cp, approved_transfer):
+    resume, call = approved_transfer()
+    claimed = claim_approved(handshake_cp, resume, call)
+    renewed = handshake_cp.renew(resume.request_id, claimed.token)
     assert datetime.fromisoformat(renewed["lease_until"]) >= datetime.fromisoformat(claimed.lease_until)
     assert "request.execution_renewed" in verbs(resume.request_id)
     with pytest.raises(ControlPlaneError) as refused:
-        cp.renew(resume.request_id, "not-the-token")
+        handshake_cp.renew(resume.request_id, "not-the-token")
     assert refused.value.code == "invalid_grant"
 
 
 def test_a_lease_that_runs_out_ends_outcome_unknown_never_runs_again_and_a_late_report_changes_nothing(
-    cp, approved, settings
+    handshake_cp, approved_transfer, settings
 ):
     settings.EXECUTION_LEASE_SECONDS = 2
-    resume, call = approved()
-    claimed = claim_approved(cp, resume, call)  # the host dies here, between claim and complete
+    resume, call = approved_transfer()
+    claimed = claim_approved(handshake_cp, resume, call)  # the host dies here, between claim and complete
     time.sleep(2.1)
     assert runner.resolve_executions() == {"retried": 0, "lost": 1}
     request = ApprovalRequest.objects.get(pk=resume.request_id)
     assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
 
     with pytest.raises(ControlPlaneError) as late:
-        cp.complete(resume.request_id, claimed.token, succeeded=True, result="sent 900 to acme")
+        handshake_cp.complete(resume.request_id, claimed.token, succeeded=True, result="sent 900 to acme")
     assert (late.value.status, late.value.code) == (409, "lease_expired")
     with pytest.raises(ControlPlaneError) as renewal:
-        cp.renew(resume.request_id, claimed.token)
+        handshake_cp.renew(resume.request_id, claimed.token)
     assert renewal.value.code == "lease_expired"
     request.refresh_from_db()
     assert (request.state, request.resolution_code, request.result) == ("failed", "outcome_unknown", None)
@@ -301,19 +305,21 @@ def test_a_lease_that_runs_out_ends_outcome_unknown_never_runs_again_and_a_late_
     assert late_event.metadata["result"] == digest("sent 900 to acme") and late_event.metadata["succeeded"] is True
 
     tool = Tool()
-    again = run_approved(cp, resume, call, tool)
+    again = run_approved(handshake_cp, resume, call, tool)
     assert again == f"Not run: already executed (request {resume.request_id}, failed/outcome_unknown)"
     assert tool.runs == []
     assert "request.expired" not in verbs(request.pk)
 
 
-def test_a_report_after_the_lease_but_before_the_sweep_is_kept_and_fails_the_request(cp, approved, settings):
+def test_a_report_after_the_lease_but_before_the_sweep_is_kept_and_fails_the_request(
+    handshake_cp, approved_transfer, settings
+):
     settings.EXECUTION_LEASE_SECONDS = 2
-    resume, call = approved()
-    claimed = claim_approved(cp, resume, call)
+    resume, call = approved_transfer()
+    claimed = claim_approved(handshake_cp, resume, call)
     time.sleep(2.1)
     with pytest.raises(ControlPlaneError) as late:
-        cp.complete(resume.request_id, claimed.token, succeeded=True, result="sent")
+        handshake_cp.complete(resume.request_id, claimed.token, succeeded=True, result="sent")
     assert late.value.code == "lease_expired"
     request = ApprovalRequest.objects.get(pk=resume.request_id)
     assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
@@ -327,28 +333,32 @@ def test_a_long_tool_keeps_its_lease_by_renewing_in_the_background(token, people
     server = httpx.WSGITransport(app=WSGIHandler())
     with ControlPlane(
         "http://testserver", token, poll_wait=0.2, retries=0, transport=server, public_keys=[server_public_key]
-    ) as cp:
+    ) as handshake_cp:
         key = "long-1"
-        submitted = cp.submit_action("transfer_funds", params=PARAMS, idempotency_key=key)
+        submitted = handshake_cp.submit_action("transfer_funds", params=PARAMS, idempotency_key=key)
         services.approve(submitted["id"], actor=Person(people["alice"]), revision=1)
-        resume = cp.wait(submitted["id"], timeout=10)
+        resume = handshake_cp.wait(submitted["id"], timeout=10)
         tool = Tool(seconds=3)
-        assert run_approved(cp, resume, SubmittedCall.action("transfer_funds", PARAMS, idempotency_key=key), tool)
+        assert run_approved(
+            handshake_cp, resume, SubmittedCall.action("transfer_funds", PARAMS, idempotency_key=key), tool
+        )
     request = ApprovalRequest.objects.get(pk=submitted["id"])
     assert (request.state, request.resolution_code) == ("succeeded", "succeeded")
     assert verbs(request.pk).count("request.execution_renewed") >= 2
     assert tool.runs == [PARAMS]
 
 
-def test_a_server_side_claim_gets_a_server_made_nonce_in_a_grant_signed_with_the_decisions_key(cp, approved):
+def test_a_server_side_claim_gets_a_server_made_nonce_in_a_grant_signed_with_the_decisions_key(
+    handshake_cp, approved_transfer
+):
     """In-process executors check nothing over a network; their grant still names a fresh nonce."""
-    resume, _ = approved()
+    resume, _ = approved_transfer()
     grant = services.claim_execution(resume.request_id, actor=services.SYSTEM)
     nonce = grant.grant_signature["signed"]["nonce"]
     assert len(nonce) == 43
     assert grant.grant_signature["key_id"] == resume.raw["decision_signature"]["key_id"]
     answer = {"params": grant.params, "grant_signature": grant.grant_signature}
-    assert verify_grant(answer, cp.decision_keys, decision=resume.decision, nonce=nonce)["attempt"] == 1
+    assert verify_grant(answer, handshake_cp.decision_keys, decision=resume.decision, nonce=nonce)["attempt"] == 1
 
 
 # --- LangChain HITL: the claim's grant is checked against the signed decision -------------------------
@@ -359,25 +369,25 @@ HITL_REQUEST = {
 }
 
 
-def test_langchain_hands_the_middleware_exactly_the_approved_call_once(cp, proxy):
-    first = answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")
+def test_langchain_hands_the_middleware_exactly_the_approved_call_once(handshake_cp, claim_proxy):
+    first = answer_interrupt(handshake_cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")
     assert first == {"decisions": [{"type": "approve"}]}
     request = ApprovalRequest.objects.get()
     assert (request.state, request.attempts) == ("succeeded", 1)
-    proxy.on_submitted = None  # the replayed submission is the same, decided request
-    again = answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")  # a restarted host
+    claim_proxy.on_submitted = None  # the replayed submission is the same, decided request
+    again = answer_interrupt(handshake_cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")  # a restarted host
     [decision] = again["decisions"]
     assert decision["type"] == "reject"
     assert decision["message"] == f"Not run: already executed (request {request.pk}, succeeded/succeeded)"
 
 
-def test_langchain_refuses_params_altered_in_the_claim_answer(cp, proxy):
-    """The issue's attack: a proxy altered `params` in the claim answer, and the tool ran with them."""
+def test_langchain_refuses_params_altered_in_the_claim_answer(handshake_cp, claim_proxy):
+    """The issue's attack: a claim_proxy altered `params` in the claim answer, and the tool ran with them."""
 
     def altered(status, body, sent):
         body["params"]["to"] = "acme [altered in transit]"
         return body
 
-    proxy.claim = altered
+    claim_proxy.claim = altered
     with pytest.raises(DecisionRefused, match="not the granted ones"):
-        answer_interrupt(cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")
+        answer_interrupt(handshake_cp, HITL_REQUEST, batch_id="interrupt-1", thread_id="t-1")

@@ -55,7 +55,7 @@ class ScriptedModel(GenericFakeChatModel):
 
 
 @pytest.fixture
-def rules(admin_user):
+def hitl_rules(admin_user):
     ada = Person(admin_user)
     for number, (name, editable) in enumerate([("post_memo", ["body"]), ("delete_file", []), ("ask_user", [])]):
         policy.save_rule(
@@ -151,7 +151,7 @@ def assert_only_approved_and_edited_calls_ran_and_the_model_read_the_rest(ran: l
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
-def test_parallel_tool_calls_get_one_decision_each(daphne_server, token, people, rules, mode):
+def test_parallel_tool_calls_get_one_decision_each(daphne_server, token, people, hitl_rules, mode):
     ran: list = []
     agent = build_agent(mode, ran)
     config = {"configurable": {"thread_id": f"thread-{mode}"}}
@@ -183,7 +183,7 @@ def test_parallel_tool_calls_get_one_decision_each(daphne_server, token, people,
     assert sorted(r.state for r in requests.values() if r.action_type == "post_memo") == ["succeeded", "succeeded"]
 
 
-def test_answering_the_same_interrupt_again_never_asks_twice_or_runs_twice(daphne_server, token, people, rules):
+def test_answering_the_same_interrupt_again_never_asks_twice_or_runs_twice(daphne_server, token, people, hitl_rules):
     ran: list = []
     agent = build_agent("batched", ran)
     config = {"configurable": {"thread_id": "thread-again"}}
@@ -203,7 +203,7 @@ def test_answering_the_same_interrupt_again_never_asks_twice_or_runs_twice(daphn
     assert all("Not run" in d["message"] for d in replayed[:2])
 
 
-def test_the_async_client_answers_the_per_call_interrupts_together(daphne_server, token, people, rules):
+def test_the_async_client_answers_the_per_call_interrupts_together(daphne_server, token, people, hitl_rules):
     import asyncio
 
     ran: list = []

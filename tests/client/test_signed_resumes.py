@@ -13,7 +13,7 @@ import logging
 import httpx
 import pytest
 
-from approvals import policy, services
+from approvals import services
 from approvals.people import Person
 from hitl_controlplane.client import ControlPlane, DecisionRefused
 from hitl_controlplane.ed25519 import SigningKey
@@ -22,21 +22,6 @@ from tests.fixtures.revisions import current_revision
 from .conftest import LongPolls, NotingTransport
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-EDITABLE_TRANSFER = {
-    "name": "transfer_one_person",
-    "priority": 5,
-    "action_type": "transfer_funds",
-    "risk_level": "high",
-    "required_approvals": 1,
-    "editable_params": ["amount"],
-    "conditions": [],
-}
-
-
-@pytest.fixture
-def transfer_rule(admin_user):
-    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")
 
 
 class TamperingTransport(NotingTransport):

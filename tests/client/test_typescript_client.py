@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from tests.fixtures.revisions import current_revision
@@ -41,16 +41,6 @@ HOST = Path(__file__).resolve().parent / "typescript" / "approve-and-run.mjs"
 # Bounds how long a broken host can hang the test; no assertion depends on timing.
 HANG_GUARD_SECONDS = 90
 NO_GRANT = "the answer carries no grant_signature"
-
-EDITABLE_TRANSFER = {
-    "name": "transfer_one_person",
-    "priority": 5,
-    "action_type": "transfer_funds",
-    "risk_level": "high",
-    "required_approvals": 1,
-    "editable_params": ["amount"],
-    "conditions": [],
-}
 
 
 @pytest.fixture(scope="session")
@@ -169,11 +159,6 @@ def run_agent(typescript_package, daphne_server, token, server_public_key):
     yield _run
     for agent in started:
         agent.stop()
-
-
-@pytest.fixture
-def transfer_rule(admin_user):
-    return policy.save_rule(EDITABLE_TRANSFER, actor=Person(admin_user), note="one-person transfers")
 
 
 def _approve_with_an_edit(request_id: str, reviewer) -> None:

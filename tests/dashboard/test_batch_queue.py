@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -17,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agents.models import Agent
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import State
@@ -29,15 +28,6 @@ QUEUE = reverse("approvals:queue")
 SYNC = reverse("approvals:queue-sync")
 DECIDE = reverse("approvals:decide-batch")
 MANY = {"to": [f"p{i}@example.com" for i in range(12)], "subject": "Price change", "body": "Monday."}
-
-
-@pytest.fixture
-def critical_wires(admin_user):
-    policy.save_rule(
-        {"name": "wire_critical", "priority": 4, "action_type": "wire_money", "risk_level": "critical"},
-        actor=Person(admin_user),
-        note="wires are critical",
-    )
 
 
 def row_ids(response) -> list[str]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
 from django.urls import reverse
 
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest
-from approvals.people import Person
 from approvals.states import State
 from tests.fixtures.revisions import current_revision
 
@@ -19,21 +17,6 @@ JSON = {"HTTP_ACCEPT": "application/json"}
 def csrf_token(client) -> str:
     client.get(reverse("approvals:queue"))
     return client.cookies["csrftoken"].value
-
-
-@pytest.fixture
-def critical_rule(admin_user):
-    return policy.save_rule(
-        {
-            "name": "payroll_critical",
-            "priority": 3,
-            "action_type": "run_payroll",
-            "risk_level": "critical",
-            "editable_params": ["amount"],
-        },
-        actor=Person(admin_user),
-        note="payroll is critical",
-    )
 
 
 def test_every_decision_form_refuses_a_post_without_the_csrf_token(browser_client, people, submit):

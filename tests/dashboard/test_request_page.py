@@ -5,22 +5,12 @@ filters offer every value in the person's visible history."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from approvals import services
-from approvals.permissions import AUDITORS
 from approvals.states import State
 from tests.fixtures.revisions import current_revision
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def auditor(db):
-    user = get_user_model().objects.create_user("audrey", password="audrey-pw-123!")
-    user.groups.add(Group.objects.get(name=AUDITORS))
-    return user
 
 
 @pytest.fixture

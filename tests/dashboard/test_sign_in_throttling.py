@@ -31,7 +31,7 @@ NOT_CHECKED = "Please enter a correct username and password"  # the ordinary ref
 
 
 @pytest.fixture
-def clock():
+def throttle_clock():
     with freeze_time("2026-11-29 09:00:00") as frozen:
         yield frozen
 
@@ -74,7 +74,7 @@ def use_up_free_failures(client: Client, username: str = "alice") -> None:
 # --- Growing delays, for that address only ------------------------------------------------------
 
 
-def test_after_the_free_failures_each_wrong_guess_makes_that_address_wait_twice_as_long(people, clock):
+def test_after_the_free_failures_each_wrong_guess_makes_that_address_wait_twice_as_long(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory)
 
@@ -82,26 +82,28 @@ def test_after_the_free_failures_each_wrong_guess_makes_that_address_wait_twice_
     for _ in range(4):
         response = sign_in(mallory, "alice", WRONG)
         seen.append(waits(response))
-        clock.tick(seen[-1])
+        throttle_clock.tick(seen[-1])
     assert seen == [1, 2, 4, 8]
 
 
-def test_during_a_wait_even_the_right_password_is_refused_from_that_address_then_accepted_after_it(people, clock):
+def test_during_a_wait_even_the_right_password_is_refused_from_that_address_then_accepted_after_it(
+    people, throttle_clock
+):
     alice_on_the_train = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(alice_on_the_train)
     assert waits(sign_in(alice_on_the_train, "alice", WRONG)) == 1
-    clock.tick(1)
+    throttle_clock.tick(1)
     assert waits(sign_in(alice_on_the_train, "alice", WRONG)) == 2
 
-    clock.tick(1)
+    throttle_clock.tick(1)
     refused = sign_in(alice_on_the_train, "alice", PASSWORDS["alice"])
     assert waits(refused) == 1 and "_auth_user_id" not in alice_on_the_train.session
 
-    clock.tick(1)
+    throttle_clock.tick(1)
     assert sign_in(alice_on_the_train, "alice", PASSWORDS["alice"]).status_code == 302
 
 
-def test_alice_signs_in_from_her_desk_while_mallorys_address_is_waiting(people, clock):
+def test_alice_signs_in_from_her_desk_while_mallorys_address_is_waiting(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory)
     assert waits(sign_in(mallory, "alice", WRONG)) == 1
@@ -111,21 +113,21 @@ def test_alice_signs_in_from_her_desk_while_mallorys_address_is_waiting(people, 
     assert waits(sign_in(mallory, "alice", PASSWORDS["alice"])) == 1  # mallory's address still waits
 
 
-def test_the_delay_grows_with_the_accounts_failures_from_any_address(people, clock):
+def test_the_delay_grows_with_the_accounts_failures_from_any_address(people, throttle_clock):
     use_up_free_failures(from_address(MALLORYS_ADDRESS))
     # A second guesser's very first failure already waits: the account is past its free failures.
     assert waits(sign_in(from_address(SECOND_GUESSER), "alice", WRONG)) == 1
     assert waits(sign_in(from_address(MALLORYS_ADDRESS), "alice", WRONG)) == 2
 
 
-def test_other_accounts_from_the_same_address_are_not_slowed(people, clock):
+def test_other_accounts_from_the_same_address_are_not_slowed(people, throttle_clock):
     shared_proxy = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(shared_proxy, "alice")
     assert waits(sign_in(shared_proxy, "alice", WRONG)) == 1
     assert sign_in(shared_proxy, "bob", PASSWORDS["bob"]).status_code == 302
 
 
-def test_spelling_variants_of_a_username_count_against_the_same_account(people, clock):
+def test_spelling_variants_of_a_username_count_against_the_same_account(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     for variant in ["ALICE", " alice", "Alice ", "ａｌｉｃｅ", "alice"]:
         assert waits(sign_in(mallory, variant, WRONG)) is None
@@ -140,10 +142,10 @@ def test_the_delay_stops_growing_at_the_maximum(settings):
     assert delay_for(free + 10_000) == 900
 
 
-def test_failures_older_than_the_window_no_longer_count(people, clock):
+def test_failures_older_than_the_window_no_longer_count(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory)
-    clock.tick(2 * settings.LOGIN_FAILURE_WINDOW_SECONDS)
+    throttle_clock.tick(2 * settings.LOGIN_FAILURE_WINDOW_SECONDS)
     use_up_free_failures(mallory)  # free again
     assert waits(sign_in(mallory, "alice", WRONG)) == 1
 
@@ -151,26 +153,26 @@ def test_failures_older_than_the_window_no_longer_count(people, clock):
 # --- Refusals during a wait ------------------------------------------------------------------------
 
 
-def test_attempts_during_a_wait_are_neither_checked_counted_nor_audited(people, clock):
+def test_attempts_during_a_wait_are_neither_checked_counted_nor_audited(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory)
-    clock.tick(0)
+    throttle_clock.tick(0)
     assert waits(sign_in(mallory, "alice", WRONG)) == 1
     for _ in range(50):
         assert waits(sign_in(mallory, "alice", WRONG)) == 1
     assert len(throttled_events()) == 1
 
-    clock.tick(1)
+    throttle_clock.tick(1)
     # Only the six real failures counted: the next one waits 2 s, not 2**50.
     assert waits(sign_in(mallory, "alice", WRONG)) == 2
     assert len(throttled_events()) == 2
 
 
-def test_a_success_clears_that_address_but_the_account_keeps_its_count(people, clock):
+def test_a_success_clears_that_address_but_the_account_keeps_its_count(people, throttle_clock):
     alice = from_address(ALICES_DESK)
     use_up_free_failures(alice)
     assert waits(sign_in(alice, "alice", WRONG)) == 1
-    clock.tick(1)
+    throttle_clock.tick(1)
     assert sign_in(alice, "alice", PASSWORDS["alice"]).status_code == 302
     alice.logout()
 
@@ -178,7 +180,7 @@ def test_a_success_clears_that_address_but_the_account_keeps_its_count(people, c
     assert waits(sign_in(from_address(MALLORYS_ADDRESS), "alice", WRONG)) == 2
 
 
-def test_only_one_password_check_at_a_time_per_address_once_delays_apply(people, clock):
+def test_only_one_password_check_at_a_time_per_address_once_delays_apply(people, throttle_clock):
     """A burst of parallel guesses must not all be checked before the first one starts a wait."""
     use_up_free_failures(from_address(MALLORYS_ADDRESS))
     first = SignInThrottle.for_attempt(None, "alice", via="dashboard")
@@ -191,7 +193,7 @@ def test_only_one_password_check_at_a_time_per_address_once_delays_apply(people,
         pass
 
 
-def test_while_the_account_has_free_failures_parallel_attempts_are_not_serialized(people, clock):
+def test_while_the_account_has_free_failures_parallel_attempts_are_not_serialized(people, throttle_clock):
     alice = SignInThrottle.for_attempt(None, "alice", via="dashboard")
     with alice.attempt(), alice.attempt():
         pass
@@ -200,12 +202,12 @@ def test_while_the_account_has_free_failures_parallel_attempts_are_not_serialize
 # --- The audit chain ----------------------------------------------------------------------------
 
 
-def test_each_wait_is_audited_naming_the_account_and_a_digest_of_the_address(people, clock):
+def test_each_wait_is_audited_naming_the_account_and_a_digest_of_the_address(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory)
     assert throttled_events() == []  # free failures are not audited
     sign_in(mallory, "alice", WRONG)
-    clock.tick(1)
+    throttle_clock.tick(1)
     sign_in(mallory, "alice", WRONG)
 
     first, second = throttled_events()
@@ -224,7 +226,7 @@ def test_each_wait_is_audited_naming_the_account_and_a_digest_of_the_address(peo
     assert verify_chain().ok
 
 
-def test_an_unknown_username_is_stored_only_as_a_digest(people, clock):
+def test_an_unknown_username_is_stored_only_as_a_digest(people, throttle_clock):
     """People paste passwords into the username field: that text never reaches the chain."""
     pasted_password = "correct horse battery staple"
     mallory = from_address(MALLORYS_ADDRESS)
@@ -238,11 +240,11 @@ def test_an_unknown_username_is_stored_only_as_a_digest(people, clock):
     assert pasted_password not in str(event.metadata)
 
 
-def test_the_same_unknown_name_gets_the_same_digest_so_its_events_correlate(people, clock):
+def test_the_same_unknown_name_gets_the_same_digest_so_its_events_correlate(people, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     use_up_free_failures(mallory, "ghost")
     sign_in(mallory, "ghost", WRONG)
-    clock.tick(1)
+    throttle_clock.tick(1)
     sign_in(mallory, "GHOST", WRONG)
     first, second = throttled_events()
     assert first.metadata["username_digest"] == second.metadata["username_digest"]
@@ -251,7 +253,7 @@ def test_the_same_unknown_name_gets_the_same_digest_so_its_events_correlate(peop
 # --- The admin's sign-in ----------------------------------------------------------------------
 
 
-def test_the_admin_signs_in_only_through_the_dashboards_throttled_login(admin_user, clock):
+def test_the_admin_signs_in_only_through_the_dashboards_throttled_login(admin_user, throttle_clock):
     """One form, so one throttle (and one second factor): the admin's own form is gone."""
     mallory = from_address(MALLORYS_ADDRESS)
     posted = sign_in(mallory, "ada", WRONG, url=ADMIN_LOGIN)
@@ -269,7 +271,7 @@ def test_the_admin_signs_in_only_through_the_dashboards_throttled_login(admin_us
     assert event.metadata["username"] == "ada"
 
 
-def test_a_signed_in_person_who_is_not_staff_is_refused_by_the_admin(people, clock):
+def test_a_signed_in_person_who_is_not_staff_is_refused_by_the_admin(people, throttle_clock):
     alice = from_address(ALICES_DESK)
     assert sign_in(alice, "alice", PASSWORDS["alice"]).status_code == 302
     assert alice.get(ADMIN_LOGIN).status_code == 403
@@ -278,7 +280,7 @@ def test_a_signed_in_person_who_is_not_staff_is_refused_by_the_admin(people, clo
 # --- No enumeration, no errors ------------------------------------------------------------------
 
 
-def test_an_unknown_name_and_a_real_one_are_refused_alike(people, clock):
+def test_an_unknown_name_and_a_real_one_are_refused_alike(people, throttle_clock):
     def story(username: str, address: str) -> list[str]:
         guesser = from_address(address)
         told = []
@@ -294,7 +296,7 @@ def test_an_unknown_name_and_a_real_one_are_refused_alike(people, clock):
     ["al\x00ice", "a" * 5000, "", "   ", "'; DROP TABLE auth_user; --", "\U0001f600" * 40, "ａｌｉｃｅ"],
     ids=["nul", "very-long", "empty", "blank", "sql", "emoji", "full-width"],
 )
-def test_odd_usernames_never_answer_500(people, username, clock):
+def test_odd_usernames_never_answer_500(people, username, throttle_clock):
     mallory = from_address(MALLORYS_ADDRESS)
     # A NUL is refused at the edge (controlplane/http/inputs.py) before any sign-in logic.
     expected = 400 if "\x00" in username else 200
@@ -303,7 +305,7 @@ def test_odd_usernames_never_answer_500(people, username, clock):
     assert verify_chain().ok
 
 
-def test_a_request_without_a_client_address_is_throttled_as_one_unknown_address(people, clock):
+def test_a_request_without_a_client_address_is_throttled_as_one_unknown_address(people, throttle_clock):
     nowhere = Client(REMOTE_ADDR="")
     use_up_free_failures(nowhere)
     assert waits(sign_in(nowhere, "alice", WRONG)) == 1

@@ -30,14 +30,14 @@ def broker(request):
 
 
 @pytest.fixture
-def alice(db):
+def reviewer_alice(db):
     user = get_user_model().objects.create_user("alice", password="alice-pw-123!")
     user.groups.add(Group.objects.get(name=REVIEWERS))
     return user
 
 
 @pytest.fixture
-def agent(db):
+def ops_bot(db):
     owner = get_user_model().objects.create_user("owen", password="owen-pw-123!")
     return Agent.objects.create(name="ops-bot", owner=owner)
 
@@ -56,11 +56,11 @@ def receiver():
 
 
 @pytest.fixture
-def submit(agent):
+def ops_submit(ops_bot):
     """Submit an action as the agent."""
 
     def _submit(action_type: str, params: dict | None = None, target: dict | None = None, **overrides):
-        submitting_agent = overrides.pop("agent", agent)
+        submitting_agent = overrides.pop("agent", ops_bot)
         return services.submit(
             services.Submission(
                 kind=Kind.ACTION, action_type=action_type, params=params or {}, target=target or {}, **overrides
@@ -72,11 +72,13 @@ def submit(agent):
 
 
 @pytest.fixture
-def approved(submit, alice):
+def approved(ops_submit, reviewer_alice):
     """Submit and have alice approve: `approved("notify_webhook", params, target)`."""
 
     def _approved(action_type: str, params: dict | None = None, target: dict | None = None):
-        request = submit(action_type, params, target)
-        return services.approve(request.pk, revision=current_revision(request.pk), actor=services.Person(alice))
+        request = ops_submit(action_type, params, target)
+        return services.approve(
+            request.pk, revision=current_revision(request.pk), actor=services.Person(reviewer_alice)
+        )
 
     return _approved

@@ -61,13 +61,13 @@ def session_cookie(user) -> str:
 
 
 def test_worker_and_sweeper_changes_reach_the_reviewer_socket_and_the_waiting_agent(
-    embedded, approved, submit, alice, agent
+    embedded, approved, ops_submit, reviewer_alice, ops_bot
 ):
     server, worker, producer = embedded
-    token = issue_token(agent).secret
+    token = issue_token(ops_bot).secret
     executed = approved("demo_restart_service", {"service": "search"})
-    waiting = submit("update_document", {"content": "v2"}, {"document": "guide.md"})
-    cookie = session_cookie(alice)
+    waiting = ops_submit("update_document", {"content": "v2"}, {"document": "guide.md"})
+    cookie = session_cookie(reviewer_alice)
     long_poll: dict = {}
 
     def agent_waits() -> None:

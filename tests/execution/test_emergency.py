@@ -18,12 +18,12 @@ from audit.models import AuditEvent
 
 
 @pytest.fixture(autouse=True)
-def executors(settings):
+def noop_executors(settings):
     settings.EXECUTORS = {"demo_*": "noop"}
 
 
 @pytest.fixture
-def published(monkeypatch):
+def enqueued_ids(monkeypatch):
     ids: list[str] = []
     monkeypatch.setattr(runner, "enqueue", lambda request_id: ids.append(str(request_id)) or True)
     return ids
@@ -35,12 +35,12 @@ def admin(db, django_user_model):
 
 
 class TestWhileItIsOn:
-    def test_a_low_risk_submission_waits_for_review(self, submit, admin):
+    def test_a_low_risk_submission_waits_for_review(self, ops_submit, admin):
         set_emergency_stop(on=True, actor=Person(admin), reason="bad deploy")
-        request = submit("read_file", {"path": "README"})
+        request = ops_submit("read_file", {"path": "README"})
         assert (request.state, request.risk_level) == (State.PENDING_APPROVAL, "low")
 
-    def test_an_approved_request_is_not_executed_and_waits_for_the_sweep(self, approved, admin, published):
+    def test_an_approved_request_is_not_executed_and_waits_for_the_sweep(self, approved, admin, enqueued_ids):
         request = approved("demo_restart", {"service": "search"})
         set_emergency_stop(on=True, actor=Person(admin))
         assert runner.execute(str(request.pk)) == f"refused:{errors.EMERGENCY_STOP}"
@@ -49,18 +49,18 @@ class TestWhileItIsOn:
 
         set_emergency_stop(on=False, actor=Person(admin))
         assert runner.enqueue_pending() == 1
-        assert published == [str(request.pk)]
+        assert enqueued_ids == [str(request.pk)]
         assert runner.execute(str(request.pk)) == "succeeded"
 
-    def test_a_claim_is_refused_with_emergency_stop(self, submit, agent, admin):
-        request = submit("read_file", {"path": "README"})
+    def test_a_claim_is_refused_with_emergency_stop(self, ops_submit, ops_bot, admin):
+        request = ops_submit("read_file", {"path": "README"})
         set_emergency_stop(on=True, actor=Person(admin))
         with pytest.raises(DomainError) as refused:
-            services.claim_execution(request.pk, actor=runner.WORKER, agent=agent)
+            services.claim_execution(request.pk, actor=runner.WORKER, agent=ops_bot)
         assert refused.value.code == errors.EMERGENCY_STOP
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
 
-    def test_a_deferred_retry_is_not_retried(self, approved, admin, published):
+    def test_a_deferred_retry_is_not_retried(self, approved, admin, enqueued_ids):
         request = approved("demo_restart", {"service": "search"})
         grant = services.claim_execution(request.pk, actor=runner.WORKER)
         services.defer_execution(
@@ -80,25 +80,25 @@ class TestWhileItIsOn:
 
 
 class TestScopes:
-    def test_an_agents_own_stop_leaves_other_agents_running(self, agent, admin, django_user_model):
+    def test_an_agents_own_stop_leaves_other_agents_running(self, ops_bot, admin, django_user_model):
         from agents.models import Agent
 
         other = Agent.objects.create(name="other-bot")
-        set_emergency_stop(on=True, agent=agent, actor=Person(admin))
-        assert is_stopped(agent) and not is_stopped(other)
+        set_emergency_stop(on=True, agent=ops_bot, actor=Person(admin))
+        assert is_stopped(ops_bot) and not is_stopped(other)
         state = current_stop_state()
         assert state["global"] is None
         assert [(s.agent_name, s.on) for s in state["agents"]] == [("ops-bot", True)]
 
-    def test_the_settings_flag_is_a_floor_no_switch_can_lift(self, agent, admin, settings):
+    def test_the_settings_flag_is_a_floor_no_switch_can_lift(self, ops_bot, admin, settings):
         settings.EMERGENCY_STOP = True
         set_emergency_stop(on=False, actor=Person(admin))
-        assert is_stopped(agent)
+        assert is_stopped(ops_bot)
         assert current_stop_state()["global"].from_settings
 
-    def test_the_check_is_one_query(self, agent, django_assert_num_queries):
+    def test_the_check_is_one_query(self, ops_bot, django_assert_num_queries):
         with django_assert_num_queries(1):
-            is_stopped(agent)
+            is_stopped(ops_bot)
 
 
 class TestFlipping:
@@ -127,11 +127,11 @@ class TestFlipping:
             "ada",
         )
 
-    def test_the_command_switches_and_reports(self, agent, capsys):
+    def test_the_command_switches_and_reports(self, ops_bot, capsys):
         call_command("emergency_stop", "--agent", "ops-bot", "--reason", "loops")
-        assert is_stopped(agent)
+        assert is_stopped(ops_bot)
         call_command("emergency_stop", "--agent", "ops-bot", "--off")
-        assert not is_stopped(agent)
+        assert not is_stopped(ops_bot)
         out = capsys.readouterr().out
         assert "Emergency stop (agent ops-bot): ON." in out and "lifted" in out
 

@@ -59,7 +59,7 @@ register(Broken(), replace=True)
 
 
 @pytest.fixture(autouse=True)
-def executors(settings):
+def engine_executors(settings):
     settings.EXECUTORS = {
         "demo_*": "noop",
         "flaky_*": "flaky",
@@ -119,10 +119,10 @@ class TestWhichRequestsRunOnTheServer:
         assert fetch(request).enqueued_at is not None
 
     def test_requests_the_agent_executes_are_never_published(
-        self, submit, django_capture_on_commit_callbacks, published
+        self, ops_submit, django_capture_on_commit_callbacks, published
     ):
         with django_capture_on_commit_callbacks(execute=True):
-            request = submit("read_file", {"path": "README"})
+            request = ops_submit("read_file", {"path": "README"})
         assert (request.state, fetch(request).executor) == (State.APPROVED, "")
         assert published == []
         assert runner.execute(str(request.pk)) == "agent_executes"
@@ -242,9 +242,9 @@ class TestLostLeases:
         assert outcome == "late"
         assert fetch(request).resolution_code == errors.OUTCOME_UNKNOWN
 
-    def test_an_agent_that_never_reports_is_settled_too(self, submit, agent):
-        request = submit("read_file", {"path": "README"})
-        grant = services.claim_execution(request.pk, actor=runner.WORKER, agent=agent)
+    def test_an_agent_that_never_reports_is_settled_too(self, ops_submit, ops_bot):
+        request = ops_submit("read_file", {"path": "README"})
+        grant = services.claim_execution(request.pk, actor=runner.WORKER, agent=ops_bot)
         with freeze_time(grant.lease_until + timedelta(seconds=1)):
             assert runner.resolve_executions() == {"retried": 0, "lost": 1}
 

@@ -78,14 +78,14 @@ def test_two_workers_racing_run_the_side_effect_once(broker, worker, approved, r
     assert sorted(keys) == sorted(ApprovalRequest.objects.get(pk=r.pk).execution_key for r in requests)
 
 
-def test_an_emergency_stop_holds_execution_until_it_is_lifted(broker, worker, approved, submit, agent):
+def test_an_emergency_stop_holds_execution_until_it_is_lifted(broker, worker, approved, ops_submit, ops_bot):
     try:
         # Approved just before the stop (no approval is taken while it is on): the
         # task is published after both commit, so the worker meets the stop.
         with transaction.atomic():
             request = approved("demo_restart_service", {"service": "billing"})
             set_emergency_stop(on=True, reason="incident drill")
-        assert submit("read_file", {"path": "README"}).state == State.PENDING_APPROVAL
+        assert ops_submit("read_file", {"path": "README"}).state == State.PENDING_APPROVAL
         wait_for(lambda: f"refused:{errors.EMERGENCY_STOP}" in worker.log(), what="the worker to refuse")
         assert ApprovalRequest.objects.get(pk=request.pk).state == State.APPROVED
     finally:

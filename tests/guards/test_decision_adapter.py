@@ -29,7 +29,11 @@ from approvals.models import ApprovalRequest
 from approvals.people import Person
 
 # Autouse, by name: step-up failure counters and spent codes never carry over between tests.
-from tests.guards.test_revision import fresh_counters  # noqa: F401
+from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this module)
+from tests.identity.conftest import nobody_required  # noqa: F401 (a fixture)
+
+# As in tests/guards/test_revision_*.py: no group requires a second factor at sign-in.
+pytestmark = pytest.mark.usefixtures("nobody_required")
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON_ACCEPT = {"HTTP_ACCEPT": "application/json"}
@@ -39,12 +43,12 @@ SURFACES = ("keyboard", "api")
 
 
 @pytest.fixture
-def rules(admin_user):
+def adapter_rules(admin_user):
     policy.save_rules([PING, LAUNCH], actor=Person(admin_user), note="pings are medium, launches critical")
 
 
 @pytest.fixture
-def ask(submit, rules):
+def ask(submit, adapter_rules):
     """`ask("ping")`: mail-bot asks for a ping (medium) or a launch (critical)."""
     return lambda action_type="ping": submit(action_type, params={"n": 1})
 

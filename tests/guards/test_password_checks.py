@@ -24,11 +24,17 @@ import pytest
 from django.core.cache import cache
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
-from freezegun import freeze_time
 
 from audit.chain import verify_chain
 from audit.models import AuditEvent
-from tests.identity.conftest import ACTIVATE, password_of, sign_in, totp_code
+from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this folder)
+from tests.identity.conftest import (
+    ACTIVATE,
+    clock,  # noqa: F401 (a fixture: the frozen clock)
+    password_of,
+    sign_in,
+    totp_code,
+)
 
 PASSWORD_CHANGE = "/accounts/password/change/"
 REAUTHENTICATE = "/accounts/reauthenticate/"
@@ -40,19 +46,6 @@ WRONG = "Winter2026!"
 NEW_PASSWORD = "a-New-passphrase-2026!"
 SIGNED_OUT = "you have been signed out"
 WAIT = "try again in"
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def clock():
-    with freeze_time("2026-12-01 09:00:00") as frozen:
-        yield frozen
 
 
 @pytest.fixture(autouse=True)
@@ -292,18 +285,6 @@ def test_the_sign_in_code_step_is_throttled_by_the_same_throttle(alice_with_totp
     clock.tick(31)
     assert guesser.post(MFA_AUTHENTICATE, {"code": fresh_code(secret, clock)}).status_code == 302
     assert signed_in(guesser)
-
-
-@pytest.fixture
-def critical_rule(admin_user):
-    from approvals import policy
-    from approvals.people import Person
-
-    return policy.save_rule(
-        {"name": "payroll_critical", "priority": 3, "action_type": "run_payroll", "risk_level": "critical"},
-        actor=Person(admin_user),
-        note="payroll is critical",
-    )
 
 
 @pytest.mark.django_db

@@ -13,13 +13,13 @@ pytest.register_assert_rewrite("tests.hostile.stateful")
 
 
 @pytest.fixture(autouse=True)
-def _api_settings(settings):
+def hostile_settings(settings):
     settings.AGENT_TOKEN_RATE_LIMIT = (100_000, 60)
     settings.OUTBOUND_URL_ALLOWLIST = ["hooks.example.com"]
 
 
 @pytest.fixture
-def risk_admin(people):
+def reviewing_risk_admin(people):
     """alice reviews and edits rules: one session reaches every session form."""
     people["alice"].groups.add(Group.objects.get(name=RISK_ADMINS))
     return people["alice"]

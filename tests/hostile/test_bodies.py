@@ -62,9 +62,9 @@ def test_agent_endpoints_refuse_bad_bodies_with_json_4xx(case, token, submit):
 
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_session_json_endpoints_refuse_bad_bodies_with_json_4xx(case, risk_admin, submit):
+def test_session_json_endpoints_refuse_bad_bodies_with_json_4xx(case, reviewing_risk_admin, submit):
     pending = submit("send_email")
-    client, csrf = _session_client(risk_admin)
+    client, csrf = _session_client(reviewing_risk_admin)
     body, content_type = MALFORMED[case]
     for url in (
         f"/api/v1/requests/{pending.pk}/decisions/",

@@ -24,11 +24,11 @@ RULE = {
 }
 
 
-def test_every_session_post_without_a_csrf_token_is_refused(risk_admin, submit):
+def test_every_session_post_without_a_csrf_token_is_refused(reviewing_risk_admin, submit):
     pending = submit("send_email")
-    policy.save_rule(RULE, actor=Person(risk_admin), note="a rule to aim at")
+    policy.save_rule(RULE, actor=Person(reviewing_risk_admin), note="a rule to aim at")
     client = Client(enforce_csrf_checks=True)
-    client.force_login(risk_admin)
+    client.force_login(reviewing_risk_admin)
     events_before = AuditEvent.objects.count()
     rules_before = list(RiskRule.objects.values_list("name", "enabled", "priority"))
     forged = {

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agents.services import issue_token
 from approvals.models import ApprovalRequest
 from controlplane.http.inputs import MAX_JSON_DEPTH, first_problem
-from tests.api.conftest import bearer
+from tests.api.conftest import (
+    api,  # noqa: F401 (a fixture: mail-bot's client)
+)
 
 
 def nested(depth: int) -> object:
@@ -21,11 +22,6 @@ def nested(depth: int) -> object:
     for _ in range(depth):
         value = {"n": value}
     return value
-
-
-@pytest.fixture
-def api(agent):
-    return bearer(issue_token(agent).secret)
 
 
 def refused(response, field: str) -> dict:

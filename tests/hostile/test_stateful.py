@@ -72,7 +72,7 @@ ANY_ACTION_IS_LOW = {"name": "stateful_any_action_low", "priority": 10_000, "act
 
 
 @pytest.fixture
-def cast(people, admin_user):
+def stateful_cast(people, admin_user):
     """Owners of the scenarios' agents (owen for A, rita for B), reviewers alice and bob, and a
     policy under which generated actions auto-approve."""
     policy.save_rule(ANY_ACTION_IS_LOW, actor=Person(admin_user), note="stateful run: generated actions auto-approve")
@@ -81,11 +81,11 @@ def cast(people, admin_user):
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_two_agents_stateful_run(stateful_server, cast):
+def test_two_agents_stateful_run(stateful_server, stateful_cast):
     with urllib.request.urlopen(f"{stateful_server.url}/api/schema/?format=json") as published:
         document = json.load(published)
     ledger = Ledger()
-    machine = build_machine(linked_schema(document), stateful_server.url, cast, ledger)
+    machine = build_machine(linked_schema(document), stateful_server.url, stateful_cast, ledger)
 
     try:
         machine.run(

@@ -78,12 +78,12 @@ def latest_version() -> int:
 
 
 @pytest.fixture
-def hostile_requests(people, risk_admin):
+def hostile_requests(people, reviewing_risk_admin):
     """A pending action, a pending plan and a rejected action, all full of payloads."""
     evil_agent = Agent.objects.create(name=f"bot {SHORT_PAYLOAD}", owner=people["owen"])
     policy.save_rule(
         {"name": "all_need_review", "priority": 1, "action_type": "*", "risk_level": "high", "conditions": []},
-        actor=Person(risk_admin),
+        actor=Person(reviewing_risk_admin),
         note=PAYLOAD,
     )
     with pytest.raises(DomainError) as refused:  # markup never gets into an action type at all
@@ -142,10 +142,10 @@ def hostile_requests(people, risk_admin):
     return {"action": action, "plan": plan, "rejected": rejected, "batched": batched[0]}
 
 
-def test_payloads_render_escaped_on_every_page(hostile_requests, risk_admin):
-    risk_admin.groups.add(Group.objects.get(name=AUDITORS))  # one viewer who may open every page
+def test_payloads_render_escaped_on_every_page(hostile_requests, reviewing_risk_admin):
+    reviewing_risk_admin.groups.add(Group.objects.get(name=AUDITORS))  # one viewer who may open every page
     client = Client()
-    client.force_login(risk_admin)
+    client.force_login(reviewing_risk_admin)
     pages = {
         "queue": "/",
         "history": "/history/",

@@ -11,23 +11,15 @@ import struct
 import time
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 from freezegun import freeze_time
 
+from tests.fixtures.cache import fresh_counters  # noqa: F401 (autouse in this folder)
 from tests.identity.provider import LocalProvider
 
 LOGIN = reverse("login")
 ACTIVATE = "/accounts/2fa/totp/activate/"
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    """Throttle counters and used-code marks live in the cache: never carry them over."""
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def password_of(username: str) -> str:

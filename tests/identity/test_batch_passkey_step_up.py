@@ -13,9 +13,7 @@ import pytest
 from fido2.utils import websafe_encode
 from rest_framework.test import APIClient
 
-from approvals import policy
 from approvals.models import ApprovalRequest
-from approvals.people import Person
 from approvals.states import State
 from audit.models import AuditEvent
 
@@ -26,22 +24,7 @@ BATCH = "/api/v1/decisions/"
 
 
 @pytest.fixture
-def critical_rule(admin_user):
-    return policy.save_rule(
-        {
-            "name": "payroll_critical",
-            "priority": 3,
-            "action_type": "run_payroll",
-            "risk_level": "critical",
-            "editable_params": ["amount"],
-        },
-        actor=Person(admin_user),
-        note="payroll is critical",
-    )
-
-
-@pytest.fixture
-def alice_api(people, nobody_required):
+def alice_passkey_api(people, nobody_required):
     """alice with a passkey, signed in on an API client on localhost (a secure context)."""
     passkey = SoftPasskey("localhost")
     passkey.enroll(people["alice"])
@@ -78,8 +61,8 @@ def states(*requests) -> list[str]:
     return [ApprovalRequest.objects.get(pk=request.pk).state for request in requests]
 
 
-def test_one_passkey_assertion_approves_the_whole_batch_it_was_made_for(alice_api, payrolls):
-    api, passkey = alice_api
+def test_one_passkey_assertion_approves_the_whole_batch_it_was_made_for(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, _ = payrolls
 
     outcomes = decide_batch(api, "approve", items(first, second), proof(api, passkey, "approve", items(first, second)))
@@ -92,8 +75,8 @@ def test_one_passkey_assertion_approves_the_whole_batch_it_was_made_for(alice_ap
     }
 
 
-def test_a_proof_for_one_batch_is_refused_for_a_different_batch(alice_api, payrolls):
-    api, passkey = alice_api
+def test_a_proof_for_one_batch_is_refused_for_a_different_batch(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, third = payrolls
     made_for_first_two = proof(api, passkey, "approve", items(first, second))
 
@@ -107,17 +90,17 @@ def test_a_proof_for_one_batch_is_refused_for_a_different_batch(alice_api, payro
     assert states(first, second) == [State.PENDING_APPROVAL, State.PENDING_APPROVAL]
 
 
-def test_a_proof_for_a_batch_is_refused_for_part_of_it(alice_api, payrolls):
-    api, passkey = alice_api
+def test_a_proof_for_a_batch_is_refused_for_part_of_it(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, _ = payrolls
     outcomes = decide_batch(api, "approve", items(first), proof(api, passkey, "approve", items(first, second)))
     assert "approved" not in outcomes.values()
     assert states(first) == [State.PENDING_APPROVAL]
 
 
-def test_a_proof_to_approve_as_it_stands_does_not_approve_with_edits(alice_api, payrolls, people):
+def test_a_proof_to_approve_as_it_stands_does_not_approve_with_edits(alice_passkey_api, payrolls, people):
     """The verdict is part of what the passkey signs (rejecting needs no step-up at all)."""
-    api, passkey = alice_api
+    api, passkey = alice_passkey_api
     first = payrolls[0]
     for_plain_approval = proof(api, passkey, "approve", items(first))
     refused = api.post(
@@ -129,8 +112,8 @@ def test_a_proof_to_approve_as_it_stands_does_not_approve_with_edits(alice_api, 
     assert states(first) == [State.PENDING_APPROVAL]
 
 
-def test_a_batch_proof_is_valid_once(alice_api, payrolls):
-    api, passkey = alice_api
+def test_a_batch_proof_is_valid_once(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, third = payrolls
     step_up = proof(api, passkey, "approve", items(first, second))
     assert set(decide_batch(api, "approve", items(first, second), step_up).values()) == {"approved"}
@@ -138,15 +121,15 @@ def test_a_batch_proof_is_valid_once(alice_api, payrolls):
     assert states(third) == [State.PENDING_APPROVAL]
 
 
-def test_without_user_verification_the_assertion_decides_nothing(alice_api, payrolls):
-    api, passkey = alice_api
+def test_without_user_verification_the_assertion_decides_nothing(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, _ = payrolls
     unverified = proof(api, passkey, "approve", items(first, second), verified=False)
     assert "approved" not in decide_batch(api, "approve", items(first, second), unverified).values()
 
 
-def test_a_single_decisions_proof_cannot_decide_another_request(alice_api, payrolls):
-    api, passkey = alice_api
+def test_a_single_decisions_proof_cannot_decide_another_request(alice_passkey_api, payrolls):
+    api, passkey = alice_passkey_api
     first, second, _ = payrolls
     for_first = proof(api, passkey, "approve", items(first))
     refused = api.post(
@@ -158,7 +141,7 @@ def test_a_single_decisions_proof_cannot_decide_another_request(alice_api, payro
     assert states(second) == [State.PENDING_APPROVAL]
 
 
-def test_a_batch_without_a_proof_is_refused_with_the_method_to_use(alice_api, payrolls):
-    api, _ = alice_api
+def test_a_batch_without_a_proof_is_refused_with_the_method_to_use(alice_passkey_api, payrolls):
+    api, _ = alice_passkey_api
     first, second, _ = payrolls
     assert set(decide_batch(api, "approve", items(first, second), None).values()) == {"step_up_required"}

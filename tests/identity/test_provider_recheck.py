@@ -26,7 +26,7 @@ CLOSED = {"type": "websocket.close", "code": 4001}
 
 
 @pytest.fixture
-def provider(local_provider, settings):
+def rechecking_provider(local_provider, settings):
     settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [local_provider.app("local")]}}
     settings.SSO_RECHECK_SECONDS = 3000
     local_provider.userinfo.clear()
@@ -60,10 +60,10 @@ def later(seconds: int = 3001):
     return timezone.now() + timedelta(seconds=seconds)
 
 
-def test_a_person_the_provider_still_knows_stays_signed_in_with_the_claimed_groups(provider, people):
+def test_a_person_the_provider_still_knows_stays_signed_in_with_the_claimed_groups(rechecking_provider, people):
     alice = people["alice"]
     client = signed_in_through_provider(alice)
-    provider.userinfo["tok-alice"] = {"sub": "alice-sub", "groups": ["reviewers"]}
+    rechecking_provider.userinfo["tok-alice"] = {"sub": "alice-sub", "groups": ["reviewers"]}
 
     assert recheck_provider_sessions(now=later())["checked"] == 1
 
@@ -75,16 +75,16 @@ def test_a_person_the_provider_still_knows_stays_signed_in_with_the_claimed_grou
     ).exists()
 
 
-def test_nobody_is_asked_before_the_interval_has_passed(provider, people):
+def test_nobody_is_asked_before_the_interval_has_passed(rechecking_provider, people):
     client = signed_in_through_provider(people["alice"])  # the provider would refuse: no user info set
     assert recheck_provider_sessions(now=later(2999))["checked"] == 0
     assert is_signed_in(client)
 
 
-def test_a_person_the_provider_no_longer_knows_is_signed_out_and_their_socket_closes(provider, people):
+def test_a_person_the_provider_no_longer_knows_is_signed_out_and_their_socket_closes(rechecking_provider, people):
     alice = people["alice"]
     client = signed_in_through_provider(alice)
-    provider.userinfo["tok-alice"] = 401
+    rechecking_provider.userinfo["tok-alice"] = 401
     cookie = f"sessionid={client.cookies['sessionid'].value}"
 
     async def scenario() -> dict:
@@ -101,10 +101,10 @@ def test_a_person_the_provider_no_longer_knows_is_signed_out_and_their_socket_cl
     assert event.metadata["reason"] == "provider_refused" and event.metadata["username"] == "alice"
 
 
-def test_a_dropped_group_takes_decide_power_away_and_closes_the_socket(provider, people):
+def test_a_dropped_group_takes_decide_power_away_and_closes_the_socket(rechecking_provider, people):
     alice = people["alice"]
     client = signed_in_through_provider(alice)
-    provider.userinfo["tok-alice"] = {"sub": "alice-sub", "groups": []}
+    rechecking_provider.userinfo["tok-alice"] = {"sub": "alice-sub", "groups": []}
     cookie = f"sessionid={client.cookies['sessionid'].value}"
 
     async def scenario() -> dict:
@@ -120,40 +120,42 @@ def test_a_dropped_group_takes_decide_power_away_and_closes_the_socket(provider,
     )
 
 
-def test_user_info_for_another_subject_signs_the_person_out(provider, people):
+def test_user_info_for_another_subject_signs_the_person_out(rechecking_provider, people):
     client = signed_in_through_provider(people["alice"])
-    provider.userinfo["tok-alice"] = {"sub": "mallory-sub", "groups": ["reviewers"]}
+    rechecking_provider.userinfo["tok-alice"] = {"sub": "mallory-sub", "groups": ["reviewers"]}
     recheck_provider_sessions(now=later())
     assert not is_signed_in(client)
 
 
-def test_an_expired_token_is_refreshed_first(provider, people):
+def test_an_expired_token_is_refreshed_first(rechecking_provider, people):
     alice = people["alice"]
     client = signed_in_through_provider(alice, token="old", refresh="refresh-1", expires_in=60)
-    provider.token_responses.append({"access_token": "new", "refresh_token": "refresh-2", "expires_in": 3600})
-    provider.userinfo["new"] = {"sub": "alice-sub", "groups": ["reviewers"]}
+    rechecking_provider.token_responses.append(
+        {"access_token": "new", "refresh_token": "refresh-2", "expires_in": 3600}
+    )
+    rechecking_provider.userinfo["new"] = {"sub": "alice-sub", "groups": ["reviewers"]}
 
     recheck_provider_sessions(now=later())
 
     assert is_signed_in(client)
-    assert provider.token_requests[-1]["grant_type"] == "refresh_token"
-    assert provider.token_requests[-1]["refresh_token"] == "refresh-1"
+    assert rechecking_provider.token_requests[-1]["grant_type"] == "refresh_token"
+    assert rechecking_provider.token_requests[-1]["refresh_token"] == "refresh-1"
     token = SocialToken.objects.get(account__user=alice)
     assert (token.token, token.token_secret) == ("new", "refresh-2")
 
 
-def test_an_expired_token_without_a_refresh_token_signs_the_person_out(provider, people):
+def test_an_expired_token_without_a_refresh_token_signs_the_person_out(rechecking_provider, people):
     client = signed_in_through_provider(people["alice"], expires_in=60)
-    provider.userinfo["tok-alice"] = {"sub": "alice-sub"}  # would answer, but the token is stale
+    rechecking_provider.userinfo["tok-alice"] = {"sub": "alice-sub"}  # would answer, but the token is stale
     recheck_provider_sessions(now=later())
     assert not is_signed_in(client)
     assert AuditEvent.objects.get(verb="auth.provider_signed_out").metadata["reason"] == "token_expired"
 
 
-def test_an_unreachable_provider_signs_nobody_out(provider, people, settings):
+def test_an_unreachable_provider_signs_nobody_out(rechecking_provider, people, settings):
     client = signed_in_through_provider(people["alice"])
     dead = {
-        **provider.app("local"),
+        **rechecking_provider.app("local"),
         "settings": {"server_url": "http://127.0.0.1:9", "token_auth_method": "client_secret_post"},
     }
     settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [dead]}}
@@ -161,7 +163,7 @@ def test_an_unreachable_provider_signs_nobody_out(provider, people, settings):
     assert is_signed_in(client)
 
 
-def test_sessions_that_ended_otherwise_are_forgotten_without_asking(provider, people):
+def test_sessions_that_ended_otherwise_are_forgotten_without_asking(rechecking_provider, people):
     client = signed_in_through_provider(people["alice"])
     client.post("/logout/")
     counts = recheck_provider_sessions(now=later())

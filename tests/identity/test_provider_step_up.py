@@ -23,9 +23,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
-from approvals import policy
 from approvals.models import ApprovalRequest
-from approvals.people import Person
 from approvals.services import method_for, provider_step_up
 from approvals.states import State
 from audit.models import AuditEvent
@@ -38,7 +36,7 @@ CALLBACK = "/accounts/step-up/provider/callback/"
 
 
 @pytest.fixture
-def provider(local_provider, settings):
+def step_up_provider(local_provider, settings):
     settings.SOCIALACCOUNT_PROVIDERS = {"openid_connect": {"APPS": [local_provider.app("local")]}}
     settings.MFA_REQUIRED_GROUPS = []
     local_provider.token_responses.clear()
@@ -46,22 +44,7 @@ def provider(local_provider, settings):
 
 
 @pytest.fixture
-def critical_rule(admin_user):
-    return policy.save_rule(
-        {
-            "name": "payroll_critical",
-            "priority": 3,
-            "action_type": "run_payroll",
-            "risk_level": "critical",
-            "editable_params": ["amount"],
-        },
-        actor=Person(admin_user),
-        note="payroll is critical",
-    )
-
-
-@pytest.fixture
-def sso_alice(people, provider):
+def sso_alice(people, step_up_provider):
     """alice, who signs in only through the provider, signed in on an API client."""
     alice = people["alice"]
     alice.set_unusable_password()
@@ -73,7 +56,7 @@ def sso_alice(people, provider):
 
 
 @pytest.fixture
-def payrolls(submit, critical_rule):
+def two_payrolls(submit, critical_rule):
     return [submit("run_payroll", params={"amount": n}) for n in (1, 2)]
 
 
@@ -87,20 +70,20 @@ def challenge(api, *requests, decision: str = "approve") -> dict:
     return answer.json()
 
 
-def to_the_provider(api, provider, answer: dict, *, next_url: str = "/") -> dict:
+def to_the_provider(api, step_up_provider, answer: dict, *, next_url: str = "/") -> dict:
     """Follow the challenge's redirect; the authorization request's parameters."""
     sent = api.get(answer["redirect"], {"next": next_url})
     assert sent.status_code == 302, sent.content
     location = urlsplit(sent["Location"])
-    assert f"{location.scheme}://{location.netloc}{location.path}" == provider.issuer + "/authorize"
+    assert f"{location.scheme}://{location.netloc}{location.path}" == step_up_provider.issuer + "/authorize"
     return {name: values[0] for name, values in parse_qs(location.query).items()}
 
 
-def back_from_the_provider(api, provider, asked: dict, **claims):
+def back_from_the_provider(api, step_up_provider, asked: dict, **claims):
     """The provider's answer: an ID token (claims as given over fresh defaults) for the code."""
     now = int(time.time())
     id_token = {
-        "iss": provider.issuer,
+        "iss": step_up_provider.issuer,
         "aud": CLIENT_ID,
         "sub": "alice-sub",
         "nonce": asked["nonce"],
@@ -111,11 +94,11 @@ def back_from_the_provider(api, provider, asked: dict, **claims):
         **claims,
     }
     key = id_token.pop("key", None)
-    provider.token_responses.append(
+    step_up_provider.token_responses.append(
         {
             "access_token": "a",
             "token_type": "Bearer",
-            "id_token": provider.sign({k: v for k, v in id_token.items() if v is not None}, key=key),
+            "id_token": step_up_provider.sign({k: v for k, v in id_token.items() if v is not None}, key=key),
         }
     )
     return api.get(CALLBACK, {"code": "the-code", "state": asked["state"]})
@@ -133,17 +116,19 @@ def state_of(request) -> str:
     return ApprovalRequest.objects.get(pk=request.pk).state
 
 
-def test_someone_who_signs_in_only_through_the_provider_steps_up_there(sso_alice, provider, people, payrolls):
-    first = payrolls[0]
+def test_someone_who_signs_in_only_through_the_provider_steps_up_there(
+    sso_alice, step_up_provider, people, two_payrolls
+):
+    first = two_payrolls[0]
     assert method_for(people["alice"]) == "provider"
     answer = challenge(sso_alice, first)
     assert answer["method"] == "provider"
 
-    asked = to_the_provider(sso_alice, provider, answer)
+    asked = to_the_provider(sso_alice, step_up_provider, answer)
     assert (asked["prompt"], asked["max_age"], asked["client_id"]) == ("login", "0", CLIENT_ID)
     assert asked["redirect_uri"] == "http://testserver" + CALLBACK and asked["nonce"] and asked["state"]
 
-    back = back_from_the_provider(sso_alice, provider, asked)
+    back = back_from_the_provider(sso_alice, step_up_provider, asked)
     assert back.status_code == 302 and back["Location"] == "/"
     decided = approve(sso_alice, first, answer["nonce"])
 
@@ -153,16 +138,16 @@ def test_someone_who_signs_in_only_through_the_provider_steps_up_there(sso_alice
     assert (event.metadata["step_up"], event.metadata["step_up_credential"]) == ("provider", "local")
 
 
-def test_without_the_round_trip_the_nonce_decides_nothing(sso_alice, provider, payrolls):
-    first = payrolls[0]
+def test_without_the_round_trip_the_nonce_decides_nothing(sso_alice, step_up_provider, two_payrolls):
+    first = two_payrolls[0]
     refused = approve(sso_alice, first, challenge(sso_alice, first)["nonce"])
     assert refused.status_code == 403 and refused.json()["code"] == "step_up_failed"
     assert state_of(first) == State.PENDING_APPROVAL
 
 
-def test_a_decision_without_a_proof_names_the_provider_method(sso_alice, provider, payrolls):
+def test_a_decision_without_a_proof_names_the_provider_method(sso_alice, step_up_provider, two_payrolls):
     refused = sso_alice.post(
-        f"/api/v1/requests/{payrolls[0].pk}/decisions/", {"decision": "approve", "revision": 1}, format="json"
+        f"/api/v1/requests/{two_payrolls[0].pk}/decisions/", {"decision": "approve", "revision": 1}, format="json"
     )
     assert refused.status_code == 403 and refused.json()["details"]["method"] == "provider"
 
@@ -195,10 +180,14 @@ FORGED_REASON = {
 
 
 @pytest.mark.parametrize("forgery", FORGED, ids=list(FORGED))
-def test_an_id_token_that_is_not_a_fresh_sign_in_of_this_person_proves_nothing(sso_alice, provider, payrolls, forgery):
-    first = payrolls[0]
+def test_an_id_token_that_is_not_a_fresh_sign_in_of_this_person_proves_nothing(
+    sso_alice, step_up_provider, two_payrolls, forgery
+):
+    first = two_payrolls[0]
     answer = challenge(sso_alice, first)
-    back = back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer), **FORGED[forgery])
+    back = back_from_the_provider(
+        sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer), **FORGED[forgery]
+    )
 
     assert back.status_code == 403
     assert approve(sso_alice, first, answer["nonce"]).status_code == 403
@@ -207,21 +196,21 @@ def test_an_id_token_that_is_not_a_fresh_sign_in_of_this_person_proves_nothing(s
     assert FORGED_REASON[forgery] in reasons  # refused for its own flaw
 
 
-def test_a_sign_in_older_than_the_window_proves_nothing(sso_alice, provider, payrolls, settings):
+def test_a_sign_in_older_than_the_window_proves_nothing(sso_alice, step_up_provider, two_payrolls, settings):
     """Even after the challenge: auth_time must be within PROVIDER_STEP_UP_MAX_AGE_SECONDS."""
     settings.PROVIDER_STEP_UP_MAX_AGE_SECONDS = 0
-    first = payrolls[0]
+    first = two_payrolls[0]
     answer = challenge(sso_alice, first)
-    asked = to_the_provider(sso_alice, provider, answer)
+    asked = to_the_provider(sso_alice, step_up_provider, answer)
     # A second before now: after the challenge (within the clock skew), but older than 0 s.
-    back = back_from_the_provider(sso_alice, provider, asked, auth_time=int(time.time()) - 1)
+    back = back_from_the_provider(sso_alice, step_up_provider, asked, auth_time=int(time.time()) - 1)
     assert back.status_code == 403
 
 
-def test_the_proof_is_for_its_decision_only_and_once(sso_alice, provider, payrolls):
-    first, second = payrolls
+def test_the_proof_is_for_its_decision_only_and_once(sso_alice, step_up_provider, two_payrolls):
+    first, second = two_payrolls
     answer = challenge(sso_alice, first)
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
 
     other_request = approve(sso_alice, second, answer["nonce"])
     assert other_request.status_code == 403 and state_of(second) == State.PENDING_APPROVAL
@@ -229,43 +218,45 @@ def test_the_proof_is_for_its_decision_only_and_once(sso_alice, provider, payrol
     assert approve(sso_alice, first, answer["nonce"]).status_code == 403
 
 
-def test_the_proof_is_for_its_verdict_only(sso_alice, provider, payrolls):
-    first = payrolls[0]
+def test_the_proof_is_for_its_verdict_only(sso_alice, step_up_provider, two_payrolls):
+    first = two_payrolls[0]
     answer = challenge(sso_alice, first, decision="approve")
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
     with_edits = approve(sso_alice, first, answer["nonce"], edits={"amount": 9})
     assert with_edits.status_code == 403 and state_of(first) == State.PENDING_APPROVAL
 
 
-def test_a_proven_nonce_decides_once(sso_alice, provider, payrolls):
-    first = payrolls[0]
+def test_a_proven_nonce_decides_once(sso_alice, step_up_provider, two_payrolls):
+    first = two_payrolls[0]
     answer = challenge(sso_alice, first)
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
     assert approve(sso_alice, first, answer["nonce"]).status_code == 200
     assert approve(sso_alice, first, answer["nonce"]).status_code in (403, 409)
 
 
-def test_the_round_trip_is_used_once_and_only_from_the_session_that_started_it(sso_alice, provider, payrolls, people):
-    answer = challenge(sso_alice, payrolls[0])
-    asked = to_the_provider(sso_alice, provider, answer)
+def test_the_round_trip_is_used_once_and_only_from_the_session_that_started_it(
+    sso_alice, step_up_provider, two_payrolls, people
+):
+    answer = challenge(sso_alice, two_payrolls[0])
+    asked = to_the_provider(sso_alice, step_up_provider, answer)
     elsewhere = APIClient()
     elsewhere.force_login(people["alice"])
-    assert back_from_the_provider(elsewhere, provider, asked).status_code == 400  # another session
-    assert back_from_the_provider(sso_alice, provider, asked).status_code == 302
-    assert back_from_the_provider(sso_alice, provider, asked).status_code == 400  # its state is spent
+    assert back_from_the_provider(elsewhere, step_up_provider, asked).status_code == 400  # another session
+    assert back_from_the_provider(sso_alice, step_up_provider, asked).status_code == 302
+    assert back_from_the_provider(sso_alice, step_up_provider, asked).status_code == 400  # its state is spent
 
 
-def test_the_way_back_stays_on_this_site(sso_alice, provider, payrolls):
-    answer = challenge(sso_alice, payrolls[0])
-    asked = to_the_provider(sso_alice, provider, answer, next_url="https://evil.example/")
-    assert back_from_the_provider(sso_alice, provider, asked)["Location"] == "/"
+def test_the_way_back_stays_on_this_site(sso_alice, step_up_provider, two_payrolls):
+    answer = challenge(sso_alice, two_payrolls[0])
+    asked = to_the_provider(sso_alice, step_up_provider, answer, next_url="https://evil.example/")
+    assert back_from_the_provider(sso_alice, step_up_provider, asked)["Location"] == "/"
 
 
-def test_the_decision_form_takes_the_same_proof(sso_alice, provider, payrolls, client, people):
-    first = payrolls[0]
+def test_the_decision_form_takes_the_same_proof(sso_alice, step_up_provider, two_payrolls, client, people):
+    first = two_payrolls[0]
     client.force_login(people["alice"])
     answer = challenge(sso_alice, first)
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
     decided = client.post(
         reverse("approvals:approve", args=[first.pk]),
         {"provider_nonce": answer["nonce"], "revision": "1"},
@@ -275,28 +266,30 @@ def test_the_decision_form_takes_the_same_proof(sso_alice, provider, payrolls, c
     assert state_of(first) == State.APPROVED
 
 
-def test_someone_with_a_password_is_not_sent_to_the_provider(provider, people, payrolls):
+def test_someone_with_a_password_is_not_sent_to_the_provider(step_up_provider, people, two_payrolls):
     api = APIClient()
     api.force_login(people["bob"])
     answer = api.post(
-        CHALLENGES, {"decision": "approve", "requests": [{"id": str(payrolls[0].pk), "revision": 1}]}, format="json"
+        CHALLENGES, {"decision": "approve", "requests": [{"id": str(two_payrolls[0].pk), "revision": 1}]}, format="json"
     )
     assert answer.status_code == 409 and answer.json()["code"] == "no_passkey"
     assert method_for(people["bob"]) == "password"
 
 
-def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on_a_page(sso_alice, provider, payrolls):
-    answer = challenge(sso_alice, payrolls[0])
+def test_the_page_can_ask_whether_the_challenge_is_proven_and_the_window_ends_on_a_page(
+    sso_alice, step_up_provider, two_payrolls
+):
+    answer = challenge(sso_alice, two_payrolls[0])
     status = answer["redirect"] + "status/"
     assert sso_alice.get(status).json() == {"proven": False, "pending": True}
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
     assert sso_alice.get(status).json() == {"proven": True, "pending": False}
     assert APIClient().get(status).status_code == 401
     done = sso_alice.get("/accounts/step-up/provider/done/")
     assert done.status_code == 200 and b"step_up_done.js" in done.content
 
 
-def test_with_passwords_turned_off_a_provider_account_steps_up_at_the_provider(provider, people, settings):
+def test_with_passwords_turned_off_a_provider_account_steps_up_at_the_provider(step_up_provider, people, settings):
     bob = people["bob"]  # has a password, and an account at the provider
     SocialAccount.objects.create(user=bob, provider="local", uid="bob-sub")
     assert method_for(bob) == "password"
@@ -304,10 +297,10 @@ def test_with_passwords_turned_off_a_provider_account_steps_up_at_the_provider(p
     assert method_for(bob) == "provider"
 
 
-def test_one_fresh_sign_in_approves_the_batch_it_was_made_for(sso_alice, provider, payrolls):
-    first, second = payrolls
+def test_one_fresh_sign_in_approves_the_batch_it_was_made_for(sso_alice, step_up_provider, two_payrolls):
+    first, second = two_payrolls
     answer = challenge(sso_alice, first, second)
-    back_from_the_provider(sso_alice, provider, to_the_provider(sso_alice, provider, answer))
+    back_from_the_provider(sso_alice, step_up_provider, to_the_provider(sso_alice, step_up_provider, answer))
     body = {
         "decision": "approve",
         "requests": [{"id": str(r.pk), "revision": 1} for r in (first, second)],

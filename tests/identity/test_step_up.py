@@ -11,23 +11,12 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from approvals import policy
 from approvals.models import ApprovalRequest, Decision
-from approvals.people import Person
 from approvals.states import State
 
 from .conftest import password_of, sign_in, totp_code
 
 JSON = {"HTTP_ACCEPT": "application/json"}
-
-
-@pytest.fixture
-def critical_rule(admin_user):
-    return policy.save_rule(
-        {"name": "payroll_critical", "priority": 3, "action_type": "run_payroll", "risk_level": "critical"},
-        actor=Person(admin_user),
-        note="payroll is critical",
-    )
 
 
 @pytest.fixture

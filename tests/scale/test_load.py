@@ -51,7 +51,7 @@ def workload() -> list[tuple[int, str, dict, str]]:
 
 
 @pytest.fixture
-def server(services_up, django_db_blocker):
+def load_server(services_up, django_db_blocker):
     with django_db_blocker.unblock():
         running = DaphneServer(env=child_environment(AGENT_TOKEN_RATE_LIMIT="100000"))
     yield running
@@ -66,7 +66,7 @@ def tokens(people) -> dict[int, str]:
     return {agent.pk: issue_token(agent).secret for agent in agents}
 
 
-def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
+def test_twenty_agents_times_fifty_submissions_with_duplicates(load_server, tokens):
     events_before = AuditEvent.objects.count()
     gate = asyncio.Semaphore(CONCURRENCY)
     outcomes: list[tuple[int, int, str, str, httpx.Response]] = []  # (agent, key number, key, kind, response)
@@ -75,7 +75,7 @@ def test_twenty_agents_times_fifty_submissions_with_duplicates(server, tokens):
         number, key, payload, kind = job
         async with gate:
             response = await http.post(
-                f"{server.url}/api/v1/actions/",
+                f"{load_server.url}/api/v1/actions/",
                 json=payload,
                 headers={"Authorization": f"Bearer {secret}", "Idempotency-Key": key},
             )

@@ -20,7 +20,8 @@ from approvals.execution.tasks import execute_request
 from approvals.models import ApprovalRequest
 from approvals.states import State
 from controlplane.celery import app as celery_app
-from tests.execution.harness import Receiver, Worker, wait_for
+from tests.execution.conftest import receiver  # noqa: F401 (a fixture: the webhook receiver)
+from tests.execution.harness import Worker, wait_for
 from tests.live import DaphneServer, child_environment, long_polls_held
 
 from .conftest import cookie_header, csrf_headers, session_cookies
@@ -47,13 +48,6 @@ def cluster(services_up, django_db_blocker):
     finally:
         for process in reversed(started):
             process.stop()
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.stop()
 
 
 def test_two_web_processes_and_two_workers_act_as_one(cluster, people, token, receiver):

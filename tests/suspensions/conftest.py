@@ -8,11 +8,12 @@ import pytest
 
 from approvals import policy
 from approvals.people import Person
+from tests.fixtures.cache import fresh_counters
 
 # The API tests' settings and clients, as fixtures here too.
-from ..api.conftest import _api_settings, api, csrf_post, reviewer_client
+from ..api.conftest import agent_api_settings, api, csrf_post, reviewer_client
 
-__all__ = ["_api_settings", "api", "reviewer_client"]
+__all__ = ["agent_api_settings", "api", "fresh_counters", "reviewer_client"]
 
 APPROVAL_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -73,16 +74,6 @@ def decide(client, request_id, body: dict):
     return csrf_post(
         client, f"/api/v1/requests/{request_id}/decisions/", {"revision": current_revision(request_id), **body}
     )
-
-
-@pytest.fixture(autouse=True)
-def fresh_counters():
-    """Step-up failure counters live in the cache: never carry them between tests."""
-    from django.core.cache import cache
-
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

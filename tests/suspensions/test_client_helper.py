@@ -1,5 +1,5 @@
 """The Python client's suspension helper (`submit_suspension`): seed 002's approval step,
-submitted and answered through the client, in process (the guards' loopback proxy)."""
+submitted and answered through the client, in process (the guards' loopback suspension_proxy)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ STEP = {key: APPROVAL_STEP[key] for key in ("workflow_id", "step_id", "run_id", 
 
 
 class SuspensionProxy(Proxy):
-    """The guards' proxy; `on_suspended(id)` runs when a suspension's submission answer passes."""
+    """The guards' suspension_proxy; `on_suspended(id)` runs when a suspension's submission answer passes."""
 
     on_suspended: Callable[[str], object] | None = None
 
@@ -34,45 +34,50 @@ class SuspensionProxy(Proxy):
 
 
 @pytest.fixture
-def proxy() -> SuspensionProxy:
+def suspension_proxy() -> SuspensionProxy:
     return SuspensionProxy()
 
 
 @pytest.fixture
-def cp(token, proxy, server_public_key):
+def suspension_cp(token, suspension_proxy, server_public_key):
     with ControlPlane(
-        "http://testserver", token, poll_wait=0.2, retries=0, transport=proxy, public_keys=[server_public_key]
+        "http://testserver",
+        token,
+        poll_wait=0.2,
+        retries=0,
+        transport=suspension_proxy,
+        public_keys=[server_public_key],
     ) as client:
         yield client
 
 
-def submit(cp: ControlPlane):
-    return cp.submit_suspension(
+def submit(suspension_cp: ControlPlane):
+    return suspension_cp.submit_suspension(
         APPROVAL_STEP["title"], APPROVAL_STEP["suspend_payload"], APPROVAL_STEP["resume_schema"], timeout=10, **STEP
     )
 
 
-def test_the_answer_comes_back_exactly_as_validated(cp, proxy, big_amounts, people):
+def test_the_answer_comes_back_exactly_as_validated(suspension_cp, suspension_proxy, big_amounts, people):
     alice = Person(people["alice"])
-    proxy.on_suspended = lambda request_id: services.respond_to_suspension(
+    suspension_proxy.on_suspended = lambda request_id: services.respond_to_suspension(
         request_id, actor=alice, resume_data={"approved": True}, revision=1
     )
-    assert submit(cp) == {"approved": True}
+    assert submit(suspension_cp) == {"approved": True}
 
 
-def test_a_rejection_raises_with_the_reviewers_feedback(cp, proxy, big_amounts, people):
+def test_a_rejection_raises_with_the_reviewers_feedback(suspension_cp, suspension_proxy, big_amounts, people):
     alice = Person(people["alice"])
-    proxy.on_suspended = lambda request_id: services.reject(
+    suspension_proxy.on_suspended = lambda request_id: services.reject(
         request_id, actor=alice, revision=1, feedback="Call finance first."
     )
     with pytest.raises(ApprovalRejected) as rejected:
-        submit(cp)
+        submit(suspension_cp)
     assert rejected.value.feedback == "Call finance first."
 
 
-def test_an_answer_altered_in_transit_is_refused(cp, proxy, big_amounts, people):
+def test_an_answer_altered_in_transit_is_refused(suspension_cp, suspension_proxy, big_amounts, people):
     alice = Person(people["alice"])
-    proxy.on_suspended = lambda request_id: services.respond_to_suspension(
+    suspension_proxy.on_suspended = lambda request_id: services.respond_to_suspension(
         request_id, actor=alice, resume_data={"approved": False}, revision=1
     )
 
@@ -81,6 +86,6 @@ def test_an_answer_altered_in_transit_is_refused(cp, proxy, big_amounts, people)
             body["resume_data"] = {"approved": True}
         return body
 
-    proxy.resume = flip
+    suspension_proxy.resume = flip
     with pytest.raises(DecisionRefused):
-        submit(cp)
+        submit(suspension_cp)

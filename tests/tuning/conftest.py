@@ -42,13 +42,6 @@ def rolled_back() -> Iterator[None]:
 
 
 @pytest.fixture
-def risk_admin(admin_user):
-    """ada, in risk-admins: the only people who may tune rules."""
-    admin_user.groups.add(Group.objects.get(name=RISK_ADMINS))
-    return admin_user
-
-
-@pytest.fixture
 def ben(db):
     """ben, a second risk-admin: the other pair of eyes on ada's policy changes."""
     from django.contrib.auth import get_user_model
@@ -80,15 +73,14 @@ WIRE_TRANSFER = {
 
 
 @pytest.fixture
-def treasury(people) -> Group:
+def treasury_desk(people, treasury) -> Group:
     """The treasury desk: carol approves wires."""
-    group = Group.objects.create(name="treasury")
-    people["carol"].groups.add(group)
-    return group
+    people["carol"].groups.add(treasury)
+    return treasury
 
 
 @pytest.fixture
-def wire_rule(risk_admin, treasury):
+def wire_rule(risk_admin, treasury_desk):
     """Wires over 1,000 are high and go to treasury (set up as if four eyes were off)."""
     from django.test import override_settings
 
@@ -148,3 +140,10 @@ def make_requests(agent) -> Callable[..., list[ApprovalRequest]]:
         return requests
 
     return _make
+
+
+@pytest.fixture
+def admin_client(client, risk_admin):
+    """The test client, signed in as ada (a risk-admin)."""
+    client.force_login(risk_admin)
+    return client

@@ -32,12 +32,6 @@ BIG_IRREVERSIBLE = {
 }
 
 
-@pytest.fixture
-def admin_client(client, risk_admin):
-    client.force_login(risk_admin)
-    return client
-
-
 @pytest.mark.parametrize(
     ("condition", "words"),
     [

@@ -32,7 +32,7 @@ def reference_percentile(values: list[float], fraction: float) -> float:
 
 
 @pytest.fixture
-def story(make_requests, people):
+def metrics_story(make_requests, people):
     """A week of mail-bot's requests with known outcomes (times from `base`)."""
     now = timezone.now()
     base = now - timedelta(days=2)
@@ -98,8 +98,8 @@ def story(make_requests, people):
     return Period.last_days(7, now=now)
 
 
-def test_outcomes_per_rule(story):
-    rows = {row.key: row for row in metrics.outcome_table("rule", story)}
+def test_outcomes_per_rule(metrics_story):
+    rows = {row.key: row for row in metrics.outcome_table("rule", metrics_story)}
 
     email = rows["send_email_default"]
     assert (email.volume, email.needed_people, email.approved, email.rejected, email.expired) == (5, 5, 2, 1, 2)
@@ -118,37 +118,37 @@ def test_outcomes_per_rule(story):
     assert rows["delete_database_prohibited"].refused == 1
 
 
-def test_outcomes_per_action_type_and_agent(story):
-    by_type = {row.key: row.volume for row in metrics.outcome_table("action_type", story)}
+def test_outcomes_per_action_type_and_agent(metrics_story):
+    by_type = {row.key: row.volume for row in metrics.outcome_table("action_type", metrics_story)}
     assert by_type == {"send_email": 5, "read_file": 3, "delete_database": 1}
-    (agent_row,) = metrics.outcome_table("agent", story)
+    (agent_row,) = metrics.outcome_table("agent", metrics_story)
     assert agent_row.key == "mail-bot" and agent_row.volume == 9
 
 
-def test_per_reviewer_decisions_rate_and_time(story):
-    rows = {row.key: row for row in metrics.reviewer_table(story)}
+def test_per_reviewer_decisions_rate_and_time(metrics_story):
+    rows = {row.key: row for row in metrics.reviewer_table(metrics_story)}
     assert (rows["alice"].decisions, rows["alice"].approvals, rows["alice"].approval_rate) == (3, 2, round(2 / 3, 4))
     assert rows["alice"].median_seconds == 120.0
     assert (rows["bob"].decisions, rows["bob"].median_seconds, rows["bob"].p90_seconds) == (1, 10.0, 10.0)
 
 
-def test_daily_series_covers_every_day_of_the_period(story):
-    points = metrics.time_series(story)
+def test_daily_series_covers_every_day_of_the_period(metrics_story):
+    points = metrics.time_series(metrics_story)
     assert len(points) in (7, 8)  # a rolling window touches 8 calendar days unless it starts at midnight
     assert sum(p.volume for p in points) == 9
     assert sum(p.auto_approved for p in points) == 3
     assert all(p.volume == 0 for p in points[:-3])
 
 
-def test_csv_of_each_table(story):
-    text = metrics.table_csv("rule", story)
+def test_csv_of_each_table(metrics_story):
+    text = metrics.table_csv("rule", metrics_story)
     header, *lines = text.splitlines()
     assert header.startswith("rule,volume,auto_approved_share")
     assert lines[0].startswith("send_email_default,5,0.0,5,0.4,0.2,0.4,0.5,120.0,264.0")
-    assert metrics.table_csv("reviewer", story).splitlines()[1].startswith("alice,3,2,1,")
-    assert len(metrics.table_csv("daily", story).splitlines()) >= 8
+    assert metrics.table_csv("reviewer", metrics_story).splitlines()[1].startswith("alice,3,2,1,")
+    assert len(metrics.table_csv("daily", metrics_story).splitlines()) >= 8
     with pytest.raises(KeyError):
-        metrics.table_csv("nope", story)
+        metrics.table_csv("nope", metrics_story)
 
 
 def test_spreadsheet_formulas_in_names_are_defused(make_requests):
@@ -230,7 +230,7 @@ def test_time_to_decision_percentiles_equal_percentile_cont_on_every_backend(mak
                     assert got[rule][fraction] == pytest.approx(reference_percentile(stored, fraction), abs=1.5e-3)
 
 
-def test_both_methods_agree_exactly_on_postgresql(require_postgres, story):
+def test_both_methods_agree_exactly_on_postgresql(require_postgres, metrics_story):
     queryset = ApprovalRequest.objects.exclude(decided_at=None)
     assert metrics.duration_percentiles(
         queryset, key="rule_name", end="decided_at", start="created_at", method="window"

@@ -22,12 +22,6 @@ EMAIL_EXECUTOR = {"send_email": ("to", "cc", "bcc", "subject", "body", "from")}
 REFUND = {"amount": "12.50", "order_id": "A-17", "reason": "damaged"}
 
 
-@pytest.fixture
-def admin_client(client, risk_admin):
-    client.force_login(risk_admin)
-    return client
-
-
 def answer(client, rule: dict[str, Any]):
     return client.post(
         reverse("rules:paths"),

@@ -29,12 +29,6 @@ LOW_EMAIL = {
 FEW = {"to": ["dana@example.com"], "subject": "Hi", "body": "Hello"}
 
 
-@pytest.fixture
-def admin_client(client, risk_admin):
-    client.force_login(risk_admin)
-    return client
-
-
 def _post_json(client, name, payload):
     return client.post(
         reverse(name), data=json.dumps(payload), content_type="application/json", HTTP_ACCEPT="application/json"

@@ -8,6 +8,7 @@ names). All values are JSON-safe; amounts are decimal strings, never floats.
 ``impact["unknown"]`` lists the facts that could not be read with certainty (see
 ``facts.py``); rules read them the strict way. Nothing the agent says about its
 target lowers a fact: ``target.reversible: true`` is a declaration and is ignored.
+Sensitive data is detected in `sensitive` (re-exported here).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .conditions import to_decimal
 from .facts import normalize_key, read_amount, read_target_count
 from .names import destructive_words, normalize_pattern, parse_action_type
 from .seed import SEED_DESTRUCTIVE_VERBS
+from .sensitive import MAX_SCAN_DEPTH, SENSITIVE_LABELS, detect_sensitive
 
 __all__ = [
     "IRREVERSIBLE_PATTERNS",
@@ -36,28 +38,19 @@ __all__ = [
     "unregister_impact_extractor",
 ]
 
+
 ImpactExtractor = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]]
+
 
 # Historical names; each is now read as a word test ("delete" anywhere in the name's words).
 IRREVERSIBLE_PATTERNS: Final[tuple[str, ...]] = ("delete_*", "drop_*", "send_*", "transfer_*", "pay_*")
 IRREVERSIBLE_VERBS: Final[frozenset[str]] = frozenset(
     {pattern.rstrip("_*") for pattern in IRREVERSIBLE_PATTERNS} | {"destroy", "truncate", "wipe", "purge"}
 )
-SENSITIVE_LABELS: Final[frozenset[str]] = frozenset({"pii", "confidential", "secret", "sensitive", "financial"})
 RECIPIENT_FIELDS: Final[frozenset[str]] = frozenset({"to", "cc", "bcc"})
-
-# Scanning limits: params come from agents, so the scan must stay bounded. Anything
-# beyond them is reported as the "unscanned" kind, which makes the call sensitive:
-# content we could not inspect is not assumed clean.
-MAX_SCAN_DEPTH: Final = 32
-MAX_SCAN_NODES: Final = 20_000
-MAX_SCAN_CHARS: Final = 2_000_000
+# Params come from agents, so counting recipients stays bounded too (the scan's limits
+# are in `sensitive`).
 MAX_RECIPIENT_ITEMS: Final = 10_000
-
-
-# ---------------------------------------------------------------------------
-# Recipients
-# ---------------------------------------------------------------------------
 
 
 def _split_addresses(text: str) -> Iterator[str]:
@@ -128,152 +121,11 @@ def count_recipients(params: Mapping[str, Any]) -> int:
     return len(seen)
 
 
-# ---------------------------------------------------------------------------
-# Sensitive content
-# ---------------------------------------------------------------------------
-
-_CARD_CANDIDATE = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,18}(?![0-9])")
-_SSN = re.compile(r"(?<![0-9-])(?!000|666|9[0-9]{2})[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![0-9-])")
-_SECRET_PATTERNS: Final[tuple[re.Pattern[str], ...]] = (
-    re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
-    re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_-]{20,}"),
-    re.compile(r"(?<![A-Za-z0-9])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
-)
-_SECRET_KEY_WORDS: Final[frozenset[str]] = frozenset(
-    {
-        "password",
-        "passwd",
-        "passphrase",
-        "pwd",
-        "secret",
-        "token",
-        "apikey",
-        "privatekey",
-        "accesskey",
-        "credential",
-        "credentials",
-    }
-)
-_KEY_WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
-
-
-def _luhn_valid(digits: str) -> bool:
-    total = 0
-    for index, char in enumerate(reversed(digits)):
-        digit = ord(char) - 48
-        if index % 2 == 1:
-            digit = digit * 2 - 9 if digit > 4 else digit * 2
-        total += digit
-    return total % 10 == 0
-
-
-def _has_card_number(text: str) -> bool:
-    for match in _CARD_CANDIDATE.finditer(text):
-        digits = match.group().replace(" ", "").replace("-", "")
-        if 13 <= len(digits) <= 19 and _luhn_valid(digits):
-            return True
-    return False
-
-
-def _is_secret_key_name(key: str) -> bool:
-    words = [word.lower() for word in _KEY_WORD_SPLIT.split(key) if word]
-    joined = "".join(words)
-    pairs = {a + b for a, b in zip(words, words[1:])}
-    return (
-        any(word in _SECRET_KEY_WORDS for word in words)
-        or bool(pairs & _SECRET_KEY_WORDS)
-        or joined in _SECRET_KEY_WORDS
-    )
-
-
-def _text_kinds(text: str) -> set[str]:
-    kinds: set[str] = set()
-    if _has_card_number(text):
-        kinds.add("card_number")
-    if _SSN.search(text):
-        kinds.add("national_id")
-    if any(pattern.search(text) for pattern in _SECRET_PATTERNS):
-        kinds.add("secret")
-    return kinds
-
-
-@dataclass
-class _ScanBudget:
-    nodes: int = MAX_SCAN_NODES
-    chars: int = MAX_SCAN_CHARS
-    exhausted: bool = False
-
-
-def _scan(value: Any, depth: int, budget: _ScanBudget, kinds: set[str]) -> None:
-    budget.nodes -= 1
-    if budget.nodes < 0 or depth > MAX_SCAN_DEPTH:
-        budget.exhausted = True
-        return
-    if isinstance(value, str):
-        budget.chars -= len(value)
-        if budget.chars < 0:
-            budget.exhausted = True
-            return
-        kinds.update(_text_kinds(value))
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str):
-                if isinstance(item, str) and item.strip() and _is_secret_key_name(key):
-                    kinds.add("secret")
-                _scan(key, depth + 1, budget, kinds)
-            _scan(item, depth + 1, budget, kinds)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            _scan(item, depth + 1, budget, kinds)
-
-
-def _label_kinds(target: Mapping[str, Any], sensitive_labels: frozenset[str]) -> set[str]:
-    labels = target.get("labels")
-    if isinstance(labels, str):
-        labels = [labels]
-    if not isinstance(labels, (list, tuple)):
-        return set()
-    found = {label.strip().lower() for label in labels if isinstance(label, str)}
-    return {f"label:{label}" for label in found & sensitive_labels}
-
-
-def detect_sensitive(
-    params: Mapping[str, Any],
-    target: Mapping[str, Any] | None = None,
-    *,
-    sensitive_labels: Iterable[str] = SENSITIVE_LABELS,
-) -> list[str]:
-    """Sorted sensitive kinds found in params (recursively) and target labels.
-
-    Kinds: "card_number", "national_id", "secret", "label:<x>", and "unscanned"
-    when params exceed the scan limits.
-    """
-    kinds: set[str] = set()
-    budget = _ScanBudget()
-    _scan(params, 0, budget, kinds)
-    if budget.exhausted:
-        kinds.add("unscanned")
-    kinds |= _label_kinds(target or {}, frozenset(label.lower() for label in sensitive_labels))
-    return sorted(kinds)
-
-
-# ---------------------------------------------------------------------------
-# Other facts
-# ---------------------------------------------------------------------------
-
-
 def _reversible(sent: str, target: Mapping[str, Any], verbs: frozenset[str]) -> bool:
     # The agent may say its call is irreversible (stricter), never that it is reversible.
     if target.get("reversible") is False:
         return False
     return not destructive_words(sent, verbs)
-
-
-# ---------------------------------------------------------------------------
-# Extractor registry
-# ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -354,11 +206,6 @@ def _merge(impact: dict[str, Any], extra: Mapping[str, Any]) -> None:
     impact["sensitive_kinds"] = sorted(detected | _listed(impact.get("sensitive_kinds")))
     impact["sensitive"] = bool(was_sensitive or impact.get("sensitive") is True or impact["sensitive_kinds"])
     impact["unknown"] = sorted(unknown | _listed(impact.get("unknown")))
-
-
-# ---------------------------------------------------------------------------
-# Entry point
-# ---------------------------------------------------------------------------
 
 
 def compute_impact(

@@ -5,7 +5,7 @@ Aggregate queries only: every table is one GROUP BY query plus one query for its
 time-to-decision percentiles, whatever the number of requests. Percentiles are
 ``percentile_cont`` (linear interpolation) on PostgreSQL; elsewhere the same
 numbers come from window functions that return at most four rows per group, so
-both backends agree (tests/tuning/test_metrics.py holds them to it).
+both backends agree (`percentiles`; tests/tuning/test_metrics.py holds them to it).
 
 Definitions (requests created in the period):
 - volume: requests; auto-approved share: auto-approved by policy / volume;
@@ -22,14 +22,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from django.db import connection
-from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
@@ -37,9 +35,11 @@ from hitl_controlplane.manifest import neutralize_cell
 
 from ...models import DECIDED_BY_POLICY, ApprovalRequest, Decision
 from ...states import RiskLevel, State
+from .percentiles import PERCENTILES, duration_percentiles
 
 __all__ = [
     "DIMENSIONS",
+    "PERCENTILES",
     "OutcomeRow",
     "Period",
     "ReviewerRow",
@@ -51,13 +51,15 @@ __all__ = [
     "time_series",
 ]
 
+
 # The tables: URL key -> (column label, the field grouped by).
 DIMENSIONS: dict[str, tuple[str, str]] = {
     "rule": ("Rule", "rule_name"),
     "action_type": ("Action type", "action_type"),
     "agent": ("Agent", "agent__name"),
 }
-PERCENTILES = (0.5, 0.9)
+
+
 MAX_PERIOD_DAYS = 366
 DEFAULT_PERIOD_DAYS = 30
 
@@ -100,101 +102,6 @@ class Period:
     @property
     def last_day(self) -> date:
         return (self.end - timedelta(microseconds=1)).date()
-
-
-# --- SQL building blocks ------------------------------------------------------------------
-
-
-class Seconds(Func):
-    """Seconds from `start` to `end` (two datetime expressions), exact to the microsecond."""
-
-    output_field = FloatField()
-    arity = 2
-
-    def as_sql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:  # type: ignore[override]
-        # arguments are (end, start)
-        if connection.vendor == "postgresql":
-            template = "EXTRACT(EPOCH FROM (%(expressions)s))::float8"
-            return super().as_sql(compiler, connection, template=template, arg_joiner=" - ", **extra_context)
-        if connection.vendor == "sqlite":
-            # Django registers django_timestamp_diff (microseconds) on every SQLite connection.
-            template = "(django_timestamp_diff(%(expressions)s) / 1000000.0)"
-            return super().as_sql(compiler, connection, template=template, arg_joiner=", ", **extra_context)
-        raise NotImplementedError(f"decision metrics support PostgreSQL and SQLite, not {connection.vendor}")
-
-
-class PercentileCont(Aggregate):
-    """PostgreSQL's ordered-set aggregate ``percentile_cont(p) WITHIN GROUP (ORDER BY x)``."""
-
-    function = "percentile_cont"
-    output_field = FloatField()
-    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-
-    def __init__(self, expression: Any, fraction: float, **extra: Any) -> None:
-        if not 0 <= fraction <= 1:
-            raise ValueError("a percentile is between 0 and 1")
-        super().__init__(expression, fraction=repr(float(fraction)), **extra)
-
-
-def _interpolate(values: dict[int, float], n: int, fraction: float) -> float:
-    position = fraction * (n - 1)
-    low = int(position)
-    high = min(low + 1, n - 1)
-    if high == low or position == low:
-        return values[low]
-    return values[low] + (position - low) * (values[high] - values[low])
-
-
-def _window_percentiles(queryset: QuerySet[Any], key: str, seconds: Func) -> dict[Any, dict[float, float]]:
-    """Percentiles per `key` with window functions: at most 4 rows per group come back."""
-    inner = queryset.order_by().annotate(_k=F(key), _s=seconds).values("_k", "_s")
-    sql, params = inner.query.sql_with_params()
-    wanted = []
-    for fraction in PERCENTILES:
-        tenths = round(fraction * 100)
-        # floor and ceil of fraction*(n-1) in integer arithmetic (no math functions in SQLite).
-        wanted += [f"(n - 1) * {tenths} / 100", f"((n - 1) * {tenths} + 99) / 100"]
-    query = (
-        "SELECT k, n, rn, s FROM ("
-        " SELECT t._k AS k, t._s AS s,"
-        " ROW_NUMBER() OVER (PARTITION BY t._k ORDER BY t._s) - 1 AS rn,"
-        " COUNT(*) OVER (PARTITION BY t._k) AS n"
-        f" FROM ({sql}) t) w WHERE rn IN ({', '.join(wanted)})"
-    )
-    picked: dict[Any, dict[int, float]] = defaultdict(dict)
-    sizes: dict[Any, int] = {}
-    with connection.cursor() as cursor:
-        cursor.execute(query, params)
-        for k, n, rn, s in cursor.fetchall():
-            picked[k][rn] = float(s)
-            sizes[k] = n
-    return {k: {f: _interpolate(values, sizes[k], f) for f in PERCENTILES} for k, values in picked.items()}
-
-
-def _percentile_cont(queryset: QuerySet[Any], key: str, seconds: Func) -> dict[Any, dict[float, float]]:
-    aggregates = {f"p{round(f * 100)}": PercentileCont(seconds, f) for f in PERCENTILES}
-    rows = queryset.values(key).order_by().annotate(**aggregates)
-    return {row[key]: {f: row[f"p{round(f * 100)}"] for f in PERCENTILES} for row in rows}
-
-
-def duration_percentiles(
-    queryset: QuerySet[Any], *, key: str, end: str, start: str, method: str | None = None
-) -> dict[Any, dict[float, float]]:
-    """{key value: {0.5: seconds, 0.9: seconds}} of ``end - start`` per group (one query).
-
-    `method` is "percentile_cont" (PostgreSQL only) or "window"; by default the
-    database's best. Values are rounded to the millisecond so both methods agree.
-    """
-    method = method or ("percentile_cont" if connection.vendor == "postgresql" else "window")
-    seconds = Seconds(F(end), F(start))
-    run = _percentile_cont if method == "percentile_cont" else _window_percentiles
-    return {
-        k: {f: round(v, 3) for f, v in values.items()}
-        for k, values in run(queryset.filter(**{f"{end}__isnull": False}), key, seconds).items()
-    }
-
-
-# --- Per rule, action type and agent --------------------------------------------------------
 
 
 def _by_people() -> Q:
@@ -290,9 +197,6 @@ def outcome_table(dimension: str, period: Period, *, now: datetime | None = None
     return table
 
 
-# --- Per reviewer ------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class ReviewerRow:
     key: str
@@ -332,9 +236,6 @@ def reviewer_table(period: Period) -> list[ReviewerRow]:
     return table
 
 
-# --- Time series ------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class SeriesPoint:
     day: date
@@ -365,9 +266,6 @@ def time_series(period: Period, *, now: datetime | None = None) -> list[SeriesPo
         points.append(SeriesPoint(day=day, volume=row.get("volume", 0), **{name: row.get(name, 0) for name in names}))
         day += timedelta(days=1)
     return points
-
-
-# --- CSV -------------------------------------------------------------------------------------------
 
 
 def _cell(value: Any) -> Any:

@@ -40,15 +40,15 @@ read (never stored), so no stored v1 signature needs verifying, and a v1 documen
 (which names neither the agent nor what it submitted) must not stand in for v2. The
 execution grant is its own document type with its own context string, so neither
 can pass for the other.
+
+What the client submitted (`SubmittedCall`, `submitted_sha256`) is computed in
+`hitl_controlplane.submitted`; this module re-exports it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,12 +56,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .canonical import canonical_bytes, value_bytes, value_sha256
 from .ed25519 import SigningKey, key_id_of, parse_public_key, verify_bytes
+from .submitted import KINDS, PLAN_ACTION_TYPE, SubmittedCall, normalize_action_type, submitted_sha256, submitted_value
 
 __all__ = [
     "ALGORITHM",
     "CONTEXT",
     "DOCUMENT_TYPE",
     "KINDS",
+    "PLAN_ACTION_TYPE",
     "SubmittedCall",
     "DecisionRefused",
     "decision_document",
@@ -78,15 +80,14 @@ __all__ = [
     "verify_decision",
 ]
 
+
 ALGORITHM = "ed25519"
 DOCUMENT_TYPE = "hitl-controlplane/decision"
 VERSION = 2
 # Domain separation: an audit-row signature (over a row hash), a v1 decision or an
 # execution grant (its own context) can never pass as a v2 decision.
 CONTEXT = b"hitl-controlplane decision v2\x00"
-KINDS = ("action", "plan", "suspension")
-# The action type every plan is stored under (approvals.services.submission.PLAN_ACTION_TYPE).
-PLAN_ACTION_TYPE = "submit_plan"
+
 
 # The canonical bytes and digest of JSON values: defined once, in canonical.py.
 payload_bytes = value_bytes
@@ -95,132 +96,6 @@ payload_sha256 = value_sha256
 
 class DecisionRefused(Exception):
     """The resume's decision_signature does not bind it to the call the client is about to run."""
-
-
-def normalize_action_type(raw: str) -> str:
-    """The action type as the server stores it: NFKC, surrounding non-letters/digits removed, case-folded.
-
-    The same steps as the server's `parse_action_type` (which also refuses what is not
-    a valid name; a refused name never reaches a decision), so a client compares the
-    signed action type with the one it sent without trusting any answer for it.
-    """
-    text = unicodedata.normalize("NFKC", raw)
-    start, end = 0, len(text)
-    while start < end and unicodedata.category(text[start])[0] not in "LN":
-        start += 1
-    while end > start and unicodedata.category(text[end - 1])[0] not in "LN":
-        end -= 1
-    return text[start:end].casefold()
-
-
-def _as_sent(value: Any) -> Any:
-    """`value` as the server parses it from the JSON the client sends (tuples are lists, and so on)."""
-    return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
-
-
-def submitted_value(kind: str, *, params: Any = None, path: str = "", plan: str = "") -> Any:
-    """What an agent submitted, as `submitted_sha256` digests it.
-
-    An action: its params (`{}` when none). A suspension: its suspend payload (pass it as
-    `params`). A plan: `{path, plan}` (the path trimmed, as the API stores it; the title is
-    a label the server derives from the plan's first heading when none is sent, so it is
-    not part of it; the approved payload, which the agent reads back, includes it).
-    """
-    if kind == "plan":
-        return {"path": path.strip(), "plan": plan}
-    if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r}")
-    return params or {}
-
-
-def submitted_sha256(kind: str, **submitted: Any) -> str:
-    """The digest of what was submitted (see `submitted_value`), computed on the JSON as sent."""
-    digest = value_sha256(_as_sent(submitted_value(kind, **submitted)))
-    if digest is None:  # submitted_value is a dict for every kind
-        raise ValueError("nothing was submitted")
-    return digest
-
-
-@dataclass(frozen=True)
-class SubmittedCall:
-    """The call a client made, as it knows it without trusting any answer from the network.
-
-    A decision is acted on only if its signed document names exactly this: `agent` (the
-    agent's name; None leaves it unchecked), `kind`, `action_type` (normalized),
-    `submitted_sha256`, `idempotency_key` and `tool_call_id` ("" when none was given).
-    """
-
-    kind: str
-    action_type: str
-    submitted_sha256: str
-    idempotency_key: str | None
-    tool_call_id: str = ""
-    agent: str | None = None
-
-    @classmethod
-    def action(
-        cls,
-        action_type: str,
-        params: Any,
-        *,
-        idempotency_key: str | None,
-        tool_call_id: str | None = "",
-        agent: str | None = None,
-    ) -> SubmittedCall:
-        return cls(
-            kind="action",
-            action_type=normalize_action_type(action_type),
-            submitted_sha256=submitted_sha256("action", params=params),
-            idempotency_key=_key(idempotency_key),
-            tool_call_id=(tool_call_id or "").strip(),
-            agent=agent,
-        )
-
-    @classmethod
-    def plan(
-        cls,
-        path: str,
-        plan: str,
-        *,
-        idempotency_key: str | None,
-        tool_call_id: str | None = "",
-        agent: str | None = None,
-    ) -> SubmittedCall:
-        return cls(
-            kind="plan",
-            action_type=PLAN_ACTION_TYPE,
-            submitted_sha256=submitted_sha256("plan", path=path, plan=plan),
-            idempotency_key=_key(idempotency_key),
-            tool_call_id=(tool_call_id or "").strip(),
-            agent=agent,
-        )
-
-    @classmethod
-    def suspension(
-        cls,
-        action_type: str,
-        suspend_payload: Any,
-        *,
-        idempotency_key: str | None,
-        tool_call_id: str | None = "",
-        agent: str | None = None,
-    ) -> SubmittedCall:
-        """`action_type`: the one given, else `<workflow_id>.<step_id>` (as the server names it)."""
-        return cls(
-            kind="suspension",
-            action_type=normalize_action_type(action_type),
-            submitted_sha256=submitted_sha256("suspension", params=suspend_payload),
-            idempotency_key=_key(idempotency_key),
-            tool_call_id=(tool_call_id or "").strip(),
-            agent=agent,
-        )
-
-    def with_agent(self, agent: str | None) -> SubmittedCall:
-        return self if agent is None else SubmittedCall(**{**self.__dict__, "agent": agent})
-
-
-def _key(idempotency_key: str | None) -> str | None:
-    return idempotency_key.strip() or None if idempotency_key is not None else None
 
 
 def signed_payload(resume_data: Mapping[str, Any]) -> Any:

@@ -43,7 +43,7 @@ TRANSFER = {
 
 
 @pytest.fixture
-def transfer_rule(admin_user):
+def one_person_transfer_rule(admin_user):
     return policy.save_rule(TRANSFER, actor=Person(admin_user), note="transfers need one person")
 
 
@@ -115,7 +115,7 @@ def decide(daphne_server, reviewer, request: ApprovalRequest, **decision) -> Non
 
 
 @pytest.fixture
-def host(openai_agents_python, tmp_path, daphne_server, token, server_public_key, transfer_rule):
+def host(openai_agents_python, tmp_path, daphne_server, token, server_public_key, one_person_transfer_rule):
     def make(**overrides) -> Host:
         return Host(
             openai_agents_python,

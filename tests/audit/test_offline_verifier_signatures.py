@@ -1,240 +1,26 @@
-"""`python -m audit.verify`: an auditor checks an export without trusting the server.
-
-It accepts a clean export, and rejects (naming the first bad seq) one byte
-changed, a row removed, two rows swapped; it rejects an altered manifest of a
-filtered export, a wrong key, and an export that disagrees with a signed checkpoint.
+"""`python -m audit.verify`: what vouches for an export. A filtered export verifies through its
+signed manifest, and an altered or re-signed manifest is rejected; without a key the verdict
+fails closed unless the auditor says `--no-signatures`; a signed checkpoint catches a
+consistently rewritten chain; every row signature is checked with the pinned public keys,
+across a key rotation; an export re-serialized by a tool is rejected, an earlier layout still
+verifies.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from audit.chain import Actor, record
 from audit.checkpoint import write_checkpoint
 from hitl_controlplane.ed25519 import SigningKey, public_key_text
-from hitl_controlplane.manifest import jsonl_hashed_text, jsonl_line, sign
+from hitl_controlplane.manifest import jsonl_hashed_text, sign
 from hitl_controlplane.verify import verify_export
 
 from .conftest import SIGNING_KEY
 from .exporting import export_to, manifest_path
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def eight_events(alice, refund_request, system) -> None:
-    """A refund's story, with awkward text in it (commas, quotes, newlines, a formula)."""
-    user = Actor.for_user(alice)
-    record(
-        "request.submitted",
-        actor=Actor.for_agent(type("A", (), {"pk": 7, "name": "mail-bot"})()),
-        request=refund_request,
-        metadata={"note": 'says "hi",\nthen leaves'},
-    )
-    record(
-        "request.queued",
-        actor=system,
-        request=refund_request,
-        metadata={"risk_level": "high", "rule": "refunds", "to": "pending_approval"},
-    )
-    record("decision.recorded", actor=user, request=refund_request, metadata={"verdict": "approve"})
-    record("request.approved", actor=user, request=refund_request, metadata={"to": "approved"})
-    record("request.execution_claimed", actor=system, request=refund_request, metadata={"memo": "=SUM(A1:A9)"})
-    record("request.succeeded", actor=system, request=refund_request, metadata={"to": "succeeded"})
-    record("policy.changed", actor=user, metadata={"amount": "12.30", "é": "ünïcödé"})
-    record("agent.created", actor=user, metadata={"name": "-rm -rf"})
-
-
-def lines_of(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines(keepends=True)
-
-
-def verify(path: Path, **kwargs) -> tuple[bool, str, int | None]:
-    verdict = verify_export(path, key=SIGNING_KEY, **kwargs)
-    return verdict.ok, verdict.message, verdict.bad_seq
-
-
-# --- Clean exports -----------------------------------------------------------------------
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_a_clean_unfiltered_export_verifies(eight_events, tmp_path, fmt):
-    path = tmp_path / f"export.{fmt}"
-    export_to(path, fmt)
-    ok, message, _ = verify(path, manifest=json.loads(manifest_path(path).read_text()) if fmt == "csv" else None)
-    assert ok, message
-    assert message.startswith("OK: 8 rows verified (unfiltered chain seq 1-8 links to the head)")
-    assert "manifest signature valid" in message
-
-
-@pytest.mark.django_db
-def test_the_command_line_prints_one_verdict_and_exits_0_or_1(eight_events, tmp_path):
-    path = tmp_path / "export.jsonl"
-    export_to(path)
-    key_file = tmp_path / "server.pub"
-    key_file.write_text(public_key_text(SIGNING_KEY[0]) + "  # the server's audit key\n")
-
-    run = run_verifier
-    good = run(str(path), "--public-key-file", str(key_file))
-    assert (good.returncode, good.stdout.count("\n")) == (0, 1)
-    assert good.stdout.startswith("OK: 8 rows verified")
-    lines = lines_of(path)
-    path.write_text("".join(lines[:2] + lines[3:]), encoding="utf-8")
-    bad = run(str(path), "--public-key", public_key_text(SIGNING_KEY[0]))
-    assert bad.returncode == 1
-    assert bad.stdout.startswith("FAILED at seq 3: ")
-
-
-def run_verifier(*args: str) -> subprocess.CompletedProcess:
-    """`python -m audit.verify ARGS` in a clean environment (no key in it), importing this tree's client."""
-    return subprocess.run(
-        [sys.executable, "-m", "audit.verify", *args],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(PROJECT_ROOT / "clients" / "python")},
-    )
-
-
-def test_importing_the_verifier_does_not_import_django():
-    code = (
-        "import sys, audit.verify, hitl_controlplane.verify, hitl_controlplane.manifest, hitl_controlplane.canonical\n"
-        "loaded = sorted(m for m in sys.modules if m == 'django' or m.startswith('django.'))\n"
-        "assert not loaded, loaded\n"
-        "import audit; assert not hasattr(audit, 'default_app_config')\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}
-    )
-    assert result.returncode == 0, result.stderr
-
-
-# --- Tampering with an unfiltered export ---------------------------------------------------
-
-
-@pytest.mark.django_db
-def test_one_byte_changed_is_rejected_at_its_seq(eight_events, tmp_path):
-    path = tmp_path / "export.jsonl"
-    export_to(path)
-    lines = lines_of(path)
-    lines[5] = lines[5].replace("succeeded", "succeedeD", 1)  # seq 6, request.succeeded
-    path.write_text("".join(lines), encoding="utf-8")
-    ok, message, bad_seq = verify(path)
-    assert not ok and bad_seq == 6, message
-
-
-@pytest.mark.django_db
-def test_a_removed_row_is_rejected_at_the_missing_seq(eight_events, tmp_path):
-    path = tmp_path / "export.jsonl"
-    export_to(path)
-    lines = lines_of(path)
-    path.write_text("".join(lines[:3] + lines[4:]), encoding="utf-8")
-    ok, message, bad_seq = verify(path)
-    assert (ok, bad_seq) == (False, 4), message
-    assert "expected seq 4, found 5" in message
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
-def test_two_swapped_rows_are_rejected_at_the_first(eight_events, tmp_path, fmt):
-    path = tmp_path / f"export.{fmt}"
-    export_to(path, fmt)
-    if fmt == "jsonl":
-        lines = lines_of(path)
-        lines[2], lines[3] = lines[3], lines[2]
-        path.write_text("".join(lines), encoding="utf-8")
-    else:
-        import csv
-        import io
-
-        with path.open(newline="", encoding="utf-8") as handle:
-            records = list(csv.reader(handle))
-        records[3], records[4] = records[4], records[3]  # header is records[0]: seqs 3 and 4
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\r\n").writerows(records)
-        path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
-    manifest = json.loads(manifest_path(path).read_text()) if fmt == "csv" else None
-    ok, message, bad_seq = verify(path, manifest=manifest)
-    assert (ok, bad_seq) == (False, 3), message
-
-
-@pytest.mark.django_db
-def test_a_rehashed_row_fails_its_signature_and_breaks_the_next_link(eight_events, tmp_path):
-    """Editing a row and recomputing its hash: its signature no longer holds, and (for a
-    verifier without the public key) the next row's prev_hash no longer links."""
-    from hitl_controlplane.canonical import chain_hash
-
-    path = tmp_path / "export.jsonl"
-    export_to(path)
-    lines = lines_of(path)
-    row = json.loads(lines[2])
-    canonical = jsonl_hashed_text(lines[2], row).replace('"approve"', '"reject"')
-    lines[2] = jsonl_line(
-        row["seq"],
-        row["prev_hash"],
-        chain_hash(row["prev_hash"], canonical.encode()),
-        canonical,
-        row["key_id"],
-        row["signature"],
-    )
-    path.write_text("".join(lines), encoding="utf-8")
-    ok, message, bad_seq = verify(path)
-    assert (ok, bad_seq) == (False, 3), message
-    assert "signature does not match" in message
-    unkeyed = verify_export(path)
-    assert (unkeyed.ok, unkeyed.bad_seq) == (False, 4), unkeyed.message
-    assert "prev_hash" in unkeyed.message
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("column,value", [(4, "alice2"), (5, "request.rejected"), (8, '{"verdict":"reject"}')])
-def test_a_csv_column_that_disagrees_with_the_canonical_text_is_rejected(eight_events, tmp_path, column, value):
-    import csv
-    import io
-
-    path = tmp_path / "export.csv"
-    export_to(path, "csv")
-    with path.open(newline="", encoding="utf-8") as handle:
-        records = list(csv.reader(handle))
-    records[3][column] = value  # seq 3, the decision
-    buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\r\n").writerows(records)
-    path.write_text(buffer.getvalue(), encoding="utf-8", newline="")
-    ok, message, bad_seq = verify(path, manifest=json.loads(manifest_path(path).read_text()))
-    assert (ok, bad_seq) == (False, 3), message
-    assert "differs from the canonical text" in message
-
-
-@pytest.mark.django_db
-def test_any_single_byte_change_is_rejected(eight_events):
-    with tempfile.TemporaryDirectory() as directory:
-        original = Path(directory) / "export.jsonl"
-        export_to(original)
-        data = original.read_bytes()
-
-        @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-        @given(position=st.integers(0, len(data) - 1), byte=st.integers(0, 255))
-        def check(position: int, byte: int) -> None:
-            if data[position] == byte:
-                return
-            tampered = Path(directory) / "tampered.jsonl"
-            tampered.write_bytes(data[:position] + bytes([byte]) + data[position + 1 :])
-            verdict = verify_export(tampered, key=SIGNING_KEY)
-            assert not verdict.ok, f"byte {position} -> {byte:#x} accepted: {verdict.message}"
-
-        check()
-
-
-# --- Filtered exports and the manifest -------------------------------------------------------
+from .verifier_story import lines_of, run_verifier, verify
 
 
 @pytest.mark.django_db
@@ -355,9 +141,6 @@ def test_a_csv_without_its_sidecar_is_rejected(eight_events, tmp_path):
     assert not ok and "--manifest" in message
 
 
-# --- Checkpoints ---------------------------------------------------------------------------
-
-
 @pytest.mark.django_db
 def test_an_export_agrees_with_an_earlier_signed_checkpoint(eight_events, tmp_path):
     from audit.models import AuditEvent
@@ -395,9 +178,6 @@ def test_a_forged_checkpoint_is_rejected(eight_events, tmp_path):
     forged = sign({"type": "cp-audit-checkpoint/1", "seq": 5, "hash": "f" * 64, "time": "x"}, "not the key")
     ok, message, _ = verify(path, checkpoint=forged)
     assert not ok and "checkpoint signature invalid" in message
-
-
-# --- The JSONL layout ------------------------------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -441,9 +221,6 @@ def test_an_export_in_the_earlier_layout_with_a_canonical_copy_still_verifies(ei
     )
     ok, message, bad_seq = verify(path)
     assert (ok, bad_seq) == (False, 3), message
-
-
-# --- Row signatures ------------------------------------------------------------------------------
 
 
 @pytest.mark.django_db
