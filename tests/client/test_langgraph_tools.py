@@ -30,7 +30,7 @@ from audit.models import AuditEvent
 from hitl_controlplane.client import ControlPlane, DecisionRefused
 from hitl_controlplane.client.langgraph_tools import answer_approvals
 from tests.client import langgraph_host
-from tests.live import ROOT, DaphneServer, child_environment
+from tests.live import ROOT
 from tests.scale.conftest import csrf_headers, session_cookies
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -236,15 +236,6 @@ def test_the_same_saved_checkpoint_restored_in_two_processes_runs_once(
     assert second["model_read"] == [f"Not run: already executed (request {started['request_id']}, succeeded/succeeded)"]
     request = ApprovalRequest.objects.get(pk=started["request_id"])
     assert (request.state, request.attempts) == ("succeeded", 1)
-
-
-@pytest.fixture(scope="module")
-def short_lease_server(django_db_setup, django_db_blocker):
-    """A daphne whose leases last 2 s, so a dead host's claim runs out within the test."""
-    with django_db_blocker.unblock():
-        server = DaphneServer(env=child_environment(MFA_REQUIRED_GROUPS="", EXECUTION_LEASE_SECONDS="2"))
-    yield server
-    server.stop()
 
 
 def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
