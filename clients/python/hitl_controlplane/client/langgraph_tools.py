@@ -25,6 +25,11 @@ runs it once; the other run reads "Not run: already executed (...)". A rejection
 returns the text the model reads (the reviewer's feedback). An approval whose params a
 reviewer edited runs with the edited params: the node, not the framework, calls the tool.
 DecisionRefused (a forged, replayed or altered decision or grant) propagates: nothing ran.
+
+One gated call per node run: LangGraph runs a node again from the top after each
+resume, so a second `interrupt` in the same node would re-run the first call, which
+then reads "already executed" instead of its result. Fan several calls out with `Send`
+(one task per call), each task calling `approved_tool_call` once.
 """
 
 from __future__ import annotations
