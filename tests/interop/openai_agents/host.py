@@ -13,7 +13,10 @@ execution handshake (claim, verified grant, complete), keyed by the call id.
 Environment: CONTROLPLANE_URL, CONTROLPLANE_TOKEN, CONTROLPLANE_PUBLIC_KEYS, TOOL_LOG (a
 file each tool execution appends to), RUN_ID, TAMPER ("params": a man in the middle
 rewrites each decided resume's params; "id:<request id>": it rewrites each submission
-answer's id to that request's; "claim-params": it rewrites each claim answer's params).
+answer's id to that request's; "claim-params": it rewrites each claim answer's params),
+KILL_IN_TOOL=1 (the tool kills its own process once it ran: a host that dies between
+claim and complete), APPROVE_DIRECTLY=1 (`resume` approves every item itself, without
+`decide_interruptions`: what the wrapped tool then runs is only what the server grants).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 
 import httpx
@@ -39,6 +43,8 @@ def transfer_funds(amount: int, to: str) -> str:
     """Move money to a payee."""
     with open(os.environ["TOOL_LOG"], "a", encoding="utf-8") as log:
         log.write(json.dumps({"amount": amount, "to": to}) + "\n")
+    if os.environ.get("KILL_IN_TOOL"):
+        os.kill(os.getpid(), signal.SIGKILL)  # claimed, ran, never completed
     return f"sent {amount} to {to}"
 
 
@@ -97,7 +103,12 @@ async def decide_and_finish(
     run_id: str,
 ) -> dict:
     try:
-        resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
+        if os.environ.get("APPROVE_DIRECTLY"):
+            for item in interruptions:
+                state.approve(item)
+            resumes = []
+        else:
+            resumes = await decide_interruptions_async(acp, state, interruptions, run_id=run_id, timeout=60)
         result = await Runner.run(agent, state)
     except DecisionRefused as refused:
         return {"refused": str(refused)}

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from approvals import policy
+from approvals.execution import runner
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.models import AuditEvent
@@ -222,6 +223,57 @@ def test_a_run_state_restored_twice_runs_the_tool_once_and_the_second_reads_alre
     assert (request.state, request.resolution_code, request.attempts) == ("succeeded", "succeeded", 1)
     verbs = set(AuditEvent.objects.filter(request_id=request.pk).values_list("verb", flat=True))
     assert "request.succeeded" in verbs and "request.expired" not in verbs
+
+
+def test_an_edited_approval_applied_by_the_host_runs_the_wrapped_tool_with_the_edited_arguments(
+    host, daphne_server, people, tmp_path
+):
+    """A host that approves the item itself (no decide_interruptions): the SDK hands the tool the
+    model's arguments, but the wrapped tool runs only what the server grants, the reviewer's edit."""
+    agent_host = host()
+    state_file = tmp_path / "run-state.json"
+    agent_host.finish(
+        agent_host.start(
+            "suspend", "--calls", calls(("call_a", {"amount": 900, "to": "acme"})), "--state", str(state_file)
+        )
+    )
+    [request] = submitted("run-1", 1)
+    decide(daphne_server, people["alice"], request, decision="approve", edits={"amount": 50})
+    agent_host.env["APPROVE_DIRECTLY"] = "1"
+    outcome = agent_host.finish(agent_host.start("resume", "--state", str(state_file)))
+    assert agent_host.tool_runs() == [{"amount": 50, "to": "acme"}]
+    assert outcome["model_saw"] == ["sent 50 to acme"]
+    request.refresh_from_db()
+    assert (request.state, request.attempts) == ("succeeded", 1)
+
+
+def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_is_never_run_again(
+    openai_agents_python, short_lease_server, token, server_public_key, transfer_rule, people, tmp_path
+):
+    agent_host = Host(openai_agents_python, tmp_path, short_lease_server, token, server_public_key)
+    state_file = tmp_path / "run-state.json"
+    agent_host.finish(
+        agent_host.start(
+            "suspend", "--calls", calls(("call_a", {"amount": 75, "to": "acme"})), "--state", str(state_file)
+        )
+    )
+    [request] = submitted("run-1", 1)
+    decide(short_lease_server, people["alice"], request, decision="approve")
+    agent_host.env["KILL_IN_TOOL"] = "1"
+    killed = agent_host.start("resume", "--state", str(state_file))
+    killed.communicate(timeout=HANG_GUARD_SECONDS)
+    assert killed.returncode == -9  # killed in the tool: claimed, never completed
+    assert ApprovalRequest.objects.get(pk=request.pk).state == "executing"
+    time.sleep(2.1)  # the 2 s lease runs out; nobody renews it
+    assert runner.resolve_executions() == {"retried": 0, "lost": 1}
+    request.refresh_from_db()
+    assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
+    del agent_host.env["KILL_IN_TOOL"]
+    again = agent_host.finish(agent_host.start("resume", "--state", str(state_file)))
+    assert again["model_saw"] == [f"Not run: already executed (request {request.pk}, failed/outcome_unknown)"]
+    assert agent_host.tool_runs() == [{"amount": 75, "to": "acme"}]  # the killed run only
+    verbs = set(AuditEvent.objects.filter(request_id=request.pk).values_list("verb", flat=True))
+    assert "request.expired" not in verbs
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,11 @@ already executed ..."). The claim goes through the execution handshake
 (hitl_controlplane.handshake): its signed grant must bind the signed decision's
 request, revision and params and this claim's nonce, so params altered in the claim
 answer raise DecisionRefused instead of reaching the tool. The claim is then completed
-as handed off: the middleware, not this client, runs the tool.
+as handed off: the middleware, not this client, runs the tool. To have the tool body
+itself claim on entry and complete on exit (so the middleware never runs a tool outside
+the handshake, and its result's digest is audited), wrap each gated tool with
+`langchain_tools.controlled_langchain_tool` and answer with `claim=False` and the model's
+`tool_calls`.
 
 Imports nothing from LangChain: the interrupt values are plain dicts, and
 `Interrupt` objects are read by their `id`, `value` and `response_schema`.
@@ -54,7 +58,16 @@ from ..decisions import SubmittedCall
 from . import handshake
 from ._core import ControlPlaneError, action_call, submitted_id
 from .asynchronous import AsyncControlPlane
-from .langchain_mapping import HITL_DECISIONS, ToolCall, allowed_from_schema, decision_for, not_run, tool_calls_of
+from .langchain_mapping import (
+    HITL_DECISIONS,
+    ToolCall,
+    allowed_from_schema,
+    call_key,
+    decision_for,
+    not_run,
+    tool_calls_of,
+    with_call_ids,
+)
 from .synchronous import ControlPlane
 
 __all__ = [
@@ -77,7 +90,10 @@ Target = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 def _idempotency_key(thread_id: str, batch_id: str, index: int, call: ToolCall) -> str:
     # The same interrupt answered again (a host restart) replays its requests instead of
-    # asking twice: the interrupt id is stable for its step, and the key names the call in it.
+    # asking twice: the tool-call id names the call; without one, the interrupt id (stable
+    # for its step) and the call's place in it do.
+    if call.tool_call_id:
+        return call_key(thread_id, call.tool_call_id, call.name)
     seed = "\n".join((thread_id, batch_id, str(index), call.tool_call_id, call.name))
     return "lc-hitl-" + hashlib.sha256(seed.encode()).hexdigest()[:48]
 
@@ -202,10 +218,15 @@ def answer_interrupts(
     target: Target | None = None,
     timeout: float | None = None,
     claim: bool = True,
+    tool_calls: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`{interrupt.id: resume value}` for the middleware's pending interrupts (pass it to
     `Command(resume=...)`): one batched interrupt, or the per-call interrupts of parallel
     tool calls, all submitted as one batch and answered once every call is decided.
+
+    `claim=False` when the tools are wrapped with `langchain_tools.controlled_langchain_tool`
+    (they claim themselves); `tool_calls`: the model's (the last AI message's), so batched
+    requests carry their calls' ids, which the wrapped tools find them by.
     """
     pending = [i for i in interrupts if _is_hitl(i.value)]
     if not pending:
@@ -218,6 +239,7 @@ def answer_interrupts(
         found = tool_calls_of(interrupt.value, allowed_decisions=allowed)
         spans.append((interrupt, len(calls), len(calls) + len(found)))
         calls += found
+    calls = with_call_ids(calls, tool_calls)
     decisions = _answer_calls(
         cp, calls, batch_id=batch_id, run_id=run_id, thread_id=thread_id, target=target, timeout=timeout, claim=claim
     )
@@ -326,6 +348,7 @@ async def aanswer_interrupts(
     target: Target | None = None,
     timeout: float | None = None,
     claim: bool = True,
+    tool_calls: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """`answer_interrupts` for AsyncControlPlane."""
     pending = [i for i in interrupts if _is_hitl(i.value)]
@@ -339,6 +362,7 @@ async def aanswer_interrupts(
         )
         spans.append((interrupt, len(calls), len(calls) + len(found)))
         calls += found
+    calls = with_call_ids(calls, tool_calls)
     decisions = await _aanswer_calls(
         cp,
         calls,

@@ -7,13 +7,23 @@ into the middleware's decision. `langchain_hitl` submits, waits and claims aroun
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._core import ApprovalRejected, Resume
 
-__all__ = ["HITL_DECISIONS", "ToolCall", "allowed_from_schema", "decision_for", "not_run", "tool_calls_of"]
+__all__ = [
+    "HITL_DECISIONS",
+    "ToolCall",
+    "allowed_from_schema",
+    "call_key",
+    "decision_for",
+    "not_run",
+    "tool_calls_of",
+    "with_call_ids",
+]
 
 # The middleware's `DecisionType`; the control plane's `allowed_decisions` use the same words.
 HITL_DECISIONS = ("approve", "edit", "reject", "respond")
@@ -28,6 +38,29 @@ class ToolCall:
     description: str
     allowed: tuple[str, ...]
     tool_call_id: str = ""
+
+
+def call_key(thread_id: str, tool_call_id: str, name: str) -> str:
+    """The idempotency key of a gated call that has its tool-call id: one request per call and
+    thread, found again by the answering host and by the wrapped tool (`langchain_tools`)."""
+    seed = "\n".join(("call", thread_id, tool_call_id, name))
+    return "lc-hitl-" + hashlib.sha256(seed.encode()).hexdigest()[:48]
+
+
+def with_call_ids(calls: Sequence[ToolCall], tool_calls: Sequence[Mapping[str, Any]] | None) -> list[ToolCall]:
+    """`calls` with the ids of the model's `tool_calls` (a batched interrupt names none): each
+    call takes the first unused tool call of the same name and arguments, in order."""
+    unused = [dict(found) for found in tool_calls or () if found.get("id")]
+    named = []
+    for call in calls:
+        match = next(
+            (i for i, found in enumerate(unused) if found.get("name") == call.name and found.get("args") == call.args),
+            None,
+        )
+        if not call.tool_call_id and match is not None:
+            call = replace(call, tool_call_id=str(unused.pop(match)["id"]))
+        named.append(call)
+    return named
 
 
 def allowed_from_schema(schema: Any) -> tuple[str, ...]:
