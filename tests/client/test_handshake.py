@@ -86,8 +86,8 @@ def handshake_cp(token, claim_proxy, server_public_key):
 
 
 @pytest.fixture
-def approved_transfer(handshake_cp):
-    """`approved_transfer(key)`: a transfer submitted and approved; its resume and the call as this client made it."""
+def approved_call(handshake_cp):
+    """`approved_call(key)`: a transfer submitted and approved; its resume and the call as this client made it."""
 
     def _approved(key: str = "transfer-1"):
         resume = handshake_cp.request_approval("transfer_funds", params=PARAMS, idempotency_key=key)
@@ -133,9 +133,9 @@ def test_an_approved_call_runs_once_with_the_approved_params_and_ends_succeeded_
     assert "request.expired" not in verbs(request.pk)
 
 
-def test_the_same_decision_run_twice_runs_once_and_then_answers_already_executed(handshake_cp, approved_transfer):
+def test_the_same_decision_run_twice_runs_once_and_then_answers_already_executed(handshake_cp, approved_call):
     """A restored state, a retried step, a second process: the second run is the tool's text, not a run."""
-    resume, call = approved_transfer()
+    resume, call = approved_call()
     tool = Tool()
     assert run_approved(handshake_cp, resume, call, tool) == "sent 900 to acme"
     again = run_approved(handshake_cp, resume, call, tool)
@@ -143,8 +143,8 @@ def test_the_same_decision_run_twice_runs_once_and_then_answers_already_executed
     assert tool.runs == [PARAMS]
 
 
-def test_a_grant_names_the_claims_nonce_attempt_and_revision(handshake_cp, approved_transfer, claim_proxy):
-    resume, call = approved_transfer()
+def test_a_grant_names_the_claims_nonce_attempt_and_revision(handshake_cp, approved_call, claim_proxy):
+    resume, call = approved_call()
     claimed = claim_approved(handshake_cp, resume, call)
     answer = claim_proxy.claims[0]
     assert (answer["attempt"], answer["revision"]) == (1, 1)
@@ -153,8 +153,8 @@ def test_a_grant_names_the_claims_nonce_attempt_and_revision(handshake_cp, appro
     assert claimed.grant["idempotency_key"] == f"cp-{resume.request_id}-r1"
 
 
-def test_the_claim_api_requires_a_nonce(handshake_cp, approved_transfer):
-    resume, _ = approved_transfer()
+def test_the_claim_api_requires_a_nonce(handshake_cp, approved_call):
+    resume, _ = approved_call()
     with pytest.raises(ControlPlaneError) as refused:
         handshake_cp._call("POST", f"/api/v1/requests/{resume.request_id}/claim/", json={})
     assert (refused.value.status, refused.value.code) == (422, "validation_error")
@@ -196,10 +196,8 @@ def _no_grant(status, body, sent):
     ],
     ids=["params", "request-id", "params-and-digest", "grant-removed"],
 )
-def test_a_claim_answer_altered_in_transit_runs_nothing(
-    handshake_cp, approved_transfer, claim_proxy, tamper, refused_for
-):
-    resume, call = approved_transfer()
+def test_a_claim_answer_altered_in_transit_runs_nothing(handshake_cp, approved_call, claim_proxy, tamper, refused_for):
+    resume, call = approved_call()
     claim_proxy.claim = tamper
     tool = Tool()
     with pytest.raises(DecisionRefused, match=refused_for):
@@ -207,9 +205,9 @@ def test_a_claim_answer_altered_in_transit_runs_nothing(
     assert tool.runs == []
 
 
-def test_the_decision_presented_as_the_grant_runs_nothing(handshake_cp, approved_transfer, claim_proxy):
+def test_the_decision_presented_as_the_grant_runs_nothing(handshake_cp, approved_call, claim_proxy):
     """The resume's genuine decision_signature where the grant_signature belongs: another context."""
-    resume, call = approved_transfer()
+    resume, call = approved_call()
 
     def as_grant(status, body, sent):
         body["grant_signature"] = resume.raw["decision_signature"]
@@ -223,11 +221,11 @@ def test_the_decision_presented_as_the_grant_runs_nothing(handshake_cp, approved
 
 
 def test_a_genuine_grant_for_another_request_bearing_this_claims_nonce_runs_nothing(
-    handshake_cp, approved_transfer, claim_proxy, token
+    handshake_cp, approved_call, claim_proxy, token
 ):
     """The claim_proxy reads the client's nonce and claims another approved request of the agent with it."""
-    other, _ = approved_transfer("transfer-0")
-    resume, call = approved_transfer("transfer-1")
+    other, _ = approved_call("transfer-0")
+    resume, call = approved_call("transfer-1")
     agent = Agent.objects.get(name="mail-bot")
 
     def swap(status, body, sent):
@@ -244,9 +242,9 @@ def test_a_genuine_grant_for_another_request_bearing_this_claims_nonce_runs_noth
 
 
 def test_the_first_processs_grant_replayed_to_a_second_process_runs_nothing(
-    handshake_cp, approved_transfer, claim_proxy, token, server_public_key
+    handshake_cp, approved_call, claim_proxy, token, server_public_key
 ):
-    resume, call = approved_transfer()
+    resume, call = approved_call()
     tool = Tool()
     assert run_approved(handshake_cp, resume, call, tool) == "sent 900 to acme"
     first = claim_proxy.claims[0]
@@ -258,8 +256,8 @@ def test_the_first_processs_grant_replayed_to_a_second_process_runs_nothing(
     assert tool.runs == [PARAMS]
 
 
-def test_a_forged_decision_never_reaches_the_claim(handshake_cp, approved_transfer, claim_proxy):
-    resume, call = approved_transfer()
+def test_a_forged_decision_never_reaches_the_claim(handshake_cp, approved_call, claim_proxy):
+    resume, call = approved_call()
     forged = type(resume).from_payload(
         {**resume.raw, "resume_data": {"action": "approved", "params": {**PARAMS, "amount": 1}}}
     )
@@ -271,8 +269,8 @@ def test_a_forged_decision_never_reaches_the_claim(handshake_cp, approved_transf
 # --- Leases: renew, run out, late reports ------------------------------------------------------------
 
 
-def test_a_renewal_moves_the_lease_and_a_wrong_token_is_refused(handshake_cp, approved_transfer):
-    resume, call = approved_transfer()
+def test_a_renewal_moves_the_lease_and_a_wrong_token_is_refused(handshake_cp, approved_call):
+    resume, call = approved_call()
     claimed = claim_approved(handshake_cp, resume, call)
     renewed = handshake_cp.renew(resume.request_id, claimed.token)
     assert datetime.fromisoformat(renewed["lease_until"]) >= datetime.fromisoformat(claimed.lease_until)
@@ -283,10 +281,10 @@ def test_a_renewal_moves_the_lease_and_a_wrong_token_is_refused(handshake_cp, ap
 
 
 def test_a_lease_that_runs_out_ends_outcome_unknown_never_runs_again_and_a_late_report_changes_nothing(
-    handshake_cp, approved_transfer, settings
+    handshake_cp, approved_call, settings
 ):
     settings.EXECUTION_LEASE_SECONDS = 2
-    resume, call = approved_transfer()
+    resume, call = approved_call()
     claimed = claim_approved(handshake_cp, resume, call)  # the host dies here, between claim and complete
     time.sleep(2.1)
     assert runner.resolve_executions() == {"retried": 0, "lost": 1}
@@ -312,10 +310,10 @@ def test_a_lease_that_runs_out_ends_outcome_unknown_never_runs_again_and_a_late_
 
 
 def test_a_report_after_the_lease_but_before_the_sweep_is_kept_and_fails_the_request(
-    handshake_cp, approved_transfer, settings
+    handshake_cp, approved_call, settings
 ):
     settings.EXECUTION_LEASE_SECONDS = 2
-    resume, call = approved_transfer()
+    resume, call = approved_call()
     claimed = claim_approved(handshake_cp, resume, call)
     time.sleep(2.1)
     with pytest.raises(ControlPlaneError) as late:
@@ -349,10 +347,10 @@ def test_a_long_tool_keeps_its_lease_by_renewing_in_the_background(token, people
 
 
 def test_a_server_side_claim_gets_a_server_made_nonce_in_a_grant_signed_with_the_decisions_key(
-    handshake_cp, approved_transfer
+    handshake_cp, approved_call
 ):
     """In-process executors check nothing over a network; their grant still names a fresh nonce."""
-    resume, _ = approved_transfer()
+    resume, _ = approved_call()
     grant = services.claim_execution(resume.request_id, actor=services.SYSTEM)
     nonce = grant.grant_signature["signed"]["nonce"]
     assert len(nonce) == 43

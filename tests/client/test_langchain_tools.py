@@ -275,7 +275,7 @@ class Host:
 
 
 @pytest.fixture
-def transfer_rule(admin_user):
+def langchain_transfer_rule(admin_user):
     rule = {
         "name": "lct_transfers",
         "priority": 5,
@@ -290,7 +290,7 @@ def transfer_rule(admin_user):
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
 def test_the_same_saved_checkpoint_resumed_in_two_processes_runs_the_tool_once(
-    daphne_server, token, server_public_key, people, transfer_rule, tmp_path, mode
+    daphne_server, token, server_public_key, people, langchain_transfer_rule, tmp_path, mode
 ):
     host = Host(daphne_server, token, server_public_key, tmp_path, mode)
     request = host.started_and_approved(daphne_server.url, people["alice"])
@@ -304,7 +304,7 @@ def test_the_same_saved_checkpoint_resumed_in_two_processes_runs_the_tool_once(
 
 
 def test_a_host_killed_in_the_wrapped_tool_ends_outcome_unknown_and_never_runs_again(
-    short_lease_server, token, server_public_key, people, transfer_rule, tmp_path
+    short_lease_server, token, server_public_key, people, langchain_transfer_rule, tmp_path
 ):
     host = Host(short_lease_server, token, server_public_key, tmp_path, "per_call")
     request = host.started_and_approved(short_lease_server.url, people["alice"])

@@ -41,7 +41,7 @@ HANG_GUARD_SECONDS = 60
 
 
 @pytest.fixture
-def transfer_rule(admin_user):
+def langgraph_transfer_rule(admin_user):
     rule = {
         "name": "lg_transfers",
         "priority": 5,
@@ -107,7 +107,7 @@ def verbs(request_id: str) -> list[str]:
 
 
 def test_an_approved_call_runs_once_and_ends_succeeded_with_its_digest(
-    daphne_server, token, server_public_key, people, transfer_rule
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
 ):
     tool = Tool()
     with client(daphne_server, token, server_public_key) as cp:
@@ -127,7 +127,7 @@ def test_an_approved_call_runs_once_and_ends_succeeded_with_its_digest(
 
 
 def test_the_same_checkpoint_resumed_twice_runs_the_tool_once(
-    daphne_server, token, server_public_key, people, transfer_rule
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
 ):
     tool = Tool()
     with client(daphne_server, token, server_public_key) as cp:
@@ -146,7 +146,7 @@ def test_the_same_checkpoint_resumed_twice_runs_the_tool_once(
 
 
 def test_a_rejection_runs_nothing_and_the_model_reads_the_reviewers_feedback(
-    daphne_server, token, server_public_key, people, transfer_rule
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
 ):
     tool = Tool()
     with client(daphne_server, token, server_public_key) as cp:
@@ -160,7 +160,9 @@ def test_a_rejection_runs_nothing_and_the_model_reads_the_reviewers_feedback(
     assert state["messages"][-1].content == f"The tool said: {read}"
 
 
-def test_an_edited_approval_runs_with_the_edited_params(daphne_server, token, server_public_key, people, transfer_rule):
+def test_an_edited_approval_runs_with_the_edited_params(
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
+):
     tool = Tool()
     with client(daphne_server, token, server_public_key) as cp:
         graph = langgraph_host.build_graph(cp, tool)
@@ -172,7 +174,7 @@ def test_an_edited_approval_runs_with_the_edited_params(daphne_server, token, se
 
 
 def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
-    daphne_server, token, server_public_key, people, transfer_rule
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
 ):
     tool = Tool()
     with client(daphne_server, token, server_public_key, transport=ClaimTampering()) as cp:
@@ -223,7 +225,7 @@ class Host:
 
 
 def test_the_same_saved_checkpoint_restored_in_two_processes_runs_once(
-    daphne_server, token, server_public_key, people, transfer_rule, tmp_path
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule, tmp_path
 ):
     host = Host(daphne_server, token, server_public_key, tmp_path)
     code, started = host.run("start")
@@ -239,7 +241,7 @@ def test_the_same_saved_checkpoint_restored_in_two_processes_runs_once(
 
 
 def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
-    short_lease_server, token, server_public_key, people, transfer_rule, tmp_path
+    short_lease_server, token, server_public_key, people, langgraph_transfer_rule, tmp_path
 ):
     host = Host(short_lease_server, token, server_public_key, tmp_path)
     _, started = host.run("start")

@@ -340,18 +340,6 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
     assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
 
 
-@pytest.fixture
-def short_lease_server(daphne_server):
-    """A second daphne whose execution lease is 2 s (the session's keeps the default)."""
-    from tests.live import DaphneServer, child_environment
-
-    server = DaphneServer(
-        env=child_environment(MFA_REQUIRED_GROUPS="", MFA_TOTP_TOLERANCE="1", EXECUTION_LEASE_SECONDS="2")
-    )
-    yield server
-    server.stop()
-
-
 def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
     run_agent, short_lease_server, people, transfer_rule
 ):
