@@ -1,4 +1,4 @@
-// A Mastra agent whose `send_email` tool needs approval, its execute wrapped by
+// A Mastra agent whose `send_report` tool needs approval, its execute wrapped by
 // hitl-controlplane/mastra's controlledTool: shared by the node tests here and the hosts the
 // live tests (tests/interop/typescript_mastra) run against a real daphne.
 import { Agent } from '@mastra/core/agent';
@@ -17,8 +17,8 @@ export function mailer(cp, { toolCallId = 'call-1', args = ARGS } = {}) {
   const sent = [];
   const tool = createTool(
     controlledTool(cp, {
-      id: 'send_email',
-      description: 'Send an email.',
+      id: 'send_report',
+      description: 'Send a report by email.',
       inputSchema: z.object({ to: z.array(z.string()), subject: z.string(), body: z.string() }),
       execute: async ({ to, subject }) => {
         sent.push({ to, subject });
@@ -26,12 +26,12 @@ export function mailer(cp, { toolCallId = 'call-1', args = ARGS } = {}) {
       },
     }),
   );
-  const { model, prompts } = scriptedModel([toolCall(toolCallId, 'send_email', args), text('Done.')]);
+  const { model, prompts } = scriptedModel([toolCall(toolCallId, 'send_report', args), text('Done.')]);
   const mastra = new Mastra({
     logger: false,
     storage: new InMemoryStore(), // approveToolCall resumes the run from its snapshot
     agents: {
-      mailer: new Agent({ id: 'mailer', name: 'mailer', instructions: 'Send mail.', model, tools: { send_email: tool } }),
+      mailer: new Agent({ id: 'mailer', name: 'mailer', instructions: 'Send mail.', model, tools: { send_report: tool } }),
     },
   });
   return { sent, tool, prompts, agent: mastra.getAgent('mailer') };
