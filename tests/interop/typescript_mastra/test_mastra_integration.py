@@ -17,7 +17,7 @@ import pytest
 from approvals.models import ApprovalRequest
 from audit.chain import digest
 from audit.models import AuditEvent
-from tests.client.test_typescript_client import RewritingProxy
+from tests.client.test_typescript_client import ClaimTampering, RewritingProxy
 from tests.interop.test_mastra import PLAN, PLAN_APPROVED, PLAN_REVISE, PLAN_WAIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -70,16 +70,26 @@ def test_approve_runs_the_tool_once_through_the_handshake_and_a_reentry_is_not_r
     assert succeeded.metadata["result"] == digest({"delivered": 1})
     assert "request.expired" not in _verbs(request.pk)
 
+    # Another process entering the same call (the run restored elsewhere) does not run it either.
+    second = run_mastra("reenter.mjs", TOOL_CALL_ID="call-approve")
+    assert second.next_event("reentered") == {
+        "event": "reentered",
+        "result": f"Not run: already executed (request {request.pk}, succeeded/succeeded)",
+        "sent": [],
+    }
+    second.finish()
 
-def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(run_mastra, daphne_server, decide):
-    def alter_claim(path: str, body: dict) -> int | None:
-        if path.endswith("/claim/") and "params" in body:
-            body["params"]["to"] = ["mallory@example.com"]
-        return None
 
-    proxy = RewritingProxy(daphne_server.port, alter_claim)
+@pytest.mark.parametrize(
+    ("tampering", "expected"),
+    [("alter_params", "not the granted ones"), ("decision_as_grant", "grant_signature does not match")],
+)
+def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
+    run_mastra, daphne_server, decide, tampering, expected
+):
+    proxy = RewritingProxy(daphne_server.port, getattr(ClaimTampering(), tampering))
     try:
-        host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID="call-altered", REENTER="1")
+        host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID=f"call-{tampering}", REENTER="1")
         request = _request(host.next_event("waiting")["idempotency_key"])
         decide("alice", str(request.pk), {"decision": "approve"})
         result = host.next_event("result")
@@ -88,9 +98,27 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(run_mastr
     finally:
         proxy.close()
     assert result["sent"] == [] and reentered["sent"] == []
-    # Mastra hands the tool's error to the model: the refusal, never a result.
-    assert "not the granted ones" in str(result["model_saw"]), result
+    # Mastra hands the tool's error (DecisionRefused) to the model: the refusal, never a result.
+    assert expected in str(result["model_saw"]), result
     assert "tool-error" in result["chunks"]
+
+
+def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(run_mastra, daphne_server, decide):
+    proxy = RewritingProxy(daphne_server.port, ClaimTampering().replay_first_grant)
+    try:
+        host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID="call-replay")
+        request = _request(host.next_event("waiting")["idempotency_key"])
+        decide("alice", str(request.pk), {"decision": "approve"})
+        assert len(host.next_event("result")["sent"]) == 1
+        host.finish()
+        second = run_mastra("reenter.mjs", url=proxy.url, TOOL_CALL_ID="call-replay")
+        refused = second.next_event("refused")  # DecisionRefused thrown by the tool
+        second.finish()
+    finally:
+        proxy.close()
+    assert "nonce" in refused["message"] and refused["sent"] == [], refused
+    request.refresh_from_db()
+    assert (request.state, request.attempts) == ("succeeded", 1)
 
 
 def test_a_rejection_never_runs_the_tool_and_the_model_reads_the_feedback(run_mastra, decide):
