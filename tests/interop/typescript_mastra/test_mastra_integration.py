@@ -56,6 +56,7 @@ def test_approve_runs_the_tool_once_through_the_handshake_and_a_reentry_is_not_r
 
     decide("alice", str(request.pk), {"decision": "approve"})
 
+    host.next_event("running")
     result = host.next_event("result")
     assert result["approved"] is True, result
     assert result["sent"] == [{"to": ARGS["to"], "subject": ARGS["subject"]}], result
@@ -109,6 +110,7 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(run_ma
         host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID="call-replay")
         request = _request(host.next_event("waiting")["idempotency_key"])
         decide("alice", str(request.pk), {"decision": "approve"})
+        host.next_event("running")
         assert len(host.next_event("result")["sent"]) == 1
         host.finish()
         second = run_mastra("reenter.mjs", url=proxy.url, TOOL_CALL_ID="call-replay")
@@ -119,6 +121,33 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(run_ma
     assert "nonce" in refused["message"] and refused["sent"] == [], refused
     request.refresh_from_db()
     assert (request.state, request.attempts) == ("succeeded", 1)
+
+
+def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
+    run_mastra, short_lease_server, decide
+):
+    from approvals.execution import runner
+
+    host = run_mastra(
+        "require-approval.mjs", url=short_lease_server.url, TOOL_CALL_ID="call-killed", TOOL_SECONDS="600"
+    )
+    request = _request(host.next_event("waiting")["idempotency_key"])
+    decide("alice", str(request.pk), {"decision": "approve"})
+    host.next_event("running")
+    host.stop()  # killed while the tool runs: no complete, no more renewals
+    deadline = time.monotonic() + WAIT_SECONDS
+    while runner.resolve_executions()["lost"] == 0:  # the sweeper, run directly, once the lease ran out
+        assert time.monotonic() < deadline, "the lease never ran out"
+        time.sleep(0.2)
+    request.refresh_from_db()
+    assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
+
+    again = run_mastra("reenter.mjs", url=short_lease_server.url, TOOL_CALL_ID="call-killed")
+    reentered = again.next_event("reentered")
+    again.finish()
+    assert reentered["result"] == f"Not run: already executed (request {request.pk}, failed/outcome_unknown)"
+    assert reentered["sent"] == []
+    assert "request.expired" not in _verbs(request.pk)
 
 
 def test_a_rejection_never_runs_the_tool_and_the_model_reads_the_feedback(run_mastra, decide):

@@ -12,8 +12,9 @@ import { scriptedModel, text, toolCall } from './scripted.mjs';
 
 export const ARGS = { to: ['dana@example.com'], subject: 'Quarterly numbers', body: 'Attached.' };
 
-/** `sent` lists every run of the tool body; `tool` is the wrapped tool, `agent` the registered agent. */
-export function mailer(cp, { toolCallId = 'call-1', args = ARGS } = {}) {
+/** `sent` lists every run of the tool body; `tool` is the wrapped tool, `agent` the registered agent.
+ * `onRun` hears each run as it starts; `seconds` makes the body that slow (a long tool). */
+export function mailer(cp, { toolCallId = 'call-1', args = ARGS, onRun = () => {}, seconds = 0 } = {}) {
   const sent = [];
   const tool = createTool(
     controlledTool(cp, {
@@ -22,6 +23,8 @@ export function mailer(cp, { toolCallId = 'call-1', args = ARGS } = {}) {
       inputSchema: z.object({ to: z.array(z.string()), subject: z.string(), body: z.string() }),
       execute: async ({ to, subject }) => {
         sent.push({ to, subject });
+        onRun({ to, subject });
+        await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
         return { delivered: to.length };
       },
     }),

@@ -11,7 +11,11 @@ import { emit } from './emit.mjs';
 
 const toolCallId = process.env.TOOL_CALL_ID ?? 'call-1';
 const cp = new ControlPlane({ pollWait: 5 });
-const { agent, sent, tool, prompts } = mailer(cp, { toolCallId });
+const { agent, sent, tool, prompts } = mailer(cp, {
+  toolCallId,
+  onRun: (args) => emit('running', { args }), // TOOL_SECONDS: the test may kill this process now
+  seconds: Number(process.env.TOOL_SECONDS ?? 0),
+});
 const { approval, runId } = await untilApproval(agent);
 emit('waiting', { approval, idempotency_key: mastraCallKey('mailer', toolCallId) });
 
