@@ -81,6 +81,35 @@ def test_approve_runs_the_tool_once_through_the_handshake_and_a_reentry_is_not_r
     second.finish()
 
 
+def _resume_params(path: str, body: dict) -> int | None:
+    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
+        body["resume_data"]["params"]["to"] = ["mallory@example.com"]
+    return None
+
+
+def _resume_verdict(path: str, body: dict) -> int | None:
+    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
+        body["resume_data"] = {"action": "approved", "params": ARGS}
+    return None
+
+
+@pytest.mark.parametrize("rewrite", [_resume_params, _resume_verdict], ids=["params", "verdict"])
+def test_a_resume_altered_in_transit_is_refused_by_the_host(run_mastra, daphne_server, decide, rewrite):
+    proxy = RewritingProxy(daphne_server.port, rewrite)
+    try:
+        host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID=f"call-{rewrite.__name__}")
+        request = _request(host.next_event("waiting")["idempotency_key"])
+        decide("alice", str(request.pk), {"decision": "reject" if rewrite is _resume_verdict else "approve"})
+        refused = host.next_event("refused")
+        host.finish()
+    finally:
+        proxy.close()
+    assert refused["message"].startswith(f"request {request.pk}: the signed decision's"), refused
+    assert refused["sent"] == []
+    request.refresh_from_db()
+    assert request.state in ("approved", "rejected")  # never claimed
+
+
 @pytest.mark.parametrize(
     ("tampering", "expected"),
     [("alter_params", "not the granted ones"), ("decision_as_grant", "grant_signature does not match")],

@@ -22,7 +22,7 @@
 
 import { readFile } from 'node:fs/promises';
 
-import type { ControlPlane } from '../client.js';
+import { submittedId, type ControlPlane } from '../client.js';
 import { SubmittedCall, type Json } from '../decisions.js';
 import type { Resume } from '../resume.js';
 
@@ -128,7 +128,7 @@ export async function runMastraCall<I, O>(
           ...(context.agent?.threadId ? { threadId: context.agent.threadId } : {}),
           ...(context.agent?.resourceId ? { resourceId: context.agent.resourceId } : {}),
         })
-      : String(first['id'] ?? '');
+      : submittedId(first);
   const resume = await cp.waitForDecision(submitted, {
     call,
     ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
@@ -143,6 +143,7 @@ export async function runMastraCall<I, O>(
 /**
  * A `createTool` config whose `execute` runs through the handshake, with `requireApproval`
  * on (unless the config says otherwise): `createTool(controlledTool(cp, {id, inputSchema, execute}))`.
+ * Its result is the body's, or a text (a rejection, "Not run: ..."): an `outputSchema` must admit a string.
  */
 export function controlledTool<I, O, C extends MastraToolConfig<I, O>>(
   cp: ControlPlane,

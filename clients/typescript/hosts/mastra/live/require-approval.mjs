@@ -19,7 +19,15 @@ const { agent, sent, tool, prompts } = mailer(cp, {
 const { approval, runId } = await untilApproval(agent);
 emit('waiting', { approval, idempotency_key: mastraCallKey('mailer', toolCallId) });
 
-const { stream, approved, resume } = await reviewToolApproval(cp, agent, approval, { runId });
+let reviewed;
+try {
+  reviewed = await reviewToolApproval(cp, agent, approval, { runId });
+} catch (error) {
+  if (!(error instanceof DecisionRefused)) throw error;
+  emit('refused', { message: error.message, sent: [...sent] });
+  process.exit(0);
+}
+const { stream, approved, resume } = reviewed;
 const chunks = [];
 for await (const chunk of stream.fullStream) chunks.push(chunk.type);
 emit('result', {
