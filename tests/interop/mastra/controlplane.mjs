@@ -1,5 +1,5 @@
 // The few control plane calls a Mastra host makes (DESIGN.md "Agent-facing contract"),
-// on Node's own fetch. The hosts in this folder (and docs/agents.md) use it.
+// on Node's own fetch: Mastra's raw protocols, without the package (docs/agents.md shows hitl-controlplane/mastra).
 // CONTROLPLANE_URL and CONTROLPLANE_TOKEN come from the environment.
 
 const base = process.env.CONTROLPLANE_URL;
