@@ -1,7 +1,7 @@
 """The execution handshake (hitl_controlplane.handshake) against the server, in process.
 
 The client talks to the real server through the guards' loopback claim_proxy (an httpx
-transport around Django, tests/guards/test_client_binding.py), extended to rewrite claim
+transport around Django, tests/guards/client_binding_story.py), extended to rewrite claim
 answers. An approved call runs exactly once with the approved params and ends succeeded
 with its result's digest in the audit log; a second run of the same decision (a restored
 state, a second process) answers "already executed"; a claim answer with altered params,
@@ -33,7 +33,7 @@ from hitl_controlplane.client.langchain_hitl import answer_interrupt
 from hitl_controlplane.decisions import SubmittedCall
 from hitl_controlplane.grants import verify_grant
 from hitl_controlplane.handshake import claim_approved, run_approved
-from tests.guards.test_client_binding import Proxy
+from tests.guards.client_binding_story import Proxy
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ import pytest
 from approvals import services
 from approvals.people import Person
 from hitl_controlplane.client import ApprovalRejected, ControlPlane, DecisionRefused
-from tests.guards.test_client_binding import Proxy
+from tests.guards.client_binding_story import Proxy
 
 from .conftest import APPROVAL_STEP
 

@@ -55,7 +55,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .canonical import canonical_bytes, value_bytes, value_sha256
-from .ed25519 import SigningKey, key_id_of, parse_public_key, verify_bytes
+from .ed25519 import SigningKey, key_id_of, parse_public_key
+from .signed import ALGORITHM, DecisionRefused, SignedKind, open_signed
 from .submitted import KINDS, PLAN_ACTION_TYPE, SubmittedCall, normalize_action_type, submitted_sha256, submitted_value
 
 __all__ = [
@@ -81,7 +82,6 @@ __all__ = [
 ]
 
 
-ALGORITHM = "ed25519"
 DOCUMENT_TYPE = "hitl-controlplane/decision"
 VERSION = 2
 # Domain separation: an audit-row signature (over a row hash), a v1 decision or an
@@ -92,10 +92,6 @@ CONTEXT = b"hitl-controlplane decision v2\x00"
 # The canonical bytes and digest of JSON values: defined once, in canonical.py.
 payload_bytes = value_bytes
 payload_sha256 = value_sha256
-
-
-class DecisionRefused(Exception):
-    """The resume's decision_signature does not bind it to the call the client is about to run."""
 
 
 def signed_payload(resume_data: Mapping[str, Any]) -> Any:
@@ -176,6 +172,17 @@ def signed_message(document: Mapping[str, Any]) -> bytes:
     return CONTEXT + canonical_bytes(dict(document))
 
 
+# How a resume's decision_signature is opened (signed.open_signed), and the words of its refusals.
+DECISION = SignedKind(
+    field="decision_signature",
+    carrier="resume",
+    noun="decision",
+    document_type=DOCUMENT_TYPE,
+    version=VERSION,
+    message=signed_message,
+)
+
+
 def sign_decision(key: SigningKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """The `decision_signature` member of a resume payload."""
     return {
@@ -217,31 +224,7 @@ def verify_decision(
     the signed document; raises DecisionRefused naming the first mismatch.
     """
     named = request_id if request_id is not None else payload.get("request_id")
-    block = payload.get("decision_signature")
-    if not isinstance(block, Mapping):
-        raise DecisionRefused(
-            f"request {named}: the resume carries no decision_signature "
-            "(an older server, or someone between the server and this client removed it)"
-        )
-    signed, signature = block.get("signed"), block.get("signature")
-    if block.get("algorithm") != ALGORITHM or not isinstance(signed, Mapping) or not isinstance(signature, str):
-        raise DecisionRefused(f"request {named}: the decision_signature is malformed")
-    key = keys.get(str(block.get("key_id", "")))
-    if key is None:
-        raise DecisionRefused(
-            f"request {named}: the decision is signed by key {block.get('key_id')!r}, which this client does not trust"
-        )
-    try:
-        message = signed_message(signed)
-    except (TypeError, ValueError, UnicodeEncodeError):
-        raise DecisionRefused(f"request {named}: the signed decision is not canonical") from None
-    if not verify_bytes(key, message, signature):
-        raise DecisionRefused(f"request {named}: the decision_signature does not match (forged or altered)")
-    if signed.get("type") != DOCUMENT_TYPE or signed.get("v") != VERSION:
-        raise DecisionRefused(
-            f"request {named}: the signed document is {signed.get('type')!r} "
-            f"v{signed.get('v')!r}, not a {DOCUMENT_TYPE} v{VERSION}"
-        )
+    signed = open_signed(payload, keys, DECISION, named=named)
     kind = signed.get("kind")
     if call is not None:
         wanted_kinds: tuple[str, ...] = (call.kind,)

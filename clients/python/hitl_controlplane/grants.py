@@ -33,8 +33,8 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .canonical import canonical_bytes, value_sha256
-from .decisions import ALGORITHM, DecisionRefused
-from .ed25519 import SigningKey, verify_bytes
+from .ed25519 import SigningKey
+from .signed import ALGORITHM, DecisionRefused, SignedKind, open_signed
 
 __all__ = [
     "CONTEXT",
@@ -94,6 +94,19 @@ def signed_message(document: Mapping[str, Any]) -> bytes:
     return CONTEXT + canonical_bytes(dict(document))
 
 
+# How a claim answer's grant_signature is opened (signed.open_signed): a decision's
+# signature, made under the decision context, never matches here.
+GRANT = SignedKind(
+    field="grant_signature",
+    carrier="claim answer",
+    noun="grant",
+    document_type=DOCUMENT_TYPE,
+    version=VERSION,
+    message=signed_message,
+    altered="forged, altered, or not a grant",
+)
+
+
 def sign_grant(key: SigningKey, document: Mapping[str, Any]) -> dict[str, Any]:
     """The `grant_signature` member of a claim answer (the shape of a resume's `decision_signature`)."""
     return {
@@ -124,31 +137,7 @@ def verify_grant(
     named = decision.get("request_id")
     if decision.get("verdict") != "approved":
         raise DecisionRefused(f"request {named}: the decision is {decision.get('verdict')!r}, not an approval")
-    block = answer.get("grant_signature")
-    if not isinstance(block, Mapping):
-        raise DecisionRefused(
-            f"request {named}: the claim answer carries no grant_signature "
-            "(an older server, or someone between the server and this client removed it)"
-        )
-    signed, signature = block.get("signed"), block.get("signature")
-    if block.get("algorithm") != ALGORITHM or not isinstance(signed, Mapping) or not isinstance(signature, str):
-        raise DecisionRefused(f"request {named}: the grant_signature is malformed")
-    key = keys.get(str(block.get("key_id", "")))
-    if key is None:
-        raise DecisionRefused(
-            f"request {named}: the grant is signed by key {block.get('key_id')!r}, which this client does not trust"
-        )
-    try:
-        message = signed_message(signed)
-    except (TypeError, ValueError, UnicodeEncodeError):
-        raise DecisionRefused(f"request {named}: the signed grant is not canonical") from None
-    if not verify_bytes(key, message, signature):
-        raise DecisionRefused(f"request {named}: the grant_signature does not match (forged, altered, or not a grant)")
-    if signed.get("type") != DOCUMENT_TYPE or signed.get("v") != VERSION:
-        raise DecisionRefused(
-            f"request {named}: the signed document is {signed.get('type')!r} v{signed.get('v')!r}, "
-            f"not a {DOCUMENT_TYPE} v{VERSION}"
-        )
+    signed = open_signed(answer, keys, GRANT, named=named)
     expected: dict[str, Any] = {
         "request_id": decision.get("request_id"),
         "revision": decision.get("revision"),

@@ -69,15 +69,3 @@ def run_mastra(mastra_integration_host, daphne_server, token, server_public_key)
     yield _run
     for host in started:
         host.stop()
-
-
-@pytest.fixture
-def short_lease_server(daphne_server):
-    """A second daphne whose execution lease is 2 s (the session's keeps the default)."""
-    from tests.live import DaphneServer, child_environment
-
-    server = DaphneServer(
-        env=child_environment(MFA_REQUIRED_GROUPS="", MFA_TOTP_TOLERANCE="1", EXECUTION_LEASE_SECONDS="2")
-    )
-    yield server
-    server.stop()
