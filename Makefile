@@ -42,6 +42,7 @@ test: install
 # clients/typescript: its pinned lockfile, a tsc build, then node's test runner (prints its summary).
 test-js:
 	cd clients/typescript && npm ci --no-audit --no-fund && npm test
+	cd clients/typescript/hosts/openai-agents && npm ci --no-audit --no-fund && npm test
 
 lint: install
 	$(BIN)/ruff check .
