@@ -16,6 +16,7 @@ import queue
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,12 @@ from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.chain import digest
 from audit.models import AuditEvent
-from tests.client.test_typescript_client import ClaimTampering, RewritingProxy, typescript_package  # noqa: F401
+from tests.client.test_typescript_client import (  # noqa: F401 (fixtures, used by name)
+    ClaimTampering,
+    RewritingProxy,
+    short_lease_server,
+    typescript_package,
+)
 from tests.fixtures.revisions import current_revision
 from tests.interop.conftest import _npm_ci
 
@@ -217,3 +223,50 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
     assert expected in refused["message"], refused
     assert refused["read"] == []  # the run ended: no tool result reached the model
     assert ApprovalRequest.objects.get(pk=request_id).state == "executing"  # claimed, never completed
+
+
+def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(host, daphne_server, people, transfer_rule):
+    request_id = _start(host, "oa-replay-1")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, ClaimTampering().replay_first_grant)
+    try:
+        first = host("resume", "oa-replay-1", url=proxy.url)
+        first.next_event("decided")
+        first.next_event("ran")
+        first.next_event("finished")
+        first.finish()
+        second = host("resume", "oa-replay-1", url=proxy.url)
+        second.next_event("decided")
+        refused = second.next_event("refused")  # no "ran" before it
+        second.finish()
+    finally:
+        proxy.close()
+    assert "nonce" in refused["message"], refused
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.attempts) == ("succeeded", 1)
+
+
+def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
+    host, short_lease_server, people, transfer_rule
+):
+    from approvals.execution import runner
+
+    request_id = _start(host, "oa-killed-1")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    resumed = host("resume", "oa-killed-1", url=short_lease_server.url, TOOL_SECONDS="600")
+    resumed.next_event("decided")
+    resumed.next_event("ran")
+    resumed.stop()  # killed while the tool runs: no complete, no more renewals
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while runner.resolve_executions()["lost"] == 0:  # the sweeper, run directly, once the lease ran out
+        assert time.monotonic() < deadline, "the lease never ran out"
+        time.sleep(0.2)
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
+
+    again = host("resume", "oa-killed-1", url=short_lease_server.url)
+    again.next_event("decided")
+    finished = again.next_event("finished")  # no "ran"
+    again.finish()
+    assert finished["read"] == [f"Not run: already executed (request {request_id}, failed/outcome_unknown)"]
+    assert "request.expired" not in _verbs(request_id)
