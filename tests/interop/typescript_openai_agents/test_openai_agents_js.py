@@ -29,6 +29,8 @@ from audit.models import AuditEvent
 from tests.client.test_typescript_client import (  # noqa: F401 (fixtures, used by name)
     ClaimTampering,
     RewritingProxy,
+    _alter_params,
+    _alter_verdict,
     short_lease_server,
     typescript_package,
 )
@@ -270,3 +272,25 @@ def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never
     again.finish()
     assert finished["read"] == [f"Not run: already executed (request {request_id}, failed/outcome_unknown)"]
     assert "request.expired" not in _verbs(request_id)
+
+
+@pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
+def test_a_resume_altered_in_transit_is_refused_before_the_sdk_is_told_anything(
+    host, daphne_server, people, transfer_rule, rewrite
+):
+    run_id = f"oa-resume-{rewrite.__name__}"
+    request_id = _start(host, run_id)
+    if rewrite is _alter_verdict:  # rejected, and rewritten in transit to an approval
+        services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    else:
+        services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, rewrite)
+    try:
+        resumed = host("resume", run_id, url=proxy.url)
+        refused = resumed.next_event("refused")  # no "decided", no "ran"
+        resumed.finish()
+    finally:
+        proxy.close()
+    assert refused["message"].startswith(f"request {request_id}: the signed decision's"), refused
+    assert refused["read"] == []
+    assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
