@@ -11,12 +11,6 @@ call id.
 
 from __future__ import annotations
 
-import json
-import os
-import queue
-import shutil
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -37,23 +31,12 @@ from tests.client.test_typescript_client import (  # noqa: F401 (fixtures, used 
 )
 from tests.fixtures.revisions import current_revision
 from tests.interop.conftest import _npm_ci
+from tests.interop.typescript_hosts import HANG_GUARD_SECONDS, HOSTS, TRANSFER, Host, verbs
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-HOST = Path(__file__).resolve().parents[3] / "clients" / "typescript" / "hosts" / "ai-sdk"
-# Bounds how long a broken host can hang the test; no assertion depends on timing.
-HANG_GUARD_SECONDS = 120
+HOST = HOSTS / "ai-sdk"
 RESULT = "sent 90 to acme"
-
-TRANSFER = {
-    "name": "transfer_one_person",
-    "priority": 5,
-    "action_type": "transfer_funds",
-    "risk_level": "high",
-    "required_approvals": 1,
-    "editable_params": ["amount"],
-    "conditions": [],
-}
 
 
 @pytest.fixture(scope="session")
@@ -62,56 +45,13 @@ def ai_sdk_host(typescript_package) -> Path:  # noqa: F811 (the fixture, importe
     return HOST
 
 
-class Host:
-    """One node process of the host; `next_event(*names)` reads its JSON lines in order."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            ["node", "scripts/agent.mjs"],
-            cwd=HOST,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(HOST), **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line)
-        self._lines.put(None)
-
-    def next_event(self, *names: str) -> dict:
-        line = self._lines.get(timeout=HANG_GUARD_SECONDS)
-        if line is None:
-            self.process.wait(timeout=HANG_GUARD_SECONDS)
-            stderr = self.process.stderr.read() if self.process.stderr else ""
-            raise AssertionError(f"the host exited ({self.process.returncode}) before {names}:\n{stderr}")
-        event = json.loads(line)
-        assert event["event"] in names, event
-        return event
-
-    def finish(self) -> None:
-        code = self.process.wait(timeout=HANG_GUARD_SECONDS)
-        stderr = self.process.stderr.read() if self.process.stderr else ""
-        assert code == 0, stderr
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-
 @pytest.fixture
 def host(ai_sdk_host, daphne_server, token, server_public_key, tmp_path):
     started: list[Host] = []
 
     def _run(phase: str, run_id: str, url: str | None = None, **env: str) -> Host:
-        if shutil.which("node") is None:
-            pytest.skip("no node")
         process = Host(
+            HOST,
             {
                 "CONTROLPLANE_URL": url or daphne_server.url,
                 "CONTROLPLANE_TOKEN": token,
@@ -121,7 +61,7 @@ def host(ai_sdk_host, daphne_server, token, server_public_key, tmp_path):
                 "RUN_ID": run_id,
                 "STATE_FILE": str(tmp_path / f"{run_id}.state.json"),
                 **env,
-            }
+            },
         )
         started.append(process)
         return process
@@ -148,10 +88,6 @@ def _start(host, run_id: str) -> str:
     return request_id
 
 
-def _verbs(request_id: str) -> set[str]:
-    return set(AuditEvent.objects.filter(request_id=request_id).values_list("verb", flat=True))
-
-
 def test_approve_runs_the_tool_once_and_a_state_restored_twice_is_answered_already_executed(
     host, people, transfer_rule
 ):
@@ -176,7 +112,7 @@ def test_approve_runs_the_tool_once_and_a_state_restored_twice_is_answered_alrea
     second.finish()
     (read,) = finished["read"]
     assert read.startswith(f"Not run: already executed (request {request_id}, succeeded/"), read
-    assert "request.expired" not in _verbs(request_id)
+    assert "request.expired" not in verbs(request_id)
     assert ApprovalRequest.objects.get(pk=request_id).attempts == 1
 
 
@@ -272,7 +208,7 @@ def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never
     finished = again.next_event("finished")  # no "ran"
     again.finish()
     assert finished["read"] == [f"Not run: already executed (request {request_id}, failed/outcome_unknown)"]
-    assert "request.expired" not in _verbs(request_id)
+    assert "request.expired" not in verbs(request_id)
 
 
 def test_stream_text_approval_runs_once_across_two_processes(host, people, transfer_rule):
