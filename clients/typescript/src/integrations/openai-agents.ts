@@ -201,6 +201,7 @@ export interface ToolOptionsLike<A, C, R> {
   name?: string;
   execute: Execute<A, C, R>;
   needsApproval?: unknown;
+  outputSchema?: unknown;
   errorFunction?: ((context: C, error: unknown, details?: ToolCallDetails) => unknown) | null;
 }
 
@@ -218,7 +219,8 @@ export function controlledTool<O extends ToolOptionsLike<any, any, any>>(
 ): O & { needsApproval: true } {
   const name = toolOptions.name;
   if (!name) throw new TypeError('controlledTool: the tool needs a name (it is the action type unless one is given)');
-  const own = toolOptions.errorFunction;
+  // The SDK's own default: a tool with an output schema rethrows, others answer a generic text.
+  const own = toolOptions.errorFunction === undefined && toolOptions.outputSchema !== undefined ? null : toolOptions.errorFunction;
   return {
     ...toolOptions,
     needsApproval: true,

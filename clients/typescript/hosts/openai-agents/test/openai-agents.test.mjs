@@ -14,7 +14,7 @@ import { ARGUMENTS, CALL_ID, ScriptedModel } from '../scripted.mjs';
 setTracingDisabled(true);
 
 /** What the integration calls on a ControlPlane, recorded; `decide` answers waitForDecision. */
-function standIn({ approved = true, toolResult = '', granted = ARGUMENTS, refuse = false } = {}) {
+function standIn({ approved = true, toolResult = '', granted = ARGUMENTS, refuse = false, fail = false } = {}) {
   const calls = { submitted: [], ran: [] };
   return {
     calls,
@@ -28,6 +28,7 @@ function standIn({ approved = true, toolResult = '', granted = ARGUMENTS, refuse
     async runTool(call, fn) {
       calls.ran.push(call);
       if (refuse) throw new DecisionRefused('request req-1: the params to run are not the granted ones');
+      if (fail) throw new Error('the bank is down');
       return fn(granted);
     },
   };
@@ -104,4 +105,13 @@ test('a DecisionRefused inside the tool ends the run; it never becomes a tool re
   assert.ok(refusalOf(error) instanceof DecisionRefused, String(error));
   assert.deepEqual(executed, []);
   assert.deepEqual(model.read, []);
+});
+
+test("the tool's own error is still a tool result (the SDK's generic text), not a refusal", async () => {
+  const cp = standIn({ fail: true });
+  const executed = [];
+  const { agent, model, state } = await interruptAndRestore(cp, executed);
+  await decideInterruptions(cp, state, { runId: 'run-1' });
+  await run(agent, state);
+  assert.deepEqual(model.read, ['An error occurred while running the tool. Please try again.']);
 });
