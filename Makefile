@@ -43,6 +43,8 @@ test: install
 test-js:
 	cd clients/typescript && npm ci --no-audit --no-fund && npm test
 	cd clients/typescript/hosts/mastra && npm ci --no-audit --no-fund --engine-strict=false && npm test
+	cd clients/typescript/hosts/openai-agents && npm ci --no-audit --no-fund && npm test
+	cd clients/typescript/hosts/ai-sdk && npm ci --no-audit --no-fund && npm test
 
 lint: install
 	$(BIN)/ruff check .

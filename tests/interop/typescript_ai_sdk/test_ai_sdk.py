@@ -1,0 +1,252 @@
+"""The Vercel AI SDK (`ai` 7, real package, its mock model) meets a real daphne.
+
+The host (clients/typescript/hosts/ai-sdk/scripts/agent.mjs) calls generateText (streamText
+with STREAM=1) with `toolApproval: {transfer_funds: 'user-approval'}`: it stops at a
+`tool-approval-request`, which is submitted as an action, and the messages are saved as JSON;
+a reviewer decides through the services; a second node process loads the messages, turns the
+verified decision into the `tool-approval-response` (the feedback as its reason) and calls
+the SDK again, which runs the tool, whose `execute` goes through the handshake keyed by the
+call id.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from approvals import policy, services
+from approvals.models import ApprovalRequest
+from approvals.people import Person
+from audit.chain import digest
+from audit.models import AuditEvent
+from tests.client.test_typescript_client import (  # noqa: F401 (fixtures, used by name)
+    ClaimTampering,
+    RewritingProxy,
+    _alter_params,
+    _alter_verdict,
+    typescript_package,
+)
+from tests.fixtures.revisions import current_revision
+from tests.interop.conftest import _npm_ci
+from tests.interop.typescript_hosts import HANG_GUARD_SECONDS, HOSTS, TRANSFER, Host, verbs
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+HOST = HOSTS / "ai-sdk"
+RESULT = "sent 90 to acme"
+
+
+@pytest.fixture(scope="session")
+def ai_sdk_host(typescript_package) -> Path:  # noqa: F811 (the fixture, imported to build the client first)
+    _npm_ci(HOST)
+    return HOST
+
+
+@pytest.fixture
+def ai_sdk_run(ai_sdk_host, daphne_server, token, server_public_key, tmp_path):
+    started: list[Host] = []
+
+    def _run(phase: str, run_id: str, url: str | None = None, **env: str) -> Host:
+        process = Host(
+            HOST,
+            {
+                "CONTROLPLANE_URL": url or daphne_server.url,
+                "CONTROLPLANE_TOKEN": token,
+                "CONTROLPLANE_PUBLIC_KEYS": server_public_key,
+                "CONTROLPLANE_AGENT": "mail-bot",
+                "PHASE": phase,
+                "RUN_ID": run_id,
+                "STATE_FILE": str(tmp_path / f"{run_id}.state.json"),
+                **env,
+            },
+        )
+        started.append(process)
+        return process
+
+    yield _run
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def ai_sdk_transfer_rule(admin_user):
+    return policy.save_rule(TRANSFER, actor=Person(admin_user), note="one-person transfers")
+
+
+def _start(ai_sdk_run, run_id: str) -> str:
+    """The run interrupted, its call submitted, the state saved: the request's id."""
+    start = ai_sdk_run("start", run_id)
+    interrupted = start.next_event("interrupted")
+    start.finish()
+    assert interrupted["callIds"] == ["call_7"]
+    (request_id,) = interrupted["ids"]
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert request.state == "pending_approval" and request.idempotency_key == f"{run_id}:call_7"
+    return request_id
+
+
+def test_approve_runs_the_tool_once_and_a_state_restored_twice_is_answered_already_executed(
+    ai_sdk_run, people, ai_sdk_transfer_rule
+):
+    request_id = _start(ai_sdk_run, "ai-run-1")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+
+    first = ai_sdk_run("resume", "ai-run-1")
+    assert first.next_event("decided")["approved"] == [True]
+    assert first.next_event("ran")["params"] == {"amount": 90, "to": "acme"}
+    finished = first.next_event("finished")
+    first.finish()
+    assert finished["read"] == [RESULT]
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.resolution_code, request.attempts) == ("succeeded", "succeeded", 1)
+    succeeded = AuditEvent.objects.get(request_id=request_id, verb="request.succeeded")
+    assert succeeded.metadata["result"] == digest(RESULT)
+
+    # The same saved state restored again, in another process: the tool is not run again.
+    second = ai_sdk_run("resume", "ai-run-1")
+    assert second.next_event("decided")["approved"] == [True]
+    finished = second.next_event("finished")  # no "ran" before it
+    second.finish()
+    (read,) = finished["read"]
+    assert read.startswith(f"Not run: already executed (request {request_id}, succeeded/"), read
+    assert "request.expired" not in verbs(request_id)
+    assert ApprovalRequest.objects.get(pk=request_id).attempts == 1
+
+
+def test_an_edited_approval_runs_with_the_edited_params(ai_sdk_run, people, ai_sdk_transfer_rule):
+    request_id = _start(ai_sdk_run, "ai-edit-1")
+    services.approve_with_edits(
+        request_id, revision=current_revision(request_id), actor=Person(people["alice"]), edits={"amount": 50}
+    )
+    resumed = ai_sdk_run("resume", "ai-edit-1")
+    resumed.next_event("decided")
+    assert resumed.next_event("ran")["params"] == {"amount": 50, "to": "acme"}
+    finished = resumed.next_event("finished")
+    resumed.finish()
+    assert finished["read"] == ["sent 50 to acme"]
+    assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
+
+
+def test_reject_with_feedback_is_what_the_model_reads(ai_sdk_run, people, ai_sdk_transfer_rule):
+    request_id = _start(ai_sdk_run, "ai-reject-1")
+    feedback = "Not this quarter: ask finance first."
+    services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]), feedback=feedback)
+    resumed = ai_sdk_run("resume", "ai-reject-1")
+    assert resumed.next_event("decided")["approved"] == [False]
+    finished = resumed.next_event("finished")  # no "ran"
+    resumed.finish()
+    (read,) = finished["read"]
+    assert feedback in read, read
+    assert ApprovalRequest.objects.get(pk=request_id).state == "rejected"
+
+
+@pytest.mark.parametrize("tampering", ["alter_params", "decision_as_grant"])
+def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
+    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule, tampering
+):
+    run_id = f"ai-claim-{tampering}"
+    request_id = _start(ai_sdk_run, run_id)
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, getattr(ClaimTampering(), tampering))
+    try:
+        resumed = ai_sdk_run("resume", run_id, url=proxy.url)
+        resumed.next_event("decided")
+        refused = resumed.next_event("refused")  # no "ran" before it
+        resumed.finish()
+    finally:
+        proxy.close()
+    expected = "not the granted ones" if tampering == "alter_params" else "grant_signature does not match"
+    assert expected in refused["message"], refused
+    # The SDK shows the model the tool's error; the host stops on the refusal. Nothing ran.
+    assert ApprovalRequest.objects.get(pk=request_id).state == "executing"  # claimed, never completed
+
+
+def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
+    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule
+):
+    request_id = _start(ai_sdk_run, "ai-replay-1")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, ClaimTampering().replay_first_grant)
+    try:
+        first = ai_sdk_run("resume", "ai-replay-1", url=proxy.url)
+        first.next_event("decided")
+        first.next_event("ran")
+        first.next_event("finished")
+        first.finish()
+        second = ai_sdk_run("resume", "ai-replay-1", url=proxy.url)
+        second.next_event("decided")
+        refused = second.next_event("refused")  # no "ran" before it
+        second.finish()
+    finally:
+        proxy.close()
+    assert "nonce" in refused["message"], refused
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.attempts) == ("succeeded", 1)
+
+
+def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(
+    ai_sdk_run, short_lease_server, people, ai_sdk_transfer_rule
+):
+    from approvals.execution import runner
+
+    request_id = _start(ai_sdk_run, "ai-killed-1")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    resumed = ai_sdk_run("resume", "ai-killed-1", url=short_lease_server.url, TOOL_SECONDS="600")
+    resumed.next_event("decided")
+    resumed.next_event("ran")
+    resumed.stop()  # killed while the tool runs: no complete, no more renewals
+    deadline = time.monotonic() + HANG_GUARD_SECONDS
+    while runner.resolve_executions()["lost"] == 0:  # the sweeper, run directly, once the lease ran out
+        assert time.monotonic() < deadline, "the lease never ran out"
+        time.sleep(0.2)
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.resolution_code) == ("failed", "outcome_unknown")
+
+    again = ai_sdk_run("resume", "ai-killed-1", url=short_lease_server.url)
+    again.next_event("decided")
+    finished = again.next_event("finished")  # no "ran"
+    again.finish()
+    assert finished["read"] == [f"Not run: already executed (request {request_id}, failed/outcome_unknown)"]
+    assert "request.expired" not in verbs(request_id)
+
+
+def test_stream_text_approval_runs_once_across_two_processes(ai_sdk_run, people, ai_sdk_transfer_rule):
+    start = ai_sdk_run("start", "ai-stream-1", STREAM="1")
+    (request_id,) = start.next_event("interrupted")["ids"]
+    start.finish()
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    first = ai_sdk_run("resume", "ai-stream-1", STREAM="1")
+    first.next_event("decided")
+    assert first.next_event("ran")["params"] == {"amount": 90, "to": "acme"}
+    assert first.next_event("finished")["read"] == [RESULT]
+    first.finish()
+    again = ai_sdk_run("resume", "ai-stream-1", STREAM="1")
+    again.next_event("decided")
+    (read,) = again.next_event("finished")["read"]
+    again.finish()
+    assert read.startswith(f"Not run: already executed (request {request_id}, succeeded/"), read
+    assert ApprovalRequest.objects.get(pk=request_id).attempts == 1
+
+
+@pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
+def test_a_resume_altered_in_transit_is_refused_before_the_sdk_is_told_anything(
+    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule, rewrite
+):
+    run_id = f"ai-resume-{rewrite.__name__}"
+    request_id = _start(ai_sdk_run, run_id)
+    if rewrite is _alter_verdict:  # rejected, and rewritten in transit to an approval
+        services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    else:
+        services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, rewrite)
+    try:
+        resumed = ai_sdk_run("resume", run_id, url=proxy.url)
+        refused = resumed.next_event("refused")  # no "decided", no "ran"
+        resumed.finish()
+    finally:
+        proxy.close()
+    assert refused["message"].startswith(f"request {request_id}: the signed decision's"), refused
+    assert refused["read"] == []
+    assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
