@@ -46,7 +46,7 @@ from hitl_controlplane.canonical import (
     format_timestamp,
 )
 
-from . import signing
+from . import signing, tree
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 
@@ -221,7 +221,7 @@ def _append(pending: list[_PendingEvent]) -> None:
         return
     # Without the lock (another backend), seq being the primary key and hash being
     # unique still make a racing append fail instead of forking the chain.
-    seq, prev_hash, head_key_id = _locked_head() if connection.vendor == "postgresql" else _signed_head()
+    seq, prev_hash, head_key_id, edge = _head_and_edge()
     keys = signing.signer()
     signed: list[tuple[_PendingEvent, signing.SigningKey]] = [(event, keys.current) for event in pending]
     handing_over = keys.rotation_from(head_key_id)
@@ -231,36 +231,42 @@ def _append(pending: list[_PendingEvent]) -> None:
         )
         signed.insert(0, (rotation, handing_over))
     rows = []
+    tree_size = seq
     for event, key in signed:
         seq += 1
         row = _chained_row(seq, prev_hash, event, key)
         rows.append(row)
         prev_hash = row.hash
     AuditEvent.objects.all()._append_chained(rows)
+    # In the same transaction and under the same lock: no committed event is outside the tree.
+    tree.extend(tree_size, edge, [row.hash for row in rows])
 
 
-def _locked_head() -> tuple[int, str, str]:
-    """Take the append lock and read the head (PostgreSQL), in one round trip.
+def _head_and_edge() -> tuple[int, str, str, list[tuple[int, str]]]:
+    """Take the append lock (PostgreSQL) and read the head and the tree's right edge, in one round trip.
 
-    The two statements go in one message, without parameters (so any psycopg
-    cursor accepts them). PostgreSQL runs them in order and, under READ
-    COMMITTED, the head read takes its snapshot when it starts, after the lock
-    is held: it sees every append committed before ours, as a separate query would.
+    The statements go in one message, without parameters (so any psycopg cursor
+    accepts them). PostgreSQL runs them in order and, under READ COMMITTED, the
+    read takes its snapshot when it starts, after the lock is held: it sees every
+    append committed before ours, as a separate query would. SQLite's IMMEDIATE
+    transactions already serialize writers.
     """
     table = connection.ops.quote_name(AuditEvent._meta.db_table)
+    head_sql = (
+        f'SELECT 0, "seq", "hash", "key_id" FROM (SELECT "seq", "hash", "key_id" FROM {table} '
+        'ORDER BY "seq" DESC LIMIT 1) head'
+    )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); "
-            f'SELECT "seq", "hash", "key_id" FROM {table} ORDER BY "seq" DESC LIMIT 1'
-        )
-        cursor.nextset()
-        last = cursor.fetchone()
-    return (last[0], last[1], last[2]) if last is not None else (0, GENESIS_HASH, "")
-
-
-def _signed_head() -> tuple[int, str, str]:
-    last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash", "key_id").first()
-    return last if last is not None else (0, GENESIS_HASH, "")
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); {tree.edge_sql(head_sql)}")
+            cursor.nextset()
+        else:
+            cursor.execute(tree.edge_sql(head_sql))
+        found = cursor.fetchall()
+    heads = [(row[1], row[2], row[3]) for row in found if row[0] == 0]
+    edge = [(row[1], row[2]) for row in found if row[0] == 1]
+    seq, row_hash, key_id = heads[0] if heads else (0, GENESIS_HASH, "")
+    return seq, row_hash, key_id, edge
 
 
 def _chained_row(seq: int, prev_hash: str, event: _PendingEvent, key: signing.SigningKey) -> AuditEvent:

@@ -1,0 +1,177 @@
+"""The audit events' RFC 6962 Merkle tree, kept with the append, and its proofs.
+
+Leaf i is event seq i + 1, hashed over the event's signed bytes (the ASCII of its
+chain hash: hitl_controlplane.merkle). The tree is maintained in the same
+transaction as the append, under the same lock (audit.chain._append calls
+`extend`), so every committed event is in the tree the moment it is visible.
+
+Storage (`AuditTreeNode`): appending leaf `seq` completes the perfect subtrees of
+levels 0..tz(seq) (tz: trailing zero bits) that end at it; their hashes are stored in
+that seq's row, about two hashes per event. Subtree (level, index) is therefore
+hash number `level` of row (index + 1) << level. A root at any size and any proof are
+right folds of O(log n) such subtrees (merkle.perfect_cover), read in one query.
+
+The append needs the right edge of the tree (the subtrees `perfect_cover(0, n)`
+names): `edge_sql` reads it in the same statement as the chain's head, so keeping
+the tree costs the append one more INSERT and no more round trips. When the tree is
+not at the head (events that predate it, a bulk fill, a tail removed under
+maintenance) the append first brings it there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from hitl_controlplane import merkle
+
+from .models import AuditEvent, AuditTreeNode
+
+__all__ = ["TreeGap", "consistency_proof", "extend", "inclusion_proof", "edge_sql", "root", "size", "subtree_rows"]
+
+HASH_HEX = 64
+
+
+class TreeGap(LookupError):
+    """The tree lacks a subtree a request needs (the size is beyond its head, or rows are missing)."""
+
+
+def _row_seq(level: int, index: int) -> int:
+    return (index + 1) << level
+
+
+def _read(keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], bytes]:
+    """The hashes of subtrees (level, index), in one query; raises TreeGap when one is missing."""
+    wanted = set(keys)
+    by_seq = {_row_seq(level, index) for level, index in wanted}
+    stored = dict(AuditTreeNode.objects.filter(seq__in=by_seq).values_list("seq", "hashes"))
+    found: dict[tuple[int, int], bytes] = {}
+    for level, index in wanted:
+        text = stored.get(_row_seq(level, index), "")
+        piece = text[level * HASH_HEX : (level + 1) * HASH_HEX]
+        if len(piece) != HASH_HEX:
+            raise TreeGap(f"the tree has no subtree of level {level} at index {index}")
+        found[(level, index)] = bytes.fromhex(piece)
+    return found
+
+
+def _ranges(ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+    covers = [merkle.perfect_cover(a, b) for a, b in ranges]
+    subtrees = _read(key for cover in covers for key in cover)
+    return [merkle.fold_cover(cover, subtrees) for cover in covers]
+
+
+def size() -> int:
+    """How many leaves the tree holds (the seq of its newest row)."""
+    newest = AuditTreeNode.objects.order_by("-seq").values_list("seq", flat=True).first()
+    return int(newest or 0)
+
+
+def root(tree_size: int) -> bytes:
+    """MTH of the first `tree_size` events."""
+    if tree_size == 0:
+        return merkle.EMPTY_ROOT
+    return _ranges([(0, tree_size)])[0]
+
+
+def inclusion_proof(seq: int, tree_size: int) -> list[bytes]:
+    """The audit path of event `seq` in the tree of `tree_size` events (1 <= seq <= tree_size)."""
+    return _ranges(merkle.inclusion_ranges(seq - 1, tree_size))
+
+
+def consistency_proof(first: int, tree_size: int) -> list[bytes]:
+    """The proof that the tree of `first` events is a prefix of the tree of `tree_size` events."""
+    return _ranges(merkle.consistency_ranges(first, tree_size))
+
+
+def edge_sql(head_sql: str) -> str:
+    """`head_sql` (rows whose first column is 0) and the tree's right edge (rows `1, seq, hashes, ''`).
+
+    The edge rows are those whose seqs are the prefix sums of the tree size's binary
+    digits, i.e. the size with its lowest k bits cleared for each set bit k: the rows
+    holding the subtrees `perfect_cover(0, size)` names. Plain SQL that PostgreSQL
+    and SQLite both run (a recursive CTE for the bit positions).
+    """
+    table = AuditTreeNode._meta.db_table
+    return (
+        "WITH RECURSIVE bits(b) AS (SELECT 0 UNION ALL SELECT b + 1 FROM bits WHERE b < 62) "
+        f'SELECT 1, "seq", "hashes", \'\' FROM {table} WHERE "seq" IN ('
+        f'SELECT (top.n >> b) << b FROM bits, (SELECT max("seq") AS n FROM {table}) top '
+        "WHERE ((top.n >> b) & 1) = 1) "
+        f"UNION ALL {head_sql}"
+    )
+
+
+def _stack(tree_size: int, rows: dict[int, str]) -> list[tuple[int, bytes]]:
+    stack = []
+    for level, index in merkle.perfect_cover(0, tree_size) if tree_size else []:
+        piece = rows.get(_row_seq(level, index), "")[level * HASH_HEX : (level + 1) * HASH_HEX]
+        if len(piece) != HASH_HEX:
+            raise TreeGap(f"the tree has no subtree of level {level} at index {index}")
+        stack.append((level, bytes.fromhex(piece)))
+    return stack
+
+
+def extend(tree_size: int, edge: Sequence[tuple[int, str]], event_hashes: Sequence[str]) -> None:
+    """Add the events after seq `tree_size` to the tree, given its right edge as `edge_sql` read it.
+
+    Runs inside the append's transaction, under its lock, with the new events' chain
+    hashes in seq order.
+    """
+    if not event_hashes:
+        return
+    rows = dict(edge)
+    stored = max(rows, default=0)
+    if stored > tree_size:
+        # Only a maintenance deletion of the chain's tail gets here. The tree is derived
+        # data, not evidence: it follows the chain, and checkpoints are what expose a rollback.
+        AuditTreeNode.objects.filter(seq__gt=tree_size).delete()
+        cover = merkle.perfect_cover(0, tree_size) if tree_size else []
+        rows = dict(
+            AuditTreeNode.objects.filter(seq__in=[_row_seq(*key) for key in cover]).values_list("seq", "hashes")
+        )
+    stack = _stack(min(stored, tree_size), rows)
+    if stored < tree_size:
+        stack = _catch_up(stack, stored, tree_size)
+    _extend_from(stack, tree_size, event_hashes)
+
+
+def _catch_up(
+    stack: list[tuple[int, bytes]], stored: int, tree_size: int, batch: int = 5000
+) -> list[tuple[int, bytes]]:
+    """Add the stored events seq stored+1..tree_size (appended past the tree) to it."""
+    while stored < tree_size:
+        hashes = list(
+            AuditEvent.objects.filter(seq__gt=stored, seq__lte=min(stored + batch, tree_size))
+            .order_by("seq")
+            .values_list("hash", flat=True)
+        )
+        if len(hashes) != min(batch, tree_size - stored):
+            raise TreeGap(f"audit events after seq {stored} are not contiguous")
+        stack = _extend_from(stack, stored, hashes)
+        stored += len(hashes)
+    return stack
+
+
+def _extend_from(
+    stack: list[tuple[int, bytes]], tree_size: int, event_hashes: Sequence[str]
+) -> list[tuple[int, bytes]]:
+    rows = []
+    for seq, stored in _subtrees(stack, event_hashes):
+        rows.append(AuditTreeNode(seq=tree_size + seq, hashes=stored))
+    AuditTreeNode.objects.bulk_create(rows)
+    return stack
+
+
+def _subtrees(stack: list[tuple[int, bytes]], event_hashes: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(offset from 1, stored hashes) per new leaf, merging equal-sized subtrees on the right edge (`stack`, updated)."""
+    for offset, event_hash in enumerate(event_hashes, start=1):
+        completed = [merkle.event_leaf_hash(event_hash)]
+        while stack and stack[-1][0] == len(completed) - 1:
+            completed.append(merkle.node_hash(stack.pop()[1], completed[-1]))
+        stack.append((len(completed) - 1, completed[-1]))
+        yield offset, "".join(h.hex() for h in completed)
+
+
+def subtree_rows(event_hashes: Iterable[str]) -> Iterator[tuple[int, str]]:
+    """(seq, stored hashes) for a tree built from seq 1 over these chain hashes: what the migration backfills."""
+    return _subtrees([], event_hashes)
