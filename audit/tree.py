@@ -21,6 +21,7 @@ maintenance) the append first brings it there.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from hitl_controlplane import merkle
 
@@ -71,6 +72,31 @@ def root(tree_size: int) -> bytes:
     if tree_size == 0:
         return merkle.EMPTY_ROOT
     return _ranges([(0, tree_size)])[0]
+
+
+def leaf_hash(seq: int) -> bytes:
+    """The stored leaf hash of event `seq` (level 0 of its row)."""
+    return _ranges([(seq - 1, seq)])[0]
+
+
+def event_proof(seq: int, event_hash: str) -> dict[str, Any] | None:
+    """What the auditor's event page shows: the event's inclusion in the whole tree, checked here.
+
+    None when the tree does not hold the event (yet). `leaf_matches` says whether the
+    stored leaf is the hash of the event's signed bytes as the row holds them now.
+    """
+    tree_size = size()
+    if seq > tree_size:
+        return None
+    leaf, top, proof = leaf_hash(seq), root(tree_size), inclusion_proof(seq, tree_size)
+    return {
+        "tree_size": tree_size,
+        "root_hash": top.hex(),
+        "leaf_hash": leaf.hex(),
+        "proof": [node.hex() for node in proof],
+        "leaf_matches": leaf == merkle.event_leaf_hash(event_hash),
+        "verifies": merkle.verify_inclusion(seq - 1, tree_size, leaf, proof, top),
+    }
 
 
 def inclusion_proof(seq: int, tree_size: int) -> list[bytes]:
