@@ -107,3 +107,24 @@ def test_roots_and_proofs_match_the_go_checksum_database(gotlog: Path, data: st.
     assert answer["roots"] == {str(size): merkle.root(leaves[:size]).hex() for size in sizes}
     assert [result["ok"] for result in answer["results"]] == expected, answer["results"]
     assert [result["go_proof"] or [] for result in answer["results"]] == [_hexes(proof) for proof in ours]
+
+
+def test_the_normative_vectors_hold_for_the_go_checksum_database(gotlog: Path) -> None:
+    vectors = json.loads((Path(__file__).resolve().parents[2] / "docs/vectors/merkle.json").read_text())
+    roots = {entry["tree_size"]: entry["root_hash"] for entry in vectors["roots"]}
+    leaves = {event["seq"] - 1: event["leaf_hash"] for event in vectors["events"]}
+    checks = [
+        {"kind": "inclusion", "index": e["leaf_index"], "size": e["tree_size"], "proof": e["proof"]}
+        | {"leaf": leaves[e["leaf_index"]], "root": roots[e["tree_size"]]}
+        for e in vectors["inclusion"]
+    ] + [
+        {"kind": "consistency", "first": e["first"], "size": e["tree_size"], "proof": e["proof"]}
+        | {"first_root": roots[e["first"]], "root": roots[e["tree_size"]]}
+        for e in vectors["consistency"]
+    ]
+    records = [event["leaf_data"] for event in vectors["events"]]
+    answer = run(gotlog, {"records": records, "sizes": sorted(s for s in roots if s), "checks": checks})
+    assert answer["leaves"] == [event["leaf_hash"] for event in vectors["events"]]
+    assert answer["roots"] == {str(size): root for size, root in roots.items() if size}
+    assert all(result["ok"] for result in answer["results"]), answer["results"]
+    assert [result["go_proof"] or [] for result in answer["results"]] == [check["proof"] for check in checks]
