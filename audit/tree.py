@@ -12,18 +12,22 @@ hash number `level` of row (index + 1) << level. A root at any size and any proo
 right folds of O(log n) such subtrees (merkle.perfect_cover), read in one query.
 
 The append needs the right edge of the tree (the subtrees `perfect_cover(0, n)`
-names): `edge_sql` reads it in the same statement as the chain's head, so keeping
-the tree costs the append one more INSERT and no more round trips. When the tree is
-not at the head (events that predate it, a bulk fill, a tail removed under
-maintenance) the append first brings it there.
+names). The tree's size is read in the same statement as the chain's head
+(`size_sql`); a process remembers the edge it last wrote, keyed by the head's seq and
+chain hash (which commits to every earlier event), so its next append reads nothing
+more; after another process's append it reads the edge, one query of at most
+log2(n) rows. Keeping the tree then costs the append one INSERT. When the tree is not
+at the head (events that predate it, a bulk fill, a tail removed under maintenance)
+the append first brings it there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from hitl_controlplane import merkle
 
@@ -35,13 +39,28 @@ __all__ = [
     "consistency_proof",
     "extend",
     "inclusion_proof",
-    "edge_sql",
+    "size_sql",
     "root",
     "size",
     "subtree_rows",
 ]
 
 HASH_HEX = 64
+INSERT_BATCH = 400  # rows per INSERT: under SQLite's 999 bound parameters
+
+
+@dataclass(frozen=True)
+class _Edge:
+    """The compact range this process last wrote, and the head it belongs to."""
+
+    size: int
+    head_hash: str
+    subtrees: tuple[tuple[int, bytes], ...]  # (level, hash), largest first
+
+
+# The chain hash at the head commits to every earlier event, so a head with the same seq
+# and hash (and a tree of that size) has this same right edge; anything else reads it.
+_last_edge: _Edge | None = None
 
 
 class TreeGap(LookupError):
@@ -121,22 +140,9 @@ def consistency_proof(first: int, tree_size: int) -> list[bytes]:
     return _ranges(merkle.consistency_ranges(first, tree_size))
 
 
-def edge_sql(head_sql: str) -> str:
-    """`head_sql` (rows whose first column is 0) and the tree's right edge (rows `1, seq, hashes, ''`).
-
-    The edge rows are those whose seqs are the prefix sums of the tree size's binary
-    digits, i.e. the size with its lowest k bits cleared for each set bit k: the rows
-    holding the subtrees `perfect_cover(0, size)` names. Plain SQL that PostgreSQL
-    and SQLite both run (a recursive CTE for the bit positions).
-    """
-    table = AuditTreeNode._meta.db_table
-    return (
-        "WITH RECURSIVE bits(b) AS (SELECT 0 UNION ALL SELECT b + 1 FROM bits WHERE b < 62) "
-        f'SELECT 1, "seq", "hashes", \'\' FROM {table} WHERE "seq" IN ('
-        f'SELECT (top.n >> b) << b FROM bits, (SELECT max("seq") AS n FROM {table}) top '
-        "WHERE ((top.n >> b) & 1) = 1) "
-        f"UNION ALL {head_sql}"
-    )
+def size_sql() -> str:
+    """A scalar subquery for the tree's size, to read in the same statement as the chain's head."""
+    return f'(SELECT max("seq") FROM {AuditTreeNode._meta.db_table})'
 
 
 def _stack(tree_size: int, rows: dict[int, str]) -> list[tuple[int, bytes]]:
@@ -149,28 +155,32 @@ def _stack(tree_size: int, rows: dict[int, str]) -> list[tuple[int, bytes]]:
     return stack
 
 
-def extend(tree_size: int, edge: Sequence[tuple[int, str]], event_hashes: Sequence[str]) -> None:
-    """Add the events after seq `tree_size` to the tree, given its right edge as `edge_sql` read it.
+def extend(head_seq: int, head_hash: str, stored: int, event_hashes: Sequence[str]) -> None:
+    """Add the events after seq `head_seq` (chain hash `head_hash`) to the tree, which holds `stored` leaves.
 
     Runs inside the append's transaction, under its lock, with the new events' chain
-    hashes in seq order.
+    hashes in seq order; `stored` was read with the head (`size_sql`).
     """
+    global _last_edge
     if not event_hashes:
         return
-    rows = dict(edge)
-    stored = max(rows, default=0)
-    if stored > tree_size:
+    if stored > head_seq:
         # Only a maintenance deletion of the chain's tail gets here. The tree is derived
         # data, not evidence: it follows the chain, and checkpoints are what expose a rollback.
-        AuditTreeNode.objects.filter(seq__gt=tree_size).delete()
-        cover = merkle.perfect_cover(0, tree_size) if tree_size else []
+        AuditTreeNode.objects.filter(seq__gt=head_seq).delete()
+        stored = head_seq
+    edge = _last_edge
+    if edge is not None and stored == edge.size == head_seq and edge.head_hash == head_hash:
+        stack = list(edge.subtrees)
+    else:
+        cover = merkle.perfect_cover(0, stored) if stored else []
         rows = dict(
             AuditTreeNode.objects.filter(seq__in=[_row_seq(*key) for key in cover]).values_list("seq", "hashes")
         )
-    stack = _stack(min(stored, tree_size), rows)
-    if stored < tree_size:
-        stack = _catch_up(stack, stored, tree_size)
-    _extend_from(stack, tree_size, event_hashes)
+        stack = _catch_up(_stack(stored, rows), stored, head_seq)
+    _last_edge = None  # until this append's rows are in: a failed insert must not leave a wrong edge
+    stack = _extend_from(stack, head_seq, event_hashes)
+    _last_edge = _Edge(head_seq + len(event_hashes), event_hashes[-1], tuple(stack))
 
 
 def catch_up() -> int:
@@ -212,10 +222,14 @@ def _catch_up(
 def _extend_from(
     stack: list[tuple[int, bytes]], tree_size: int, event_hashes: Sequence[str]
 ) -> list[tuple[int, bytes]]:
-    rows = []
-    for seq, stored in _subtrees(stack, event_hashes):
-        rows.append(AuditTreeNode(seq=tree_size + seq, hashes=stored))
-    AuditTreeNode.objects.bulk_create(rows)
+    rows = [(tree_size + offset, stored) for offset, stored in _subtrees(stack, event_hashes)]
+    # Plain parameterized INSERTs: the append's hot path, without the ORM's per-object work.
+    table = connection.ops.quote_name(AuditTreeNode._meta.db_table)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), INSERT_BATCH):
+            chunk = rows[start : start + INSERT_BATCH]
+            values = ", ".join(["(%s, %s)"] * len(chunk))
+            cursor.execute(f'INSERT INTO {table} ("seq", "hashes") VALUES {values}', [v for row in chunk for v in row])
     return stack
 
 

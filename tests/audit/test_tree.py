@@ -85,3 +85,24 @@ def test_the_migration_backfill_builds_the_same_rows_as_the_append():
     rows = dict(tree.subtree_rows(hashes))
     assert rows[8] == "".join(merkle.range_hash(leaves, 8 - (1 << lv), 8).hex() for lv in range(4))
     assert rows[11] == leaves[10].hex()
+
+
+@pytest.mark.django_db
+def test_an_append_rolled_back_after_it_ran_leaves_no_stale_edge(system):
+    from django.db import transaction
+
+    _append(system, [3])
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _append(system, [2])  # appended, with its tree rows and this process's remembered edge...
+        raise RuntimeError("...then the outer transaction rolls back")
+    _append(system, [1])
+    assert tree.size() == 4
+    assert tree.root(4) == merkle.root(_leaves())
+
+
+@pytest.mark.django_db
+def test_after_another_process_appended_the_edge_is_read(system):
+    _append(system, [5])
+    tree._last_edge = None  # what another process's append looks like from here
+    _append(system, [2])
+    assert tree.root(7) == merkle.root(_leaves())

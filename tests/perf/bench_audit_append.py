@@ -8,7 +8,7 @@ realistically deep, then times, alternating, the median of three rounds of --app
 appends, each one `audited_atomic()` recording one event on one connection (the
 smallest append, where the tree's share is largest):
   * baseline: the tree switched off for the round (the head read without the tree's
-    right edge, no tree INSERT), then caught up untimed so the next tree round starts at the head;
+    size, no tree INSERT), then caught up untimed so the next tree round starts at the head;
   * tree: the append as it runs in production.
 `ratio` = tree appends/s over baseline appends/s, target >= 0.9. Not collected by pytest.
 """
@@ -36,13 +36,13 @@ def tree_switched_off() -> Iterator[None]:
     """The append as it was before the tree: the head query alone, no tree rows."""
     from audit import tree
 
-    edge_sql, extend = tree.edge_sql, tree.extend
-    tree.edge_sql = lambda head_sql: head_sql  # type: ignore[assignment]
+    size_sql, extend = tree.size_sql, tree.extend
+    tree.size_sql = lambda: "NULL"  # type: ignore[assignment]
     tree.extend = lambda *args, **kwargs: None  # type: ignore[assignment]
     try:
         yield
     finally:
-        tree.edge_sql, tree.extend = edge_sql, extend
+        tree.size_sql, tree.extend = size_sql, extend
 
 
 def appends_per_second(count: int) -> float:
