@@ -221,7 +221,7 @@ def _append(pending: list[_PendingEvent]) -> None:
         return
     # Without the lock (another backend), seq being the primary key and hash being
     # unique still make a racing append fail instead of forking the chain.
-    seq, prev_hash, head_key_id, tree_stored = _head_and_tree_size()
+    seq, prev_hash, head_key_id, tree_stored, edge = _head_and_tree_size()
     keys = signing.signer()
     signed: list[tuple[_PendingEvent, signing.SigningKey]] = [(event, keys.current) for event in pending]
     handing_over = keys.rotation_from(head_key_id)
@@ -239,33 +239,40 @@ def _append(pending: list[_PendingEvent]) -> None:
         prev_hash = row.hash
     AuditEvent.objects.all()._append_chained(rows)
     # In the same transaction and under the same lock: no committed event is outside the tree.
-    tree.extend(head_seq, head_hash, tree_stored, [row.hash for row in rows])
+    tree.extend(head_seq, head_hash, tree_stored, [row.hash for row in rows], edge)
 
 
-def _head_and_tree_size() -> tuple[int, str, str, int]:
+def _head_and_tree_size() -> tuple[int, str, str, int, list[tuple[int, str]] | None]:
     """Take the append lock (PostgreSQL), read the head and the Merkle tree's size, in one round trip.
 
     The statements go in one message, without parameters (so any psycopg cursor
     accepts them). PostgreSQL runs them in order and, under READ COMMITTED, the
     read takes its snapshot when it starts, after the lock is held: it sees every
     append committed before ours, as a separate query would. SQLite's IMMEDIATE
-    transactions already serialize writers. One row even when the log is empty.
+    transactions already serialize writers. The head row comes even when the log is
+    empty. When another process appended last (`tree.edge_wanted`), the tree's right
+    edge comes in the same statement.
     """
     table = connection.ops.quote_name(AuditEvent._meta.db_table)
     read = (
-        f'SELECT head."seq", head."hash", head."key_id", {tree.size_sql()} FROM (SELECT 1 AS one) one '
+        f'SELECT 0, head."seq", head."hash", head."key_id", {tree.size_sql()} FROM (SELECT 1 AS one) one '
         f'LEFT JOIN (SELECT "seq", "hash", "key_id" FROM {table} ORDER BY "seq" DESC LIMIT 1) head ON 1 = 1'
     )
+    with_edge = tree.edge_wanted()
+    if with_edge:
+        read = f"{tree.EDGE_BITS}{read} UNION ALL {tree.edge_sql()}"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); {read}")
             cursor.nextset()
         else:
             cursor.execute(read)
-        seq, row_hash, key_id, stored = cursor.fetchone()
+        found = cursor.fetchall()
+    _, seq, row_hash, key_id, stored = next(row for row in found if row[0] == 0)
+    edge = [(row[1], row[2]) for row in found if row[0] == 1] if with_edge else None
     if seq is None:
-        return 0, GENESIS_HASH, "", int(stored or 0)
-    return seq, row_hash, key_id, int(stored or 0)
+        return 0, GENESIS_HASH, "", int(stored or 0), edge
+    return seq, row_hash, key_id, int(stored or 0), edge
 
 
 def _chained_row(seq: int, prev_hash: str, event: _PendingEvent, key: signing.SigningKey) -> AuditEvent:

@@ -39,6 +39,8 @@ __all__ = [
     "consistency_proof",
     "extend",
     "inclusion_proof",
+    "edge_sql",
+    "edge_wanted",
     "size_sql",
     "root",
     "size",
@@ -61,6 +63,9 @@ class _Edge:
 # The chain hash at the head commits to every earlier event, so a head with the same seq
 # and hash (and a tree of that size) has this same right edge; anything else reads it.
 _last_edge: _Edge | None = None
+# Set when the last append found another process's head: then the next one reads the
+# edge in its head statement rather than in a second round trip.
+_edge_missed = True
 
 
 class TreeGap(LookupError):
@@ -145,6 +150,30 @@ def size_sql() -> str:
     return f'(SELECT max("seq") FROM {AuditTreeNode._meta.db_table})'
 
 
+def edge_sql() -> str:
+    """Rows `1, seq, hashes, NULL, NULL`: the tree's right edge, to read with the head when it will be needed.
+
+    The edge rows' seqs are the prefix sums of the tree size's binary digits (the size
+    with its lowest k bits cleared, for each set bit k): the rows holding the subtrees
+    `perfect_cover(0, size)` names. Plain SQL that PostgreSQL and SQLite both run; put
+    `EDGE_BITS` first in the statement (a recursive CTE for the bit positions).
+    """
+    table = AuditTreeNode._meta.db_table
+    return (
+        f'SELECT 1, "seq", "hashes", NULL, NULL FROM {table} WHERE "seq" IN ('
+        f'SELECT (top.n >> b) << b FROM edge_bits, (SELECT max("seq") AS n FROM {table}) top '
+        "WHERE ((top.n >> b) & 1) = 1)"
+    )
+
+
+EDGE_BITS = "WITH RECURSIVE edge_bits(b) AS (SELECT 0 UNION ALL SELECT b + 1 FROM edge_bits WHERE b < 62) "
+
+
+def edge_wanted() -> bool:
+    """Whether the next append should read the edge with the head: the last one could not use its own."""
+    return _edge_missed
+
+
 def _stack(tree_size: int, rows: dict[int, str]) -> list[tuple[int, bytes]]:
     stack = []
     for level, index in merkle.perfect_cover(0, tree_size) if tree_size else []:
@@ -155,13 +184,20 @@ def _stack(tree_size: int, rows: dict[int, str]) -> list[tuple[int, bytes]]:
     return stack
 
 
-def extend(head_seq: int, head_hash: str, stored: int, event_hashes: Sequence[str]) -> None:
+def extend(
+    head_seq: int,
+    head_hash: str,
+    stored: int,
+    event_hashes: Sequence[str],
+    edge: Sequence[tuple[int, str]] | None = None,
+) -> None:
     """Add the events after seq `head_seq` (chain hash `head_hash`) to the tree, which holds `stored` leaves.
 
     Runs inside the append's transaction, under its lock, with the new events' chain
-    hashes in seq order; `stored` was read with the head (`size_sql`).
+    hashes in seq order; `stored` was read with the head (`size_sql`), and `edge` too
+    when `edge_wanted()` said so (`edge_sql`).
     """
-    global _last_edge
+    global _last_edge, _edge_missed
     if not event_hashes:
         return
     if stored > head_seq:
@@ -169,14 +205,18 @@ def extend(head_seq: int, head_hash: str, stored: int, event_hashes: Sequence[st
         # data, not evidence: it follows the chain, and checkpoints are what expose a rollback.
         AuditTreeNode.objects.filter(seq__gt=head_seq).delete()
         stored = head_seq
-    edge = _last_edge
-    if edge is not None and stored == edge.size == head_seq and edge.head_hash == head_hash:
-        stack = list(edge.subtrees)
+    last = _last_edge
+    hit = last is not None and stored == last.size == head_seq and last.head_hash == head_hash
+    _edge_missed = not hit
+    if last is not None and hit:
+        stack = list(last.subtrees)
     else:
-        cover = merkle.perfect_cover(0, stored) if stored else []
-        rows = dict(
-            AuditTreeNode.objects.filter(seq__in=[_row_seq(*key) for key in cover]).values_list("seq", "hashes")
-        )
+        if edge is not None and max((seq for seq, _ in edge), default=0) == stored:
+            rows = dict(edge)  # read with the head (`edge_sql`): no second round trip
+        else:
+            cover = merkle.perfect_cover(0, stored) if stored else []
+            wanted = [_row_seq(*key) for key in cover]
+            rows = dict(AuditTreeNode.objects.filter(seq__in=wanted).values_list("seq", "hashes"))
         stack = _catch_up(_stack(stored, rows), stored, head_seq)
     _last_edge = None  # until this append's rows are in: a failed insert must not leave a wrong edge
     stack = _extend_from(stack, head_seq, event_hashes)
