@@ -46,7 +46,7 @@ from hitl_controlplane.canonical import (
     format_timestamp,
 )
 
-from . import signing
+from . import signing, tree
 from .models import ActorKind, AuditEvent
 from .vocabulary import is_registered
 
@@ -221,7 +221,7 @@ def _append(pending: list[_PendingEvent]) -> None:
         return
     # Without the lock (another backend), seq being the primary key and hash being
     # unique still make a racing append fail instead of forking the chain.
-    seq, prev_hash, head_key_id = _locked_head() if connection.vendor == "postgresql" else _signed_head()
+    seq, prev_hash, head_key_id, tree_stored, edge = _head_and_tree_size()
     keys = signing.signer()
     signed: list[tuple[_PendingEvent, signing.SigningKey]] = [(event, keys.current) for event in pending]
     handing_over = keys.rotation_from(head_key_id)
@@ -231,36 +231,48 @@ def _append(pending: list[_PendingEvent]) -> None:
         )
         signed.insert(0, (rotation, handing_over))
     rows = []
+    head_seq, head_hash = seq, prev_hash
     for event, key in signed:
         seq += 1
         row = _chained_row(seq, prev_hash, event, key)
         rows.append(row)
         prev_hash = row.hash
     AuditEvent.objects.all()._append_chained(rows)
+    # In the same transaction and under the same lock: no committed event is outside the tree.
+    tree.extend(head_seq, head_hash, tree_stored, [row.hash for row in rows], edge)
 
 
-def _locked_head() -> tuple[int, str, str]:
-    """Take the append lock and read the head (PostgreSQL), in one round trip.
+def _head_and_tree_size() -> tuple[int, str, str, int, list[tuple[int, str]] | None]:
+    """Take the append lock (PostgreSQL), read the head and the Merkle tree's size, in one round trip.
 
-    The two statements go in one message, without parameters (so any psycopg
-    cursor accepts them). PostgreSQL runs them in order and, under READ
-    COMMITTED, the head read takes its snapshot when it starts, after the lock
-    is held: it sees every append committed before ours, as a separate query would.
+    The statements go in one message, without parameters (so any psycopg cursor
+    accepts them). PostgreSQL runs them in order and, under READ COMMITTED, the
+    read takes its snapshot when it starts, after the lock is held: it sees every
+    append committed before ours, as a separate query would. SQLite's IMMEDIATE
+    transactions already serialize writers. The head row comes even when the log is
+    empty. When another process appended last (`tree.edge_wanted`), the tree's right
+    edge comes in the same statement.
     """
     table = connection.ops.quote_name(AuditEvent._meta.db_table)
+    read = (
+        f'SELECT 0, head."seq", head."hash", head."key_id", {tree.size_sql()} FROM (SELECT 1 AS one) one '
+        f'LEFT JOIN (SELECT "seq", "hash", "key_id" FROM {table} ORDER BY "seq" DESC LIMIT 1) head ON 1 = 1'
+    )
+    with_edge = tree.edge_wanted()
+    if with_edge:
+        read = f"{tree.EDGE_BITS}{read} UNION ALL {tree.edge_sql()}"
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); "
-            f'SELECT "seq", "hash", "key_id" FROM {table} ORDER BY "seq" DESC LIMIT 1'
-        )
-        cursor.nextset()
-        last = cursor.fetchone()
-    return (last[0], last[1], last[2]) if last is not None else (0, GENESIS_HASH, "")
-
-
-def _signed_head() -> tuple[int, str, str]:
-    last = AuditEvent.objects.order_by("-seq").values_list("seq", "hash", "key_id").first()
-    return last if last is not None else (0, GENESIS_HASH, "")
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT pg_advisory_xact_lock({int(AUDIT_APPEND_LOCK_KEY)}); {read}")
+            cursor.nextset()
+        else:
+            cursor.execute(read)
+        found = cursor.fetchall()
+    _, seq, row_hash, key_id, stored = next(row for row in found if row[0] == 0)
+    edge = [(row[1], row[2]) for row in found if row[0] == 1] if with_edge else None
+    if seq is None:
+        return 0, GENESIS_HASH, "", int(stored or 0), edge
+    return seq, row_hash, key_id, int(stored or 0), edge
 
 
 def _chained_row(seq: int, prev_hash: str, event: _PendingEvent, key: signing.SigningKey) -> AuditEvent:

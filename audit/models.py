@@ -15,7 +15,7 @@ from django.db import models
 
 from .vocabulary import is_registered
 
-__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent", "ChainVerification"]
+__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent", "AuditTreeNode", "ChainVerification"]
 
 
 class AppendOnlyError(Exception):
@@ -135,3 +135,21 @@ class ChainVerification(models.Model):
     def __str__(self) -> str:
         outcome = "ok" if self.ok else f"broken at {self.bad_seq}"
         return f"verification {self.from_seq}-{self.head_seq} {outcome}"
+
+
+class AuditTreeNode(models.Model):
+    """The Merkle subtrees completed by one event's leaf (audit.tree): derived from the chain, not evidence.
+
+    `hashes` is the hex of the subtree hashes of levels 0..tz(seq) that end at leaf `seq`
+    (tz: trailing zero bits of seq), level 0 (the leaf hash) first, 64 digits each.
+    """
+
+    seq = models.BigIntegerField(primary_key=True)
+    hashes = models.TextField()
+
+    class Meta:
+        ordering = ["seq"]
+        default_permissions = ("view",)
+
+    def __str__(self) -> str:
+        return f"tree row {self.seq}"

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import proof_views, views
 
 app_name = "audit"
 
@@ -14,4 +14,8 @@ urlpatterns = [
     path("export.jsonl", views.export_jsonl, name="export_jsonl"),
     # The signed manifest (the CSV sidecar; JSONL exports carry it as their last line too).
     path("export.csv.manifest", views.export_manifest, name="export_manifest"),
+    # The Merkle tree over the events (audit.tree): auditors' JSON.
+    path("tree/", proof_views.tree_head, name="tree"),
+    path("tree/inclusion", proof_views.inclusion, name="tree_inclusion"),
+    path("tree/consistency", proof_views.consistency, name="tree_consistency"),
 ]

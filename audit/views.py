@@ -23,7 +23,7 @@ from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
 
-from . import error_codes, subjects
+from . import error_codes, subjects, tree
 from .chain import Actor
 from .checkpoint import latest_checkpoint
 from .export import FORMATS, begin_export, exported_manifest, stream_export
@@ -170,6 +170,7 @@ def event_detail(request: HttpRequest, seq: int) -> HttpResponse:
         "hash_recomputes": recomputed == event.hash,
         "recomputed": recomputed,
         "phase": phase_of(event.verb, ""),
+        "tree": tree.event_proof(event.seq, event.hash),
         "agent_name": agent_names(
             [
                 {

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from audit import error_codes as audit_codes
 from audit import filters as audit_filters
+from audit import proof_views as audit_proof_views
 from audit import views as audit_views
 from controlplane.http import codes
 
@@ -23,9 +24,10 @@ def test_the_audit_app_answers_with_the_registrys_statuses():
 
 
 def test_every_code_the_audit_views_answer_with_is_declared():
-    tree = ast.parse(Path(audit_views.__file__).read_text())
+    trees = [ast.parse(Path(module.__file__).read_text()) for module in (audit_views, audit_proof_views)]
     answered = {
         node.args[0].value
+        for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", None) == "_error"

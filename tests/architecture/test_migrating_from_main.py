@@ -25,7 +25,8 @@ from audit.db import missing_audit_triggers
 BEFORE = [
     ("agents", "0004_one_delivery_shape"),
     ("approvals", "0012_request_submitted_sha256"),
-    ("audit", "0004_event_signatures"),
+    # Audit 0005 (the Merkle tree) came later and has its own test (tests/audit/test_tree_migration.py).
+    ("audit", "0005_merkle_tree"),
     ("controlplane", "0001_provider_sessions"),
 ]
 PROJECT_APPS = {app for app, _ in BEFORE}

@@ -55,10 +55,11 @@ def start_from_an_empty_log(request):
     from django.db import connection
 
     from audit.db import maintenance
-    from audit.models import AuditEvent
+    from audit.models import AuditEvent, AuditTreeNode
 
     with maintenance(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table}")
+        cursor.execute(f"DELETE FROM {AuditTreeNode._meta.db_table}")  # the tree over them goes too
 
 
 # --- Exports, verification and the auditors' pages ----------------------------------------
