@@ -62,6 +62,8 @@ def test_any_revision_through_the_api_is_decided_on_or_refused_never_a_500(peopl
     response = session_api(people["alice"]).post(
         f"/api/v1/requests/{request.pk}/decisions/", {"decision": "reject", "revision": value}, format="json"
     )
+    if refused_at_the_input_edge(response, value):  # a NUL or lone surrogate: 400 before any field is read
+        return
     assert response.status_code in (200, 409, 422), (value, response.status_code)
     if response.status_code == 422:
         assert response.json()["code"] == "validation_error"
