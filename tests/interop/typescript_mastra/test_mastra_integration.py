@@ -17,7 +17,7 @@ import pytest
 from approvals.models import ApprovalRequest
 from audit.chain import digest
 from audit.models import AuditEvent
-from tests.client.test_typescript_client import ClaimTampering, RewritingProxy
+from tests.fixtures.typescript import ClaimTampering, RewritingProxy
 from tests.interop.test_mastra import PLAN, PLAN_APPROVED, PLAN_REVISE, PLAN_WAIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
