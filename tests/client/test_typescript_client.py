@@ -26,7 +26,13 @@ from approvals import services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from tests.fixtures.revisions import current_revision
-from tests.fixtures.typescript import ClaimTampering, RewritingProxy, alter_resume_params, alter_resume_verdict
+from tests.fixtures.typescript import (
+    ClaimTampering,
+    RewritingProxy,
+    alter_resume_params,
+    alter_resume_verdict,
+    swap_submission_id,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -175,6 +181,32 @@ def test_a_resume_altered_in_transit_is_refused_in_node(run_agent, daphne_server
     finally:
         proxy.close()
     assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
+
+
+def test_a_submission_answer_naming_another_approved_request_is_refused_in_node(
+    run_agent, daphne_server, people, transfer_rule
+):
+    """The same agent, action type, params and tool call id, approved earlier under another
+    idempotency key: a proxy swaps its id into the submission answer. The signed decision the
+    agent then reads names the other call's key, so nothing is claimed and nothing runs."""
+    older = run_agent(IDEMPOTENCY_KEY="ts-swap-older")
+    old_id = older.next_event("submitted")["id"]
+    _approve_with_an_edit(old_id, people["alice"])
+    older.next_event("decided")
+    older.finish()  # verified, never claimed: an approval waiting to be run
+    proxy = RewritingProxy(daphne_server.port, swap_submission_id(old_id))
+    try:
+        agent = run_agent(url=proxy.url, IDEMPOTENCY_KEY="ts-swap-new", CLAIM="1")
+        assert agent.next_event("submitted")["id"] == old_id  # what the altered answer said
+        refused = agent.next_event("refused")  # no "decided", no "ran"
+        agent.finish()
+    finally:
+        proxy.close()
+    assert 'the signed decision\'s idempotency_key is "ts-swap-older"' in refused["message"], refused
+    old = ApprovalRequest.objects.get(pk=old_id)
+    assert (old.state, old.attempts, old.result) == ("approved", 0, None)
+    (new,) = ApprovalRequest.objects.filter(idempotency_key="ts-swap-new")
+    assert (new.state, new.attempts) == ("pending_approval", 0)
 
 
 def _refused_before_running(agent: Agent) -> str:
