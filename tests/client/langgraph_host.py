@@ -30,8 +30,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command
 
-from hitl_controlplane.client import ControlPlane, DecisionRefused
-from hitl_controlplane.client.langgraph_tools import answer_approvals, approved_tool_call
+from hitl_controlplane.client import AsyncControlPlane, ControlPlane, DecisionRefused
+from hitl_controlplane.client.langgraph_tools import aapproved_tool_call, answer_approvals, approved_tool_call
 
 THREAD = "thread-lg"
 CONFIG = {"configurable": {"thread_id": THREAD}}
@@ -42,19 +42,7 @@ class AgentState(TypedDict):
     messages: Annotated[list, add_messages]
 
 
-def build_graph(cp: ControlPlane, tool: Callable[..., Any], *, run_id: str = "run-lg", saver=None, args=ARGS):
-    def model(state: AgentState) -> dict:
-        said = [m for m in state["messages"] if isinstance(m, ToolMessage)]
-        if not said:
-            call = {"name": "transfer_funds", "args": args, "id": "call_1", "type": "tool_call"}
-            return {"messages": [AIMessage(content="", tool_calls=[call])]}
-        return {"messages": [AIMessage(content=f"The tool said: {said[-1].content}")]}
-
-    def tools(state: AgentState) -> dict:
-        call = state["messages"][-1].tool_calls[0]
-        text = approved_tool_call(cp, call, tool, thread_id=THREAD, run_id=run_id, timeout=30)
-        return {"messages": [ToolMessage(content=str(text), tool_call_id=call["id"])]}
-
+def _compiled(model: Callable[..., Any], tools: Callable[..., Any], saver) -> Any:
     graph = StateGraph(AgentState)
     graph.add_node("model", model)
     graph.add_node("tools", tools)
@@ -62,6 +50,37 @@ def build_graph(cp: ControlPlane, tool: Callable[..., Any], *, run_id: str = "ru
     graph.add_conditional_edges("model", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END])
     graph.add_edge("tools", "model")
     return graph.compile(checkpointer=saver or InMemorySaver())
+
+
+def _model(args: dict) -> Callable[[AgentState], dict]:
+    def model(state: AgentState) -> dict:
+        said = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        if not said:
+            call = {"name": "transfer_funds", "args": args, "id": "call_1", "type": "tool_call"}
+            return {"messages": [AIMessage(content="", tool_calls=[call])]}
+        return {"messages": [AIMessage(content=f"The tool said: {said[-1].content}")]}
+
+    return model
+
+
+def build_graph(cp: ControlPlane, tool: Callable[..., Any], *, run_id: str = "run-lg", saver=None, args=ARGS):
+    def tools(state: AgentState) -> dict:
+        call = state["messages"][-1].tool_calls[0]
+        text = approved_tool_call(cp, call, tool, thread_id=THREAD, run_id=run_id, timeout=30)
+        return {"messages": [ToolMessage(content=str(text), tool_call_id=call["id"])]}
+
+    return _compiled(_model(args), tools, saver)
+
+
+def build_async_graph(acp: AsyncControlPlane, tool: Callable[..., Any], *, run_id: str = "run-lg-async", saver=None):
+    """The same graph with an async tool node on `aapproved_tool_call` (run it with `ainvoke`)."""
+
+    async def tools(state: AgentState) -> dict:
+        call = state["messages"][-1].tool_calls[0]
+        text = await aapproved_tool_call(acp, call, tool, thread_id=THREAD, run_id=run_id, timeout=30)
+        return {"messages": [ToolMessage(content=str(text), tool_call_id=call["id"])]}
+
+    return _compiled(_model(ARGS), tools, saver)
 
 
 def model_read(state: dict) -> list[str]:

@@ -11,6 +11,7 @@ and is never run again; a rejection's feedback is what the model reads.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -27,8 +28,8 @@ from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.chain import digest
 from audit.models import AuditEvent
-from hitl_controlplane.client import ControlPlane, DecisionRefused
-from hitl_controlplane.client.langgraph_tools import answer_approvals
+from hitl_controlplane.client import AsyncControlPlane, ControlPlane, DecisionRefused
+from hitl_controlplane.client.langgraph_tools import aanswer_approvals, answer_approvals
 from tests.client import langgraph_host
 from tests.live import ROOT
 from tests.scale.conftest import csrf_headers, session_cookies
@@ -121,6 +122,52 @@ def test_an_approved_call_runs_once_and_ends_succeeded_with_its_digest(
     request = ApprovalRequest.objects.get(pk=request_id)
     assert (request.state, request.resolution_code, request.attempts) == ("succeeded", "succeeded", 1)
     assert (request.tool_call_id, request.thread_id, request.run_id) == ("call_1", "thread-lg", "run-lg")
+    succeeded = AuditEvent.objects.get(request_id=request_id, verb="request.succeeded")
+    assert succeeded.metadata["result"] == digest("sent 120 to acme")
+    assert "request.expired" not in verbs(request_id)
+
+
+def test_an_async_node_runs_an_approved_call_once_and_a_second_resume_is_answered_already_executed(
+    daphne_server, token, server_public_key, people, langgraph_transfer_rule
+):
+    """`aapproved_tool_call` in an async node, on AsyncControlPlane and `aanswer_approvals`; the
+    tool is a coroutine function. Each phase is its own event loop, the reviewer decides between."""
+    runs: list[dict] = []
+
+    async def transfer_funds(amount: int, to: str) -> str:
+        runs.append({"amount": amount, "to": to})
+        return f"sent {amount} to {to}"
+
+    async def phase(graph, acp: AsyncControlPlane, config: dict | None = None) -> dict:
+        if config is None:
+            return await graph.ainvoke({"messages": [("user", "Pay acme.")]}, langgraph_host.CONFIG)
+        interrupts = (await graph.aget_state(config)).interrupts
+        return await graph.ainvoke(Command(resume=await aanswer_approvals(acp, interrupts, timeout=30)), config)
+
+    async def with_client(config: dict | None) -> tuple[dict, dict]:
+        async with AsyncControlPlane(daphne_server.url, token, poll_wait=5, public_keys=[server_public_key]) as acp:
+            graph = langgraph_host.build_async_graph(acp, transfer_funds, saver=saver)
+            state = await phase(graph, acp, config)
+            return state, (await graph.aget_state(langgraph_host.CONFIG)).config
+
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    state, paused_at = asyncio.run(with_client(None))
+    [pending] = state["__interrupt__"]
+    request_id = pending.value["request_id"]
+    assert runs == []
+    decide(daphne_server.url, people["alice"], request_id, decision="approve")
+    first, _ = asyncio.run(with_client(paused_at))
+    second, _ = asyncio.run(with_client(paused_at))  # the same checkpoint resumed again, another client
+    assert runs == [langgraph_host.ARGS]
+    assert langgraph_host.model_read(first) == ["sent 120 to acme"]
+    assert langgraph_host.model_read(second) == [
+        f"Not run: already executed (request {request_id}, succeeded/succeeded)"
+    ]
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert (request.state, request.resolution_code, request.attempts) == ("succeeded", "succeeded", 1)
+    assert request.run_id == "run-lg-async"
     succeeded = AuditEvent.objects.get(request_id=request_id, verb="request.succeeded")
     assert succeeded.metadata["result"] == digest("sent 120 to acme")
     assert "request.expired" not in verbs(request_id)

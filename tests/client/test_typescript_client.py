@@ -14,16 +14,10 @@ so it runs by itself once the server signs grants.
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import json
 import os
-import shutil
 import subprocess
-import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -32,33 +26,20 @@ from approvals import services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from tests.fixtures.revisions import current_revision
-from tests.fixtures.services import missing_service
+from tests.fixtures.typescript import (
+    ClaimTampering,
+    RewritingProxy,
+    alter_resume_params,
+    alter_resume_verdict,
+    swap_submission_id,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 HOST = Path(__file__).resolve().parent / "typescript" / "approve-and-run.mjs"
 # Bounds how long a broken host can hang the test; no assertion depends on timing.
 HANG_GUARD_SECONDS = 90
 NO_GRANT = "the answer carries no grant_signature"
-
-
-@pytest.fixture(scope="session")
-def typescript_package() -> Path:
-    """clients/typescript installed from its lockfile and built: the dist/index.js to import."""
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        missing_service("the TypeScript client tests need node and npm (.ci/run installs Debian's)")
-    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
-    stamp = PACKAGE / "node_modules" / ".installed-from-lock"
-    steps = [["npm", "run", "build"]]
-    if not (stamp.exists() and stamp.read_text() == lock):
-        steps.insert(0, ["npm", "ci", "--no-audit", "--no-fund"])
-    for step in steps:
-        done = subprocess.run(step, cwd=PACKAGE, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(step)} in {PACKAGE} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
-    stamp.write_text(lock)
-    return PACKAGE / "dist" / "index.js"
 
 
 class Agent:
@@ -93,49 +74,6 @@ class Agent:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-
-
-class RewritingProxy:
-    """Someone between the agent and the server: passes every request on to daphne and lets
-    `rewrite(path, body)` change each JSON answer before the agent reads it (returning a
-    status replaces the server's)."""
-
-    def __init__(self, upstream_port: int, rewrite: Callable[[str, dict], int | None]) -> None:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _forward(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                upstream = http.client.HTTPConnection("127.0.0.1", upstream_port, timeout=HANG_GUARD_SECONDS)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                upstream.request(self.command, self.path, body=body, headers=headers)
-                response = upstream.getresponse()
-                answer, status = response.read(), response.status
-                if response.headers.get_content_type() == "application/json" and answer:
-                    document = json.loads(answer)
-                    status = proxy.rewrite(self.path, document) or status
-                    answer = json.dumps(document).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", response.headers.get("Content-Type", "application/json"))
-                self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-                upstream.close()
-
-            do_GET = do_POST = _forward
-
-            def log_message(self, *args: object) -> None:  # quiet: pytest shows failures, not traffic
-                pass
-
-        self.rewrite = rewrite
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -227,25 +165,13 @@ def test_run_tool_finds_the_hosts_request_and_runs_once_across_clients(run_agent
     assert ApprovalRequest.objects.get(pk=request_id).state == "succeeded"
 
 
-def _alter_params(path: str, body: dict) -> int | None:
-    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
-        body["resume_data"]["params"]["to"] = "mallory"
-    return None
-
-
-def _alter_verdict(path: str, body: dict) -> int | None:
-    if path.split("?")[0].endswith("/resume/") and body.get("decided"):
-        body["resume_data"] = {"action": "approved", "params": {"amount": 90, "to": "acme"}}
-    return None
-
-
-@pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
+@pytest.mark.parametrize("rewrite", [alter_resume_params, alter_resume_verdict], ids=["params", "verdict"])
 def test_a_resume_altered_in_transit_is_refused_in_node(run_agent, daphne_server, people, transfer_rule, rewrite):
     proxy = RewritingProxy(daphne_server.port, rewrite)
     try:
         agent = run_agent(url=proxy.url, IDEMPOTENCY_KEY=f"ts-tamper-{rewrite.__name__}", CLAIM="1")
         request_id = agent.next_event("submitted")["id"]
-        if rewrite is _alter_verdict:
+        if rewrite is alter_resume_verdict:
             services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
         else:
             _approve_with_an_edit(request_id, people["alice"])
@@ -257,35 +183,30 @@ def test_a_resume_altered_in_transit_is_refused_in_node(run_agent, daphne_server
     assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
 
 
-class ClaimTampering:
-    """Rewrites of the claim answer (and what they need from earlier answers)."""
-
-    def __init__(self) -> None:
-        self.decision_signature: dict | None = None
-        self.first_grant: dict | None = None
-
-    def alter_params(self, path: str, body: dict) -> int | None:
-        if path.endswith("/claim/") and "params" in body:
-            body["params"]["to"] = "mallory"
-        return None
-
-    def decision_as_grant(self, path: str, body: dict) -> int | None:
-        if path.split("?")[0].endswith("/resume/") and body.get("decided"):
-            self.decision_signature = body["decision_signature"]
-        if path.endswith("/claim/") and "token" in body:
-            body["grant_signature"] = self.decision_signature
-        return None
-
-    def replay_first_grant(self, path: str, body: dict) -> int | None:
-        """The first process's claim answer is recorded; the second process's refused claim gets it instead."""
-        if not path.endswith("/claim/"):
-            return None
-        if self.first_grant is None:
-            self.first_grant = dict(body)
-            return None
-        body.clear()
-        body.update(self.first_grant)
-        return 200
+def test_a_submission_answer_naming_another_approved_request_is_refused_in_node(
+    run_agent, daphne_server, people, transfer_rule
+):
+    """The same agent, action type, params and tool call id, approved earlier under another
+    idempotency key: a proxy swaps its id into the submission answer. The signed decision the
+    agent then reads names the other call's key, so nothing is claimed and nothing runs."""
+    older = run_agent(IDEMPOTENCY_KEY="ts-swap-older")
+    old_id = older.next_event("submitted")["id"]
+    _approve_with_an_edit(old_id, people["alice"])
+    older.next_event("decided")
+    older.finish()  # verified, never claimed: an approval waiting to be run
+    proxy = RewritingProxy(daphne_server.port, swap_submission_id(old_id))
+    try:
+        agent = run_agent(url=proxy.url, IDEMPOTENCY_KEY="ts-swap-new", CLAIM="1")
+        assert agent.next_event("submitted")["id"] == old_id  # what the altered answer said
+        refused = agent.next_event("refused")  # no "decided", no "ran"
+        agent.finish()
+    finally:
+        proxy.close()
+    assert 'the signed decision\'s idempotency_key is "ts-swap-older"' in refused["message"], refused
+    old = ApprovalRequest.objects.get(pk=old_id)
+    assert (old.state, old.attempts, old.result) == ("approved", 0, None)
+    (new,) = ApprovalRequest.objects.filter(idempotency_key="ts-swap-new")
+    assert (new.state, new.attempts) == ("pending_approval", 0)
 
 
 def _refused_before_running(agent: Agent) -> str:

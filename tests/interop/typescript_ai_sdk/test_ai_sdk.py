@@ -21,14 +21,14 @@ from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.chain import digest
 from audit.models import AuditEvent
-from tests.client.test_typescript_client import (  # noqa: F401 (fixtures, used by name)
+from tests.fixtures.revisions import current_revision
+from tests.fixtures.typescript import (
     ClaimTampering,
     RewritingProxy,
-    _alter_params,
-    _alter_verdict,
-    typescript_package,
+    alter_resume_params,
+    alter_resume_verdict,
+    swap_submission_id,
 )
-from tests.fixtures.revisions import current_revision
 from tests.interop.conftest import _npm_ci
 from tests.interop.typescript_hosts import HANG_GUARD_SECONDS, HOSTS, TRANSFER, Host, verbs
 
@@ -39,7 +39,7 @@ RESULT = "sent 90 to acme"
 
 
 @pytest.fixture(scope="session")
-def ai_sdk_host(typescript_package) -> Path:  # noqa: F811 (the fixture, imported to build the client first)
+def ai_sdk_host(typescript_package) -> Path:  # the client is built first
     _npm_ci(HOST)
     return HOST
 
@@ -230,13 +230,13 @@ def test_stream_text_approval_runs_once_across_two_processes(ai_sdk_run, people,
     assert ApprovalRequest.objects.get(pk=request_id).attempts == 1
 
 
-@pytest.mark.parametrize("rewrite", [_alter_params, _alter_verdict], ids=["params", "verdict"])
+@pytest.mark.parametrize("rewrite", [alter_resume_params, alter_resume_verdict], ids=["params", "verdict"])
 def test_a_resume_altered_in_transit_is_refused_before_the_sdk_is_told_anything(
     ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule, rewrite
 ):
     run_id = f"ai-resume-{rewrite.__name__}"
     request_id = _start(ai_sdk_run, run_id)
-    if rewrite is _alter_verdict:  # rejected, and rewritten in transit to an approval
+    if rewrite is alter_resume_verdict:  # rejected, and rewritten in transit to an approval
         services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     else:
         services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
@@ -250,3 +250,27 @@ def test_a_resume_altered_in_transit_is_refused_before_the_sdk_is_told_anything(
     assert refused["message"].startswith(f"request {request_id}: the signed decision's"), refused
     assert refused["read"] == []
     assert ApprovalRequest.objects.get(pk=request_id).state in ("approved", "rejected")  # never claimed
+
+
+def test_a_submission_answer_naming_another_approved_request_is_refused_and_nothing_runs(
+    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule
+):
+    """The resume phase submits its call again (idempotent) to find its request; a proxy swaps
+    into that answer the id of another approved request of the same agent, tool and params
+    (another run). Its signed decision names the other run's key: refused before the SDK is
+    told anything, and neither request is claimed."""
+    old_id = _start(ai_sdk_run, "ai-swap-older")
+    services.approve(old_id, revision=current_revision(old_id), actor=Person(people["alice"]))
+    request_id = _start(ai_sdk_run, "ai-swap-new")
+    services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
+    proxy = RewritingProxy(daphne_server.port, swap_submission_id(old_id))
+    try:
+        resumed = ai_sdk_run("resume", "ai-swap-new", url=proxy.url)
+        refused = resumed.next_event("refused")  # no "decided", no "ran"
+        resumed.finish()
+    finally:
+        proxy.close()
+    assert f"request {old_id}: the signed decision's idempotency_key" in refused["message"], refused
+    assert refused["read"] == []
+    for request in ApprovalRequest.objects.filter(pk__in=[old_id, request_id]):
+        assert (request.state, request.attempts, request.result) == ("approved", 0, None), request.pk

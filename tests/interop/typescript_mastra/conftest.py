@@ -8,40 +8,17 @@ the server's key pinned, so every decision and grant is verified.
 
 from __future__ import annotations
 
-import hashlib
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.fixtures.services import missing_service
 from tests.interop.conftest import Host, _npm_ci
 
-PACKAGE = Path(__file__).resolve().parents[3] / "clients" / "typescript"
-HOST = PACKAGE / "hosts" / "mastra"
-
-
-def _built_client() -> None:
-    """clients/typescript from its lockfile, built: the hosts import its dist/."""
-    lock = hashlib.sha256((PACKAGE / "package-lock.json").read_bytes()).hexdigest()
-    stamp = PACKAGE / "node_modules" / ".installed-from-lock"
-    steps = [["npm", "run", "build"]]
-    if not (stamp.exists() and stamp.read_text() == lock):
-        steps.insert(0, ["npm", "ci", "--no-audit", "--no-fund"])
-    for step in steps:
-        done = subprocess.run(step, cwd=PACKAGE, capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(step)} in {PACKAGE} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
-    stamp.write_text(lock)
+HOST = Path(__file__).resolve().parents[3] / "clients" / "typescript" / "hosts" / "mastra"
 
 
 @pytest.fixture(scope="session")
-def mastra_integration_host() -> Path:
-    import shutil
-
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        missing_service("the Mastra integration tests need node and npm (.ci/run installs Debian's)")
-    _built_client()
+def mastra_integration_host(typescript_package) -> Path:  # the client is built first
     _npm_ci(HOST)
     return HOST
 

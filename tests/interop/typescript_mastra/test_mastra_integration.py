@@ -17,7 +17,7 @@ import pytest
 from approvals.models import ApprovalRequest
 from audit.chain import digest
 from audit.models import AuditEvent
-from tests.client.test_typescript_client import ClaimTampering, RewritingProxy
+from tests.fixtures.typescript import ClaimTampering, RewritingProxy, swap_submission_id
 from tests.interop.test_mastra import PLAN, PLAN_APPROVED, PLAN_REVISE, PLAN_WAIT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -108,6 +108,34 @@ def test_a_resume_altered_in_transit_is_refused_by_the_host(run_mastra, daphne_s
     assert refused["sent"] == []
     request.refresh_from_db()
     assert request.state in ("approved", "rejected")  # never claimed
+
+
+def test_a_submission_answer_naming_another_approved_request_is_refused_by_the_host(
+    run_mastra, daphne_server, decide, token
+):
+    """The same agent's send_report with the same args, approved earlier for another call and
+    never run: a proxy swaps its id into the review's submission answer. Its signed decision
+    names the other call's key, so the host is refused before Mastra is told anything."""
+    from hitl_controlplane.client import ControlPlane
+    from hitl_controlplane.client._core import submitted_id
+
+    with ControlPlane(daphne_server.url, token) as honest:
+        old_id = submitted_id(honest.submit_action("send_report", params=ARGS, tool_call_id="call-older"))
+    decide("alice", old_id, {"decision": "approve"})
+    proxy = RewritingProxy(daphne_server.port, swap_submission_id(old_id))
+    try:
+        host = run_mastra("require-approval.mjs", url=proxy.url, TOOL_CALL_ID="call-swap")
+        request = _request(host.next_event("waiting")["idempotency_key"])
+        refused = host.next_event("refused")  # no "running", no "result"
+        host.finish()
+    finally:
+        proxy.close()
+    assert refused["message"].startswith(f"request {old_id}: the signed decision's"), refused
+    assert refused["sent"] == []
+    old = ApprovalRequest.objects.get(pk=old_id)
+    assert (old.state, old.attempts, old.result) == ("approved", 0, None)
+    request.refresh_from_db()
+    assert (request.state, request.attempts) == ("pending_approval", 0)
 
 
 @pytest.mark.parametrize(
