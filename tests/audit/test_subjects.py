@@ -31,7 +31,7 @@ def refund_submitted(system) -> None:
 
 
 @pytest.mark.django_db
-def test_the_registered_lookups_name_agents_and_describe_requests(nothing_registered, refund_submitted, auditor):
+def test_the_registered_lookups_name_agents_and_describe_requests(nothing_registered, refund_submitted, auditor_ann):
     subjects.register_agent_names(lambda ids: {agent_id: f"named-{agent_id}" for agent_id in ids if agent_id == 41})
     subjects.register_request_summary(
         lambda request_id: (
@@ -49,18 +49,18 @@ def test_the_registered_lookups_name_agents_and_describe_requests(nothing_regist
             else None
         )
     )
-    assert sorted(agent_cells(client_for(auditor).get("/audit/"))) == ["named-41", "refund-bot"]
-    page = client_for(auditor).get(f"/audit/requests/{REFUND.pk}/").content.decode()
+    assert sorted(agent_cells(client_for(auditor_ann).get("/audit/"))) == ["named-41", "refund-bot"]
+    page = client_for(auditor_ann).get(f"/audit/requests/{REFUND.pk}/").content.decode()
     assert "<code>refund_order</code> by refunds-v2" in page
     assert "high (rule refunds)" in page and "<dd>pending_approval</dd>" in page
 
 
 @pytest.mark.django_db
-def test_with_nothing_registered_the_pages_show_what_the_rows_hold(nothing_registered, refund_submitted, auditor):
-    assert sorted(agent_cells(client_for(auditor).get("/audit/"))) == ["agent #41", "refund-bot"]
-    page = client_for(auditor).get(f"/audit/requests/{REFUND.pk}/")
+def test_with_nothing_registered_the_pages_show_what_the_rows_hold(nothing_registered, refund_submitted, auditor_ann):
+    assert sorted(agent_cells(client_for(auditor_ann).get("/audit/"))) == ["agent #41", "refund-bot"]
+    page = client_for(auditor_ann).get(f"/audit/requests/{REFUND.pk}/")
     assert page.status_code == 200 and b"deleted; the audit events remain" in page.content
-    assert client_for(auditor).get(f"/audit/requests/{uuid.uuid4()}/").status_code == 404
+    assert client_for(auditor_ann).get(f"/audit/requests/{uuid.uuid4()}/").status_code == 404
 
 
 def test_nothing_is_looked_up_for_no_agents(nothing_registered):

@@ -30,8 +30,8 @@ def _hex(values: list[str]) -> list[bytes]:
 
 
 @pytest.mark.django_db
-def test_inclusion_and_consistency_proofs_verify_offline(eleven_events, auditor):
-    client = client_for(auditor)
+def test_inclusion_and_consistency_proofs_verify_offline(eleven_events, auditor_ann):
+    client = client_for(auditor_ann)
     head = client.get("/audit/tree/").json()
     assert head["tree_size"] == 11
     for seq in (1, 6, 11):
@@ -67,8 +67,8 @@ def test_inclusion_and_consistency_proofs_verify_offline(eleven_events, auditor)
         ("/audit/tree/?size=12", "tree_size_unknown", 404, None),
     ],
 )
-def test_bad_queries_are_json_errors_with_stable_codes(eleven_events, auditor, url, code, status, field):
-    response = client_for(auditor).get(url)
+def test_bad_queries_are_json_errors_with_stable_codes(eleven_events, auditor_ann, url, code, status, field):
+    response = client_for(auditor_ann).get(url)
     assert response.status_code == status
     body = response.json()
     assert body["code"] == code
@@ -80,17 +80,17 @@ def test_bad_queries_are_json_errors_with_stable_codes(eleven_events, auditor, u
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("url", ["/audit/tree/", "/audit/tree/inclusion?seq=1", "/audit/tree/consistency?first=1"])
-def test_only_auditors_read_the_tree_and_nobody_writes_it(eleven_events, auditor, reviewer, url):
+def test_only_auditors_read_the_tree_and_nobody_writes_it(eleven_events, auditor_ann, reviewer, url):
     assert client_for(None).get(url).json()["code"] == "not_authenticated"
     refused = client_for(reviewer).get(url)
     assert (refused.status_code, refused.json()["code"]) == (403, "permission_denied")
-    assert client_for(auditor).post(url).json()["code"] == "method_not_allowed"
-    assert client_for(auditor).get(url)["Cache-Control"] == "no-store"
+    assert client_for(auditor_ann).post(url).json()["code"] == "method_not_allowed"
+    assert client_for(auditor_ann).get(url)["Cache-Control"] == "no-store"
 
 
 @pytest.mark.django_db
-def test_the_event_page_shows_its_inclusion_proof(eleven_events, auditor):
-    content = client_for(auditor).get("/audit/events/3/").content.decode()
+def test_the_event_page_shows_its_inclusion_proof(eleven_events, auditor_ann):
+    content = client_for(auditor_ann).get("/audit/events/3/").content.decode()
     assert 'id="tree-check" class="chain-ok">yes' in content
     assert merkle.event_leaf_hash(AuditEvent.objects.get(seq=3).hash).hex() in content
     assert "/audit/tree/inclusion?seq=3&amp;size=11" in content
