@@ -248,7 +248,7 @@ def test_an_edited_approval_applied_by_the_host_runs_the_wrapped_tool_with_the_e
 
 
 def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_is_never_run_again(
-    openai_agents_python, short_lease_server, token, server_public_key, transfer_rule, people, tmp_path
+    openai_agents_python, short_lease_server, token, server_public_key, one_person_transfer_rule, people, tmp_path
 ):
     agent_host = Host(openai_agents_python, tmp_path, short_lease_server, token, server_public_key)
     state_file = tmp_path / "run-state.json"
