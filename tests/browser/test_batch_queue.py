@@ -148,6 +148,7 @@ def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_wh
     page, _ = _signed_in_with_a_passkey(new_context, daphne_server, people["alice"])
     page = with_clock(page)
     head = group_head(page)
+    page.locator("#live-status.is-live").wait_for()  # select once the first sync has replaced the served rows
     select(page, head.get_attribute("data-id"))
     page.keyboard.press("Shift+A")
     page.locator("#confirm-decision[open]").wait_for()
