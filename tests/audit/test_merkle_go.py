@@ -128,3 +128,23 @@ def test_the_normative_vectors_hold_for_the_go_checksum_database(gotlog: Path) -
     assert answer["roots"] == {str(size): root for size, root in roots.items() if size}
     assert all(result["ok"] for result in answer["results"]), answer["results"]
     assert [result["go_proof"] or [] for result in answer["results"]] == [check["proof"] for check in checks]
+
+
+def test_signed_notes_and_cosignatures_open_with_go_sumdb_note(gotlog: Path) -> None:
+    """x/mod's note.Open verifies our log signature; cosignature/v1 lines verify with Go's crypto/ed25519."""
+    vectors = json.loads((Path(__file__).resolve().parents[2] / "docs/vectors/notes.json").read_text())
+    log, witnesses = vectors["log"]["vkey"], [w["vkey"] for w in vectors["witnesses"]]
+    text = vectors["note"]
+    tampered = text.replace("\n42\n", "\n43\n", 1)
+    notes = [
+        {"text": text, "verifiers": [log], "cosigners": witnesses},
+        {"text": text, "verifiers": [log], "cosigners": []},
+        {"text": tampered, "verifiers": [log], "cosigners": witnesses},
+        {"text": text, "verifiers": [], "cosigners": witnesses[:1]},
+    ]
+    answer = run(gotlog, {"records": [], "sizes": [], "checks": [], "notes": notes})
+    names = [vectors["log"]["name"], *(w["name"] for w in vectors["witnesses"])]
+    assert answer["notes"][0] == {"verified": names, "error": ""}
+    assert answer["notes"][1] == {"verified": names[:1], "error": ""}
+    assert answer["notes"][2]["error"], "Go accepted a note whose body was changed"
+    assert answer["notes"][3] == {"verified": names[1:2], "error": ""}

@@ -9,11 +9,17 @@
 package main
 
 import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
+	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -28,10 +34,83 @@ type check struct {
 	Root  string   `json:"root"`
 }
 
+// noteCheck: a signed note, the log keys (vkeys, note.NewVerifier) and the witness keys
+// (cosignature/v1 vkeys, type 0x04) to open it with.
+type noteCheck struct {
+	Text      string   `json:"text"`
+	Verifiers []string `json:"verifiers"`
+	Cosigners []string `json:"cosigners"`
+}
+
+type noteResult struct {
+	Verified []string `json:"verified"` // "name" of each signature note.Open verified, in order
+	Error    string   `json:"error"`
+}
+
 type input struct {
-	Records []string `json:"records"`
-	Sizes   []int64  `json:"sizes"`
-	Checks  []check  `json:"checks"`
+	Records []string    `json:"records"`
+	Sizes   []int64     `json:"sizes"`
+	Checks  []check     `json:"checks"`
+	Notes   []noteCheck `json:"notes"`
+}
+
+// cosigner verifies C2SP tlog-cosignature Ed25519 (cosignature/v1) signatures, which
+// x/mod's note does not know: crypto/ed25519 over "cosignature/v1\ntime <t>\n" || body.
+type cosigner struct {
+	name string
+	hash uint32
+	key  ed25519.PublicKey
+}
+
+func (c cosigner) Name() string    { return c.name }
+func (c cosigner) KeyHash() uint32 { return c.hash }
+func (c cosigner) Verify(msg, sig []byte) bool {
+	if len(sig) != 8+ed25519.SignatureSize {
+		return false
+	}
+	t := binary.BigEndian.Uint64(sig[:8])
+	signed := append([]byte(fmt.Sprintf("cosignature/v1\ntime %d\n", t)), msg...)
+	return ed25519.Verify(c.key, signed, sig[8:])
+}
+
+func newCosigner(vkey string) note.Verifier {
+	parts := strings.SplitN(vkey, "+", 3)
+	if len(parts) != 3 {
+		fail(fmt.Errorf("not a vkey: %q", vkey))
+	}
+	raw, err := base64.StdEncoding.DecodeString(parts[2])
+	if err != nil || len(raw) != 33 || raw[0] != 0x04 {
+		fail(fmt.Errorf("not a cosignature/v1 vkey: %q", vkey))
+	}
+	h := sha256.Sum256(append([]byte(parts[0]+"\n"), raw...))
+	c := cosigner{name: parts[0], hash: binary.BigEndian.Uint32(h[:4]), key: ed25519.PublicKey(raw[1:])}
+	if fmt.Sprintf("%08x", c.hash) != parts[1] {
+		fail(fmt.Errorf("cosigner key hash mismatch: %q", vkey))
+	}
+	return c
+}
+
+func openNote(c noteCheck) noteResult {
+	var verifiers []note.Verifier
+	for _, vkey := range c.Verifiers {
+		v, err := note.NewVerifier(vkey)
+		if err != nil {
+			return noteResult{Error: "verifier: " + err.Error()}
+		}
+		verifiers = append(verifiers, v)
+	}
+	for _, vkey := range c.Cosigners {
+		verifiers = append(verifiers, newCosigner(vkey))
+	}
+	n, err := note.Open([]byte(c.Text), note.VerifierList(verifiers...))
+	if err != nil {
+		return noteResult{Error: err.Error()}
+	}
+	r := noteResult{Verified: []string{}}
+	for _, sig := range n.Sigs {
+		r.Verified = append(r.Verified, sig.Name)
+	}
+	return r
 }
 
 type result struct {
@@ -44,6 +123,7 @@ type output struct {
 	Leaves  []string          `json:"leaves"`
 	Roots   map[string]string `json:"roots"`
 	Results []result          `json:"results"`
+	Notes   []noteResult      `json:"notes"`
 }
 
 func hash(text string) tlog.Hash {
@@ -141,6 +221,9 @@ func main() {
 			r.Error = err.Error()
 		}
 		out.Results = append(out.Results, r)
+	}
+	for _, c := range in.Notes {
+		out.Notes = append(out.Notes, openNote(c))
 	}
 	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		fail(err)
