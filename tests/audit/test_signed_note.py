@@ -1,4 +1,4 @@
-"""Signed notes and cosignatures (hitl_controlplane.signed_note) against the normative vectors and tampering."""
+"""Signed notes and cosignatures (hitl_controlplane.signed_note) against the normative note_vectors_file and tampering."""
 
 from __future__ import annotations
 
@@ -11,26 +11,29 @@ from tests.audit import note_vectors
 
 
 @pytest.fixture(scope="module")
-def vectors() -> dict:
+def note_vectors_file() -> dict:
     return json.loads(note_vectors.PATH.read_text(encoding="utf-8"))
 
 
-def test_the_vectors_file_is_what_the_code_builds(vectors: dict) -> None:
-    assert vectors == note_vectors.build(), "run `python -m tests.audit.note_vectors` and review the diff"
+def test_the_vectors_file_is_what_the_code_builds(note_vectors_file: dict) -> None:
+    assert note_vectors_file == note_vectors.build(), "run `python -m tests.audit.note_vectors` and review the diff"
 
 
-def test_the_vector_note_verifies_under_its_log_and_witness_keys(vectors: dict) -> None:
-    body, signatures = split_note(vectors["note"])
-    assert body == vectors["checkpoint"]["body"]
+def test_the_vector_note_verifies_under_its_log_and_witness_keys(note_vectors_file: dict) -> None:
+    body, signatures = split_note(note_vectors_file["note"])
+    assert body == note_vectors_file["checkpoint"]["body"]
     checkpoint = parse_checkpoint(body)
     assert (checkpoint.origin, checkpoint.size, checkpoint.root_hash.hex()) == (
-        vectors["checkpoint"]["origin"],
-        vectors["checkpoint"]["tree_size"],
-        vectors["checkpoint"]["root_hash"],
+        note_vectors_file["checkpoint"]["origin"],
+        note_vectors_file["checkpoint"]["tree_size"],
+        note_vectors_file["checkpoint"]["root_hash"],
     )
-    keys = [NoteKey.parse_vkey(vectors["log"]["vkey"]), *(NoteKey.parse_vkey(w["vkey"]) for w in vectors["witnesses"])]
+    keys = [
+        NoteKey.parse_vkey(note_vectors_file["log"]["vkey"]),
+        *(NoteKey.parse_vkey(w["vkey"]) for w in note_vectors_file["witnesses"]),
+    ]
     assert [key.verifies(body, signature) for key, signature in zip(keys, signatures, strict=True)] == [True] * 3
-    assert [s.timestamp for s in signatures[1:]] == [w["time"] for w in vectors["witnesses"]]
+    assert [s.timestamp for s in signatures[1:]] == [w["time"] for w in note_vectors_file["witnesses"]]
     # A key never verifies another key's line, and the log key is not a cosigner.
     assert not keys[0].verifies(body, signatures[1])
     assert not keys[1].verifies(body, signatures[2])
@@ -45,15 +48,18 @@ def test_the_vector_note_verifies_under_its_log_and_witness_keys(vectors: dict) 
     ],
     ids=["size", "root", "origin"],
 )
-def test_a_changed_body_fails_every_signature(vectors: dict, change) -> None:
-    body, signatures = split_note(vectors["note"])
-    keys = [NoteKey.parse_vkey(vectors["log"]["vkey"]), *(NoteKey.parse_vkey(w["vkey"]) for w in vectors["witnesses"])]
+def test_a_changed_body_fails_every_signature(note_vectors_file: dict, change) -> None:
+    body, signatures = split_note(note_vectors_file["note"])
+    keys = [
+        NoteKey.parse_vkey(note_vectors_file["log"]["vkey"]),
+        *(NoteKey.parse_vkey(w["vkey"]) for w in note_vectors_file["witnesses"]),
+    ]
     assert not any(key.verifies(change(body), s) for key, s in zip(keys, signatures, strict=True))
 
 
-def test_a_changed_cosignature_time_fails(vectors: dict) -> None:
-    body, signatures = split_note(vectors["note"])
-    witness = NoteKey.parse_vkey(vectors["witnesses"][0]["vkey"])
+def test_a_changed_cosignature_time_fails(note_vectors_file: dict) -> None:
+    body, signatures = split_note(note_vectors_file["note"])
+    witness = NoteKey.parse_vkey(note_vectors_file["witnesses"][0]["vkey"])
     cosig = signatures[1]
     later = Signature(cosig.name, cosig.key_hash, (cosig.timestamp + 1).to_bytes(8, "big") + cosig.raw[8:])
     assert witness.verifies(body, cosig) and not witness.verifies(body, later)
@@ -86,8 +92,8 @@ def test_malformed_checkpoints_are_refused(body: str) -> None:
         parse_checkpoint(body)
 
 
-def test_keys_round_trip_and_refuse_a_wrong_hash(vectors: dict) -> None:
-    vkey = vectors["witnesses"][0]["vkey"]
+def test_keys_round_trip_and_refuse_a_wrong_hash(note_vectors_file: dict) -> None:
+    vkey = note_vectors_file["witnesses"][0]["vkey"]
     key = NoteKey.parse_vkey(vkey)
     assert key.vkey == vkey
     name, _, rest = vkey.partition("+")
