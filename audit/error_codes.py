@@ -19,6 +19,7 @@ OWN: dict[str, tuple[int, str]] = {
     "invalid_filter": (400, "An audit filter value cannot be understood; `details.field` names it."),
     "export_not_found": (404, "No finished audit export has that export_id."),
     "invalid_tree_query": (400, "A Merkle tree query value is not a usable size or seq; `details.field` names it."),
+    "checkpoint_not_found": (404, "No signed-note checkpoint of the audit tree has been issued yet."),
     "tree_size_unknown": (404, "The audit tree does not have that size yet; `details.tree_size` is its size now."),
 }
 # The site's own codes the audit endpoints answer with as well.

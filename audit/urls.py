@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import proof_views, views
+from . import notes, proof_views, views
 
 app_name = "audit"
 
@@ -17,5 +17,7 @@ urlpatterns = [
     # The Merkle tree over the events (audit.tree): auditors' JSON.
     path("tree/", proof_views.tree_head, name="tree"),
     path("tree/inclusion", proof_views.inclusion, name="tree_inclusion"),
+    # The newest C2SP signed-note checkpoint (audit.notes): public, text/plain.
+    path("checkpoint", notes.checkpoint_view, name="checkpoint"),
     path("tree/consistency", proof_views.consistency, name="tree_consistency"),
 ]

@@ -259,6 +259,9 @@ register(
     "An executor reported after its lease ran out: recorded with its digests; the outcome stays unknown.",
 )
 
+# Transparency-log checkpoints (audit/notes.py): the C2SP signed note of the tree's size and root.
+register("audit.checkpoint", "A signed-note checkpoint of the audit tree (size and root) was issued.")
+
 # --- Derived from the registrations above ----------------------------------------------
 
 # The verbs that record a move of the state machine (each `approvals.states.TRANSITIONS`

@@ -34,6 +34,8 @@ AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "insecure-development-au
 AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
 # Public keys audit_verify trusts besides the server's own (one `ed25519:...` per line),
 # deployed outside the database; `manage.py audit_public_key` prints them.
+# The origin line (and key name) of the audit log's C2SP checkpoints: the deployment's name.
+AUDIT_LOG_ORIGIN = os.environ.get("AUDIT_LOG_ORIGIN", "controlplane.localhost/audit")
 AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))

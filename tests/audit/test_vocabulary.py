@@ -74,6 +74,7 @@ GOLDEN_VERBS = [
     "membership.claims_applied",
     "request.execution_renewed",
     "request.completed_late",
+    "audit.checkpoint",
 ]
 
 GOLDEN_TRANSITION_VERBS = {
