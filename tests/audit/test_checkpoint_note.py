@@ -32,3 +32,16 @@ def test_the_newest_checkpoint_is_served_signed_and_recorded_in_the_chain(client
     assert checkpoint.root_hash == tree.root(5)
     assert NoteKey.parse_vkey(notes.log_key().vkey).verifies(body, signatures[0])
     assert client.post("/audit/checkpoint").status_code == 405
+
+
+def test_the_command_issues_a_checkpoint_and_prints_the_vkey() -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("audit_checkpoint", stdout=out)
+    assert out.getvalue() == notes.newest_note()
+    out = StringIO()
+    call_command("audit_checkpoint", "--vkey", stdout=out)
+    assert out.getvalue().strip() == notes.log_key().vkey
