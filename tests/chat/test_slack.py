@@ -1,0 +1,122 @@
+"""Slack approvals through the real slack-sdk against a fake Slack Web API on loopback:
+signed payloads only, linked people only, every guard in the one decision core."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from approvals.chat import slack
+from approvals.models import Decision, SlackLink, SlackLinkStart
+from approvals.services import Person, approve
+from approvals.states import State
+from tests.chat.conftest import TEAM, signed
+
+pytestmark = pytest.mark.django_db
+
+
+def answers(fake_slack) -> list[str]:
+    return [args["text"] for name, args in fake_slack.calls if name == "respond"]
+
+
+class TestSignature:
+    def test_an_unsigned_or_wrongly_signed_press_is_refused_and_nothing_is_queued(self, submit, press, fake_slack):
+        request = submit()
+        refused = press(request, secret="not-the-secret-" + "y" * 20)
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "slack_signature_invalid"
+        assert fake_slack.calls == []
+        assert Decision.objects.filter(request=request).count() == 0
+
+    def test_a_replay_older_than_five_minutes_is_refused(self, submit, press, slack_links):
+        request = submit()
+        refused = press(request, timestamp=int(time.time()) - 301)
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "slack_signature_invalid"
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+
+    def test_a_body_over_the_bound_is_refused_before_verification(self, client, fake_slack):
+        body = b"payload=" + b"a" * (slack.MAX_BODY + 1)
+        answer = client.generic(
+            "POST", "/slack/interactivity/", body, content_type="application/x-www-form-urlencoded", **signed(body)
+        )
+        assert answer.status_code == 413
+        assert answer.json()["code"] == "slack_payload_too_large"
+
+
+class TestDecidingFromSlack:
+    def test_a_linked_reviewer_approves_with_the_revision_the_button_carried(
+        self, submit, press, slack_links, fake_slack, django_capture_on_commit_callbacks
+    ):
+        request = submit()
+        slack.post_request(request, "U_ALICE")
+        with django_capture_on_commit_callbacks(execute=True):
+            assert press(request).status_code == 200
+        request.refresh_from_db()
+        assert request.state == State.APPROVED
+        decision = Decision.objects.get(request=request)
+        assert decision.reviewer.username == "alice"
+        assert decision.revision == request.current_revision
+        assert answers(fake_slack) == ["send_email approved."]
+        (update,) = fake_slack.called("chat.update")
+        assert "approved by alice" in str(update["blocks"])
+        assert "Approve" not in str(update["blocks"])
+
+    def test_the_owner_of_the_agent_is_refused_by_separation_of_duties(self, submit, press, slack_links, fake_slack):
+        request = submit()
+        press(request, slack_user="U_OWEN")
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert Decision.objects.filter(request=request).count() == 0
+        assert len(answers(fake_slack)) == 1 and answers(fake_slack)[0]
+
+    def test_an_unlinked_slack_user_is_asked_to_link(self, submit, press, slack_links, fake_slack):
+        request = submit()
+        press(request, slack_user="U_STRANGER")
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert answers(fake_slack) == ["Link your account first: run /approvals-link and confirm it in the browser."]
+
+    def test_a_user_of_another_workspace_is_refused_even_with_a_linked_id(self, submit, press, slack_links, fake_slack):
+        request = submit()
+        press(request, team="T0OTHER")
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+
+    def test_a_stale_revision_is_refused(self, submit, press, slack_links, fake_slack):
+        request = submit()
+        press(request, revision=request.current_revision + 1)
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert answers(fake_slack) == ["This request changed since this message was sent: reopen it."]
+
+    def test_a_decision_in_the_browser_updates_the_slack_message(
+        self, submit, people, fake_slack, eager_celery, django_capture_on_commit_callbacks
+    ):
+        request = submit()
+        slack.post_request(request, "U_ALICE")
+        with django_capture_on_commit_callbacks(execute=True):
+            approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
+        (update,) = fake_slack.called("chat.update")
+        assert "approved by bob" in str(update["blocks"])
+
+
+class TestLinking:
+    def test_a_link_started_in_slack_is_confirmed_by_the_signed_in_person(self, client, fake_slack, people, login_as):
+        body = f"command=/approvals-link&team_id={TEAM}&user_id=U_BOB".encode()
+        started = client.generic(
+            "POST", "/slack/commands/link/", body, content_type="application/x-www-form-urlencoded", **signed(body)
+        )
+        url = started.json()["text"].split()[1]
+        path = url.split("localhost:8000", 1)[-1] if "localhost" in url else "/" + url.split("/", 3)[3]
+        login_as(people["bob"])
+        shown = client.get(path)
+        assert f"workspace {TEAM}, user U_BOB" in shown.content.decode()
+        client.post(path)
+        assert SlackLink.objects.get(slack_user_id="U_BOB").user == people["bob"]
+        assert client.post(path).status_code == 404  # one time
+        assert SlackLinkStart.objects.get().used_at is not None
+        assert client.post("/slack/unlink/").json() == {"unlinked": 1}
+        assert not SlackLink.objects.filter(user=people["bob"]).exists()
