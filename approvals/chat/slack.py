@@ -13,6 +13,8 @@ from slack_sdk.signature import SignatureVerifier
 from slack_sdk.webhook import WebhookClient
 
 from approvals.models import ApprovalRequest, SlackMessage
+from approvals.services.guards import rule_asks_step_up
+from approvals.services.step_up import needs_step_up
 from approvals.states import State
 
 logger = logging.getLogger(__name__)
@@ -54,13 +56,7 @@ def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
             {
                 "type": "actions",
                 "elements": [
-                    {
-                        "type": "button",
-                        "action_id": APPROVE,
-                        "style": "primary",
-                        "value": value,
-                        "text": {"type": "plain_text", "text": "Approve"},
-                    },
+                    approve_button(request, value),
                     {
                         "type": "button",
                         "action_id": REJECT,
@@ -81,6 +77,16 @@ def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
         by = request.decided_by_label or "the system"
         blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{request.state} by {by}"[:2900]}]})
     return blocks
+
+
+def approve_button(request: ApprovalRequest, value: str) -> dict[str, Any]:
+    """Approve, or for a level that needs a step-up (never proved in chat) a button that
+    opens the card in the browser, where the passkey or code is asked."""
+    if needs_step_up(request.risk_level, rule_asks=rule_asks_step_up(request)):
+        text = {"type": "plain_text", "text": "Approve in the browser"}
+        return {"type": "button", "action_id": "open_to_approve", "url": card_url(request), "text": text}
+    text = {"type": "plain_text", "text": "Approve"}
+    return {"type": "button", "action_id": APPROVE, "style": "primary", "value": value, "text": text}
 
 
 def card_url(request: ApprovalRequest) -> str:

@@ -92,6 +92,20 @@ class TestDecidingFromSlack:
         assert request.state == State.PENDING_APPROVAL
         assert answers(fake_slack) == ["This request changed since this message was sent: reopen it."]
 
+    def test_a_critical_request_is_approved_only_in_the_browser(
+        self, submit, critical_rule, press, slack_links, fake_slack
+    ):
+        request = submit("run_payroll", params={"amount": 1})
+        slack.post_request(request, "U_ALICE")
+        (posted,) = fake_slack.called("chat.postMessage")
+        buttons = {button["text"]["text"]: button for button in posted["blocks"][1]["elements"]}
+        assert buttons["Approve in the browser"]["url"].endswith(f"/requests/{request.pk}/")
+        assert "value" not in buttons["Approve in the browser"] and "Approve" not in buttons
+        press(request)  # a forged press of the Approve the message never had
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert answers(fake_slack)[0].startswith("This request needs a step-up: decide it in the browser")
+
     def test_a_decision_in_the_browser_updates_the_slack_message(
         self, submit, people, fake_slack, eager_celery, django_capture_on_commit_callbacks
     ):
