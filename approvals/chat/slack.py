@@ -12,7 +12,7 @@ from slack_sdk import WebClient
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.webhook import WebhookClient
 
-from approvals.models import ApprovalRequest, SlackMessage
+from approvals.models import ApprovalRequest, SlackLink, SlackMessage
 from approvals.services.guards import rule_asks_step_up
 from approvals.services.step_up import needs_step_up
 from approvals.states import State
@@ -96,7 +96,23 @@ def card_url(request: ApprovalRequest) -> str:
 def post_request(request: ApprovalRequest, slack_user_id: str) -> SlackMessage:
     """A direct message showing `request` to one reviewer, remembered for updates."""
     answer = web_client().chat_postMessage(channel=slack_user_id, text=request.action_type, blocks=blocks_for(request))
-    return SlackMessage.objects.create(request=request, channel=answer["channel"], ts=answer["ts"])
+    return SlackMessage.objects.create(
+        request=request, slack_user_id=slack_user_id, channel=answer["channel"], ts=answer["ts"]
+    )
+
+
+def notify_group(request: ApprovalRequest, group_name: str) -> int:
+    """The outbox's Slack delivery: a direct message to each linked, active member of the
+    approver group not yet shown this request (a retry never posts twice). Returns how many."""
+    shown = set(SlackMessage.objects.filter(request=request).values_list("slack_user_id", flat=True))
+    links = SlackLink.objects.filter(user__groups__name=group_name, user__is_active=True)
+    if settings.SLACK_TEAM_ID:
+        links = links.filter(team_id=settings.SLACK_TEAM_ID)
+    sent = 0
+    for slack_user_id in sorted(set(links.values_list("slack_user_id", flat=True)) - shown):
+        post_request(request, slack_user_id)
+        sent += 1
+    return sent
 
 
 def update_messages(request_id: str) -> int:

@@ -38,6 +38,7 @@ class SlackMessage(models.Model):
     """A direct message showing a request, so a decision anywhere updates it (chat.update)."""
 
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="slack_messages")
+    slack_user_id = models.CharField(max_length=32, blank=True, default="")
     channel = models.CharField(max_length=32)
     ts = models.CharField(max_length=32)
 

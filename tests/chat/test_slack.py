@@ -8,7 +8,8 @@ import time
 import pytest
 
 from approvals.chat import slack
-from approvals.models import Decision, SlackLink, SlackLinkStart
+from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
+from approvals.notifications import dispatch
 from approvals.services import Person, approve
 from approvals.states import State
 from tests.chat.conftest import TEAM, signed
@@ -115,6 +116,20 @@ class TestDecidingFromSlack:
             approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
         (update,) = fake_slack.called("chat.update")
         assert "approved by bob" in str(update["blocks"])
+
+
+class TestNotifications:
+    def test_arrival_sends_each_linked_reviewer_one_dm_through_the_outbox(
+        self, submit, admin_user, slack_links, fake_slack
+    ):
+        dispatch.save_settings("send_email_default", actor=Person(admin_user), notify_on_arrival=True)
+        request = submit()
+        dispatch.queue_arrival(request.pk)
+        notification = Notification.objects.get(request=request, channel="slack")
+        assert dispatch.deliver(notification.pk) == "delivered"
+        # alice and owen are linked reviewers; mallory is linked but no reviewer
+        assert sorted(args["channel"] for args in fake_slack.called("chat.postMessage")) == ["U_ALICE", "U_OWEN"]
+        assert slack.notify_group(request, request.approver_group.name) == 0  # a retry posts nothing twice
 
 
 class TestLinking:
