@@ -3,7 +3,9 @@ signed payloads only, linked people only, every guard in the one decision core."
 
 from __future__ import annotations
 
+import json
 import time
+from urllib.parse import urlencode
 
 import pytest
 
@@ -79,6 +81,36 @@ class TestDecidingFromSlack:
         request.refresh_from_db()
         assert request.state == State.PENDING_APPROVAL
         assert answers(fake_slack) == ["Link your account first: run /approvals-link and confirm it in the browser."]
+
+    def test_a_linked_user_without_permission_decides_nothing(self, submit, press, slack_links, fake_slack):
+        request = submit()
+        press(request, slack_user="U_MALLORY")
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert Decision.objects.filter(request=request).count() == 0
+
+    def test_a_second_press_after_a_decision_changes_nothing(self, submit, press, people, slack_links, fake_slack):
+        request = submit()
+        approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
+        press(request)
+        assert list(Decision.objects.filter(request=request).values_list("reviewer__username", flat=True)) == ["bob"]
+        assert "bob" in answers(fake_slack)[0]
+
+    def test_a_forged_response_url_is_never_called(self, submit, client, slack_links, fake_slack, eager_celery):
+        request = submit()
+        payload = {
+            "type": "block_actions",
+            "user": {"id": "U_ALICE", "team_id": TEAM},
+            "response_url": "http://127.0.0.1:9/steal",
+            "actions": [{"action_id": "reject", "value": f"{request.pk}:{request.current_revision}"}],
+        }
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        client.generic(
+            "POST", "/slack/interactivity/", body, content_type="application/x-www-form-urlencoded", **signed(body)
+        )
+        request.refresh_from_db()
+        assert request.state == State.REJECTED  # the decision stands; only the answer is not sent
+        assert answers(fake_slack) == []
 
     def test_a_user_of_another_workspace_is_refused_even_with_a_linked_id(self, submit, press, slack_links, fake_slack):
         request = submit()
