@@ -10,7 +10,8 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, JsonResponse
+from django.db import transaction
+from django.http import Http404, HttpResponse, JsonResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -19,6 +20,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from approvals.models import SlackLink, SlackLinkStart
+from approvals.people import Person
+from audit.chain import record
 from controlplane.http.codes import register
 from controlplane.http.errors import json_error
 
@@ -101,13 +104,24 @@ def confirm_link(request, token: str):
             f'<form method="post"><input type="hidden" name="csrfmiddlewaretoken" value="{escape(get_token(request))}">'
             "<button>Link</button></form>"
         )
-    SlackLinkStart.objects.filter(pk=start.pk).update(used_at=timezone.now())
-    SlackLink.objects.update_or_create(
-        enterprise_id=start.enterprise_id,
-        team_id=start.team_id,
-        slack_user_id=start.slack_user_id,
-        defaults={"user": request.user},
-    )
+    with transaction.atomic():
+        if not SlackLinkStart.objects.filter(pk=start.pk, used_at__isnull=True).update(used_at=timezone.now()):
+            raise Http404  # confirmed meanwhile, by another tab
+        SlackLink.objects.update_or_create(
+            enterprise_id=start.enterprise_id,
+            team_id=start.team_id,
+            slack_user_id=start.slack_user_id,
+            defaults={"user": request.user},
+        )
+        record(
+            "auth.chat_linked",
+            actor=Person.from_request(request),
+            metadata={
+                "enterprise_id": start.enterprise_id,
+                "team_id": start.team_id,
+                "slack_user_id": start.slack_user_id,
+            },
+        )
     return HttpResponse(f"<p>Linked Slack {escape(identity)}.</p>")
 
 
@@ -115,5 +129,8 @@ def confirm_link(request, token: str):
 @require_POST
 def unlink(request):
     """Every Slack identity of the signed-in person stops deciding at once."""
-    removed, _ = SlackLink.objects.filter(user=request.user).delete()
+    with transaction.atomic():
+        removed, _ = SlackLink.objects.filter(user=request.user).delete()
+        if removed:
+            record("auth.chat_unlinked", actor=Person.from_request(request), metadata={"links": removed})
     return JsonResponse({"unlinked": removed})

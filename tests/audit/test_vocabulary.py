@@ -74,6 +74,8 @@ GOLDEN_VERBS = [
     "membership.claims_applied",
     "request.execution_renewed",
     "request.completed_late",
+    "auth.chat_linked",
+    "auth.chat_unlinked",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

@@ -14,6 +14,7 @@ from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
 from approvals.notifications import dispatch
 from approvals.services import Person, approve
 from approvals.states import State
+from audit.models import AuditEvent
 from tests.chat.conftest import TEAM, signed
 
 pytestmark = pytest.mark.django_db
@@ -181,3 +182,9 @@ class TestLinking:
         assert SlackLinkStart.objects.get().used_at is not None
         assert client.post("/slack/unlink/").json() == {"unlinked": 1}
         assert not SlackLink.objects.filter(user=people["bob"]).exists()
+        events = AuditEvent.objects.filter(verb__startswith="auth.chat_").order_by("seq")
+        assert [(event.verb, event.actor_label) for event in events] == [
+            ("auth.chat_linked", "bob"),
+            ("auth.chat_unlinked", "bob"),
+        ]
+        assert events[0].metadata == {"enterprise_id": "", "team_id": TEAM, "slack_user_id": "U_BOB"}
