@@ -15,6 +15,7 @@ from approvals.notifications import dispatch
 from approvals.services import Person, approve
 from approvals.states import State
 from audit.models import AuditEvent
+from controlplane.celery import app as celery_app
 from tests.chat.conftest import TEAM, signed
 
 pytestmark = pytest.mark.django_db
@@ -38,6 +39,28 @@ class TestSignature:
         refused = press(request, timestamp=int(time.time()) - 301)
         assert refused.status_code == 401
         assert refused.json()["code"] == "slack_signature_invalid"
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+
+    def test_a_press_is_acknowledged_without_touching_the_database(
+        self, submit, client, fake_slack, slack_links, django_assert_num_queries
+    ):
+        request = submit()
+        payload = {"type": "block_actions", "user": {"id": "U_ALICE", "team_id": TEAM}, "actions": []}
+        body = urlencode({"payload": json.dumps(payload)}).encode()
+        started = time.monotonic()
+        try:
+            with django_assert_num_queries(0):  # queued on the real broker (Redis), decided on the worker
+                answer = client.generic(
+                    "POST",
+                    "/slack/interactivity/",
+                    body,
+                    content_type="application/x-www-form-urlencoded",
+                    **signed(body),
+                )
+        finally:
+            celery_app.control.purge()
+        assert answer.status_code == 200 and time.monotonic() - started < 3
         request.refresh_from_db()
         assert request.state == State.PENDING_APPROVAL
 
