@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from approvals.chat import slack
+from approvals.chat import slack, tasks
 from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
 from approvals.notifications import dispatch
 from approvals.services import Person, approve
@@ -135,6 +135,17 @@ class TestDecidingFromSlack:
         request.refresh_from_db()
         assert request.state == State.REJECTED  # the decision stands; only the answer is not sent
         assert answers(fake_slack) == []
+
+    def test_a_deactivated_or_unlinked_person_decides_nothing(self, submit, press, people, slack_links, fake_slack):
+        request = submit()
+        people["alice"].is_active = False
+        people["alice"].save(update_fields=["is_active"])
+        press(request)
+        SlackLink.objects.create(user=people["carol"], team_id=TEAM, slack_user_id="U_CAROL").delete()
+        press(request, slack_user="U_CAROL")
+        request.refresh_from_db()
+        assert request.state == State.PENDING_APPROVAL
+        assert answers(fake_slack) == [tasks.LINK_YOUR_ACCOUNT] * 2
 
     def test_a_user_of_another_workspace_is_refused_even_with_a_linked_id(self, submit, press, slack_links, fake_slack):
         request = submit()
