@@ -21,6 +21,9 @@ class ApprovalsConfig(AppConfig):
         request_changed.connect(broadcast.on_request_changed, dispatch_uid="push-card-events")
         request_changed.connect(dispatch.on_request_changed, dispatch_uid="queue-arrival-notifications")
         request_changed.connect(runner.publish_approved, dispatch_uid="publish-approved-executions")
+        from .chat import tasks as chat_tasks
+
+        request_changed.connect(chat_tasks.on_request_changed, dispatch_uid="update-slack-messages")
 
         # The audit timeline says what a request is now; the audit app may not import this one.
         from audit import subjects

@@ -258,6 +258,9 @@ register(
     "request.completed_late",
     "An executor reported after its lease ran out: recorded with its digests; the outcome stays unknown.",
 )
+# Decisions from chat: a Slack identity linked to (or unlinked from) a person.
+register("auth.chat_linked", "A signed-in person confirmed a Slack identity (enterprise, workspace, user) as theirs.")
+register("auth.chat_unlinked", "A person removed their Slack links; those identities decide nothing from then on.")
 
 # Transparency-log checkpoints (audit/notes.py): the C2SP signed note of the tree's size and root.
 register("audit.checkpoint", "A signed-note checkpoint of the audit tree (size and root) was issued.")

@@ -17,7 +17,7 @@ app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 # Apps whose tasks live in a subpackage (`approvals.execution.tasks`, `approvals.notifications.tasks`).
-app.autodiscover_tasks(["approvals.execution", "approvals.notifications", "controlplane.accounts"])
+app.autodiscover_tasks(["approvals.chat", "approvals.execution", "approvals.notifications", "controlplane.accounts"])
 
 
 @worker_init.connect

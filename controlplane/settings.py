@@ -277,6 +277,12 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "controlplane@localhos
 # --- Notifications (approvals/notifications) ---------------------------------------
 # Links in emails and webhook payloads point here.
 SITE_URL = os.environ.get("SITE_URL", "http://localhost:8000")
+# Slack (docs/slack.md): unset, the Slack endpoints refuse every request and nothing is sent.
+SLACK_BOT_TOKEN = os.environ.get("SLACK_BOT_TOKEN", "")
+SLACK_SIGNING_SECRET = os.environ.get("SLACK_SIGNING_SECRET", "")
+SLACK_TEAM_ID = os.environ.get("SLACK_TEAM_ID", "")  # set: users of other workspaces are refused
+SLACK_API_URL = os.environ.get("SLACK_API_URL", "https://slack.com/api/")
+SLACK_RESPONSE_URL_PREFIX = os.environ.get("SLACK_RESPONSE_URL_PREFIX", "https://hooks.slack.com/")
 # Receivers verify X-Controlplane-Signature (HMAC-SHA256 of "timestamp.body") with this.
 NOTIFICATION_WEBHOOK_SECRET = os.environ.get("NOTIFICATION_WEBHOOK_SECRET", "")
 NOTIFICATION_MAX_ATTEMPTS = int(os.environ.get("NOTIFICATION_MAX_ATTEMPTS", "5"))

@@ -38,6 +38,7 @@ urlpatterns = [
     path("audit/", include("audit.urls")),
     path("rules/", include("approvals.web.rules_urls")),
     path("api/", include((api_patterns, "api"))),
+    path("", include("approvals.chat.urls")),
     # The reviewer dashboard owns the site root; keep it last so specific prefixes win.
     path("", include("approvals.web.urls")),
 ]

@@ -4,6 +4,7 @@ revisions and decisions (`requests`), the risk rules, policy versions and propos
 per-rule notification settings. Import them from here.
 """
 
+from .chat import SlackLink, SlackLinkStart, SlackMessage
 from .deliveries import Delivery, DeliveryStatus, DeliveryTry
 from .emergency import EmergencyStop
 from .notifications import DeadlineExtension, DeliveryAttempt, Notification, RuleNotification
@@ -20,6 +21,9 @@ from .requests import (
 )
 
 __all__ = [
+    "SlackLink",
+    "SlackLinkStart",
+    "SlackMessage",
     "ACTION_DECISIONS",
     "DECIDED_BY_POLICY",
     "DEFAULT_ALLOWED_DECISIONS",

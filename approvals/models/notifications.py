@@ -64,6 +64,7 @@ class Notification(Delivery):
     class Channel(models.TextChoices):
         EMAIL = "email", "Email"
         WEBHOOK = "webhook", "Webhook"
+        SLACK = "slack", "Slack direct messages"
 
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="notifications")
     event = models.CharField(max_length=10, choices=Event.choices)

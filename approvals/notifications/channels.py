@@ -113,3 +113,21 @@ def post_webhook(notification: Notification) -> int:
     if not answer.is_success:
         raise DeliveryError(f"webhook answered {answer.status_code}", status_code=answer.status_code)
     return answer.status_code
+
+
+def post_slack(notification: Notification) -> int:
+    """Direct messages to the approver group's linked Slack reviewers (approvals.chat)."""
+    from slack_sdk.errors import SlackApiError
+
+    from approvals.chat import slack
+
+    if not settings.SLACK_BOT_TOKEN:
+        raise DeliveryError("Slack is not configured (SLACK_BOT_TOKEN)", permanent=True)
+    try:
+        slack.notify_group(notification.request, notification.destination)
+    except SlackApiError as exc:
+        status = exc.response.status_code
+        raise DeliveryError(f"Slack answered {status}: {exc.response.get('error')}", status_code=status) from None
+    except OSError as exc:
+        raise DeliveryError(f"Slack failed: {exc}") from None
+    return 200

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,7 +30,7 @@ from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notificat
 from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
 from ..services.core import RequestChange
 from ..states import State
-from .channels import DeliveryError, post_webhook, send_email
+from .channels import DeliveryError, post_slack, post_webhook, send_email
 
 __all__ = [
     "MASK",
@@ -138,6 +138,8 @@ def _destinations(rule: RuleNotification, group_name: str | None) -> list[tuple[
         destinations.append((Notification.Channel.EMAIL, group_name))
     if rule.webhook_url:
         destinations.append((Notification.Channel.WEBHOOK, rule.webhook_url))
+    if group_name and settings.SLACK_BOT_TOKEN:
+        destinations.append((Notification.Channel.SLACK, group_name))
     return destinations
 
 
@@ -295,7 +297,11 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     if not claimed:
         return "not_due"
     notification = Notification.objects.get(pk=notification_id)
-    send = send_email if notification.channel == Notification.Channel.EMAIL else post_webhook
+    senders: dict[str, Callable[[Notification], int | None]] = {
+        Notification.Channel.EMAIL: send_email,
+        Notification.Channel.SLACK: post_slack,
+    }
+    send = senders.get(notification.channel, post_webhook)
     started = time.monotonic()
     status_code, error, give_up = None, "", False
     try:

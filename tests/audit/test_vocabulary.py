@@ -75,6 +75,8 @@ GOLDEN_VERBS = [
     "request.execution_renewed",
     "request.completed_late",
     "audit.checkpoint",
+    "auth.chat_linked",
+    "auth.chat_unlinked",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

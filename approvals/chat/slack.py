@@ -1,0 +1,135 @@
+"""The Slack side: the SDK's verifier and Web API client, the blocks that show a request,
+the direct messages and their chat.update after any decision."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from slack_sdk import WebClient
+from slack_sdk.signature import SignatureVerifier
+from slack_sdk.webhook import WebhookClient
+
+from approvals.models import ApprovalRequest, SlackLink, SlackMessage
+from approvals.services.guards import rule_asks_step_up
+from approvals.services.step_up import needs_step_up
+from approvals.states import State
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY = 64 * 1024  # Slack's interaction payloads are a few kilobytes
+APPROVE, REJECT = "approve", "reject"
+
+
+def verifier() -> SignatureVerifier:
+    return SignatureVerifier(settings.SLACK_SIGNING_SECRET)
+
+
+def web_client() -> WebClient:
+    return WebClient(token=settings.SLACK_BOT_TOKEN, base_url=settings.SLACK_API_URL, timeout=10)
+
+
+def button_value(request_id: str, revision: int) -> str:
+    return f"{request_id}:{revision}"
+
+
+def read_button_value(value: str) -> tuple[str, int] | None:
+    request_id, _, revision = value.partition(":")
+    try:
+        request_id = str(uuid.UUID(request_id))
+    except ValueError:
+        return None
+    if not revision.isdigit() or len(revision) > 9:
+        return None
+    return request_id, int(revision)
+
+
+def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
+    """The request as the database says now: buttons while it waits, the outcome after."""
+    summary = f"*{request.action_type}* (risk {request.risk_level}, rule {request.rule_name or '-'})"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": summary[:2900]}}]
+    if request.state == State.PENDING_APPROVAL:
+        value = button_value(str(request.pk), request.current_revision)
+        blocks.append(
+            {
+                "type": "actions",
+                "elements": [
+                    approve_button(request, value),
+                    {
+                        "type": "button",
+                        "action_id": REJECT,
+                        "style": "danger",
+                        "value": value,
+                        "text": {"type": "plain_text", "text": "Reject"},
+                    },
+                    {
+                        "type": "button",
+                        "action_id": "open",
+                        "url": card_url(request),
+                        "text": {"type": "plain_text", "text": "Open"},
+                    },
+                ],
+            }
+        )
+    else:
+        by = request.decided_by_label or "the system"
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{request.state} by {by}"[:2900]}]})
+    return blocks
+
+
+def approve_button(request: ApprovalRequest, value: str) -> dict[str, Any]:
+    """Approve, or for a level that needs a step-up (never proved in chat) a button that
+    opens the card in the browser, where the passkey or code is asked."""
+    if needs_step_up(request.risk_level, rule_asks=rule_asks_step_up(request)):
+        text = {"type": "plain_text", "text": "Approve in the browser"}
+        return {"type": "button", "action_id": "open_to_approve", "url": card_url(request), "text": text}
+    text = {"type": "plain_text", "text": "Approve"}
+    return {"type": "button", "action_id": APPROVE, "style": "primary", "value": value, "text": text}
+
+
+def card_url(request: ApprovalRequest) -> str:
+    return f"{settings.SITE_URL.rstrip('/')}/requests/{request.pk}/"
+
+
+def post_request(request: ApprovalRequest, slack_user_id: str) -> SlackMessage:
+    """A direct message showing `request` to one reviewer, remembered for updates."""
+    answer = web_client().chat_postMessage(channel=slack_user_id, text=request.action_type, blocks=blocks_for(request))
+    return SlackMessage.objects.create(
+        request=request, slack_user_id=slack_user_id, channel=answer["channel"], ts=answer["ts"]
+    )
+
+
+def notify_group(request: ApprovalRequest, group_name: str) -> int:
+    """The outbox's Slack delivery: a direct message to each linked, active member of the
+    approver group not yet shown this request (a retry never posts twice). Returns how many."""
+    shown = set(SlackMessage.objects.filter(request=request).values_list("slack_user_id", flat=True))
+    links = SlackLink.objects.filter(user__groups__name=group_name, user__is_active=True)
+    if settings.SLACK_TEAM_ID:
+        links = links.filter(team_id=settings.SLACK_TEAM_ID)
+    sent = 0
+    for slack_user_id in sorted(set(links.values_list("slack_user_id", flat=True)) - shown):
+        post_request(request, slack_user_id)
+        sent += 1
+    return sent
+
+
+def update_messages(request_id: str) -> int:
+    """Render every message of the request from the database now and chat.update it."""
+    request = ApprovalRequest.objects.filter(pk=request_id).first()
+    if request is None:
+        return 0
+    client, blocks = web_client(), blocks_for(request)
+    messages = list(SlackMessage.objects.filter(request=request))
+    for message in messages:
+        client.chat_update(channel=message.channel, ts=message.ts, text=request.action_type, blocks=blocks)
+    return len(messages)
+
+
+def answer_privately(response_url: str, text: str) -> None:
+    """An ephemeral answer to the person who pressed, only to Slack's own response host."""
+    if not response_url.startswith(settings.SLACK_RESPONSE_URL_PREFIX):
+        logger.warning("refused a response_url outside %s", settings.SLACK_RESPONSE_URL_PREFIX)
+        return
+    WebhookClient(response_url, timeout=10).send(text=text[:2900], response_type="ephemeral", replace_original=False)
