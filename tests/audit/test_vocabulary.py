@@ -74,9 +74,9 @@ GOLDEN_VERBS = [
     "membership.claims_applied",
     "request.execution_renewed",
     "request.completed_late",
-    "audit.checkpoint",
     "auth.chat_linked",
     "auth.chat_unlinked",
+    "audit.checkpoint",
 ]
 
 GOLDEN_TRANSITION_VERBS = {
