@@ -222,3 +222,25 @@ def test_the_state_file_is_replaced_whole(tmp_path) -> None:
     State("log", 7, b"\x02" * 32).save(state)
     assert json.loads(state.read_text()) == {"origin": "log", "root_hash": "02" * 32, "size": 7}
     assert [path.name for path in tmp_path.iterdir()] == ["w.state"], "no temporary file left behind"
+
+
+def test_the_auditor_page_shows_the_checkpoint_its_witnesses_and_why_it_reads_signed(settings, auditor_ann) -> None:
+    from django.test import Client
+
+    settings.AUDIT_WITNESS_QUORUM = 2
+    note = append_and_checkpoint()
+    post(cosigned(note, WITNESS_A))
+    client = Client()
+    client.force_login(auditor_ann)
+    page = client.get("/audit/").content.decode()
+    assert "Tree size 3: <strong>signed</strong>" in page
+    assert (
+        "Signed by the log key only: only 1 of 2 pinned witnesses cosigned it (quorum 2); no valid cosignature from witness-b.example."
+        in page
+    )
+    assert '<li data-witness="witness-b.example">' in page and "has not cosigned this checkpoint" in page
+    assert "its newest consistency check reached tree size 3" in page and tree.root(3).hex() in page
+    post(cosigned(note, WITNESS_B))
+    page = client.get("/audit/").content.decode()
+    assert "Tree size 3: <strong>witnessed</strong>" in page
+    assert "Witnessed: 2 of 2 pinned witnesses cosigned it (quorum 2): witness-a.example, witness-b.example." in page
