@@ -26,7 +26,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def two_witnesses(settings):
+def witnesses_a_and_b(settings):
     settings.AUDIT_WITNESSES = [WITNESS_A.vkey, WITNESS_B.vkey]
     settings.AUDIT_WITNESS_QUORUM = 1
 
@@ -244,3 +244,14 @@ def test_the_auditor_page_shows_the_checkpoint_its_witnesses_and_why_it_reads_si
     page = client.get("/audit/").content.decode()
     assert "Tree size 3: <strong>witnessed</strong>" in page
     assert "Witnessed: 2 of 2 pinned witnesses cosigned it (quorum 2): witness-a.example, witness-b.example." in page
+
+
+def test_the_client_distribution_installs_the_witness_command() -> None:
+    import importlib
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "clients/python/pyproject.toml").read_text())
+    module, _, function = project["project"]["scripts"]["hitl-witness"].partition(":")
+    assert (module, function) == ("hitl_controlplane.witness", "main")
+    assert callable(getattr(importlib.import_module(module), function))
