@@ -22,7 +22,7 @@ from .chain import Actor, audited_atomic, record
 from .models import AuditEvent
 from .signing import signer
 
-__all__ = ["CHECKPOINT_VERB", "issue_checkpoint", "log_key", "newest_note"]
+__all__ = ["CHECKPOINT_VERB", "checkpoint_if_grown", "issue_checkpoint", "log_key", "newest_note"]
 
 CHECKPOINT_VERB = "audit.checkpoint"
 
@@ -46,6 +46,17 @@ def issue_checkpoint() -> str:
             metadata={"tree_size": size, "root_hash": root_hash.hex(), "log_vkey": key.vkey, "note": note},
         )
     return note
+
+
+def checkpoint_if_grown(quiet_verbs: tuple[str, ...] = (CHECKPOINT_VERB, "audit.cosigned")) -> str | None:
+    """Issue a checkpoint when anything but checkpoints and cosignatures was appended since the newest one.
+
+    So a periodic checkpoint of an idle log adds nothing (its own events and the witnesses'
+    would otherwise grow the tree forever). Returns the note issued, or None.
+    """
+    newest = AuditEvent.objects.filter(verb=CHECKPOINT_VERB).order_by("-seq").values_list("seq", flat=True).first()
+    grown = AuditEvent.objects.filter(seq__gt=newest or 0).exclude(verb__in=quiet_verbs).exists()
+    return issue_checkpoint() if grown else None
 
 
 def newest_note() -> str | None:

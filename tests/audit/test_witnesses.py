@@ -255,3 +255,31 @@ def test_the_client_distribution_installs_the_witness_command() -> None:
     module, _, function = project["project"]["scripts"]["hitl-witness"].partition(":")
     assert (module, function) == ("hitl_controlplane.witness", "main")
     assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_a_periodic_checkpoint_is_issued_only_when_the_log_grew(tmp_path) -> None:
+    assert notes.checkpoint_if_grown() is None, "an empty log"
+    append_and_checkpoint()
+    assert notes.checkpoint_if_grown() is None, "only the checkpoint itself since"
+    post(cosigned(notes.newest_note(), WITNESS_A))
+    assert notes.checkpoint_if_grown() is None, "a cosignature does not make the log grow either"
+    append_and_checkpoint(0)
+    from audit.chain import Actor, record
+
+    record("policy.changed", actor=Actor.system(), metadata={})
+    note = notes.checkpoint_if_grown()
+    assert note is not None and note == notes.newest_note()
+
+
+def test_the_local_witness_key_is_made_once_and_its_vkey_printed(settings, tmp_path) -> None:
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.VAR_DIR = tmp_path
+    out = StringIO()
+    call_command("audit_local_witness", "--vkey", stdout=out)
+    again = StringIO()
+    call_command("audit_local_witness", "--vkey", stdout=again)
+    assert out.getvalue() == again.getvalue() and out.getvalue().startswith("local-witness.localhost+")
+    assert NoteKey.parse_vkey(out.getvalue()).kind == WITNESS_A.kind

@@ -42,7 +42,7 @@ import httpx
 from .merkle import verify_consistency
 from .signed_note import COSIGNATURE_V1, ED25519, NoteError, NoteKey, join_note, parse_checkpoint, split_note
 
-__all__ = ["Fork", "RoundFailed", "State", "load_key", "main", "witness_once"]
+__all__ = ["Fork", "RoundFailed", "State", "create_key", "load_key", "main", "witness_once"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_FORK = 0, 1, 2, 4
 
