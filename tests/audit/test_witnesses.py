@@ -283,3 +283,47 @@ def test_the_local_witness_key_is_made_once_and_its_vkey_printed(settings, tmp_p
     call_command("audit_local_witness", "--vkey", stdout=again)
     assert out.getvalue() == again.getvalue() and out.getvalue().startswith("local-witness.localhost+")
     assert NoteKey.parse_vkey(out.getvalue()).kind == WITNESS_A.kind
+
+
+# --- Attacks ---------------------------------------------------------------------------------
+
+
+def test_a_cosignature_replayed_onto_another_checkpoint_is_refused() -> None:
+    first = append_and_checkpoint()
+    line = split_note(cosigned(first, WITNESS_A))[1][1]
+    second = append_and_checkpoint()
+    body, signatures = split_note(second)
+    assert post(join_note(body, [signatures[0], line])).json()["code"] == "invalid_cosignature"
+    extended = body + "an extension line\n"
+    sneaked = join_note(extended, [WITNESS_A.sign(extended, timestamp=1)])
+    assert post(sneaked).json()["code"] == "checkpoint_unknown", "a body the log never issued"
+    assert AuditCosignature.objects.count() == 0
+
+
+def test_a_post_without_a_length_is_refused() -> None:
+    from django.test import Client
+
+    note = cosigned(append_and_checkpoint(), WITNESS_A)
+    answer = Client().generic(
+        "POST", "/audit/checkpoint/cosignatures", data=note.encode(), content_type="text/plain", CONTENT_LENGTH=""
+    )
+    assert answer.status_code == 400 and answer.json()["code"] == "invalid_cosignature"
+
+
+def test_a_stranger_posting_alongside_a_witness_stores_only_the_witness() -> None:
+    note = append_and_checkpoint()
+    body, signatures = split_note(note)
+    stranger = NoteKey.generate("witness-a.example", WITNESS_A.kind)  # the same name, another key
+    both = join_note(body, [signatures[0], stranger.sign(body, timestamp=5), WITNESS_B.sign(body, timestamp=6)])
+    assert post(both).status_code == 201
+    assert list(AuditCosignature.objects.values_list("witness_name", flat=True)) == ["witness-b.example"]
+    assert [s.name for s in split_note(served())[1]] == [notes.log_key().name, "witness-b.example"]
+
+
+def test_an_unreadable_state_file_stops_the_witness_instead_of_trusting_anew(tmp_path) -> None:
+    append_and_checkpoint()
+    state = tmp_path / "a.state"
+    state.write_text("{not json")
+    with pytest.raises(RoundFailed, match="unreadable"):
+        a_round(WITNESS_A, state)
+    assert AuditCosignature.objects.count() == 0

@@ -134,7 +134,10 @@ def witness_once(
         raise RoundFailed(f"the checkpoint is not signed by the pinned log key {log_key.vkey}")
     if checkpoint.origin != log_key.name:
         raise RoundFailed(f"the checkpoint's origin {checkpoint.origin!r} is not the log's {log_key.name!r}")
-    state = State.load(state_path)
+    try:
+        state = State.load(state_path)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RoundFailed(f"the state file {state_path} is unreadable ({exc!r}); refusing to start over") from exc
     where = f"{checkpoint.origin} served size {checkpoint.size} root {checkpoint.root_hash.hex()}"
     if state is not None and state.origin != checkpoint.origin:
         raise RoundFailed(f"this state file belongs to the log {state.origin!r}, not {checkpoint.origin!r}")
@@ -143,6 +146,8 @@ def witness_once(
     if state is not None and checkpoint.size == state.size and checkpoint.root_hash != state.root_hash:
         raise Fork(f"{where}, but this witness cosigned size {state.size} with root {state.root_hash.hex()}", note)
     if any(key.verifies(body, s) for s in signatures):
+        if state is None:  # this witness cosigned it, so it is what this witness last vouched for
+            State(checkpoint.origin, checkpoint.size, checkpoint.root_hash).save(state_path)
         return f"up to date: size {checkpoint.size} already carries this witness's cosignature"
     if state is not None and 0 < state.size < checkpoint.size:
         url = f"{base}/audit/checkpoint/consistency"
