@@ -327,3 +327,11 @@ def test_an_unreadable_state_file_stops_the_witness_instead_of_trusting_anew(tmp
     with pytest.raises(RoundFailed, match="unreadable"):
         a_round(WITNESS_A, state)
     assert AuditCosignature.objects.count() == 0
+
+
+def test_a_bad_witness_setting_fails_the_system_checks(settings) -> None:
+    from audit.checks import witness_settings
+
+    assert witness_settings(None) == []
+    settings.AUDIT_WITNESSES = ["not-a-vkey"]
+    assert [error.id for error in witness_settings(None)] == ["audit.E001"]
