@@ -335,3 +335,16 @@ def test_a_bad_witness_setting_fails_the_system_checks(settings) -> None:
     assert witness_settings(None) == []
     settings.AUDIT_WITNESSES = ["not-a-vkey"]
     assert [error.id for error in witness_settings(None)] == ["audit.E001"]
+
+
+def test_a_refused_post_is_retried_next_round_on_the_same_checkpoint(settings, tmp_path) -> None:
+    """The state is written before signing; a post the server refused is sent again, not skipped."""
+    settings.AUDIT_WITNESSES = [WITNESS_B.vkey]  # witness A is not configured yet
+    append_and_checkpoint()
+    state = tmp_path / "a.state"
+    with pytest.raises(RoundFailed, match="witness_unknown"):
+        a_round(WITNESS_A, state)
+    assert State.load(state).size == 3
+    settings.AUDIT_WITNESSES = [WITNESS_A.vkey, WITNESS_B.vkey]
+    assert a_round(WITNESS_A, state).startswith("cosigned size 3")
+    assert witnesses.assurance_of(served()).cosigned == ("witness-a.example",)
