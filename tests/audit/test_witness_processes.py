@@ -100,7 +100,7 @@ def until_cosigned_by(witnessed_server: DaphneServer, names: set[str], timeout: 
 
 
 def test_two_witness_processes_reach_quorum_then_one_then_none(
-    witnessed_server, witness_processes_keys, start_witness, gotlog
+    witnessed_server, witness_processes_keys, start_witness, gotlog, auditor_ann
 ):  # noqa: F811
     keys, vkeys = witness_processes_keys
     a, b = "witness-a.example", "witness-b.example"
@@ -134,6 +134,13 @@ def test_two_witness_processes_reach_quorum_then_one_then_none(
     none = witnesses.assurance_of(served(witnessed_server))
     assert none.level == SIGNED
     assert none.reason == f"only 0 of 2 pinned witnesses cosigned it (quorum 1); no valid cosignature from {a}, {b}"
+    from django.test import Client
+
+    auditor = Client()
+    auditor.force_login(auditor_ann)
+    page = auditor.get("/audit/").content.decode()
+    assert "<strong>signed</strong>" in page and f"Signed by the log key only: {none.reason}." in page
+    assert page.count("has not cosigned this checkpoint") == 2
 
 
 def test_the_witness_command_refuses_a_forked_log_and_says_so(witnessed_server, witness_processes_keys):
