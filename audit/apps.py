@@ -6,4 +6,4 @@ class AuditConfig(AppConfig):
     verbose_name = "Audit log"
 
     def ready(self) -> None:
-        from . import db  # noqa: F401  (registers the SQLite maintenance function on connect)
+        from . import checks, db  # noqa: F401  (db registers the SQLite maintenance function on connect)

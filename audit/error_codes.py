@@ -21,6 +21,10 @@ OWN: dict[str, tuple[int, str]] = {
     "invalid_tree_query": (400, "A Merkle tree query value is not a usable size or seq; `details.field` names it."),
     "checkpoint_not_found": (404, "No signed-note checkpoint of the audit tree has been issued yet."),
     "tree_size_unknown": (404, "The audit tree does not have that size yet; `details.tree_size` is its size now."),
+    "not_a_checkpoint_size": (404, "No published checkpoint has that tree size; `details.field` names the value."),
+    "invalid_cosignature": (400, "Not a cosigned checkpoint note, or a configured witness's cosignature fails."),
+    "witness_unknown": (403, "No signature line on the posted note is from a configured witness (AUDIT_WITNESSES)."),
+    "checkpoint_unknown": (404, "The posted note's checkpoint (size and root) is not one this log issued."),
 }
 # The site's own codes the audit endpoints answer with as well.
 SHARED: tuple[str, ...] = ("method_not_allowed", "not_authenticated", "permission_denied")

@@ -15,7 +15,7 @@ from django.db import models
 
 from .vocabulary import is_registered
 
-__all__ = ["ActorKind", "AppendOnlyError", "AuditEvent", "AuditTreeNode", "ChainVerification"]
+__all__ = ["ActorKind", "AppendOnlyError", "AuditCosignature", "AuditEvent", "AuditTreeNode", "ChainVerification"]
 
 
 class AppendOnlyError(Exception):
@@ -153,3 +153,29 @@ class AuditTreeNode(models.Model):
 
     def __str__(self) -> str:
         return f"tree row {self.seq}"
+
+
+class AuditCosignature(models.Model):
+    """A configured witness's cosignature/v1 of one checkpoint (audit.witnesses): served with the note.
+
+    `checkpoint_seq` is the seq of the `audit.checkpoint` event that issued the note (a
+    plain column, as elsewhere here); `line` is the exact signature line, as served.
+    """
+
+    checkpoint_seq = models.BigIntegerField()
+    tree_size = models.BigIntegerField()
+    witness_name = models.CharField(max_length=255)
+    witness_vkey = models.CharField(max_length=400)
+    cosigned_at = models.BigIntegerField(help_text="The cosignature's own time, Unix seconds.")
+    line = models.TextField()
+    received_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["checkpoint_seq", "pk"]
+        default_permissions = ("view",)
+        constraints = [
+            models.UniqueConstraint(fields=["witness_vkey", "checkpoint_seq"], name="audit_one_cosignature_per_witness")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.witness_name} cosigned size {self.tree_size}"

@@ -6,14 +6,14 @@ and the base64 root hash, signed as a note signature (type 0x01) by the audit Ed
 key. Issuing one appends `audit.checkpoint`, whose metadata holds the note, so the chain
 itself records every checkpoint and the newest one is read back from it.
 
-The endpoint needs no login: a checkpoint holds the number of audit events and a root
-hash, nothing else, and witnesses and outside auditors must be able to fetch it.
+`/audit/checkpoint` (audit.witness_views) serves the newest note with the witnesses'
+cosignatures (audit.witnesses) and needs no login: a checkpoint holds the number of audit
+events and a root hash, nothing else, and witnesses and outside auditors must fetch it.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
 
 from hitl_controlplane.signed_note import ED25519, NoteKey, checkpoint_body, join_note
 
@@ -21,9 +21,8 @@ from . import tree
 from .chain import Actor, audited_atomic, record
 from .models import AuditEvent
 from .signing import signer
-from .views import _error
 
-__all__ = ["CHECKPOINT_VERB", "checkpoint_view", "issue_checkpoint", "log_key", "newest_note"]
+__all__ = ["CHECKPOINT_VERB", "checkpoint_if_grown", "issue_checkpoint", "log_key", "newest_note"]
 
 CHECKPOINT_VERB = "audit.checkpoint"
 
@@ -49,19 +48,18 @@ def issue_checkpoint() -> str:
     return note
 
 
+def checkpoint_if_grown(quiet_verbs: tuple[str, ...] = (CHECKPOINT_VERB, "audit.cosigned")) -> str | None:
+    """Issue a checkpoint when anything but checkpoints and cosignatures was appended since the newest one.
+
+    So a periodic checkpoint of an idle log adds nothing (its own events and the witnesses'
+    would otherwise grow the tree forever). Returns the note issued, or None.
+    """
+    newest = AuditEvent.objects.filter(verb=CHECKPOINT_VERB).order_by("-seq").values_list("seq", flat=True).first()
+    grown = AuditEvent.objects.filter(seq__gt=newest or 0).exclude(verb__in=quiet_verbs).exists()
+    return issue_checkpoint() if grown else None
+
+
 def newest_note() -> str | None:
     metadata = AuditEvent.objects.filter(verb=CHECKPOINT_VERB).order_by("-seq").values_list("metadata", flat=True)
     newest = metadata.first()
     return str(newest["note"]) if isinstance(newest, dict) and "note" in newest else None
-
-
-def checkpoint_view(request: HttpRequest) -> HttpResponse:
-    """GET the newest checkpoint note, text/plain; public (see the module docstring)."""
-    if request.method not in ("GET", "HEAD"):
-        return _error("method_not_allowed", "The checkpoint is read-only: use GET.")
-    note = newest_note()
-    if note is None:
-        return _error("checkpoint_not_found", "No audit checkpoint has been issued yet.")
-    response = HttpResponse(note, content_type="text/plain; charset=utf-8")
-    response["Cache-Control"] = "no-cache"
-    return response

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import notes, proof_views, views
+from . import proof_views, views, witness_views
 
 app_name = "audit"
 
@@ -17,7 +17,10 @@ urlpatterns = [
     # The Merkle tree over the events (audit.tree): auditors' JSON.
     path("tree/", proof_views.tree_head, name="tree"),
     path("tree/inclusion", proof_views.inclusion, name="tree_inclusion"),
-    # The newest C2SP signed-note checkpoint (audit.notes): public, text/plain.
-    path("checkpoint", notes.checkpoint_view, name="checkpoint"),
+    # The newest C2SP signed-note checkpoint with its cosignatures (audit.witness_views): public, text/plain.
+    path("checkpoint", witness_views.checkpoint_view, name="checkpoint"),
     path("tree/consistency", proof_views.consistency, name="tree_consistency"),
+    # What witnesses use (public): proofs between published checkpoints, and posting a cosignature.
+    path("checkpoint/consistency", witness_views.checkpoint_consistency, name="checkpoint_consistency"),
+    path("checkpoint/cosignatures", witness_views.post_cosignature, name="checkpoint_cosignatures"),
 ]

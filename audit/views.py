@@ -23,7 +23,7 @@ from django.views.decorators.http import require_safe
 
 from hitl_controlplane.canonical import chain_hash
 
-from . import error_codes, subjects, tree
+from . import error_codes, subjects, tree, witnesses
 from .chain import Actor
 from .checkpoint import latest_checkpoint
 from .export import FORMATS, begin_export, exported_manifest, stream_export
@@ -130,10 +130,15 @@ def _with_agent_names(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _chain_status() -> dict[str, Any]:
-    """The status panel: the last verification run (and the last good one if that failed), the last checkpoint."""
+    """The status panel: the last verification run, the last checkpoint files, the witnessed checkpoint."""
     runs = list(ChainVerification.objects.order_by("-finished_at", "-pk")[:1])
     last = runs[0] if runs else None
-    return {"last": last, "checkpoint": latest_checkpoint(), "signing_key": signer().current}
+    return {
+        "last": last,
+        "checkpoint": latest_checkpoint(),
+        "signing_key": signer().current,
+        "witnessing": witnesses.witness_panel(),
+    }
 
 
 def _recent_exports(limit: int = 5) -> list[dict[str, Any]]:

@@ -264,6 +264,8 @@ register("auth.chat_unlinked", "A person removed their Slack links; those identi
 
 # Transparency-log checkpoints (audit/notes.py): the C2SP signed note of the tree's size and root.
 register("audit.checkpoint", "A signed-note checkpoint of the audit tree (size and root) was issued.")
+# Witnesses (audit/witnesses.py): a configured witness's valid cosignature/v1 of a checkpoint, stored.
+register("audit.cosigned", "A configured witness cosigned a checkpoint (it checked consistency with its last one).")
 
 # --- Derived from the registrations above ----------------------------------------------
 

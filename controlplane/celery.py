@@ -52,6 +52,8 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
         **accounts_schedule(),
         # audit/tasks.py: incremental verification + signed checkpoint, and a nightly full pass.
         "audit-verify-incremental": {"task": "audit.verify_chain", "schedule": 300.0},
+        # audit/tasks.py: a C2SP checkpoint for the witnesses, when the log grew.
+        "audit-checkpoint": {"task": "audit.issue_checkpoint", "schedule": 300.0},
         "audit-verify-full": {
             "task": "audit.verify_chain",
             "schedule": crontab(hour=3, minute=17),

@@ -37,6 +37,13 @@ AUDIT_PREVIOUS_SIGNING_KEY = os.environ.get("AUDIT_PREVIOUS_SIGNING_KEY", "")
 # The origin line (and key name) of the audit log's C2SP checkpoints: the deployment's name.
 AUDIT_LOG_ORIGIN = os.environ.get("AUDIT_LOG_ORIGIN", "controlplane.localhost/audit")
 AUDIT_PUBLIC_KEYS_FILE = os.environ.get("AUDIT_PUBLIC_KEYS_FILE", "")
+# Witnesses that cosign the checkpoints (audit/witnesses.py): their cosignature/v1 vkeys
+# (`hitl-witness vkey`), whitespace-separated, and how many must cosign for "witnessed"
+# (empty: a majority of them).
+AUDIT_WITNESSES: list[str] = os.environ.get("AUDIT_WITNESSES", "").split()
+AUDIT_WITNESS_QUORUM: int | None = (
+    int(os.environ["AUDIT_WITNESS_QUORUM"]) if os.environ.get("AUDIT_WITNESS_QUORUM") else None
+)
 # Signed chain-head checkpoints are written here, outside the database (see docs/audit.md).
 AUDIT_CHECKPOINT_DIR = Path(os.environ.get("AUDIT_CHECKPOINT_DIR", VAR_DIR / "audit-checkpoints"))
 # Params that never reach audit metadata, not even as digests, per action type (JSON),

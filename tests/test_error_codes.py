@@ -10,6 +10,7 @@ from audit import error_codes as audit_codes
 from audit import filters as audit_filters
 from audit import proof_views as audit_proof_views
 from audit import views as audit_views
+from audit import witness_views as audit_witness_views
 from controlplane.http import codes
 
 
@@ -24,7 +25,9 @@ def test_the_audit_app_answers_with_the_registrys_statuses():
 
 
 def test_every_code_the_audit_views_answer_with_is_declared():
-    trees = [ast.parse(Path(module.__file__).read_text()) for module in (audit_views, audit_proof_views)]
+    trees = [
+        ast.parse(Path(module.__file__).read_text()) for module in (audit_views, audit_proof_views, audit_witness_views)
+    ]
     answered = {
         node.args[0].value
         for tree in trees

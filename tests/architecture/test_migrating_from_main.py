@@ -57,10 +57,12 @@ def test_a_populated_database_from_before_migrates_forward_intact(submit, agent,
         executor = MigrationExecutor(connection)
         executor.loader.check_consistent_history(connection)  # what `migrate` refuses to start without
         plan = executor.migration_plan(newest)
-        # Approvals 0014 (Slack links, issue 26) only adds tables, which start empty.
+        # Approvals 0014 (Slack links, issue 26) and audit 0006 (witness cosignatures, issue 28)
+        # only add tables, which start empty.
         assert sorted((migration.app_label, migration.name) for migration, _ in plan) == [
             ("agents", "0005_agent_named_by_a_setting"),
             ("approvals", "0014_slack_links"),
+            ("audit", "0006_witness_cosignatures"),
         ]
     finally:
         executor.migrate(newest)

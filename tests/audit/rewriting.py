@@ -39,3 +39,27 @@ def rewrite_chain_consistently(*, from_seq: int, change: dict[str, Any]) -> None
                 [json.dumps(metadata), canonical.decode(), prev_hash, row_hash, row.seq],
             )
             prev_hash = row_hash
+
+
+def fork_history(*, from_seq: int, change: dict[str, Any]) -> None:
+    """The operator's fork: rewrite seq `from_seq`, re-chain, re-sign every later row with the real key, rebuild the tree.
+
+    Everything the operator holds is used (the database and the audit signing key), so the
+    forked log verifies on its own; only what was seen outside (a witness's state) differs.
+    """
+    from audit import tree
+    from audit.models import AuditTreeNode
+    from audit.signing import signer
+
+    rewrite_chain_consistently(from_seq=from_seq, change=change)
+    key = signer().current
+    rows = list(AuditEvent.objects.filter(seq__gte=from_seq).values_list("seq", "hash"))
+    with maintenance(), connection.cursor() as cursor:
+        for seq, row_hash in rows:
+            cursor.execute(
+                f"UPDATE {AuditEvent._meta.db_table} SET key_id = %s, signature = %s WHERE seq = %s",
+                [key.key_id, key.sign(row_hash), seq],
+            )
+        cursor.execute(f"DELETE FROM {AuditTreeNode._meta.db_table}")
+    tree._last_edge = None
+    tree.catch_up()

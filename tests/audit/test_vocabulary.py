@@ -77,6 +77,7 @@ GOLDEN_VERBS = [
     "auth.chat_linked",
     "auth.chat_unlinked",
     "audit.checkpoint",
+    "audit.cosigned",
 ]
 
 GOLDEN_TRANSITION_VERBS = {

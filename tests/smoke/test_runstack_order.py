@@ -36,8 +36,10 @@ class FakeProcess:
 
 
 @pytest.fixture
-def stack(monkeypatch):
+def stack(monkeypatch, settings, tmp_path):
     """Runs runstack with stand-in children; `/readyz` answers from the 3rd poll on."""
+    settings.VAR_DIR = tmp_path  # the local witness's key is created there
+    monkeypatch.delenv("AUDIT_WITNESSES", raising=False)
     events: list[str] = []
     polls = {"n": 0}
 
@@ -80,7 +82,7 @@ def test_only_daphne_starts_before_readyz_answers(stack, capsys):
 
 def test_without_the_demo_agent_the_worker_and_beat_still_wait(stack, capsys):
     run(capsys, "--no-demo-agent")
-    assert [e for e in stack if e.startswith("start")] == ["start web", "start worker", "start beat"]
+    assert [e for e in stack if e.startswith("start")] == ["start web", "start worker", "start beat", "start witness"]
     assert stack.index("start worker") > stack.index("readyz ok")
 
 
@@ -89,3 +91,11 @@ def test_the_banner_says_where_the_export_verification_key_is(stack, capsys):
     key = signer().current
     assert f"python -m audit.verify EXPORT.jsonl --public-key {key.public_text}" in out
     assert "http://127.0.0.1:8765/audit/" in out and "manage.py audit_public_key" in out
+
+
+def test_the_local_witness_starts_last_unless_witnesses_are_configured(stack, capsys, monkeypatch):
+    run(capsys, "--no-demo-agent", "--no-witness")
+    assert "start witness" not in stack
+    monkeypatch.setenv("AUDIT_WITNESSES", "someone-elses+00000000+AAAA")
+    run(capsys, "--no-demo-agent")
+    assert stack.count("start witness") == 0

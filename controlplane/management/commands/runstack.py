@@ -71,11 +71,23 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--concurrency", type=int, default=2, help="Worker processes.")
         parser.add_argument("--no-demo-agent", action="store_true", help="Do not start the demo agent.")
+        parser.add_argument(
+            "--no-witness", action="store_true", help="Do not start the local witness (AUDIT_WITNESSES unset only)."
+        )
 
-    def handle(self, *args, host: str, port: int, concurrency: int, no_demo_agent: bool, **options) -> None:
+    def handle(
+        self, *args, host: str, port: int, concurrency: int, no_demo_agent: bool, no_witness: bool, **options
+    ) -> None:
         python = sys.executable
         embedded = not settings.REDIS_URL
         base_env = dict(os.environ, DJANGO_SETTINGS_MODULE="controlplane.settings", PYTHONUNBUFFERED="1")
+        # One local witness (audit_local_witness) so the demo's checkpoints read "witnessed",
+        # unless witnesses are configured (real ones run elsewhere, docs/audit.md "Witnesses").
+        local_witness = not no_witness and not os.environ.get("AUDIT_WITNESSES")
+        if local_witness:
+            from audit.management.commands.audit_local_witness import local_vkey
+
+            base_env["AUDIT_WITNESSES"] = local_vkey()
         base_env.pop("CHANNEL_RELAY_URL", None)
         loopback = "127.0.0.1" if host in ("0.0.0.0", "127.0.0.1", "localhost") else host
         url = f"http://{loopback}:{port}"
@@ -131,6 +143,9 @@ class Command(BaseCommand):
         ]
         if not no_demo_agent:
             after_ready.append(Child("demo-agent", [python, "manage.py", "demo_agent"], relayed_env))
+        if local_witness:
+            witness_argv = [python, "manage.py", "audit_local_witness", "--url", url]
+            after_ready.append(Child("witness", witness_argv, relayed_env))
 
         stopping = False
 
