@@ -206,3 +206,61 @@ def test_djangos_own_flush_is_refused_by_the_triggers(logged):
     with pytest.raises(CommandError):
         call_command(CoreFlush(), interactive=False, verbosity=0)
     assert AuditEvent.objects.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_flush_run_again_when_a_process_still_reading_deadlocks_it(logged):
+    """A live server still answering a request reads one table and then another while the
+    flush waits to lock them all: PostgreSQL aborts the flush as a deadlock, and the flush
+    is run again once the reader is done, instead of failing the next test's setup."""
+    import re
+    import threading
+    import time
+
+    import psycopg
+    from django.core.management import call_command
+    from django.core.management.color import no_style
+    from django.core.management.sql import sql_flush
+    from django.db import connections
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only: SQLite has no table locks to deadlock on")
+    truncate = next(sql for sql in sql_flush(no_style(), connection) if sql.startswith("TRUNCATE"))
+    tables = re.findall(r'"([^"]+)"', truncate)
+    first, last = tables[0], tables[-1]
+    settings = connection.settings_dict
+    address = {"dbname": settings["NAME"], "user": settings["USER"], "host": settings["HOST"], "port": settings["PORT"]}
+    reader = psycopg.connect(**address)
+    # pg_stat_activity is read once per transaction, so the watching is done outside the reader's.
+    watcher = psycopg.connect(**address, autocommit=True)
+    # The reader outwaits the flush, so the flush is the one PostgreSQL aborts.
+    reader.execute("SET deadlock_timeout = '30s'")
+    reader.execute(f'SELECT 1 FROM "{last}" LIMIT 1')  # holds a share lock on the last table
+    failures: list[BaseException] = []
+
+    def flush_in_another_connection() -> None:
+        try:
+            call_command("flush", interactive=False, verbosity=0, inhibit_post_migrate=True)
+        except BaseException as error:  # reported to the test below
+            failures.append(error)
+        finally:
+            connections.close_all()
+
+    flusher = threading.Thread(target=flush_in_another_connection)
+    flusher.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until the flush holds the first table and waits for the last
+        waiting = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'TRUNCATE%%'"
+        ).fetchone()
+        if waiting and waiting[0]:
+            break
+        time.sleep(0.01)
+    reader.execute(f'SELECT 1 FROM "{first}" LIMIT 1')  # waits for the flush: a deadlock
+    reader.commit()
+    reader.close()
+    watcher.close()
+    flusher.join(timeout=30)
+
+    assert not flusher.is_alive() and failures == []
+    assert not AuditEvent.objects.exists()
