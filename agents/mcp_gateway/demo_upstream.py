@@ -1,0 +1,58 @@
+"""A small MCP server over stdio to try the gateway with (and to test it against).
+
+Run by the gateway as an upstream (`docs/mcp.md`), never imported by the server. It
+counts its own tool calls: with `DEMO_UPSTREAM_CALLS_FILE` set, every call appends
+one line (`<tool> <arguments as JSON>`) to that file, so a test can prove how many
+times the upstream really ran, whatever the gateway answered.
+
+    python -m agents.mcp_gateway.demo_upstream
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+
+server = MCPServer("demo")
+
+
+def _count(tool: str, arguments: dict) -> None:
+    path = os.environ.get("DEMO_UPSTREAM_CALLS_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as calls:
+            calls.write(f"{tool} {json.dumps(arguments, sort_keys=True)}\n")
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False))
+def echo(text: str) -> str:
+    """Say `text` back."""
+    _count("echo", {"text": text})
+    return f"echo: {text}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False))
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    _count("add", {"a": a, "b": b})
+    return a + b
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=True))
+def delete_everything(confirm: bool = False) -> str:
+    """Pretend to delete every record (the demo's prohibited tool)."""
+    _count("delete_everything", {"confirm": confirm})
+    return "deleted everything (not really)"
+
+
+@server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=True))
+def send_note(to: str, text: str) -> str:
+    """Pretend to send a short note (the demo's held tool)."""
+    _count("send_note", {"to": to, "text": text})
+    return f"note sent to {to}"
+
+
+if __name__ == "__main__":
+    server.run("stdio")
