@@ -36,9 +36,7 @@ def calls_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mcp") / "upstream-calls.log"
 
 
-@pytest.fixture(scope="module")
-def gateway_server(django_db_setup, django_db_blocker, calls_file) -> Iterator:
-    """A daphne serving the gateway with the demo upstream as `demo`."""
+def _start_gateway(django_db_blocker, calls_file):
     from tests.live import DaphneServer, child_environment
 
     config = calls_file.parent / "upstreams.json"
@@ -59,9 +57,23 @@ def gateway_server(django_db_setup, django_db_blocker, calls_file) -> Iterator:
         )
     )
     with django_db_blocker.unblock():
-        server = DaphneServer(
+        return DaphneServer(
             env=child_environment(MCP_UPSTREAMS_FILE=str(config), DEMO_UPSTREAM_CALLS_FILE=str(calls_file))
         )
+
+
+@pytest.fixture(scope="module")
+def gateway_server(django_db_setup, django_db_blocker, calls_file) -> Iterator:
+    """A daphne serving the gateway with the demo upstream as `demo`."""
+    server = _start_gateway(django_db_blocker, calls_file)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def second_gateway_server(django_db_setup, django_db_blocker, calls_file, gateway_server) -> Iterator:
+    """Another daphne process with the same configuration: a second replica behind one address."""
+    server = _start_gateway(django_db_blocker, calls_file)
     yield server
     server.stop()
 

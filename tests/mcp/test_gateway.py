@@ -54,10 +54,12 @@ def test_a_client_lists_the_upstream_tools_by_server_without_the_prohibited_one(
 ):
     async def listing():
         async with gateway(gateway_server, token, mode=mode) as client:
-            return (await client.list_tools()).tools
+            return client.protocol_version, (await client.list_tools()).tools
 
-    tools = {tool.name: tool for tool in run(listing())}
+    version, listed = run(listing())
+    tools = {tool.name: tool for tool in listed}
 
+    assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
     assert set(tools) == {"demo.echo", "demo.add", "demo.send_note"}
     assert tools["demo.add"].input_schema["properties"].keys() == {"a", "b"}
     assert tools["demo.echo"].annotations.read_only_hint is True
