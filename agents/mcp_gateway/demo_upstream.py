@@ -3,7 +3,8 @@
 Run by the gateway as an upstream (`docs/mcp.md`), never imported by the server. It
 counts its own tool calls: with `DEMO_UPSTREAM_CALLS_FILE` set, every call appends
 one line (`<tool> <arguments as JSON>`) to that file, so a test can prove how many
-times the upstream really ran, whatever the gateway answered.
+times the upstream really ran, whatever the gateway answered. With
+`DEMO_UPSTREAM_TEST_TOOLS=1` it also offers `crash`, which dies mid-call.
 
     python -m agents.mcp_gateway.demo_upstream
 """
@@ -52,6 +53,15 @@ def send_note(to: str, text: str) -> str:
     """Pretend to send a short note (the demo's held tool)."""
     _count("send_note", {"to": to, "text": text})
     return f"note sent to {to}"
+
+
+if os.environ.get("DEMO_UPSTREAM_TEST_TOOLS") == "1":
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def crash(text: str) -> str:
+        """Die in the middle of the call (tests: an upstream lost between claim and complete)."""
+        _count("crash", {"text": text})
+        os._exit(3)
 
 
 if __name__ == "__main__":

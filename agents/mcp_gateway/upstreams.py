@@ -24,7 +24,7 @@ import anyio
 import httpx2
 import mcp_types as types
 from anyio.abc import TaskGroup, TaskStatus
-from mcp import Client, StdioServerParameters
+from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from controlplane.http.outbound import OutboundURLRefused, check_url
@@ -104,25 +104,30 @@ class _Connection:
             assert self.client is not None
             return self.client
 
-    def drop(self) -> None:
+    def drop(self, client: Client | None = None) -> None:
+        """Close the open connection (only if it is still `client`, when given: a request
+        that failed on an old connection never closes its replacement)."""
+        if client is not None and client is not self.client:
+            return
         self._closed.set()
         self.client = None
 
     async def _hold(self, *, task_status: TaskStatus[None]) -> None:
-        self._closed = anyio.Event()
-        started = False
+        # This connection's own close signal: a replacement opened after a drop gets another.
+        closed = self._closed = anyio.Event()
+        held: Client | None = None
         try:
             async with Client(await _transport_for(self.upstream), cache=None) as client:
-                self.client = client
-                started = True
+                held = self.client = client
                 task_status.started()
-                await self._closed.wait()
+                await closed.wait()
         except Exception:
-            if not started:
+            if held is None:
                 raise
             logger.warning("upstream %s: connection ended", self.upstream.name, exc_info=True)
         finally:
-            self.client = None
+            if held is not None and self.client is held:
+                self.client = None
 
 
 class UpstreamPool:
@@ -140,8 +145,13 @@ class UpstreamPool:
         try:
             with anyio.fail_after(connection.upstream.timeout_seconds):
                 return await operation(client)
+        except MCPError as exc:
+            # An error answer (the session is still good), or the connection lost mid-request.
+            if exc.code == types.CONNECTION_CLOSED:
+                connection.drop(client)
+            raise UpstreamError(f"upstream {name!r} answered an error: {exc}") from exc
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, TimeoutError) as exc:
-            connection.drop()
+            connection.drop(client)
             raise UpstreamError(f"upstream {name!r} failed: {exc!r}") from exc
 
     async def list_tools(self, name: str) -> list[types.Tool]:

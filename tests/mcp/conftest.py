@@ -27,6 +27,7 @@ GATEWAY_RULES = [
         "action_type": "demo.delete_everything",
         "risk_level": "prohibited",
     },
+    {"name": "demo_crash_low", "priority": 14, "action_type": "demo.crash", "risk_level": "low"},
     {"name": "demo_notes_high", "priority": 13, "action_type": "demo.send_note", "risk_level": "high"},
 ]
 
@@ -50,7 +51,7 @@ def _start_gateway(django_db_blocker, calls_file):
                         "command": sys.executable,
                         "args": ["-m", "agents.mcp_gateway.demo_upstream"],
                         "cwd": str(Path(__file__).resolve().parents[2]),
-                        "env": ["DEMO_UPSTREAM_CALLS_FILE", "PYTHONPATH"],
+                        "env": ["DEMO_UPSTREAM_CALLS_FILE", "DEMO_UPSTREAM_TEST_TOOLS", "PYTHONPATH"],
                     }
                 ]
             }
@@ -58,7 +59,9 @@ def _start_gateway(django_db_blocker, calls_file):
     )
     with django_db_blocker.unblock():
         return DaphneServer(
-            env=child_environment(MCP_UPSTREAMS_FILE=str(config), DEMO_UPSTREAM_CALLS_FILE=str(calls_file))
+            env=child_environment(
+                MCP_UPSTREAMS_FILE=str(config), DEMO_UPSTREAM_CALLS_FILE=str(calls_file), DEMO_UPSTREAM_TEST_TOOLS="1"
+            )
         )
 
 

@@ -60,7 +60,7 @@ def test_a_client_lists_the_upstream_tools_by_server_without_the_prohibited_one(
     tools = {tool.name: tool for tool in listed}
 
     assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-    assert set(tools) == {"demo.echo", "demo.add", "demo.send_note"}
+    assert set(tools) == {"demo.echo", "demo.add", "demo.send_note", "demo.crash"}
     assert tools["demo.add"].input_schema["properties"].keys() == {"a", "b"}
     assert tools["demo.echo"].annotations.read_only_hint is True
     assert tools["demo.echo"].description == "Say `text` back."
@@ -168,3 +168,21 @@ def test_a_foreign_host_or_a_browser_origin_is_refused_even_with_a_good_token(ga
 
     assert _post(gateway_server, {**auth, "Host": "attacker.example"}).status_code == 421
     assert _post(gateway_server, {**auth, "Origin": "http://attacker.example"}).status_code == 403
+
+
+def test_an_upstream_lost_during_a_call_ends_outcome_unknown_and_is_not_called_again(
+    gateway_server, token, gateway_rules, upstream_calls
+):
+    async def calls():
+        async with gateway(gateway_server, token) as client:
+            lost = await client.call_tool("demo.crash", {"text": "now"})
+            after = await client.call_tool("demo.echo", {"text": "still here"})
+            return lost, after
+
+    lost, after = run(calls())
+
+    request = ApprovalRequest.objects.get(action_type="demo.crash")
+    assert lost.is_error and "whether it ran is unknown" in text_of(lost)
+    assert (request.state, request.resolution_code) == (State.FAILED, "outcome_unknown")
+    assert text_of(after) == "echo: still here"  # the next call starts the upstream again
+    assert [tool for tool, _ in upstream_calls()] == ["crash", "echo"]
