@@ -5,7 +5,8 @@ the REST API's tokens and code: `Authorization: Bearer <token>` holding the
 `submit` and `claim` scopes (the gateway submits each call and runs it through the
 handshake as the agent), under the same per-token rate limit. A refusal is the
 API's JSON error with its `code` (401 for a missing, unknown, revoked or expired
-token), before the SDK reads the body.
+token), before the SDK reads the body. Only POST is served: a stateless server has
+no stream to open for a GET and no session for a DELETE to end (405).
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from rest_framework import exceptions
 
 from agents.api.auth import AgentPrincipal, consume_rate, principal_from_header
 from agents.models import Scope
-from controlplane.http.codes import INSUFFICIENT_SCOPE, INVALID_TOKEN, NOT_AUTHENTICATED, RATE_LIMITED
+from controlplane.http.codes import (
+    INSUFFICIENT_SCOPE,
+    INVALID_TOKEN,
+    METHOD_NOT_ALLOWED,
+    NOT_AUTHENTICATED,
+    RATE_LIMITED,
+)
 from controlplane.http.codes import get as get_code
 from controlplane.http.errors import error_body
 
@@ -78,6 +85,11 @@ def with_gateway(django_app: Any) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or not _is_mcp(scope.get("path", "")):
             await django_app(scope, receive, send)
+            return
+        if scope.get("method") != "POST":
+            # Stateless: no stream for the server to speak on (GET) and no session to end
+            # (DELETE); a GET stream would only hang open.
+            await _refuse(send, METHOD_NOT_ALLOWED, "The MCP gateway answers POST only.", {"allow": "POST"})
             return
         # Django's request signals, as its own ASGI handler sends them (connection upkeep, caches).
         await request_started.asend(sender=Gateway, scope=scope)

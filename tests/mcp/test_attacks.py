@@ -131,3 +131,15 @@ async def _in_thread(fn, *args):
     import asyncio
 
     return await asyncio.to_thread(fn, *args)
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_only_post_is_served_so_no_stream_hangs_open(gateway_server, token, method):
+    answer = httpx2.request(
+        method,
+        f"{gateway_server.url}/mcp/",
+        headers={"Authorization": f"Bearer {token}", "Accept": "text/event-stream"},
+        timeout=10,
+    )
+
+    assert (answer.status_code, answer.json()["code"], answer.headers["allow"]) == (405, "method_not_allowed", "POST")
