@@ -4,7 +4,8 @@ Run by the gateway as an upstream (`docs/mcp.md`), never imported by the server.
 counts its own tool calls: with `DEMO_UPSTREAM_CALLS_FILE` set, every call appends
 one line (`<tool> <arguments as JSON>`) to that file, so a test can prove how many
 times the upstream really ran, whatever the gateway answered. With
-`DEMO_UPSTREAM_TEST_TOOLS=1` it also offers `crash`, which dies mid-call.
+`DEMO_UPSTREAM_TEST_TOOLS=1` it also offers `crash`, which dies mid-call, and `environment`, the
+names of the variables it was started with.
 
     python -m agents.mcp_gateway.demo_upstream
 """
@@ -62,6 +63,12 @@ if os.environ.get("DEMO_UPSTREAM_TEST_TOOLS") == "1":
         """Die in the middle of the call (tests: an upstream lost between claim and complete)."""
         _count("crash", {"text": text})
         os._exit(3)
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def environment() -> list[str]:
+        """The names of the environment variables this process was given (tests: what leaks)."""
+        _count("environment", {})
+        return sorted(os.environ)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ GATEWAY_RULES = [
         "action_type": "demo.delete_everything",
         "risk_level": "prohibited",
     },
+    {"name": "demo_environment_low", "priority": 15, "action_type": "demo.environment", "risk_level": "low"},
     {"name": "demo_crash_low", "priority": 14, "action_type": "demo.crash", "risk_level": "low"},
     {"name": "demo_notes_high", "priority": 13, "action_type": "demo.send_note", "risk_level": "high"},
 ]

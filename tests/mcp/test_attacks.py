@@ -143,3 +143,16 @@ def test_only_post_is_served_so_no_stream_hangs_open(gateway_server, token, meth
     )
 
     assert (answer.status_code, answer.json()["code"], answer.headers["allow"]) == (405, "method_not_allowed", "POST")
+
+
+def test_a_stdio_upstream_gets_none_of_the_servers_secrets(gateway_server, token, gateway_rules):
+    """Only the variables its `env` names (and the SDK's minimal defaults) reach the upstream."""
+
+    async def call():
+        async with gateway(gateway_server, token) as client:
+            return await client.call_tool("demo.environment", {})
+
+    names = set(run(call()).structured_content["result"])
+
+    assert "DEMO_UPSTREAM_CALLS_FILE" in names
+    assert not names & {"DATABASE_URL", "SECRET_KEY", "AUDIT_SIGNING_KEY", "AUDIT_HMAC_KEY", "REDIS_URL"}
