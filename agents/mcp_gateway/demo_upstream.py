@@ -7,7 +7,8 @@ times the upstream really ran, whatever the gateway answered. With
 `DEMO_UPSTREAM_TEST_TOOLS=1` it also offers `crash`, which dies mid-call, and `environment`, the
 names of the variables it was started with.
 
-    python -m agents.mcp_gateway.demo_upstream
+    python -m agents.mcp_gateway.demo_upstream              # over stdio
+    python -m agents.mcp_gateway.demo_upstream --http 8765  # over Streamable HTTP, on loopback
 """
 
 from __future__ import annotations
@@ -71,5 +72,30 @@ if os.environ.get("DEMO_UPSTREAM_TEST_TOOLS") == "1":
         return sorted(os.environ)
 
 
+def serve_http(port: int) -> None:
+    """Serve over Streamable HTTP on loopback instead (tests: an HTTP upstream). With
+    `DEMO_UPSTREAM_BEARER` set, a request without `Authorization: Bearer <it>` is 401."""
+    import uvicorn
+
+    app = server.streamable_http_app()
+    expected = os.environ.get("DEMO_UPSTREAM_BEARER", "")
+
+    async def guarded(scope, receive, send):
+        if expected and scope["type"] == "http":
+            given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+            if given != f"Bearer {expected}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+        await app(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
-    server.run("stdio")
+    import sys
+
+    if sys.argv[1:2] == ["--http"]:
+        serve_http(int(sys.argv[2]))
+    else:
+        server.run("stdio")
