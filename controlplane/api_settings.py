@@ -50,6 +50,9 @@ CALLBACK_RETRY_MAX_SECONDS = float(os.environ.get("CALLBACK_RETRY_MAX_SECONDS", 
 CALLBACK_TIMEOUT_SECONDS = float(os.environ.get("CALLBACK_TIMEOUT_SECONDS", "10"))
 # Nudge a worker right after each change (the beat sweep delivers regardless).
 CALLBACK_PUSH_TASK = env_bool("CALLBACK_PUSH_TASK", True)
+# The MCP gateway's upstream servers (agents/mcp_gateway/config.py): a deploy-time JSON or
+# TOML file, never the database or the admin (a command there would be code execution).
+MCP_UPSTREAMS_FILE = os.environ.get("MCP_UPSTREAMS_FILE", "")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "HITL control plane API",
