@@ -1,11 +1,9 @@
-"""The interop venv is keyed by what it installs, and imports the client from this tree."""
+"""The interop venv is keyed by what it installs (that it imports the client from this tree:
+test_openai_agents.py)."""
 
 from __future__ import annotations
 
 import shutil
-import subprocess
-
-import pytest
 
 from .venv import CLIENT, REQUIREMENTS, client_dependencies, content_hash
 
@@ -40,17 +38,3 @@ def test_the_key_is_the_pinned_sdk_the_client_dependencies_and_the_client_path(t
     moved = tmp_path / "elsewhere"
     shutil.copytree(client, moved)
     assert content_hash(requirements, moved) != changed, "another tree's client gets its own venv"
-
-
-@pytest.mark.slow
-def test_the_venv_imports_the_client_from_this_tree(openai_agents_python):
-    done = subprocess.run(
-        [str(openai_agents_python), "-c", "import hitl_controlplane, agents; print(hitl_controlplane.__file__)"],
-        capture_output=True,
-        text=True,
-        cwd="/",
-        env={"PATH": "/usr/bin:/bin"},
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(CLIENT.resolve() / "hitl_controlplane" / "__init__.py")
