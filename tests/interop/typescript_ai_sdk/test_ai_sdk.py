@@ -36,8 +36,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 HOST = HOSTS / "ai-sdk"
 RESULT = "sent 90 to acme"
-# What the model reads when the client refused the call inside the tool (REFUSED_MESSAGE in ai-sdk.ts).
-REFUSED_MESSAGE = "Not run: the control plane client refused this call, so nothing was executed. Do not retry it. Why: "
+# What the model reads when the client refused the call inside the tool (REFUSED_MESSAGE in ai-sdk.ts):
+# a fixed text, so nothing the proxy wrote reaches the model.
+MODEL_READS_REFUSED = (
+    "ToolCallRefused: Not run: the control plane client refused this call (its approval or grant did not verify),"
+    " so nothing was executed. Do not retry it."
+)
 
 
 @pytest.fixture(scope="session")
@@ -162,8 +166,8 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
         proxy.close()
     expected = "not the granted ones" if tampering == "alter_params" else "grant_signature does not match"
     assert expected in refused["message"], refused
-    # The tool was aborted before it ran; the model read that it was refused, and why; the host stops.
-    assert refused["read"] == [f"ToolCallRefused: {REFUSED_MESSAGE}{refused['message']}"]
+    # The tool was aborted before it ran; the model read that it was refused; the host read why, and stops.
+    assert refused["read"] == [MODEL_READS_REFUSED]
     assert ApprovalRequest.objects.get(pk=request_id).state == "executing"  # claimed, never completed
 
 
@@ -186,7 +190,7 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
     finally:
         proxy.close()
     assert "nonce" in refused["message"], refused
-    assert refused["read"] == [f"ToolCallRefused: {REFUSED_MESSAGE}{refused['message']}"]
+    assert refused["read"] == [MODEL_READS_REFUSED]
     request = ApprovalRequest.objects.get(pk=request_id)
     assert (request.state, request.attempts) == ("succeeded", 1)
     assert "request.expired" not in verbs(request_id)

@@ -205,11 +205,14 @@ export async function decideApprovals(
 }
 
 /**
- * What the model reads when the client refused a call inside the tool (before the reason).
- * The SDK shows the model a tool's error as `error-text`; this says it was a refusal and that
- * nothing ran, so the model neither takes it for a failure to retry nor for a result.
+ * What the model reads when the client refused a call inside the tool. The SDK shows the model
+ * a tool's error as `error-text`; this says it was a refusal and that nothing ran, so the model
+ * takes it neither for a failure to retry nor for a result. It is a fixed text: the reason
+ * quotes what the network said (a key id, a nonce), which someone in between chose, and none
+ * of that reaches the model; the host reads the reason (`cause`, `onRefused`).
  */
-export const REFUSED_MESSAGE = 'Not run: the control plane client refused this call, so nothing was executed. Do not retry it. Why: ';
+export const REFUSED_MESSAGE =
+  'Not run: the control plane client refused this call (its approval or grant did not verify), so nothing was executed. Do not retry it.';
 
 /**
  * The error the tool throws for a refusal: the SDK ends the tool call with it (a `tool-error`,
@@ -219,7 +222,7 @@ export class ToolCallRefused extends DecisionRefused {
   override name = 'ToolCallRefused';
 
   constructor(refusal: DecisionRefused) {
-    super(REFUSED_MESSAGE + refusal.message, { cause: refusal });
+    super(REFUSED_MESSAGE, { cause: refusal });
   }
 }
 
@@ -237,7 +240,7 @@ type Execute<A, O, R> = (input: A, options: O) => R | Promise<R>;
  * without an id cannot be keyed, so it is refused rather than run. A refusal (a decision or
  * grant that does not verify, an answer altered in transit) aborts the tool before it runs:
  * `onRefused` gets the client's DecisionRefused, and the SDK gets a `ToolCallRefused`, whose
- * message (REFUSED_MESSAGE and the reason) is what the model reads.
+ * message (REFUSED_MESSAGE, a fixed text) is what the model reads.
  */
 export function controlledExecute<A, O extends ToolExecutionOptions, R>(
   cp: ControlPlane,

@@ -137,6 +137,6 @@ test('a DecisionRefused inside the tool aborts it, reaches the host, and the mod
   // The SDK ended the call with the refusal (a tool-error, never a tool-result)...
   assert.deepEqual(ended.map((output) => output.type), ['tool-error']);
   assert.ok(ended[0].error instanceof ToolCallRefused && ended[0].error.cause === refusals[0]);
-  // ...and the model read that it was refused, that nothing ran, and why.
-  assert.deepEqual(read, [`ToolCallRefused: ${REFUSED_MESSAGE}${reason}`]);
+  // ...and the model read that it was refused and that nothing ran; the reason went to the host only.
+  assert.deepEqual(read, [`ToolCallRefused: ${REFUSED_MESSAGE}`]);
 });
