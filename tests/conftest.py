@@ -15,7 +15,12 @@ from django.core.management import call_command
 
 from hitl_controlplane.decisions import trusted_keys
 
-pytest_plugins = ["tests.fixtures.services", "tests.fixtures.cast", "tests.fixtures.typescript"]
+pytest_plugins = [
+    "tests.fixtures.services",
+    "tests.fixtures.cast",
+    "tests.fixtures.typescript",
+    "tests.fixtures.executions",
+]
 
 # Helpers that assert on the tests' behalf report like the tests' own asserts.
 pytest.register_assert_rewrite("tests.sockets")

@@ -7,7 +7,8 @@ with `controlled_langchain_tool`, run as its own process on a checkpoint saved t
 `start` submits and waits for the decision (the test decides), then saves the checkpoint
 and the resume value without resuming; each `resume` restores both and resumes.
 Environment: CONTROLPLANE_URL, CONTROLPLANE_TOKEN, CONTROLPLANE_PUBLIC_KEYS, TOOL_LOG,
-KILL_IN_TOOL=1 (the tool kills its own process once it ran). Prints one JSON line.
+KILL_IN_TOOL=1 (the tool kills its own process once it ran). Prints one JSON line
+(`{"refused": ...}` when the client raised DecisionRefused).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.types import Command
 
-from hitl_controlplane.client import ControlPlane
+from hitl_controlplane.client import ControlPlane, DecisionRefused
 from hitl_controlplane.client.langchain_hitl import answer_interrupts
 from hitl_controlplane.client.langchain_tools import controlled_langchain_tool
 from tests.client.langgraph_host import load, save  # the same checkpoint file format
@@ -91,5 +92,9 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main()))
+    try:
+        printed = main()
+    except DecisionRefused as refusal:  # the client refused what it was told: nothing ran, the test reads why
+        printed = {"refused": str(refusal)}
+    print(json.dumps(printed))
     sys.stdout.flush()

@@ -10,10 +10,6 @@ altered in transit runs nothing.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -35,10 +31,10 @@ from audit.models import AuditEvent
 from hitl_controlplane.client import AsyncControlPlane, ControlPlane, DecisionRefused
 from hitl_controlplane.client.langchain_hitl import aanswer_interrupts, answer_interrupts
 from hitl_controlplane.client.langchain_tools import controlled_langchain_tool
+from tests.client.langchain_processes import LangChainHost
 from tests.client.test_langchain_hitl import ScriptedModel
 from tests.client.test_langgraph_tools import ClaimTampering, decide
 from tests.execution.harness import wait_for
-from tests.live import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -223,76 +219,14 @@ def test_the_async_client_runs_the_wrapped_tools_through_the_handshake(
     assert state["messages"][-1].content == "All done."
 
 
-# --- Two processes, one saved checkpoint ------------------------------------------------------------
-
-LANGCHAIN_HOST = ROOT / "tests" / "client" / "langchain_host.py"
-
-
-class Host:
-    """langchain_host.py as its own process on the checkpoint file under `tmp_path`."""
-
-    def __init__(self, server, token, key, tmp_path, mode: str) -> None:
-        self.state = tmp_path / "checkpoint.pickle"
-        self.tool_log = tmp_path / "tool-runs.jsonl"
-        self.tool_log.touch()
-        self.mode = mode
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "PYTHONPATH": f"{ROOT}:{ROOT / 'clients' / 'python'}",
-            "CONTROLPLANE_URL": server.url,
-            "CONTROLPLANE_TOKEN": token,
-            "CONTROLPLANE_PUBLIC_KEYS": key,
-            "TOOL_LOG": str(self.tool_log),
-        }
-        self.cwd = tmp_path
-
-    def start(self, command: str, **env: str) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, str(LANGCHAIN_HOST), command, "--state", str(self.state), "--interrupt-mode", self.mode],
-            cwd=self.cwd,
-            env={**self.env, **env},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def finish(self, process: subprocess.Popen) -> dict:
-        out, err = process.communicate(timeout=120)
-        assert process.returncode == 0, err
-        return json.loads(out.strip().splitlines()[-1])
-
-    def started_and_approved(self, server_url: str, reviewer) -> ApprovalRequest:
-        process = self.start("start")
-        [request] = wait_for(
-            lambda: list(ApprovalRequest.objects.filter(run_id=f"run-{self.mode}")), what="the call to be pending"
-        )
-        decide(server_url, reviewer, str(request.pk), decision="approve")
-        self.finish(process)
-        return request
-
-    def tool_runs(self) -> list[dict]:
-        return [json.loads(line) for line in self.tool_log.read_text().splitlines()]
-
-
-@pytest.fixture
-def langchain_transfer_rule(admin_user):
-    rule = {
-        "name": "lct_transfers",
-        "priority": 5,
-        "action_type": "transfer_funds",
-        "risk_level": "high",
-        "required_approvals": 1,
-        "editable_params": ["amount"],
-        "conditions": [],
-    }
-    return policy.save_rule(rule, actor=Person(admin_user), note="LangChain wrapped tools, two processes")
+# --- Two processes, one saved checkpoint (tests/client/langchain_processes.py) -------------------------
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
 def test_the_same_saved_checkpoint_resumed_in_two_processes_runs_the_tool_once(
-    daphne_server, token, server_public_key, people, langchain_transfer_rule, tmp_path, mode
+    daphne_server, token, server_public_key, people, transfer_rule, tmp_path, mode
 ):
-    host = Host(daphne_server, token, server_public_key, tmp_path, mode)
+    host = LangChainHost(daphne_server, token, server_public_key, tmp_path, mode)
     request = host.started_and_approved(daphne_server.url, people["alice"])
     first = host.finish(host.start("resume"))
     second = host.finish(host.start("resume"))
@@ -303,10 +237,11 @@ def test_the_same_saved_checkpoint_resumed_in_two_processes_runs_the_tool_once(
     assert (request.state, request.attempts, request.tool_call_id) == ("succeeded", 1, "call_1")
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
 def test_a_host_killed_in_the_wrapped_tool_ends_outcome_unknown_and_never_runs_again(
-    short_lease_server, token, server_public_key, people, langchain_transfer_rule, tmp_path
+    short_lease_server, token, server_public_key, people, transfer_rule, tmp_path, mode
 ):
-    host = Host(short_lease_server, token, server_public_key, tmp_path, "per_call")
+    host = LangChainHost(short_lease_server, token, server_public_key, tmp_path, mode)
     request = host.started_and_approved(short_lease_server.url, people["alice"])
     killed = host.start("resume", KILL_IN_TOOL="1")
     killed.communicate(timeout=120)

@@ -1,9 +1,9 @@
 """The OpenAI Agents SDK's tool approvals decided by people, against the real SDK.
 
 Each host (host.py) runs in its own process with the interop virtualenv: the real
-`openai-agents` (pinned in requirements.txt) and the client installed from
-clients/python, from a directory outside the repository (here `agents` is our
-Django app; there it is the SDK). The model is the SDK's ScriptedModel, so no
+`openai-agents` (pinned in requirements.txt) and the client's dependencies, the client
+imported from clients/python (venv.py), from a directory outside the repository (here
+`agents` is our Django app; there it is the SDK). The model is the SDK's ScriptedModel, so no
 network. Reviewers answer through the reviewer JSON API of a real daphne.
 """
 
@@ -26,7 +26,7 @@ from hitl_controlplane.client.openai_agents import EDITED_MESSAGE
 from hitl_controlplane.ed25519 import SigningKey
 from tests.scale.conftest import csrf_headers, session_cookies
 
-from .venv import HOST
+from .venv import CLIENT, HOST
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -319,7 +319,9 @@ def test_a_submission_answer_naming_an_older_approval_runs_nothing(host, daphne_
     assert (old.state, old.attempts) == ("approved", 0)
 
 
-def test_the_client_installs_beside_the_sdk_and_both_import(openai_agents_python, tmp_path):
+def test_the_client_imports_beside_the_sdk_from_this_tree(openai_agents_python, tmp_path):
+    """The venv resolved the SDK and the client's declared dependencies together (venv.py); the
+    SDK comes from its site-packages, the client from this tree (its .pth), neither from ours."""
     code = (
         "import agents, hitl_controlplane.client, hitl_controlplane.verify, hitl_controlplane.client.openai_agents;"
         "from agents import Runner, RunState; print(agents.__file__); print(hitl_controlplane.client.__file__)"
@@ -332,5 +334,5 @@ def test_the_client_installs_beside_the_sdk_and_both_import(openai_agents_python
         env={"PATH": "/usr/bin:/bin"},
         check=True,
     ).stdout.splitlines()
-    assert all("site-packages" in line for line in out), out
-    assert sys.prefix not in out[0]
+    assert "site-packages" in out[0] and sys.prefix not in out[0], out
+    assert out[1] == str(CLIENT.resolve() / "hitl_controlplane" / "client" / "__init__.py"), out

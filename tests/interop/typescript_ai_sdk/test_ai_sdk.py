@@ -36,6 +36,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 HOST = HOSTS / "ai-sdk"
 RESULT = "sent 90 to acme"
+# What the model reads when the client refused the call inside the tool (REFUSED_MESSAGE in ai-sdk.ts):
+# a fixed text, so nothing the proxy wrote reaches the model.
+MODEL_READS_REFUSED = (
+    "ToolCallRefused: Not run: the control plane client refused this call (its approval or grant did not verify),"
+    " so nothing was executed. Do not retry it."
+)
 
 
 @pytest.fixture(scope="session")
@@ -142,16 +148,17 @@ def test_reject_with_feedback_is_what_the_model_reads(ai_sdk_run, people, ai_sdk
     assert ApprovalRequest.objects.get(pk=request_id).state == "rejected"
 
 
+@pytest.mark.parametrize("stream", ["0", "1"], ids=["generateText", "streamText"])
 @pytest.mark.parametrize("tampering", ["alter_params", "decision_as_grant"])
 def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
-    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule, tampering
+    ai_sdk_run, daphne_server, people, ai_sdk_transfer_rule, tampering, stream
 ):
-    run_id = f"ai-claim-{tampering}"
+    run_id = f"ai-claim-{tampering}-{stream}"
     request_id = _start(ai_sdk_run, run_id)
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     proxy = RewritingProxy(daphne_server.port, getattr(ClaimTampering(), tampering))
     try:
-        resumed = ai_sdk_run("resume", run_id, url=proxy.url)
+        resumed = ai_sdk_run("resume", run_id, url=proxy.url, STREAM=stream)
         resumed.next_event("decided")
         refused = resumed.next_event("refused")  # no "ran" before it
         resumed.finish()
@@ -159,7 +166,8 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
         proxy.close()
     expected = "not the granted ones" if tampering == "alter_params" else "grant_signature does not match"
     assert expected in refused["message"], refused
-    # The SDK shows the model the tool's error; the host stops on the refusal. Nothing ran.
+    # The tool was aborted before it ran; the model read that it was refused; the host read why, and stops.
+    assert refused["read"] == [MODEL_READS_REFUSED]
     assert ApprovalRequest.objects.get(pk=request_id).state == "executing"  # claimed, never completed
 
 
@@ -182,8 +190,10 @@ def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
     finally:
         proxy.close()
     assert "nonce" in refused["message"], refused
+    assert refused["read"] == [MODEL_READS_REFUSED]
     request = ApprovalRequest.objects.get(pk=request_id)
     assert (request.state, request.attempts) == ("succeeded", 1)
+    assert "request.expired" not in verbs(request_id)
 
 
 def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never_runs_again(

@@ -204,6 +204,28 @@ export async function decideApprovals(
   return message as ApprovalMessage & { decided: Decided[] };
 }
 
+/**
+ * What the model reads when the client refused a call inside the tool. The SDK shows the model
+ * a tool's error as `error-text`; this says it was a refusal and that nothing ran, so the model
+ * takes it neither for a failure to retry nor for a result. It is a fixed text: the reason
+ * quotes what the network said (a key id, a nonce), which someone in between chose, and none
+ * of that reaches the model; the host reads the reason (`cause`, `onRefused`).
+ */
+export const REFUSED_MESSAGE =
+  'Not run: the control plane client refused this call (its approval or grant did not verify), so nothing was executed. Do not retry it.';
+
+/**
+ * The error the tool throws for a refusal: the SDK ends the tool call with it (a `tool-error`,
+ * never a result) and the model reads its message. `cause` is the client's DecisionRefused.
+ */
+export class ToolCallRefused extends DecisionRefused {
+  override name = 'ToolCallRefused';
+
+  constructor(refusal: DecisionRefused) {
+    super(REFUSED_MESSAGE, { cause: refusal });
+  }
+}
+
 /** What the SDK hands a tool's `execute` besides its input, as far as it is read here. */
 export interface ToolExecutionOptions {
   toolCallId?: string;
@@ -215,7 +237,10 @@ type Execute<A, O, R> = (input: A, options: O) => R | Promise<R>;
  * `execute` wrapped in the handshake: the call (by `options.toolCallId`) runs through
  * `runTool` with the approved (possibly edited) params in place of the model's input, at most
  * once across processes; otherwise the tool's output is the text the model reads. A call
- * without an id cannot be keyed, so it is refused rather than run.
+ * without an id cannot be keyed, so it is refused rather than run. A refusal (a decision or
+ * grant that does not verify, an answer altered in transit) aborts the tool before it runs:
+ * `onRefused` gets the client's DecisionRefused, and the SDK gets a `ToolCallRefused`, whose
+ * message (REFUSED_MESSAGE, a fixed text) is what the model reads.
  */
 export function controlledExecute<A, O extends ToolExecutionOptions, R>(
   cp: ControlPlane,
@@ -224,11 +249,15 @@ export function controlledExecute<A, O extends ToolExecutionOptions, R>(
   options: CallOptions = {},
 ): (input: A, executionOptions: O) => Promise<R | string> {
   return async (input, executionOptions) => {
+    const refused = (error: DecisionRefused): never => {
+      options.onRefused?.(error);
+      throw new ToolCallRefused(error);
+    };
     const toolCallId = executionOptions?.toolCallId;
     if (!toolCallId) {
-      const error = new DecisionRefused(`tool ${toolName}: the SDK gave no call id, so the call cannot be claimed and is not run`);
-      options.onRefused?.(error);
-      throw error;
+      return refused(
+        new DecisionRefused(`tool ${toolName}: the SDK gave no call id, so the call cannot be claimed and is not run`),
+      );
     }
     try {
       const params = paramsOf(toolCallId, input);
@@ -237,7 +266,7 @@ export function controlledExecute<A, O extends ToolExecutionOptions, R>(
         (granted) => execute(granted as A, executionOptions),
       );
     } catch (error) {
-      if (error instanceof DecisionRefused) options.onRefused?.(error);
+      if (error instanceof DecisionRefused && !(error instanceof ToolCallRefused)) return refused(error);
       throw error;
     }
   };

@@ -4,12 +4,14 @@
 // submitted with the call id and the model's input, the decision becomes the
 // tool-approval-response (feedback as its reason), execute goes through runTool keyed by the
 // call id with the granted params, stored messages give the pending requests back, and a
-// DecisionRefused reaches the host through onRefused while nothing runs.
+// DecisionRefused reaches the host through onRefused while nothing runs and the model reads a refusal.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { generateText, jsonSchema, streamText, tool } from 'ai';
 import { DecisionRefused } from 'hitl-controlplane';
 import {
+  REFUSED_MESSAGE,
+  ToolCallRefused,
   approvalRequests,
   controlledTool,
   decideApprovals,
@@ -112,20 +114,29 @@ test("a denial is the tool-approval-response with the reviewer's words as its re
   assert.deepEqual(read, ['Rejected by alice: ask finance first.']);
 });
 
-test('a DecisionRefused inside the tool reaches the host and nothing runs', async () => {
+test('a DecisionRefused inside the tool aborts it, reaches the host, and the model reads a refusal', async () => {
   const cp = standIn({ refuse: true });
   const executed = [];
-  const { model, tools, refusals } = setup(cp, executed);
+  const { model, read, tools, refusals } = setup(cp, executed);
   const messages = [{ role: 'user', content: 'pay acme' }];
   const first = await generateText({ model, tools, toolApproval: userApproval(tools), messages });
   const answer = await decideApprovals(cp, approvalRequests(first.content), { runId: 'run-1' });
+  const ended = [];
   await generateText({
     model,
     tools,
     toolApproval: userApproval(tools),
     messages: [...messages, ...first.response.messages, answer],
+    onToolExecutionEnd: (event) => ended.push(event.toolOutput),
   });
   assert.equal(refusals.length, 1);
   assert.ok(refusals[0] instanceof DecisionRefused);
   assert.deepEqual(executed, []);
+  const reason = 'request req-1: the params to run are not the granted ones';
+  assert.equal(refusals[0].message, reason);
+  // The SDK ended the call with the refusal (a tool-error, never a tool-result)...
+  assert.deepEqual(ended.map((output) => output.type), ['tool-error']);
+  assert.ok(ended[0].error instanceof ToolCallRefused && ended[0].error.cause === refusals[0]);
+  // ...and the model read that it was refused and that nothing ran; the reason went to the host only.
+  assert.deepEqual(read, [`ToolCallRefused: ${REFUSED_MESSAGE}`]);
 });

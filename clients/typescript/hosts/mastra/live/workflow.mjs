@@ -1,9 +1,10 @@
 // Seed 002's `approval-flow` workflow (normalize -> approval -> receipt); its suspension goes
 // through resumeSuspendedRun: submitted, the reviewers' validated answer resumes the run, a
-// refusal cancels it. AMOUNT sets the input.
+// refusal cancels it; an answer that does not verify (DecisionRefused) never resumes it.
+// AMOUNT sets the input.
 import { Mastra } from '@mastra/core/mastra';
 import { createStep, createWorkflow } from '@mastra/core/workflows';
-import { ControlPlane } from 'hitl-controlplane';
+import { ControlPlane, DecisionRefused } from 'hitl-controlplane';
 import { resumeSuspendedRun } from 'hitl-controlplane/mastra';
 import { z } from 'zod';
 
@@ -49,11 +50,20 @@ const cp = new ControlPlane({ pollWait: 5 });
 const run = await mastra.getWorkflow('workflow').createRun();
 const started = await run.start({ inputData: { amount: Number(process.env.AMOUNT ?? '150.125') } });
 emit('started', { status: started.status, run_id: run.runId });
-const { resumed, result, resume } = await resumeSuspendedRun(cp, run, started, {
-  workflowId: workflow.id,
-  resumeSchema: z.toJSONSchema(resumeSchema), // zod 4 writes draft 2020-12
-  summary: started.steps?.approval?.suspendPayload?.reason,
-});
+let answered;
+try {
+  answered = await resumeSuspendedRun(cp, run, started, {
+    workflowId: workflow.id,
+    resumeSchema: z.toJSONSchema(resumeSchema), // zod 4 writes draft 2020-12
+    summary: started.steps?.approval?.suspendPayload?.reason,
+  });
+} catch (error) {
+  if (!(error instanceof DecisionRefused)) throw error;
+  emit('refused', { message: error.message, executions }); // the run was never resumed
+  await mastra.shutdown?.();
+  process.exit(0);
+}
+const { resumed, result, resume } = answered;
 const { status } = resumed ? result : await mastra.getWorkflow('workflow').getWorkflowRunById(run.runId);
 emit('result', {
   resumed,
