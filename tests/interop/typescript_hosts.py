@@ -15,6 +15,9 @@ import subprocess
 import threading
 from pathlib import Path
 
+from approvals import policy
+from approvals.models import ApprovalRequest, RiskRule
+from approvals.people import Person
 from audit.models import AuditEvent
 
 HOSTS = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "hosts"
@@ -76,3 +79,52 @@ class Host:
 
 def verbs(request_id: str) -> set[str]:
     return set(AuditEvent.objects.filter(request_id=request_id).values_list("verb", flat=True))
+
+
+class HostRuns:
+    """Starts a host's phases against one server as the test's agent; `stop_all` kills
+    whatever is still running when the test ends (a host killed on purpose included)."""
+
+    def __init__(self, folder: Path, *, url: str, token: str, public_keys: str, state_dir: Path) -> None:
+        self.folder, self.url, self.state_dir = folder, url, state_dir
+        self.env = {
+            "CONTROLPLANE_TOKEN": token,
+            "CONTROLPLANE_PUBLIC_KEYS": public_keys,
+            "CONTROLPLANE_AGENT": "mail-bot",
+        }
+        self.started: list[Host] = []
+
+    def __call__(self, phase: str, run_id: str, url: str | None = None, **env: str) -> Host:
+        process = Host(
+            self.folder,
+            {
+                **self.env,
+                "CONTROLPLANE_URL": url or self.url,
+                "PHASE": phase,
+                "RUN_ID": run_id,
+                "STATE_FILE": str(self.state_dir / f"{run_id}.state.json"),
+                **env,
+            },
+        )
+        self.started.append(process)
+        return process
+
+    def stop_all(self) -> None:
+        for process in self.started:
+            process.stop()
+
+
+def start_until_interrupted(run: HostRuns, run_id: str) -> str:
+    """The run interrupted, its call submitted, the state saved: the request's id."""
+    start = run("start", run_id)
+    interrupted = start.next_event("interrupted")
+    start.finish()
+    assert interrupted["callIds"] == ["call_7"]
+    (request_id,) = interrupted["ids"]
+    request = ApprovalRequest.objects.get(pk=request_id)
+    assert request.state == "pending_approval" and request.idempotency_key == f"{run_id}:call_7"
+    return request_id
+
+
+def save_transfer_rule(admin_user) -> RiskRule:
+    return policy.save_rule(TRANSFER, actor=Person(admin_user), note="one-person transfers")

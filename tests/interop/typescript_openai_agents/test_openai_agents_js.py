@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from approvals import policy, services
+from approvals import services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
 from audit.chain import digest
@@ -30,7 +30,14 @@ from tests.fixtures.typescript import (
     swap_submission_id,
 )
 from tests.interop.conftest import _npm_ci
-from tests.interop.typescript_hosts import HANG_GUARD_SECONDS, HOSTS, TRANSFER, Host, verbs
+from tests.interop.typescript_hosts import (
+    HANG_GUARD_SECONDS,
+    HOSTS,
+    HostRuns,
+    save_transfer_rule,
+    start_until_interrupted,
+    verbs,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -46,51 +53,20 @@ def openai_agents_host(typescript_package) -> Path:  # the client is built first
 
 @pytest.fixture
 def openai_js_run(openai_agents_host, daphne_server, token, server_public_key, tmp_path):
-    started: list[Host] = []
-
-    def _run(phase: str, run_id: str, url: str | None = None, **env: str) -> Host:
-        process = Host(
-            HOST,
-            {
-                "CONTROLPLANE_URL": url or daphne_server.url,
-                "CONTROLPLANE_TOKEN": token,
-                "CONTROLPLANE_PUBLIC_KEYS": server_public_key,
-                "CONTROLPLANE_AGENT": "mail-bot",
-                "PHASE": phase,
-                "RUN_ID": run_id,
-                "STATE_FILE": str(tmp_path / f"{run_id}.state.json"),
-                **env,
-            },
-        )
-        started.append(process)
-        return process
-
-    yield _run
-    for process in started:
-        process.stop()
+    runs = HostRuns(HOST, url=daphne_server.url, token=token, public_keys=server_public_key, state_dir=tmp_path)
+    yield runs
+    runs.stop_all()
 
 
 @pytest.fixture
 def openai_js_transfer_rule(admin_user):
-    return policy.save_rule(TRANSFER, actor=Person(admin_user), note="one-person transfers")
-
-
-def _start(openai_js_run, run_id: str) -> str:
-    """The run interrupted, its call submitted, the state saved: the request's id."""
-    start = openai_js_run("start", run_id)
-    interrupted = start.next_event("interrupted")
-    start.finish()
-    assert interrupted["callIds"] == ["call_7"]
-    (request_id,) = interrupted["ids"]
-    request = ApprovalRequest.objects.get(pk=request_id)
-    assert request.state == "pending_approval" and request.idempotency_key == f"{run_id}:call_7"
-    return request_id
+    return save_transfer_rule(admin_user)
 
 
 def test_approve_runs_the_tool_once_and_a_state_restored_twice_is_answered_already_executed(
     openai_js_run, people, openai_js_transfer_rule
 ):
-    request_id = _start(openai_js_run, "oa-run-1")
+    request_id = start_until_interrupted(openai_js_run, "oa-run-1")
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
 
     first = openai_js_run("resume", "oa-run-1")
@@ -116,7 +92,7 @@ def test_approve_runs_the_tool_once_and_a_state_restored_twice_is_answered_alrea
 
 
 def test_an_edited_approval_runs_with_the_edited_params(openai_js_run, people, openai_js_transfer_rule):
-    request_id = _start(openai_js_run, "oa-edit-1")
+    request_id = start_until_interrupted(openai_js_run, "oa-edit-1")
     services.approve_with_edits(
         request_id, revision=current_revision(request_id), actor=Person(people["alice"]), edits={"amount": 50}
     )
@@ -130,7 +106,7 @@ def test_an_edited_approval_runs_with_the_edited_params(openai_js_run, people, o
 
 
 def test_reject_with_feedback_is_what_the_model_reads(openai_js_run, people, openai_js_transfer_rule):
-    request_id = _start(openai_js_run, "oa-reject-1")
+    request_id = start_until_interrupted(openai_js_run, "oa-reject-1")
     feedback = "Not this quarter: ask finance first."
     services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]), feedback=feedback)
     resumed = openai_js_run("resume", "oa-reject-1")
@@ -147,7 +123,7 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
     openai_js_run, daphne_server, people, openai_js_transfer_rule, tampering
 ):
     run_id = f"oa-claim-{tampering}"
-    request_id = _start(openai_js_run, run_id)
+    request_id = start_until_interrupted(openai_js_run, run_id)
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     proxy = RewritingProxy(daphne_server.port, getattr(ClaimTampering(), tampering))
     try:
@@ -166,7 +142,7 @@ def test_a_claim_answer_altered_in_transit_is_refused_and_nothing_runs(
 def test_the_first_processs_grant_replayed_to_a_second_process_is_refused(
     openai_js_run, daphne_server, people, openai_js_transfer_rule
 ):
-    request_id = _start(openai_js_run, "oa-replay-1")
+    request_id = start_until_interrupted(openai_js_run, "oa-replay-1")
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     proxy = RewritingProxy(daphne_server.port, ClaimTampering().replay_first_grant)
     try:
@@ -191,7 +167,7 @@ def test_a_host_killed_between_claim_and_complete_ends_outcome_unknown_and_never
 ):
     from approvals.execution import runner
 
-    request_id = _start(openai_js_run, "oa-killed-1")
+    request_id = start_until_interrupted(openai_js_run, "oa-killed-1")
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     resumed = openai_js_run("resume", "oa-killed-1", url=short_lease_server.url, TOOL_SECONDS="600")
     resumed.next_event("decided")
@@ -217,7 +193,7 @@ def test_a_resume_altered_in_transit_is_refused_before_the_sdk_is_told_anything(
     openai_js_run, daphne_server, people, openai_js_transfer_rule, rewrite
 ):
     run_id = f"oa-resume-{rewrite.__name__}"
-    request_id = _start(openai_js_run, run_id)
+    request_id = start_until_interrupted(openai_js_run, run_id)
     if rewrite is alter_resume_verdict:  # rejected, and rewritten in transit to an approval
         services.reject(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     else:
@@ -241,9 +217,9 @@ def test_a_submission_answer_naming_another_approved_request_is_refused_and_noth
     into that answer the id of another approved request of the same agent, tool and params
     (another run). Its signed decision names the other run's key: refused before the SDK is
     told anything, and neither request is claimed."""
-    old_id = _start(openai_js_run, "oa-swap-older")
+    old_id = start_until_interrupted(openai_js_run, "oa-swap-older")
     services.approve(old_id, revision=current_revision(old_id), actor=Person(people["alice"]))
-    request_id = _start(openai_js_run, "oa-swap-new")
+    request_id = start_until_interrupted(openai_js_run, "oa-swap-new")
     services.approve(request_id, revision=current_revision(request_id), actor=Person(people["alice"]))
     proxy = RewritingProxy(daphne_server.port, swap_submission_id(old_id))
     try:
