@@ -3,12 +3,14 @@ the direct messages and their chat.update after any decision."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Any
 
 from django.conf import settings
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.webhook import WebhookClient
 
@@ -21,6 +23,11 @@ logger = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024  # Slack's interaction payloads are a few kilobytes
 APPROVE, REJECT = "approve", "reject"
+FEEDBACK_VIEW = "reject_feedback"  # the modal's callback_id
+FEEDBACK_BLOCK, FEEDBACK_INPUT = "feedback", "feedback"
+FEEDBACK_MAX = 3000  # Slack's plain_text_input bound; the core allows more
+# Slack's trigger_id lives 3 s after the click, and Slack waits 3 s for the acknowledgement.
+MODAL_TIMEOUT_SECONDS = 2
 
 
 def verifier() -> SignatureVerifier:
@@ -125,6 +132,51 @@ def update_messages(request_id: str) -> int:
     for message in messages:
         client.chat_update(channel=message.channel, ts=message.ts, text=request.action_type, blocks=blocks)
     return len(messages)
+
+
+def feedback_modal(value: str, response_url: str) -> dict[str, Any]:
+    """The Reject modal: no database read (it is opened in the acknowledgement); the button's
+    value and the press's response_url ride in private_metadata, back in the signed submission."""
+    return {
+        "type": "modal",
+        "callback_id": FEEDBACK_VIEW,
+        "private_metadata": json.dumps({"value": value, "response_url": response_url})[:3000],
+        "title": {"type": "plain_text", "text": "Reject"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": FEEDBACK_BLOCK,
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Feedback for the agent"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": FEEDBACK_INPUT,
+                    "multiline": True,
+                    "max_length": FEEDBACK_MAX,
+                },
+            }
+        ],
+    }
+
+
+def open_feedback_modal(trigger_id: str, value: str, response_url: str) -> str:
+    """views.open the Reject modal; returns "" when it opened, else Slack's error.
+    Blocking: the (async) view runs it on a worker thread, never on the event loop."""
+    client = WebClient(
+        token=settings.SLACK_BOT_TOKEN,
+        base_url=settings.SLACK_API_URL,
+        timeout=MODAL_TIMEOUT_SECONDS,
+        retry_handlers=[],  # no second try: the trigger_id would be dead by then
+    )
+    try:
+        client.views_open(trigger_id=trigger_id, view=feedback_modal(value, response_url))
+    except SlackApiError as refused:
+        return str(refused.response.get("error") or refused.response.status_code)
+    except OSError as failed:  # timeouts and connection errors
+        return type(failed).__name__
+    return ""
 
 
 def answer_privately(response_url: str, text: str) -> None:

@@ -126,14 +126,14 @@ class TestDecidingFromSlack:
             "type": "block_actions",
             "user": {"id": "U_ALICE", "team_id": TEAM},
             "response_url": "http://127.0.0.1:9/steal",
-            "actions": [{"action_id": "reject", "value": f"{request.pk}:{request.current_revision}"}],
+            "actions": [{"action_id": "approve", "value": f"{request.pk}:{request.current_revision}"}],
         }
         body = urlencode({"payload": json.dumps(payload)}).encode()
         client.generic(
             "POST", "/slack/interactivity/", body, content_type="application/x-www-form-urlencoded", **signed(body)
         )
         request.refresh_from_db()
-        assert request.state == State.REJECTED  # the decision stands; only the answer is not sent
+        assert request.state == State.APPROVED  # the decision stands; only the answer is not sent
         assert answers(fake_slack) == []
 
     def test_a_deactivated_or_unlinked_person_decides_nothing(self, submit, press, people, slack_links, fake_slack):
