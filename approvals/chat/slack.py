@@ -101,16 +101,30 @@ def card_url(request: ApprovalRequest) -> str:
 
 
 def post_request(request: ApprovalRequest, slack_user_id: str) -> SlackMessage:
-    """A direct message showing `request` to one reviewer, remembered for updates."""
+    """A direct message showing `request` to one reviewer, remembered for updates. A change
+    that committed while it was on its way makes the new row due at once (live.deliver)."""
+    shown = request.state
     answer = web_client().chat_postMessage(channel=slack_user_id, text=request.action_type, blocks=blocks_for(request))
-    return SlackMessage.objects.create(
-        request=request, slack_user_id=slack_user_id, channel=answer["channel"], ts=answer["ts"]
+    message = SlackMessage.objects.create(
+        request=request, slack_user_id=slack_user_id, channel=answer["channel"], ts=answer["ts"], shown_state=shown
     )
+    if ApprovalRequest.objects.filter(pk=request.pk).exclude(state=shown).exists():
+        from . import live  # live renders with this module
+
+        SlackMessage.objects.filter(pk=message.pk).update(wanted=1)
+        try:
+            live.deliver(message.pk)
+        except live.RateLimited:
+            pass  # due at Retry-After; the beat sweep sends it
+    return message
 
 
 def notify_group(request: ApprovalRequest, group_name: str) -> int:
     """The outbox's Slack delivery: a direct message to each linked, active member of the
-    approver group not yet shown this request (a retry never posts twice). Returns how many."""
+    approver group not yet shown this request (a retry never posts twice), while it still
+    waits for people. Returns how many."""
+    if request.state != State.PENDING_APPROVAL:
+        return 0
     shown = set(SlackMessage.objects.filter(request=request).values_list("slack_user_id", flat=True))
     links = SlackLink.objects.filter(user__groups__name=group_name, user__is_active=True)
     if settings.SLACK_TEAM_ID:
@@ -120,18 +134,6 @@ def notify_group(request: ApprovalRequest, group_name: str) -> int:
         post_request(request, slack_user_id)
         sent += 1
     return sent
-
-
-def update_messages(request_id: str) -> int:
-    """Render every message of the request from the database now and chat.update it."""
-    request = ApprovalRequest.objects.filter(pk=request_id).first()
-    if request is None:
-        return 0
-    client, blocks = web_client(), blocks_for(request)
-    messages = list(SlackMessage.objects.filter(request=request))
-    for message in messages:
-        client.chat_update(channel=message.channel, ts=message.ts, text=request.action_type, blocks=blocks)
-    return len(messages)
 
 
 def feedback_modal(value: str, response_url: str) -> dict[str, Any]:

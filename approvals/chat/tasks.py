@@ -12,10 +12,10 @@ from django.conf import settings
 
 from approvals import decide, errors
 from approvals.errors import DomainError
-from approvals.models import SlackLink, SlackMessage
+from approvals.models import SlackLink
 from approvals.people import Person
 
-from . import slack
+from . import live, slack
 
 logger = logging.getLogger(__name__)
 LINK_YOUR_ACCOUNT = "Link your account first: run /approvals-link and confirm it in the browser."
@@ -110,17 +110,35 @@ def answer(response_url: str, text: str) -> None:
     slack.answer_privately(response_url, text)
 
 
-@shared_task(name="approvals.chat.update_messages", ignore_result=True)
-def update_slack_messages(request_id: str) -> int:
-    return slack.update_messages(request_id)
+@shared_task(name="approvals.chat.update_messages", ignore_result=True, bind=True, max_retries=None)
+def update_slack_messages(self, request_id: str) -> int:
+    """The request's due messages, rendered from the database now. On Slack's 429 the task
+    comes back after Retry-After (a countdown, no worker sleeps); the beat sweep catches
+    whatever a lost task leaves."""
+    try:
+        return live.deliver_request(request_id)
+    except live.RateLimited as limited:
+        raise self.retry(countdown=limited.retry_after) from None
+
+
+@shared_task(name="approvals.chat.sweep_messages", ignore_result=True)
+def sweep_slack_messages() -> int:
+    due = live.sweep()
+    for request_id in due:
+        update_slack_messages.delay(request_id)
+    return len(due)
+
+
+def beat_schedule() -> dict[str, dict[str, Any]]:
+    return {"slack-messages-sweep": {"task": "approvals.chat.sweep_messages", "schedule": 60.0}}
 
 
 def on_request_changed(sender, *, change, **kwargs) -> None:
-    """`request_changed` subscriber: a request that has Slack messages gets them updated,
-    on the worker, rendered from the database when sent."""
-    if not SlackMessage.objects.filter(request_id=change.request_id).exists():
-        return
+    """`request_changed` subscriber (after commit): every Slack message of the request wants
+    a fresh rendering, sent on the worker. Slack or the broker down never reaches the
+    decision that caused it; the beat sweep sends what could not be queued."""
     try:
-        update_slack_messages.delay(change.request_id)
-    except Exception:  # Slack or the broker down must never break the decision that caused it
+        if live.mark_changed(change.request_id):
+            update_slack_messages.delay(change.request_id)
+    except Exception:
         logger.exception("could not queue the Slack update of %s", change.request_id)

@@ -37,6 +37,7 @@ class FakeSlack:
         self.limits: dict[str, list[int]] = {}
         self.delays: dict[str, float] = {}
         self.lock = threading.Lock()
+        self.refuse_ts = ""  # chat.update of this ts: message_not_found
 
     def trigger(self, *, age: float = 0.0) -> str:
         """A trigger_id as Slack puts in a press, issued `age` seconds ago."""
@@ -59,6 +60,8 @@ class FakeSlack:
                 return "expired_trigger_id"
             view = _json(args.get("view")) or {}
             return invalid_blocks(view.get("blocks") or [])
+        if method == "chat.update" and self.refuse_ts and args.get("ts") == self.refuse_ts:
+            return "message_not_found"
         if method in ("chat.postMessage", "chat.update"):
             return invalid_blocks(_json(args.get("blocks")) or [])
         return ""
