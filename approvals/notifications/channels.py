@@ -119,12 +119,12 @@ def post_slack(notification: Notification) -> int:
     """Direct messages to the approver group's linked Slack reviewers (approvals.chat)."""
     from slack_sdk.errors import SlackApiError
 
-    from approvals.chat import slack
+    from approvals.chat import posting
 
     if not settings.SLACK_BOT_TOKEN:
         raise DeliveryError("Slack is not configured (SLACK_BOT_TOKEN)", permanent=True)
     try:
-        slack.notify_group(notification.request, notification.destination)
+        posting.notify_group(notification.request, notification.destination)
     except SlackApiError as exc:
         status = exc.response.status_code
         raise DeliveryError(f"Slack answered {status}: {exc.response.get('error')}", status_code=status) from None

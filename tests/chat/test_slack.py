@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from approvals.chat import slack, tasks
+from approvals.chat import posting, slack, tasks
 from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
 from approvals.notifications import dispatch
 from approvals.services import Person, approve
@@ -78,7 +78,7 @@ class TestDecidingFromSlack:
         self, submit, press, slack_links, fake_slack, django_capture_on_commit_callbacks
     ):
         request = submit()
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         with django_capture_on_commit_callbacks(execute=True):
             assert press(request).status_code == 200
         request.refresh_from_db()
@@ -164,7 +164,7 @@ class TestDecidingFromSlack:
         self, submit, critical_rule, press, slack_links, fake_slack
     ):
         request = submit("run_payroll", params={"amount": 1})
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         (posted,) = fake_slack.called("chat.postMessage")
         buttons = {button["text"]["text"]: button for button in posted["blocks"][1]["elements"]}
         assert buttons["Approve in the browser"]["url"].endswith(f"/requests/{request.pk}/")
@@ -178,7 +178,7 @@ class TestDecidingFromSlack:
         self, submit, people, fake_slack, eager_celery, django_capture_on_commit_callbacks
     ):
         request = submit()
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         with django_capture_on_commit_callbacks(execute=True):
             approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
         (update,) = fake_slack.called("chat.update")
@@ -196,7 +196,7 @@ class TestNotifications:
         assert dispatch.deliver(notification.pk) == "delivered"
         # alice and owen are linked reviewers; mallory is linked but no reviewer
         assert sorted(args["channel"] for args in fake_slack.called("chat.postMessage")) == ["U_ALICE", "U_OWEN"]
-        assert slack.notify_group(request, request.approver_group.name) == 0  # a retry posts nothing twice
+        assert posting.notify_group(request, request.approver_group.name) == 0  # a retry posts nothing twice
 
 
 class TestLinking:

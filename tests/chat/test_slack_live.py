@@ -13,7 +13,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from approvals import services
-from approvals.chat import live, slack
+from approvals.chat import live, posting
 from approvals.models import ApprovalRequest, SlackMessage
 from approvals.services import Person, approve
 from approvals.states import State
@@ -37,8 +37,8 @@ def updates_by_channel(fake_slack) -> dict[str, list[str]]:
 def shown_to_two(submit, fake_slack, eager_celery):
     """A pending request in alice's and owen's direct messages."""
     request = submit()
-    slack.post_request(request, "U_ALICE")
-    slack.post_request(request, "U_OWEN")
+    posting.post_request(request, "U_ALICE")
+    posting.post_request(request, "U_OWEN")
     return request
 
 
@@ -71,7 +71,7 @@ class TestEveryMessageFollowsTheRequest:
         assert all(State.EXPIRED in shown(update) for update in fake_slack.called("chat.update"))
 
         withdrawn = submit()
-        slack.post_request(withdrawn, "U_ALICE")
+        posting.post_request(withdrawn, "U_ALICE")
         with django_capture_on_commit_callbacks(execute=True):
             services.cancel(withdrawn.pk, actor=Actor.for_agent(agent), agent=agent, reason="not needed")
         last = fake_slack.called("chat.update")[-1]
@@ -95,7 +95,7 @@ class TestEveryMessageFollowsTheRequest:
         request = submit()
         stale = ApprovalRequest.objects.get(pk=request.pk)
         approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
-        slack.post_request(stale, "U_ALICE")  # rendered from the copy read before the decision
+        posting.post_request(stale, "U_ALICE")  # rendered from the copy read before the decision
         (update,) = fake_slack.called("chat.update")
         assert "approved by bob" in shown(update)
 
@@ -106,7 +106,7 @@ class TestOrder:
         self, submit, people, fake_slack, eager_celery
     ):
         request = submit()
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         live.mark_changed(str(request.pk))  # a change that keeps it pending (say, an escalation)
         fake_slack.slow("chat.update", 1.0)
 
