@@ -19,6 +19,8 @@ from approvals.services.guards import rule_asks_step_up
 from approvals.services.step_up import needs_step_up
 from approvals.states import State
 
+from . import render
+
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024  # Slack's interaction payloads are a few kilobytes
@@ -55,8 +57,7 @@ def read_button_value(value: str) -> tuple[str, int] | None:
 
 def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
     """The request as the database says now: buttons while it waits, the outcome after."""
-    summary = f"*{request.action_type}* (risk {request.risk_level}, rule {request.rule_name or '-'})"
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": summary[:2900]}}]
+    blocks = render.describe(request)
     if request.state == State.PENDING_APPROVAL:
         value = button_value(str(request.pk), request.current_revision)
         blocks.append(
@@ -81,8 +82,9 @@ def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
             }
         )
     else:
-        by = request.decided_by_label or "the system"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{request.state} by {by}"[:2900]}]})
+        by = render.escape(request.decided_by_label or "the system")
+        outcome = render.fit(f"{request.state} by {by}", render.SECTION_MAX)
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": outcome}]})
     return blocks
 
 

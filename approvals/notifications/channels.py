@@ -27,10 +27,13 @@ REQUEST_HEADER = "X-Controlplane-Request"
 
 
 class DeliveryError(Exception):
-    def __init__(self, message: str, *, status_code: int | None = None, permanent: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, permanent: bool = False, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.permanent = permanent
+        self.retry_after = retry_after  # the receiver's Retry-After, in seconds: wins over the backoff
 
 
 def webhook_secret() -> bytes:
@@ -119,7 +122,7 @@ def post_slack(notification: Notification) -> int:
     """Direct messages to the approver group's linked Slack reviewers (approvals.chat)."""
     from slack_sdk.errors import SlackApiError
 
-    from approvals.chat import posting
+    from approvals.chat import live, posting
 
     if not settings.SLACK_BOT_TOKEN:
         raise DeliveryError("Slack is not configured (SLACK_BOT_TOKEN)", permanent=True)
@@ -127,7 +130,10 @@ def post_slack(notification: Notification) -> int:
         posting.notify_group(notification.request, notification.destination)
     except SlackApiError as exc:
         status = exc.response.status_code
-        raise DeliveryError(f"Slack answered {status}: {exc.response.get('error')}", status_code=status) from None
+        retry_after = live.retry_after_of(exc) if status == 429 else None
+        raise DeliveryError(
+            f"Slack answered {status}: {exc.response.get('error')}", status_code=status, retry_after=retry_after
+        ) from None
     except OSError as exc:
         raise DeliveryError(f"Slack failed: {exc}") from None
     return 200

@@ -303,16 +303,16 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     }
     send = senders.get(notification.channel, post_webhook)
     started = time.monotonic()
-    status_code, error, give_up = None, "", False
+    status_code, error, give_up, retry_at = None, "", False, now + backoff(notification.attempts)
     try:
         status_code = send(notification)
     except DeliveryError as exc:
         status_code, error = exc.status_code, str(exc)
         give_up = exc.permanent or notification.attempts >= max_attempts()
+        if exc.retry_after is not None:
+            retry_at = now + timedelta(seconds=exc.retry_after)
         logger.warning("notification %s attempt %s failed: %s", notification.pk, notification.attempts, exc)
-    outcome = notification.settled_fields(
-        now=now, error=error, give_up=give_up, retry_at=now + backoff(notification.attempts)
-    )
+    outcome = notification.settled_fields(now=now, error=error, give_up=give_up, retry_at=retry_at)
     DeliveryAttempt.objects.create(
         notification=notification,
         number=notification.attempts,

@@ -34,7 +34,7 @@ class FakeSlack:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         self.messages = 0
         self.triggers: dict[str, float] = {}
-        self.limits: dict[str, list[int]] = {}
+        self.limits: dict[str, list[int | None]] = {}
         self.delays: dict[str, float] = {}
         self.lock = threading.Lock()
         self.refuse_ts = ""  # chat.update of this ts: message_not_found
@@ -45,8 +45,9 @@ class FakeSlack:
         self.triggers[trigger_id] = time.monotonic() - age
         return trigger_id
 
-    def limit(self, method: str, retry_after: int, *, times: int = 1) -> None:
-        self.limits.setdefault(method, []).extend([retry_after] * times)
+    def limit(self, method: str, retry_after: int, *, times: int = 1, after: int = 0) -> None:
+        """Answer `method` 429 with `retry_after`, `times` times, after `after` calls that pass."""
+        self.limits.setdefault(method, []).extend([None] * after + [retry_after] * times)
 
     def slow(self, method: str, seconds: float) -> None:
         self.delays[method] = seconds
