@@ -70,3 +70,16 @@ def describe(request: ApprovalRequest) -> list[dict[str, Any]]:
     if impact:
         blocks.append(code_section("Impact", impact, 1500))
     return blocks
+
+
+AFTER_APPROVAL = (State.EXECUTING, State.SUCCEEDED, State.FAILED)
+
+
+def outcome(request: ApprovalRequest) -> str:
+    """Who decided and how: "approved by NAME" (and what the execution did since), "rejected
+    by NAME", "expired", "cancelled by NAME"."""
+    verb = State.APPROVED.value if request.state in AFTER_APPROVAL else str(request.state)
+    said = f"{verb} by {escape(request.decided_by_label or 'the system')}"
+    if request.state in AFTER_APPROVAL:
+        said += f"; {request.state} since"
+    return fit(said, SECTION_MAX)

@@ -82,9 +82,7 @@ def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
             }
         )
     else:
-        by = render.escape(request.decided_by_label or "the system")
-        outcome = render.fit(f"{request.state} by {by}", render.SECTION_MAX)
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": outcome}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": render.outcome(request)}]})
     return blocks
 
 
