@@ -37,6 +37,7 @@ class FakeSlack:
         self.limits: dict[str, list[int | None]] = {}
         self.delays: dict[str, float] = {}
         self.lock = threading.Lock()
+        self.answered: list[tuple[str, int, float, dict]] = []  # (method, status, monotonic time, args)
         self.refuse_ts = ""  # chat.update of this ts: message_not_found
 
     def trigger(self, *, age: float = 0.0) -> str:
@@ -84,6 +85,7 @@ class FakeSlack:
                     retry_after = limited.pop(0) if limited else None
                     if retry_after is None:
                         fake.calls.append((method, args))
+                fake.answered.append((method, 200 if retry_after is None else 429, time.monotonic(), args))
                 if retry_after is not None:
                     fake.refused.append((method, "ratelimited"))
                     self._answer({"ok": False, "error": "ratelimited"}, status=429, retry_after=retry_after)

@@ -113,6 +113,7 @@ def signed_in_page(browser, server_url: str, user, password: str):
 def fake(fake_slack_api) -> FakeSlack:
     fake_slack_api.calls.clear()
     fake_slack_api.refused.clear()
+    fake_slack_api.answered.clear()
     return fake_slack_api
 
 
@@ -216,6 +217,22 @@ def test_a_linked_reviewer_approves_from_slack_and_every_message_shows_it(
         fake.calls,
     )
     eventually(lambda: [a["text"] for n, a in fake.calls if n == "respond"] == ["send_email approved."], "answered")
+
+
+def test_a_rate_limited_update_comes_back_after_retry_after_from_the_worker(
+    shown_in_slack, slack_daphne, fake, slack_worker
+):
+    request_id = shown_in_slack("slack-e2e-limited")
+    fake.limit("chat.update", 2)  # the first update is refused with Retry-After: 2
+    assert post_to_daphne(slack_daphne.url, press_payload(fake, request_id, "approve"))[0] == 200
+    shown = eventually(lambda: len(updates_of(fake, request_id)) == 2 and updates_of(fake, request_id), "both updated")
+    assert all("approved by alice" in blocks for blocks in shown.values())
+    updates = [(status, at, args["ts"]) for method, status, at, args in fake.answered if method == "chat.update"]
+    limited_status, limited_at, limited_ts = updates[0]
+    assert limited_status == 429
+    sent_at = next(at for status, at, ts in updates if status == 200 and ts == limited_ts)
+    assert sent_at - limited_at >= 1.9  # the limited message waited out Retry-After; the other did not have to
+    assert "Retry in 2s" in slack_worker.log()
 
 
 def test_reject_from_slack_opens_the_modal_inline_and_rejects_with_its_feedback(
