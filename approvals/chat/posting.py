@@ -8,7 +8,7 @@ from django.conf import settings
 from approvals.models import ApprovalRequest, SlackLink, SlackMessage
 from approvals.states import State
 
-from . import live, slack
+from . import live, render, slack
 
 
 def post_request(request: ApprovalRequest, slack_user_id: str) -> SlackMessage:
@@ -45,3 +45,14 @@ def notify_group(request: ApprovalRequest, group_name: str) -> int:
         post_request(request, slack_user_id)
         sent += 1
     return sent
+
+
+def post_stub(request: ApprovalRequest, channel: str) -> None:
+    """A channel hears of a waiting request with a stub only (`render.stub`); no buttons,
+    so nobody decides from a channel."""
+    if request.state != State.PENDING_APPROVAL:
+        return
+    blocks = render.stub(request, slack.card_url(request))
+    slack.web_client().chat_postMessage(
+        channel=channel, text=f"{request.action_type} waits for a decision", blocks=blocks
+    )

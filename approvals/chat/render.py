@@ -83,3 +83,13 @@ def outcome(request: ApprovalRequest) -> str:
     if request.state in AFTER_APPROVAL:
         said += f"; {request.state} since"
     return fit(said, SECTION_MAX)
+
+
+def stub(request: ApprovalRequest, card_url: str) -> list[dict[str, Any]]:
+    """What a channel is told: action type, risk, deadline and a link, nothing else (channel
+    messages live in Slack's search and retention, read by people who may not view it)."""
+    text = (
+        f"A *{escape(request.risk_level)}* risk *{escape(request.action_type)}* waits for a decision, "
+        f"by {deadline(request)}: <{escape(card_url)}|open it>"
+    )
+    return [section(text)]

@@ -120,14 +120,20 @@ def post_webhook(notification: Notification) -> int:
 
 def post_slack(notification: Notification) -> int:
     """Direct messages to the approver group's linked Slack reviewers (approvals.chat)."""
+    from approvals.chat import posting
+
+    return _slack_call(lambda: posting.notify_group(notification.request, notification.destination))
+
+
+def _slack_call(call) -> int:
     from slack_sdk.errors import SlackApiError
 
-    from approvals.chat import live, posting
+    from approvals.chat import live
 
     if not settings.SLACK_BOT_TOKEN:
         raise DeliveryError("Slack is not configured (SLACK_BOT_TOKEN)", permanent=True)
     try:
-        posting.notify_group(notification.request, notification.destination)
+        call()
     except SlackApiError as exc:
         status = exc.response.status_code
         retry_after = live.retry_after_of(exc) if status == 429 else None
@@ -137,3 +143,10 @@ def post_slack(notification: Notification) -> int:
     except OSError as exc:
         raise DeliveryError(f"Slack failed: {exc}") from None
     return 200
+
+
+def post_slack_stub(notification: Notification) -> int:
+    """The rule's Slack channel hears of the request with a stub only (approvals.chat.posting)."""
+    from approvals.chat import posting
+
+    return _slack_call(lambda: posting.post_stub(notification.request, notification.destination))
