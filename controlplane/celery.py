@@ -41,6 +41,7 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
     from celery.schedules import crontab
 
     from agents.tasks import beat_schedule as agents_schedule
+    from approvals.chat.tasks import beat_schedule as chat_schedule
     from approvals.execution.tasks import beat_schedule as approvals_schedule
     from approvals.notifications.tasks import beat_schedule as notifications_schedule
     from controlplane.accounts.tasks import beat_schedule as accounts_schedule
@@ -50,6 +51,7 @@ def _install_beat_schedule(sender: Celery, **kwargs) -> None:
         **agents_schedule(),
         **notifications_schedule(),
         **accounts_schedule(),
+        **chat_schedule(),
         # audit/tasks.py: incremental verification + signed checkpoint, and a nightly full pass.
         "audit-verify-incremental": {"task": "audit.verify_chain", "schedule": 300.0},
         # audit/tasks.py: a C2SP checkpoint for the witnesses, when the log grew.

@@ -13,5 +13,5 @@ def unsafe_secrets(app_configs, **kwargs) -> list[Error]:
         return []
     return [
         Error(problem, hint="Set it to a random value (docs/deploy.md, 'Secrets').", id="controlplane.E010")
-        for problem in keys.problems({name: getattr(settings, name, "") for name in keys.REQUIRED_SECRETS})
+        for problem in keys.problems({name: getattr(settings, name, "") for name in keys.CHECKED_SECRETS})
     ]

@@ -21,6 +21,8 @@ from itertools import combinations
 from pathlib import Path
 
 __all__ = [
+    "CHECKED_SECRETS",
+    "OPTIONAL_SECRETS",
     "REQUIRED_SECRETS",
     "UnsafeSecrets",
     "development_value",
@@ -39,6 +41,14 @@ REQUIRED_SECRETS: Mapping[str, str] = {
     "EXECUTOR_WEBHOOK_SECRET": "signatures on webhook executor calls",
 }
 
+# Secrets of an optional integration: unset, the integration is off (`make run` works
+# without Slack); set, each meets the same bar as the required ones.
+OPTIONAL_SECRETS: Mapping[str, str] = {
+    "SLACK_BOT_TOKEN": "every message the Slack app posts or updates",
+    "SLACK_SIGNING_SECRET": "the signatures on Slack's button presses, modals and commands",
+}
+CHECKED_SECRETS = (*REQUIRED_SECRETS, *OPTIONAL_SECRETS)
+
 # Shorter than this is guessable offline (the generated keys are 64 characters).
 MINIMUM_LENGTH = 32
 _DEVELOPMENT_MARKERS = ("insecure", "changeme", "change-me", "development")
@@ -56,8 +66,10 @@ def development_value(value: str) -> bool:
 def problems(values: Mapping[str, str]) -> list[str]:
     """What is wrong with the configured secrets, one sentence each (empty: all good)."""
     found = []
-    for name, purpose in REQUIRED_SECRETS.items():
+    for name, purpose in {**REQUIRED_SECRETS, **OPTIONAL_SECRETS}.items():
         value = values.get(name) or ""
+        if not value and name in OPTIONAL_SECRETS:
+            continue
         if not value:
             found.append(f"{name} is not set (it protects {purpose}).")
         elif len(value) < MINIMUM_LENGTH:
@@ -66,7 +78,7 @@ def problems(values: Mapping[str, str]) -> list[str]:
             )
         elif development_value(value):
             found.append(f"{name} is a development placeholder; it protects {purpose}.")
-    for first, second in combinations(REQUIRED_SECRETS, 2):
+    for first, second in combinations(CHECKED_SECRETS, 2):
         if values.get(first) and values.get(first) == values.get(second):
             found.append(f"{first} and {second} are the same value; set each to its own random key.")
     return found
@@ -76,7 +88,7 @@ def refuse_unsafe(settings) -> None:
     """Raise `UnsafeSecrets` outside DEBUG when `problems` finds any."""
     if settings.DEBUG:
         return
-    found = problems({name: getattr(settings, name, "") for name in REQUIRED_SECRETS})
+    found = problems({name: getattr(settings, name, "") for name in CHECKED_SECRETS})
     if found:
         raise UnsafeSecrets(
             "Refusing to start with unsafe secrets (see docs/deploy.md, 'Secrets'):\n  "

@@ -1,26 +1,35 @@
-"""The Slack side: the SDK's verifier and Web API client, the blocks that show a request,
-the direct messages and their chat.update after any decision."""
+"""The Slack side: the SDK's verifier and Web API client, the blocks that show a request
+(rendered from the database), the Reject modal and the ephemeral answers."""
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from typing import Any
 
 from django.conf import settings
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 from slack_sdk.signature import SignatureVerifier
 from slack_sdk.webhook import WebhookClient
 
-from approvals.models import ApprovalRequest, SlackLink, SlackMessage
+from approvals.models import ApprovalRequest
 from approvals.services.guards import rule_asks_step_up
 from approvals.services.step_up import needs_step_up
 from approvals.states import State
+
+from . import render
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024  # Slack's interaction payloads are a few kilobytes
 APPROVE, REJECT = "approve", "reject"
+FEEDBACK_VIEW = "reject_feedback"  # the modal's callback_id
+FEEDBACK_BLOCK, FEEDBACK_INPUT = "feedback", "feedback"
+FEEDBACK_MAX = 3000  # Slack's plain_text_input bound; the core allows more
+# Slack's trigger_id lives 3 s after the click, and Slack waits 3 s for the acknowledgement.
+MODAL_TIMEOUT_SECONDS = 2
 
 
 def verifier() -> SignatureVerifier:
@@ -48,8 +57,7 @@ def read_button_value(value: str) -> tuple[str, int] | None:
 
 def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
     """The request as the database says now: buttons while it waits, the outcome after."""
-    summary = f"*{request.action_type}* (risk {request.risk_level}, rule {request.rule_name or '-'})"
-    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": summary[:2900]}}]
+    blocks = render.describe(request)
     if request.state == State.PENDING_APPROVAL:
         value = button_value(str(request.pk), request.current_revision)
         blocks.append(
@@ -74,8 +82,7 @@ def blocks_for(request: ApprovalRequest) -> list[dict[str, Any]]:
             }
         )
     else:
-        by = request.decided_by_label or "the system"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"{request.state} by {by}"[:2900]}]})
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": render.outcome(request)}]})
     return blocks
 
 
@@ -93,38 +100,49 @@ def card_url(request: ApprovalRequest) -> str:
     return f"{settings.SITE_URL.rstrip('/')}/requests/{request.pk}/"
 
 
-def post_request(request: ApprovalRequest, slack_user_id: str) -> SlackMessage:
-    """A direct message showing `request` to one reviewer, remembered for updates."""
-    answer = web_client().chat_postMessage(channel=slack_user_id, text=request.action_type, blocks=blocks_for(request))
-    return SlackMessage.objects.create(
-        request=request, slack_user_id=slack_user_id, channel=answer["channel"], ts=answer["ts"]
+def feedback_modal(value: str, response_url: str) -> dict[str, Any]:
+    """The Reject modal: no database read (it is opened in the acknowledgement); the button's
+    value and the press's response_url ride in private_metadata, back in the signed submission."""
+    return {
+        "type": "modal",
+        "callback_id": FEEDBACK_VIEW,
+        "private_metadata": json.dumps({"value": value, "response_url": response_url})[:3000],
+        "title": {"type": "plain_text", "text": "Reject"},
+        "submit": {"type": "plain_text", "text": "Reject"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": FEEDBACK_BLOCK,
+                "optional": True,
+                "label": {"type": "plain_text", "text": "Feedback for the agent"},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": FEEDBACK_INPUT,
+                    "multiline": True,
+                    "max_length": FEEDBACK_MAX,
+                },
+            }
+        ],
+    }
+
+
+def open_feedback_modal(trigger_id: str, value: str, response_url: str) -> str:
+    """views.open the Reject modal; returns "" when it opened, else Slack's error.
+    Blocking: the (async) view runs it on a worker thread, never on the event loop."""
+    client = WebClient(
+        token=settings.SLACK_BOT_TOKEN,
+        base_url=settings.SLACK_API_URL,
+        timeout=MODAL_TIMEOUT_SECONDS,
+        retry_handlers=[],  # no second try: the trigger_id would be dead by then
     )
-
-
-def notify_group(request: ApprovalRequest, group_name: str) -> int:
-    """The outbox's Slack delivery: a direct message to each linked, active member of the
-    approver group not yet shown this request (a retry never posts twice). Returns how many."""
-    shown = set(SlackMessage.objects.filter(request=request).values_list("slack_user_id", flat=True))
-    links = SlackLink.objects.filter(user__groups__name=group_name, user__is_active=True)
-    if settings.SLACK_TEAM_ID:
-        links = links.filter(team_id=settings.SLACK_TEAM_ID)
-    sent = 0
-    for slack_user_id in sorted(set(links.values_list("slack_user_id", flat=True)) - shown):
-        post_request(request, slack_user_id)
-        sent += 1
-    return sent
-
-
-def update_messages(request_id: str) -> int:
-    """Render every message of the request from the database now and chat.update it."""
-    request = ApprovalRequest.objects.filter(pk=request_id).first()
-    if request is None:
-        return 0
-    client, blocks = web_client(), blocks_for(request)
-    messages = list(SlackMessage.objects.filter(request=request))
-    for message in messages:
-        client.chat_update(channel=message.channel, ts=message.ts, text=request.action_type, blocks=blocks)
-    return len(messages)
+    try:
+        client.views_open(trigger_id=trigger_id, view=feedback_modal(value, response_url))
+    except SlackApiError as refused:
+        return str(refused.response.get("error") or refused.response.status_code)
+    except OSError as failed:  # timeouts and connection errors
+        return type(failed).__name__
+    return ""
 
 
 def answer_privately(response_url: str, text: str) -> None:

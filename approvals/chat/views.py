@@ -8,6 +8,7 @@ import json
 import secrets
 from datetime import timedelta
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
@@ -26,7 +27,7 @@ from controlplane.http.codes import register
 from controlplane.http.errors import json_error
 
 from . import slack
-from .tasks import slack_action
+from .tasks import FEEDBACK_FORM_FAILED, answer, slack_action
 
 SLACK_SIGNATURE_INVALID = register(
     "slack_signature_invalid", 401, "The Slack request's signature or timestamp (five minutes) did not verify."
@@ -47,10 +48,27 @@ def _verified(request) -> JsonResponse | None:
     return None if ok else json_error(SLACK_SIGNATURE_INVALID, "The Slack signature did not verify.")
 
 
+READ_PAYLOADS = ("block_actions", "view_submission")
+
+
+def _off_the_loop(function):
+    """A slow blocking call (Slack's Web API, up to its 2 s timeout) on a thread of its own:
+    never the event loop, nor the one thread Django runs sync views in."""
+    return sync_to_async(function, thread_sensitive=False)
+
+
+async def _queue(task, *args) -> None:
+    """Publish to the broker (a millisecond) on Django's sync thread, where an eager task
+    (the unit tests) sees the same database connection as the request."""
+    await sync_to_async(task.delay)(*args)
+
+
 @csrf_exempt
 @require_POST
-def interactivity(request):
-    """A button press: verified, queued, acknowledged (no database work here)."""
+async def interactivity(request):
+    """A button press or the Reject modal's submission: verified, queued, acknowledged, with
+    no database work here. Reject opens the feedback modal inline, since its trigger_id dies
+    3 s after the click; the submission decides on the worker."""
     refused = _verified(request)
     if refused is not None:
         return refused
@@ -58,10 +76,19 @@ def interactivity(request):
         payload = json.loads(request.POST.get("payload", ""))
     except ValueError:
         payload = None
-    if not isinstance(payload, dict) or payload.get("type") != "block_actions":
-        return json_error(SLACK_PAYLOAD_INVALID, "Only block_actions payloads are read.")
-    slack_action.delay(payload)
-    return HttpResponse(status=200)
+    if not isinstance(payload, dict) or payload.get("type") not in READ_PAYLOADS:
+        return json_error(SLACK_PAYLOAD_INVALID, "Only block_actions and view_submission payloads are read.")
+    action = (payload.get("actions") or [{}])[0]
+    if payload["type"] == "block_actions" and isinstance(action, dict) and action.get("action_id") == slack.REJECT:
+        response_url = str(payload.get("response_url", ""))
+        failed = await _off_the_loop(slack.open_feedback_modal)(
+            str(payload.get("trigger_id", "")), str(action.get("value", "")), response_url
+        )
+        if failed:  # nothing is decided: a Reject without its feedback form is not a Reject
+            await _queue(answer, response_url, FEEDBACK_FORM_FAILED.format(failed))
+        return HttpResponse(status=200)
+    await _queue(slack_action, payload)
+    return HttpResponse(status=200)  # an empty 200 also closes the modal
 
 
 @csrf_exempt

@@ -35,12 +35,22 @@ class SlackLinkStart(models.Model):
 
 
 class SlackMessage(models.Model):
-    """A direct message showing a request, so a decision anywhere updates it (chat.update)."""
+    """A direct message showing a request, and its outbox of updates (approvals.chat.live):
+    every change of the request bumps `wanted`; a sender holding `lease_until` renders the
+    request from the database, chat.updates it and sets `sent` to the `wanted` it read, so a
+    change made meanwhile is sent again and an older rendering never lands after a newer one."""
 
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="slack_messages")
     slack_user_id = models.CharField(max_length=32, blank=True, default="")
     channel = models.CharField(max_length=32)
     ts = models.CharField(max_length=32)
+    shown_state = models.CharField(max_length=32, blank=True, default="")
+    wanted = models.PositiveIntegerField(default=0)
+    sent = models.PositiveIntegerField(default=0)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    retry_at = models.DateTimeField(null=True, blank=True)  # Slack's Retry-After, or the backoff
+    attempts = models.PositiveSmallIntegerField(default=0)  # failures since the last update sent
+    last_error = models.CharField(max_length=200, blank=True, default="")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["channel", "ts"], name="one_row_per_slack_message")]

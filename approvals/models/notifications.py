@@ -41,6 +41,11 @@ class RuleNotification(models.Model):
         default=0, help_text="How far a reviewer may push decide_by back, once (0: no extension)."
     )
     webhook_url = models.URLField(max_length=500, blank=True, help_text="Also POST signed JSON here (allow-listed).")
+    slack_channel = models.CharField(
+        max_length=32,
+        blank=True,
+        help_text="Also tell this Slack channel (its id), with a stub only: action type, risk, deadline, a link.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
     updated_by_label = models.CharField(max_length=150, blank=True)
 
@@ -65,6 +70,7 @@ class Notification(Delivery):
         EMAIL = "email", "Email"
         WEBHOOK = "webhook", "Webhook"
         SLACK = "slack", "Slack direct messages"
+        SLACK_STUB = "slack_stub", "Slack channel stub"
 
     request = models.ForeignKey("approvals.ApprovalRequest", on_delete=models.CASCADE, related_name="notifications")
     event = models.CharField(max_length=10, choices=Event.choices)

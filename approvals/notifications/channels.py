@@ -27,10 +27,13 @@ REQUEST_HEADER = "X-Controlplane-Request"
 
 
 class DeliveryError(Exception):
-    def __init__(self, message: str, *, status_code: int | None = None, permanent: bool = False) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, permanent: bool = False, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.permanent = permanent
+        self.retry_after = retry_after  # the receiver's Retry-After, in seconds: wins over the backoff
 
 
 def webhook_secret() -> bytes:
@@ -117,17 +120,33 @@ def post_webhook(notification: Notification) -> int:
 
 def post_slack(notification: Notification) -> int:
     """Direct messages to the approver group's linked Slack reviewers (approvals.chat)."""
+    from approvals.chat import posting
+
+    return _slack_call(lambda: posting.notify_group(notification.request, notification.destination))
+
+
+def _slack_call(call) -> int:
     from slack_sdk.errors import SlackApiError
 
-    from approvals.chat import slack
+    from approvals.chat import live
 
     if not settings.SLACK_BOT_TOKEN:
         raise DeliveryError("Slack is not configured (SLACK_BOT_TOKEN)", permanent=True)
     try:
-        slack.notify_group(notification.request, notification.destination)
+        call()
     except SlackApiError as exc:
         status = exc.response.status_code
-        raise DeliveryError(f"Slack answered {status}: {exc.response.get('error')}", status_code=status) from None
+        retry_after = live.retry_after_of(exc) if status == 429 else None
+        raise DeliveryError(
+            f"Slack answered {status}: {exc.response.get('error')}", status_code=status, retry_after=retry_after
+        ) from None
     except OSError as exc:
         raise DeliveryError(f"Slack failed: {exc}") from None
     return 200
+
+
+def post_slack_stub(notification: Notification) -> int:
+    """The rule's Slack channel hears of the request with a stub only (approvals.chat.posting)."""
+    from approvals.chat import posting
+
+    return _slack_call(lambda: posting.post_stub(notification.request, notification.destination))

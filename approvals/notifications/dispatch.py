@@ -30,7 +30,7 @@ from ..models import ApprovalRequest, DeliveryAttempt, DeliveryStatus, Notificat
 from ..policy.notification_settings import SETTINGS_FIELDS, save_settings  # noqa: F401 (re-exported)
 from ..services.core import RequestChange
 from ..states import State
-from .channels import DeliveryError, post_slack, post_webhook, send_email
+from .channels import DeliveryError, post_slack, post_slack_stub, post_webhook, send_email
 
 __all__ = [
     "MASK",
@@ -140,6 +140,8 @@ def _destinations(rule: RuleNotification, group_name: str | None) -> list[tuple[
         destinations.append((Notification.Channel.WEBHOOK, rule.webhook_url))
     if group_name and settings.SLACK_BOT_TOKEN:
         destinations.append((Notification.Channel.SLACK, group_name))
+    if rule.slack_channel and settings.SLACK_BOT_TOKEN:
+        destinations.append((Notification.Channel.SLACK_STUB, rule.slack_channel))
     return destinations
 
 
@@ -300,19 +302,20 @@ def deliver(notification_id: int, *, now: datetime | None = None) -> str:
     senders: dict[str, Callable[[Notification], int | None]] = {
         Notification.Channel.EMAIL: send_email,
         Notification.Channel.SLACK: post_slack,
+        Notification.Channel.SLACK_STUB: post_slack_stub,
     }
     send = senders.get(notification.channel, post_webhook)
     started = time.monotonic()
-    status_code, error, give_up = None, "", False
+    status_code, error, give_up, retry_at = None, "", False, now + backoff(notification.attempts)
     try:
         status_code = send(notification)
     except DeliveryError as exc:
         status_code, error = exc.status_code, str(exc)
         give_up = exc.permanent or notification.attempts >= max_attempts()
+        if exc.retry_after is not None:
+            retry_at = now + timedelta(seconds=exc.retry_after)
         logger.warning("notification %s attempt %s failed: %s", notification.pk, notification.attempts, exc)
-    outcome = notification.settled_fields(
-        now=now, error=error, give_up=give_up, retry_at=now + backoff(notification.attempts)
-    )
+    outcome = notification.settled_fields(now=now, error=error, give_up=give_up, retry_at=retry_at)
     DeliveryAttempt.objects.create(
         notification=notification,
         number=notification.attempts,

@@ -12,6 +12,7 @@ comes with a widening one waits with it (all or nothing).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -40,7 +41,9 @@ SETTINGS_FIELDS = (
     "escalation_group",
     "max_extension_seconds",
     "webhook_url",
+    "slack_channel",
 )
+SLACK_CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{4,30}")
 
 
 def save_settings(
@@ -76,6 +79,8 @@ def save_settings(
         raise ValueError("escalation_group: must be a group")
     if group is not None and group.name == AUDITORS:
         raise ValueError("escalation_group: auditors decide nothing; choose a group that may decide this rule")
+    if values.get("slack_channel") and not SLACK_CHANNEL_ID.fullmatch(str(values["slack_channel"])):
+        raise ValueError("slack_channel: a Slack channel id (C… or G…), not a name")
     if values.get("webhook_url"):
         try:
             check_outbound_url(values["webhook_url"])
@@ -88,6 +93,8 @@ def save_settings(
         if newest is not None and not any(rule["name"] == rule_name for rule in rules):
             raise ValueError(f"rule: no rule named {rule_name!r}")
         current = lock_row(RuleNotification, rule_name=rule_name)
+        if not values.get("slack_channel", True) and not (current and current.slack_channel):
+            values.pop("slack_channel")  # none before, none now: not a change (see settings_dict)
         proposed = {
             **(settings_dict(current or RuleNotification(rule_name=rule_name)) or {}),
             **{name: (value.name if isinstance(value, Group) else value) for name, value in values.items()},
@@ -109,9 +116,9 @@ def save_settings(
                 "changed": {},
                 "notifications": {
                     rule_name: {
-                        key: [(before or {}).get(key), proposed[key]]
+                        key: [(before or {}).get(key), proposed.get(key)]
                         for key in SETTINGS_FIELDS
-                        if (before or {}).get(key) != proposed[key]
+                        if (before or {}).get(key) != proposed.get(key)
                     }
                 },
             }
@@ -170,6 +177,9 @@ def settings_dict(row: RuleNotification | None) -> dict[str, Any] | None:
         "escalation_group": row.escalation_group.name if row.escalation_group is not None else None,
         "max_extension_seconds": row.max_extension_seconds,
         "webhook_url": row.webhook_url,
+        # Only when set: the settings of a rule without one (and proposals made before the
+        # field existed) read as they always did.
+        **({"slack_channel": row.slack_channel} if row.slack_channel else {}),
     }
 
 

@@ -299,6 +299,7 @@ def notification_settings(request: HttpRequest, name: str) -> HttpResponse:
             escalation_group=group,
             max_extension_seconds=seconds("max_extension_seconds") or 0,
             webhook_url=request.POST.get("webhook_url", "").strip(),
+            slack_channel=request.POST.get("slack_channel", "").strip(),
         )
     except ValueError as exc:
         messages.error(request, f"Notification settings not saved: {exc}")

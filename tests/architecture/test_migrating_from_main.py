@@ -58,10 +58,12 @@ def test_a_populated_database_from_before_migrates_forward_intact(submit, agent,
         executor.loader.check_consistent_history(connection)  # what `migrate` refuses to start without
         plan = executor.migration_plan(newest)
         # Approvals 0014 (Slack links, issue 26) and audit 0006 (witness cosignatures, issue 28)
-        # only add tables, which start empty.
+        # only add tables, which start empty; approvals 0015 adds the Slack messages' outbox
+        # columns and a rule's Slack channel, with defaults.
         assert sorted((migration.app_label, migration.name) for migration, _ in plan) == [
             ("agents", "0005_agent_named_by_a_setting"),
             ("approvals", "0014_slack_links"),
+            ("approvals", "0015_slack_message_outbox"),
             ("audit", "0006_witness_cosignatures"),
         ]
     finally:

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from approvals.chat import slack, tasks
+from approvals.chat import posting, slack, tasks
 from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
 from approvals.notifications import dispatch
 from approvals.services import Person, approve
@@ -78,7 +78,7 @@ class TestDecidingFromSlack:
         self, submit, press, slack_links, fake_slack, django_capture_on_commit_callbacks
     ):
         request = submit()
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         with django_capture_on_commit_callbacks(execute=True):
             assert press(request).status_code == 200
         request.refresh_from_db()
@@ -126,14 +126,14 @@ class TestDecidingFromSlack:
             "type": "block_actions",
             "user": {"id": "U_ALICE", "team_id": TEAM},
             "response_url": "http://127.0.0.1:9/steal",
-            "actions": [{"action_id": "reject", "value": f"{request.pk}:{request.current_revision}"}],
+            "actions": [{"action_id": "approve", "value": f"{request.pk}:{request.current_revision}"}],
         }
         body = urlencode({"payload": json.dumps(payload)}).encode()
         client.generic(
             "POST", "/slack/interactivity/", body, content_type="application/x-www-form-urlencoded", **signed(body)
         )
         request.refresh_from_db()
-        assert request.state == State.REJECTED  # the decision stands; only the answer is not sent
+        assert request.state == State.APPROVED  # the decision stands; only the answer is not sent
         assert answers(fake_slack) == []
 
     def test_a_deactivated_or_unlinked_person_decides_nothing(self, submit, press, people, slack_links, fake_slack):
@@ -164,9 +164,10 @@ class TestDecidingFromSlack:
         self, submit, critical_rule, press, slack_links, fake_slack
     ):
         request = submit("run_payroll", params={"amount": 1})
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         (posted,) = fake_slack.called("chat.postMessage")
-        buttons = {button["text"]["text"]: button for button in posted["blocks"][1]["elements"]}
+        (actions,) = [block for block in posted["blocks"] if block["type"] == "actions"]
+        buttons = {button["text"]["text"]: button for button in actions["elements"]}
         assert buttons["Approve in the browser"]["url"].endswith(f"/requests/{request.pk}/")
         assert "value" not in buttons["Approve in the browser"] and "Approve" not in buttons
         press(request)  # a forged press of the Approve the message never had
@@ -178,7 +179,7 @@ class TestDecidingFromSlack:
         self, submit, people, fake_slack, eager_celery, django_capture_on_commit_callbacks
     ):
         request = submit()
-        slack.post_request(request, "U_ALICE")
+        posting.post_request(request, "U_ALICE")
         with django_capture_on_commit_callbacks(execute=True):
             approve(request.pk, actor=Person(people["bob"]), revision=request.current_revision)
         (update,) = fake_slack.called("chat.update")
@@ -196,7 +197,7 @@ class TestNotifications:
         assert dispatch.deliver(notification.pk) == "delivered"
         # alice and owen are linked reviewers; mallory is linked but no reviewer
         assert sorted(args["channel"] for args in fake_slack.called("chat.postMessage")) == ["U_ALICE", "U_OWEN"]
-        assert slack.notify_group(request, request.approver_group.name) == 0  # a retry posts nothing twice
+        assert posting.notify_group(request, request.approver_group.name) == 0  # a retry posts nothing twice
 
 
 class TestLinking:

@@ -224,6 +224,20 @@ def _django_admin(stage) -> str:
     )
 
 
+def _slack_messages(stage) -> str:
+    """A Slack direct message of the request, pending and once decided (rendered as sent)."""
+    import json
+
+    from approvals.chat import slack
+
+    request = stage["request"]
+    shown = json.dumps(slack.blocks_for(request), ensure_ascii=False)
+    shown += json.dumps(slack.feedback_modal(slack.button_value(str(request.pk), 2), ""), ensure_ascii=False)
+    services.reject(request.pk, actor=Person(stage["people"]["carol"]), feedback="no", revision=2)
+    request.refresh_from_db()
+    return shown + json.dumps(slack.blocks_for(request), ensure_ascii=False)
+
+
 # Every surface that shows a request to people. A new one joins with one entry.
 SURFACES: list[tuple[str, Callable[[dict], str]]] = [
     ("queue page (cards)", _queue_page),
@@ -239,6 +253,7 @@ SURFACES: list[tuple[str, Callable[[dict], str]]] = [
     ("notifications (email, webhook)", _notifications),
     ("error answers", _errors),
     ("Django admin", _django_admin),
+    ("Slack messages", _slack_messages),
     ("history, request page and API once decided", _once_decided),
 ]
 

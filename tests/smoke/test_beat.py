@@ -13,6 +13,7 @@ def test_every_beat_entry_names_a_registered_task():
         "agents.deliver_due_callbacks",
         "approvals.notifications.escalate_overdue",
         "audit-verify-incremental",
+        "slack-messages-sweep",
     } <= set(schedule)
     unknown = {name: entry["task"] for name, entry in schedule.items() if entry["task"] not in app.tasks}
     assert unknown == {}

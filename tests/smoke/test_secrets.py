@@ -55,6 +55,18 @@ def test_two_secrets_sharing_a_value_are_refused(first, second):
     assert all(first in problem and second in problem for problem in found)
 
 
+def test_slack_secrets_are_optional_but_once_set_meet_the_same_bar():
+    assert keys.problems(good_keys()) == []  # Slack not configured: nothing to refuse
+    slack_secret = "0123456789abcdef0123456789abcdef"  # Slack's signing secrets are 32 hex digits
+    assert keys.problems({**good_keys(), "SLACK_SIGNING_SECRET": slack_secret}) == []
+    for value, said in [("xoxb-short", "too short"), ("xoxb-changeme-changeme-changeme-changeme", "placeholder")]:
+        [problem] = keys.problems({**good_keys(), "SLACK_BOT_TOKEN": value})
+        assert problem.startswith("SLACK_BOT_TOKEN") and said in problem
+    shared = good_keys()
+    [problem] = keys.problems({**shared, "SLACK_SIGNING_SECRET": shared["SECRET_KEY"]})
+    assert "SECRET_KEY and SLACK_SIGNING_SECRET are the same value" in problem
+
+
 def test_local_keys_are_private_stable_and_never_override_the_environment(tmp_path):
     path = keys.ensure_local_keys(tmp_path / "var" / "local-keys.env")
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -77,7 +89,7 @@ def test_local_keys_are_private_stable_and_never_override_the_environment(tmp_pa
 
 
 def development_environment(tmp_path) -> dict[str, str]:
-    environment = {name: value for name, value in os.environ.items() if name not in keys.REQUIRED_SECRETS}
+    environment = {name: value for name, value in os.environ.items() if name not in keys.CHECKED_SECRETS}
     environment.update(
         DJANGO_SETTINGS_MODULE="controlplane.settings",
         DEBUG="0",
@@ -113,6 +125,20 @@ def test_every_process_refuses_development_secrets_outside_debug(tmp_path, comma
     output = refused.stdout + refused.stderr
     for name in keys.REQUIRED_SECRETS:
         assert f"{name} is a development placeholder" in output, output[-2000:]
+
+
+def test_daphne_refuses_a_development_slack_signing_secret_outside_debug(tmp_path):
+    environment = {**development_environment(tmp_path), **good_keys(), "SLACK_SIGNING_SECRET": "changeme"}
+    refused = subprocess.run(
+        [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", "0", "controlplane.asgi:application"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_SECONDS,
+    )
+    assert refused.returncode != 0
+    assert "SLACK_SIGNING_SECRET is too short" in refused.stdout + refused.stderr
 
 
 def test_debug_keeps_the_development_defaults_working(tmp_path):

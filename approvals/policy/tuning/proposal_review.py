@@ -283,6 +283,7 @@ _SETTING_LABELS = {
     "escalation_group": "Escalation group",
     "max_extension_seconds": "Reviewers may extend the deadline by (s)",
     "webhook_url": "Webhook URL",
+    "slack_channel": "Slack channel (stubs)",
 }
 
 
