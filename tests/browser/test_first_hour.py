@@ -1,0 +1,83 @@
+"""The first hour, as a reviewer sees it (Debian chromium against the real daphne server):
+a phone whose filters never cover the card, a header that collapses to one line, and
+what each card and row says about itself (issue 27)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.conftest import _server_can_check, select_card
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}
+LONG_BODY = "\n\n".join(f"Paragraph {i}: the quarterly numbers, line by line." for i in range(40))
+
+
+def signed_in(new_context, daphne_server, username: str, **options):
+    password = f"{username}-pw-123!"
+    _server_can_check(username, password)
+    page = new_context(**options).new_page()
+    page.goto("/login/")
+    page.fill("#id_login", username)
+    page.fill("#id_password", password)
+    page.click("form button[type=submit]")
+    page.wait_for_url(daphne_server.url + "/")
+    return page
+
+
+def covered_by(page, selector: str) -> str | None:
+    """What covers the middle of `selector`'s visible part (None when nothing does)."""
+    return page.evaluate(
+        """(selector) => {
+          const el = document.querySelector(selector);
+          const box = el.getBoundingClientRect();
+          const top = Math.max(box.top, 0), bottom = Math.min(box.bottom, innerHeight);
+          if (bottom <= top) return "off screen";
+          const hit = document.elementFromPoint(box.left + box.width / 2, (top + bottom) / 2);
+          return el.contains(hit) ? null : (hit.className || hit.tagName);
+        }""",
+        selector,
+    )
+
+
+def test_on_a_phone_the_filters_scroll_away_and_never_cover_the_card(
+    new_context, daphne_server, people, submit, artifacts_dir
+):
+    for _ in range(3):
+        submit("send_email")
+    long = submit("send_email", params={"to": ["dana@example.com"], "subject": "Numbers", "body": LONG_BODY})
+    phone = signed_in(new_context, daphne_server, "bob", **PHONE)
+    select_card(phone, long.pk)
+    card = f"#card-{long.pk}"
+    for fraction in (0.3, 0.6, 0.9):
+        phone.evaluate(
+            "([selector, f]) => { const box = document.querySelector(selector).getBoundingClientRect();"
+            " window.scrollTo(0, scrollY + box.top + box.height * f - innerHeight / 2); }",
+            [f"{card} .card-body", fraction],
+        )
+        assert covered_by(phone, f"{card} .card-body") is None, fraction
+        sidebar = phone.locator(".sidebar").bounding_box()
+        assert sidebar["y"] + sidebar["height"] <= 0 or sidebar["y"] >= 844, "the sidebar stays on screen"
+    phone.screenshot(path=str(artifacts_dir / "phone-scrolled-card.png"))
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_the_phone_header_is_one_line_and_its_menu_opens_the_pages_and_sign_out(new_context, daphne_server, people):
+    phone = signed_in(new_context, daphne_server, "alice", **PHONE)
+    header = phone.locator(".topbar").bounding_box()
+    assert header["height"] <= 56, header
+    assert not phone.locator(".mainnav").is_visible() and not phone.locator(".usermenu").is_visible()
+    phone.locator("#menu-toggle").click()
+    assert phone.locator("#menu-toggle").get_attribute("aria-expanded") == "true"
+    for reachable in (".mainnav a[data-nav=history]", ".whoami", ".usermenu button[type=submit]"):
+        box = phone.locator(reachable).bounding_box()
+        assert box and box["x"] >= 0 and box["x"] + box["width"] <= 390, reachable
+    phone.keyboard.press("Escape")
+    assert not phone.locator(".usermenu").is_visible()
+
+
+def test_on_a_desktop_the_header_has_no_menu_button(logged_in_page, people):
+    alice = logged_in_page("alice", "alice-pw-123!")
+    assert not alice.locator("#menu-toggle").is_visible()
+    assert alice.locator(".mainnav").is_visible() and alice.locator(".whoami").is_visible()
