@@ -109,6 +109,11 @@ class Card:
         return self.request.kind == Kind.PLAN
 
     @property
+    def is_suspension(self) -> bool:
+        """A paused workflow step: answered through its schema's form, never approved bare."""
+        return self.request.kind == Kind.SUSPENSION
+
+    @property
     def batch_id(self) -> str:
         """The agent step it was submitted with (empty: alone)."""
         return self.request.batch_id
@@ -149,7 +154,7 @@ class Card:
     def may_edit(self) -> bool:
         """ "Edit & approve" is offered only where it can work: something is editable
         and the viewer's approval could count."""
-        return bool(self.editable_params) and self.viewer_may_approve
+        return bool(self.editable_params) and self.viewer_may_approve and not self.is_suspension
 
     @property
     def target_summary(self) -> str:

@@ -622,6 +622,11 @@ document.addEventListener("keydown", (event) => {
       event.preventDefault();
       if (event.key === "a" && card.classList.contains("group-card")) {
         say("Shift+A approves every call of this batch; select a call to approve it alone.", "info");
+      } else if (event.key === "a" && !card.querySelector(".approve-form") && card.querySelector(".respond-form")) {
+        // A suspension is answered, not approved: the key takes the reviewer to its form.
+        const field = card.querySelector(".respond-form .sf-field input, .respond-form .sf-field select, .respond-form textarea:not([hidden])");
+        if (field) field.focus();
+        say("Answer the step's form, then Send answer (or reject it).", "info");
       } else if (event.key === "a") {
         const secret = card.querySelector(".approve-form input[type=password]");
         if (secret && !secret.value) { secret.focus(); break; }

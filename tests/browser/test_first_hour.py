@@ -81,3 +81,70 @@ def test_on_a_desktop_the_header_has_no_menu_button(logged_in_page, people):
     alice = logged_in_page("alice", "alice-pw-123!")
     assert not alice.locator("#menu-toggle").is_visible()
     assert alice.locator(".mainnav").is_visible() and alice.locator(".whoami").is_visible()
+
+
+SUSPENSION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "description": "Pay the invoice?"},
+        "limit": {"type": "number", "default": 150.13},
+        "channel": {"enum": ["email", "sms"], "title": "Channel"},
+        "note": {"type": "string", "description": "Why, for the record"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "contact": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+    },
+    "required": ["approved", "channel"],
+}
+
+
+@pytest.fixture
+def suspended(agent, daphne_server):
+    """mail-bot pauses a workflow step for a typed answer; returns the request's id."""
+    import json
+    import urllib.request
+
+    from agents.services import issue_token
+
+    token = issue_token(agent, label="first hour").secret
+    body = {
+        "title": "Approve the payment",
+        "summary": "**Over the limit.** The invoice is above the monthly cap.",
+        "workflow_id": "approval-flow",
+        "step_id": "approval",
+        "idempotency_key": "first-hour-1",
+        "suspend_payload": {"amount": 150.13},
+        "resume_schema": SUSPENSION_SCHEMA,
+    }
+    request = urllib.request.Request(
+        daphne_server.url + "/api/v1/suspensions/",
+        method="POST",
+        data=json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=15) as response:
+        return json.load(response)["id"]
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_a_suspension_offers_only_its_answer_form_and_reject_laid_out_in_line(
+    new_context, daphne_server, people, suspended, artifacts_dir, viewport
+):
+    page = signed_in(new_context, daphne_server, "alice", **(PHONE if viewport == "phone" else {}))
+    select_card(page, suspended)
+    card = page.locator(f"#card-{suspended}")
+    card.locator(".respond-form .sf-field").first.wait_for()
+    assert card.locator(".approve-form").count() == 0  # no bare Approve that can only fail
+    assert card.locator(".edit-details").count() == 0
+    assert card.locator(".reject-details summary").is_visible()
+    assert card.locator(".respond-form button[type=submit]").inner_text() == "Send answer"
+    # The generated fields share one left edge and one width: labels above their inputs.
+    lefts = card.locator(".schema-fields > .sf-object > .sf-field > :is(input[type=text], input[type=number], select)")
+    boxes = [lefts.nth(i).bounding_box() for i in range(lefts.count())]
+    assert len(boxes) >= 3
+    assert len({round(box["x"]) for box in boxes}) == 1, boxes
+    assert len({round(box["width"]) for box in boxes}) == 1, boxes
+    page.keyboard.press("a")  # the approve key takes the reviewer to the form, it sends nothing
+    page.locator(".flash", has_text="Answer the step's form").wait_for()
+    assert page.evaluate("document.activeElement.closest('.respond-form') !== null")
+    card.screenshot(path=str(artifacts_dir / f"suspension-card-{viewport}.png"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
