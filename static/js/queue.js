@@ -419,6 +419,20 @@ function confirmed(card, what) {
   });
 }
 
+// What the confirm names: the request, who asks and for whom, and its summary line;
+// not the card's links ("Request page") or its timestamps.
+function confirmText(card) {
+  const words = (selector) => {
+    const el = card.querySelector(selector);
+    return el ? el.textContent.trim().replace(/\s+/g, " ") : "";
+  };
+  const agent = words(".card-sub .agent");
+  const person = words(".card-sub .person");
+  const who = agent + (person ? " on behalf of " + person : "");
+  const summary = words(".card-summary");
+  return titleOf(card.dataset.id) + (who ? " from " + who : "") + (summary ? ": " + summary : "") + ".";
+}
+
 function hold(form) {
   const id = form.closest(".card").dataset.id;
   if (held) sendHeld();
@@ -563,7 +577,7 @@ cardsEl.addEventListener("submit", async (event) => {
   const card = form.closest(".card");
   if (card.classList.contains("is-decided") || card.classList.contains("is-busy")) return;
   const approving = form.dataset.action === "approve" || form.dataset.action === "edit";
-  if (approving && !(await confirmed(card, titleOf(card.dataset.id) + ": " + card.querySelector(".card-sub").textContent.trim().replace(/\s+/g, " ")))) {
+  if (approving && !(await confirmed(card, confirmText(card)))) {
     say("Not approved.", "info");
     return;
   }

@@ -148,3 +148,66 @@ def test_a_suspension_offers_only_its_answer_form_and_reject_laid_out_in_line(
     assert page.evaluate("document.activeElement.closest('.respond-form') !== null")
     card.screenshot(path=str(artifacts_dir / f"suspension-card-{viewport}.png"))
     assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
+
+
+LONG_RULE = {
+    "name": "mail_to_the_whole_partner_directory_after_hours_" + "x" * 45,
+    "priority": 2,
+    "action_type": "send_email",
+    "risk_level": "high",
+    "masked_params": ["subject"],
+    "conditions": [{"path": "params.subject", "op": "contains", "value": "Board"}],
+}
+
+
+def test_each_row_says_what_the_request_is_and_marks_the_agents_own_words(
+    logged_in_page, people, submit, admin_user, artifacts_dir
+):
+    from approvals import policy
+    from approvals.people import Person
+
+    policy.save_rule(LONG_RULE, actor=Person(admin_user), note="board mail is masked")
+    prices = submit("send_email", params={"to": ["a@x.com", "b@x.com"], "subject": "Price change", "body": "b"})
+    monday = submit("send_email", params={"to": ["c@x.com"], "subject": "Monday", "body": "b"})
+    claimed = submit("send_email", reason="The customer asked for it.\nSecond line.")
+    secret = submit("send_email", params={"to": ["d@x.com"], "subject": "Board: secret merger", "body": "b"})
+    alice = logged_in_page("alice", "alice-pw-123!")
+
+    def summary(request):
+        return alice.locator(f"#row-{request.pk} .row-summary")
+
+    assert summary(prices).inner_text() == "“Price change” to 2 recipient(s)"
+    assert summary(monday).inner_text() == "“Monday” to 1 recipient(s)"
+    assert "is-agents-own" not in summary(prices).get_attribute("class")
+    # The agent's reason is its claim: marked so, first line only.
+    assert "is-agents-own" in summary(claimed).get_attribute("class")
+    assert summary(claimed).inner_text().endswith("The customer asked for it.")
+    assert summary(claimed).locator(".agent-claims-badge").inner_text() == "AGENT"
+    # A template naming a masked param shows the mask, never the value.
+    assert "secret merger" not in alice.locator("#queue-list").inner_text()
+    assert summary(secret).inner_text() == "“••••••” to 1 recipient(s)"
+    # The summary never replaces the action type and target.
+    assert alice.locator(f"#row-{prices.pk} .row-title").inner_text() == "send_email"
+    assert "outbox" in alice.locator(f"#row-{prices.pk} .row-target").inner_text()
+
+    # Card glitches: the long rule name wraps inside the card, no "Unknown []" fact.
+    select_card(alice, secret.pk)
+    card = alice.locator(f"#card-{secret.pk}")
+    assert "secret merger" not in card.inner_text()
+    assert "Unknown" not in card.locator(".impact").inner_text()
+    rule_box, why_box = card.locator(".rule code").bounding_box(), card.locator(".why").bounding_box()
+    assert rule_box["x"] + rule_box["width"] <= why_box["x"] + why_box["width"] + 1
+    alice.screenshot(path=str(artifacts_dir / "queue-summaries.png"))
+
+
+def test_the_confirm_names_the_request_not_the_cards_links(logged_in_page, people, submit, critical_wires):
+    wire = submit("wire_money", params={"amount": 25000, "to": "ACME", "currency": "EUR"})
+    alice = logged_in_page("alice", "alice-pw-123!")
+    select_card(alice, wire.pk)
+    alice.locator(f"#card-{wire.pk} .approve-form input[type=password]").fill("alice-pw-123!")
+    alice.locator(f"#card-{wire.pk} .approve-form button[type=submit]").click()
+    alice.locator("#confirm-decision[open]").wait_for()
+    text = alice.locator("#confirm-decision .confirm-what").inner_text()
+    assert text == "wire_money from mail-bot on behalf of rita: 25000 EUR to ACME."
+    assert "Request page" not in text and "submitted" not in text
+    alice.locator("#confirm-decision button[value=cancel]").click()
