@@ -211,3 +211,63 @@ def test_the_confirm_names_the_request_not_the_cards_links(logged_in_page, peopl
     assert text == "wire_money from mail-bot on behalf of rita: 25000 EUR to ACME."
     assert "Request page" not in text and "submitted" not in text
     alice.locator("#confirm-decision button[value=cancel]").click()
+
+
+def test_history_filters_by_outcome_decider_and_day_and_says_answered_for_a_suspension(
+    logged_in_page, people, submit, suspended, artifacts_dir
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from approvals import services
+    from approvals.models import ApprovalRequest
+    from approvals.people import Person
+    from tests.fixtures.revisions import current_revision
+
+    by_alice = submit("send_email", params={"to": ["a@x.com"], "subject": "One", "body": "b"})
+    by_bob = submit("send_email", params={"to": ["b@x.com"], "subject": "Two", "body": "b"})
+    old = submit("send_email", params={"to": ["c@x.com"], "subject": "Three", "body": "b"})
+    services.approve(by_alice.pk, revision=current_revision(by_alice.pk), actor=Person(people["alice"]))
+    services.reject(by_bob.pk, revision=current_revision(by_bob.pk), actor=Person(people["bob"]), feedback="no")
+    services.reject(old.pk, revision=current_revision(old.pk), actor=Person(people["bob"]), feedback="no")
+    ApprovalRequest.objects.filter(pk=old.pk).update(decided_at=timezone.now() - timedelta(days=10))
+    carol = logged_in_page("carol", "carol-pw-123!")
+
+    # The suspension is answered through its form; the toast names it by its title.
+    carol.goto("/")
+    select_card(carol, suspended)
+    form = carol.locator(f"#card-{suspended} form.respond-form")
+    form.locator(".sf-field").first.wait_for()
+    form.get_by_label("approved").check()
+    form.get_by_label("Channel").select_option(label="sms")
+    form.locator("fieldset.sf-object").get_by_label("name").fill("Dana")
+    form.locator("button[type=submit]").click()
+    toast = carol.locator(".flash", has_text="Approve the payment")
+    toast.wait_for()
+    assert "approval-flow.approval" not in toast.inner_text() and "answered" in toast.inner_text()
+
+    carol.goto("/history/")
+    row_of = {
+        r: carol.locator("tr.history-row", has=carol.locator(f"a[href='/requests/{r.pk}/']"))
+        for r in (by_alice, by_bob, old)
+    }
+    answered = carol.locator("tr.history-row", has=carol.locator(f"a[href='/requests/{suspended}/']"))
+    assert "Edited" not in answered.inner_text() and "Answered by carol" in answered.inner_text()
+    assert all(row.count() == 1 for row in row_of.values())
+
+    carol.select_option("#f-outcome", "rejected")
+    carol.click("#filters button[type=submit]")
+    carol.wait_for_url("**/history/?*outcome=rejected*")
+    assert row_of[by_alice].count() == 0 and row_of[by_bob].count() == 1 and row_of[old].count() == 1
+
+    carol.select_option("#f-decided-by", "bob")
+    carol.fill("#f-decided-from", (timezone.localdate() - timedelta(days=1)).isoformat())
+    carol.click("#filters button[type=submit]")
+    carol.wait_for_url("**decided_by=bob**")
+    assert row_of[by_bob].count() == 1 and row_of[old].count() == 0 and row_of[by_alice].count() == 0
+    assert carol.locator("#f-decided-by").input_value() == "bob"  # the filters in use stay selected
+    carol.screenshot(path=str(artifacts_dir / "history-filters.png"))
+
+    carol.goto("/history/?decided_by=alice")  # an approver of it decided it, too
+    assert row_of[by_alice].count() == 1 and row_of[by_bob].count() == 0
