@@ -216,6 +216,7 @@ function select(id, { scroll = true } = {}) {
   markSelected(id);
   announcePresence();
   renderCount();
+  keepInUrl(id);
   if (!id) return;
   const row = rowOf(id);
   if (row && scroll) row.scrollIntoView({ block: "nearest" });
@@ -224,6 +225,23 @@ function select(id, { scroll = true } = {}) {
     const card = cardOf(id);
     if (card) card.scrollIntoView({ block: "start" });
   }
+}
+
+// The selection lives in the URL's fragment (#selected=<id>): a reload, a shared link or
+// Back opens the same request. replaceState, not pushState: j/k do not fill the history.
+const SELECTED = /^#selected=([\w:.-]+)$/;
+function keepInUrl(id) {
+  const url = window.location.pathname + window.location.search + (id ? "#selected=" + id : "");
+  if (url !== window.location.pathname + window.location.search + window.location.hash) history.replaceState(history.state, "", url);
+}
+
+// When the queue opens: the request the URL names if it is still here, else the first row.
+function selectOnOpen() {
+  const named = (window.location.hash.match(SELECTED) || [])[1];
+  if (named && rowOf(named)) { select(named); return; }
+  const first = rows()[0];
+  if (first) select(first.dataset.id, { scroll: false });
+  else keepInUrl(null);
 }
 
 function move(step) {
@@ -672,5 +690,6 @@ document.addEventListener("keydown", (event) => {
 });
 
 renderCount();
+selectOnOpen();
 tick();
 connect();

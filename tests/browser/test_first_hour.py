@@ -271,3 +271,56 @@ def test_history_filters_by_outcome_decider_and_day_and_says_answered_for_a_susp
 
     carol.goto("/history/?decided_by=alice")  # an approver of it decided it, too
     assert row_of[by_alice].count() == 1 and row_of[by_bob].count() == 0
+
+
+@pytest.mark.parametrize("viewport", ["desktop", "phone"])
+def test_approve_and_reject_stay_in_view_while_a_long_card_scrolls(
+    new_context, daphne_server, people, submit, artifacts_dir, viewport
+):
+    long = submit("send_email", reason="\n".join(f"Line {i} of why." for i in range(60)))
+    page = signed_in(new_context, daphne_server, "carol", **(PHONE if viewport == "phone" else {}))
+    select_card(page, long.pk)
+    card = f"#card-{long.pk}"
+    height = page.viewport_size["height"]
+    assert page.locator(card).bounding_box()["height"] > 1.5 * height  # long: the bar would be below the fold
+    page.locator(f"{card} .card-body").scroll_into_view_if_needed()
+    page.evaluate(
+        "(selector) => document.querySelector(selector).scrollIntoView({block: 'start'})", f"{card} .agent-claims"
+    )
+    for selector in (f"{card} .approve-form button[type=submit]", f"{card} .reject-details summary"):
+        box = page.locator(selector).bounding_box()
+        assert box and 0 <= box["y"] and box["y"] + box["height"] <= height, (selector, box)
+        assert covered_by(page, selector) is None, selector
+    assert covered_by(page, f"{card} .agent-claims") is None  # the card is visible above the bar
+    page.screenshot(path=str(artifacts_dir / f"sticky-actions-{viewport}.png"))
+    page.keyboard.press("r")  # the bar's controls work where they stand
+    page.locator(f"{card} details.reject-details[open] textarea").wait_for()
+
+
+def test_the_queue_opens_on_its_first_row_and_the_selection_is_in_the_url_and_kept_on_reload(
+    logged_in_page, people, submit, critical_wires
+):
+    wire = submit("wire_money", params={"amount": 5})  # critical: first in the urgency order
+    emails = [submit("send_email"), submit("send_email")]
+    alice = logged_in_page("alice", "alice-pw-123!")
+    alice.locator(f"#row-{wire.pk}[aria-selected=true]").wait_for()
+    alice.locator(f"#card-{wire.pk}.is-selected").wait_for()
+    assert alice.evaluate("location.hash") == f"#selected={wire.pk}"
+
+    alice.keyboard.press("j")
+    second = alice.locator("#queue-list .queue-row").nth(1).get_attribute("data-id")
+    alice.locator(f"#card-{second}.is-selected").wait_for()
+    assert alice.evaluate("location.hash") == f"#selected={second}"
+    assert second in {str(e.pk) for e in emails}
+    history_length = alice.evaluate("history.length")
+
+    alice.reload()
+    alice.locator(f"#card-{second}.is-selected").wait_for()
+    assert alice.locator(f"#row-{second}").get_attribute("aria-selected") == "true"
+    assert alice.evaluate("history.length") == history_length  # j/k replace, they do not push
+
+    # A link naming a request that is no longer in the queue opens on the first row instead.
+    alice.goto(f"/#selected={'0' * 8}-0000-0000-0000-{'0' * 12}")
+    alice.reload()
+    alice.locator(f"#card-{wire.pk}.is-selected").wait_for()
+    assert alice.evaluate("location.hash") == f"#selected={wire.pk}"
