@@ -192,14 +192,18 @@ def ready_banner(url: str, *, embedded: bool) -> str:
     from audit.signing import signer
 
     key = signer().current
+    rule = "-" * 72
     return (
-        f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
+        f"\n{rule}\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
+        "Sign in as `reviewer` (the queue), `risk-admin` (rules) or `auditor` (the audit log).\n"
+        "Their passwords were printed above on the first start; on a warm start, or if they\n"
+        "scrolled away: `python manage.py demo_credentials` (new ones, printed again).\n"
         f"Audit exports verify offline with the public key {key.public_text} (key id {key.key_id}):\n"
-        f"  python -m audit.verify EXPORT.jsonl --public-key {key.public_text}\n"
+        f"  hitl-audit-verify EXPORT.jsonl --public-key {key.public_text}\n"
         f'  The same key is on {url}/audit/ ("Events are signed with key") and from '
         f"`python manage.py audit_public_key`; see docs/audit.md.\n"
         + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n" if embedded else "")
-        + "Press Ctrl-C to stop everything.\n"
+        + f"Press Ctrl-C to stop everything.\n{rule}\n"
     )
 
 

@@ -26,6 +26,14 @@ DEMO_PEOPLE = [
 ]
 
 
+def credential_line(user, group_name: str) -> str:
+    """Give `user` a new random password and say it (only its hash is stored)."""
+    password = secrets.token_urlsafe(12)
+    user.set_password(password)
+    user.save(update_fields=["password"] if user.pk else None)
+    return f"  {user.get_username():<11} password: {password}   ({group_name})"
+
+
 class Command(BaseCommand):
     help = "Create demo users, a demo agent and the seed policy (idempotent)."
 
@@ -36,10 +44,7 @@ class Command(BaseCommand):
             user, created = User.objects.get_or_create(username=username, defaults={"is_staff": is_staff})
             user.groups.add(Group.objects.get(name=group_name))
             if created:
-                password = secrets.token_urlsafe(12)
-                user.set_password(password)
-                user.save()
-                self.stdout.write(f"  {username:<11} password: {password}   ({group_name})")
+                self.stdout.write(credential_line(user, group_name))
         owner, _ = User.objects.get_or_create(username="agent-owner")
         agent, created = Agent.objects.get_or_create(name="demo-agent", defaults={"owner": owner})
         if created:
