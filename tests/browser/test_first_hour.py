@@ -170,6 +170,7 @@ def test_each_row_says_what_the_request_is_and_marks_the_agents_own_words(
     prices = submit("send_email", params={"to": ["a@x.com", "b@x.com"], "subject": "Price change", "body": "b"})
     monday = submit("send_email", params={"to": ["c@x.com"], "subject": "Monday", "body": "b"})
     claimed = submit("send_email", reason="The customer asked for it.\nSecond line.")
+    hostile = submit("send_email", reason="<img src=x onerror=alert(document.cookie)> {params[body]}")
     secret = submit("send_email", params={"to": ["d@x.com"], "subject": "Board: secret merger", "body": "b"})
     alice = logged_in_page("alice", "alice-pw-123!")
 
@@ -183,6 +184,9 @@ def test_each_row_says_what_the_request_is_and_marks_the_agents_own_words(
     assert "is-agents-own" in summary(claimed).get_attribute("class")
     assert summary(claimed).inner_text().endswith("The customer asked for it.")
     assert summary(claimed).locator(".agent-claims-badge").inner_text() == "AGENT"
+    # The agent's words are text: no markup runs, no template is filled from them.
+    assert summary(hostile).inner_text().endswith("<img src=x onerror=alert(document.cookie)> {params[body]}")
+    assert alice.dialogs == [] and alice.locator("#queue-list img").count() == 0
     # A template naming a masked param shows the mask, never the value.
     assert "secret merger" not in alice.locator("#queue-list").inner_text()
     assert summary(secret).inner_text() == "“••••••” to 1 recipient(s)"

@@ -40,3 +40,11 @@ def test_an_admins_setting_replaces_the_built_in_templates(settings):
     assert summarize(request("deploy"), {"env": "prod"}, {}).text == "prod"
     settings.REQUEST_SUMMARY_TEMPLATES = {"send_email": "{params.__class__}"}  # a broken one shows nothing
     assert summarize(request(), {"subject": "Hi"}, {}) is None
+
+
+def test_history_takes_a_bad_date_or_outcome_as_matching_nothing_not_an_error(db, login_as, people):
+    client = login_as(people["alice"])
+    for query in ("decided_from=yesterday", "outcome=pending_approval", "decided_to=2026-13-45", "decided_by=%27--"):
+        response = client.get(f"/history/?{query}")
+        assert response.status_code == 200, query
+        assert b"decided request" in response.content
