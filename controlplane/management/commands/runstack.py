@@ -83,12 +83,15 @@ class Command(BaseCommand):
         schedule = Path(settings.VAR_DIR) / "celerybeat-schedule"
         # Celery logs warnings only: the demo agent's lines tell the story, and every
         # outcome is on the request and in the audit log.
+        # --quiet (celery's own, before the subcommand): no startup banners, which buried
+        # the ready banner and its sign-in lines under some forty lines of ASCII art.
         worker_argv = [
             python,
             "-m",
             "celery",
             "-A",
             "controlplane",
+            "--quiet",
             "worker",
             "--loglevel=WARNING",
             f"--concurrency={concurrency}",
@@ -125,7 +128,18 @@ class Command(BaseCommand):
             Child("worker", worker_argv, relayed_env),
             Child(
                 "beat",
-                [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING", "-s", str(schedule)],
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "controlplane",
+                    "--quiet",
+                    "beat",
+                    "--loglevel=WARNING",
+                    "-s",
+                    str(schedule),
+                ],
                 relayed_env,
             ),
         ]
