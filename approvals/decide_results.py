@@ -36,7 +36,7 @@ class Decided:
         """The sentence a reviewer reads."""
         decided, verdict = self.request, self.decision.verdict
         if verdict == RESPOND and not self.decision.answers_a_suspension:
-            return f"{decided.action_type}: your reply went to the agent instead of running the tool."
+            return f"{request_label(decided)}: your reply went to the agent instead of running the tool."
         if verdict == RESPOND:
             if self.proposal:
                 return (
@@ -61,7 +61,20 @@ def decided_message(request_obj, verb: str) -> str:
         return (
             f"Your {verb} is recorded: {request_obj.required_approvals} approvals are needed, waiting for the others."
         )
-    return f"{request_obj.action_type} {request_obj.get_state_display().lower()}."
+    outcome = request_obj.get_state_display().lower()
+    if request_obj.kind == Kind.SUSPENSION and request_obj.state == State.APPROVED:
+        outcome = "answered: the workflow can resume"
+    return f"{request_label(request_obj)} {outcome}."
+
+
+def request_label(request_obj) -> str:
+    """How a reviewer's sentence names a request: its action type, or for a plan and a
+    suspension their title (their action types, such as submit_plan, are internal)."""
+    if request_obj.kind == Kind.PLAN:
+        return f"Plan “{request_obj.plan_title or request_obj.plan_path or 'untitled'}”"
+    if request_obj.kind == Kind.SUSPENSION:
+        return f"“{request_obj.plan_title or request_obj.workflow_id or 'The paused step'}”"
+    return request_obj.action_type
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 from django_filters.widgets import BooleanWidget
 
-from .models import ApprovalRequest
-from .states import RiskLevel
+from .models import ApprovalRequest, Decision
+from .states import RiskLevel, State
 
-__all__ = ["EXPIRING_SOON", "ApprovalRequestFilterSet"]
+__all__ = ["DECIDED_STATES", "EXPIRING_SOON", "ApprovalRequestFilterSet", "HistoryFilterSet"]
 
 # The "expiring soon" filter, the sidebar's count and the countdown's warning colour share this horizon.
 EXPIRING_SOON = timedelta(minutes=15)
@@ -91,3 +91,26 @@ class ApprovalRequestFilterSet(django_filters.FilterSet):
             return {}
         self.form.is_valid()  # cleaned_data then holds the valid ones
         return {name: str(value) for name, value in self.form.cleaned_data.items() if value not in (None, "", False)}
+
+
+# What a decided request can have ended as: the history page's outcome choices.
+DECIDED_STATES = [(state.value, state.label) for state in State if state not in (State.DRAFT, State.PENDING_APPROVAL)]
+
+
+class HistoryFilterSet(ApprovalRequestFilterSet):
+    """The history page's filters: the queue's, and what only a decided request has:
+    its outcome, who decided it (the one who closed it, or any approver of a two-person
+    approval) and the day it was decided (in the server's time zone)."""
+
+    outcome = django_filters.ChoiceFilter(field_name="state", choices=DECIDED_STATES, label="Outcome")
+    decided_by = django_filters.CharFilter(method="filter_decided_by", label="Decided by")
+    decided_from = django_filters.DateFilter(field_name="decided_at", lookup_expr="date__gte", label="Decided from")
+    decided_to = django_filters.DateFilter(field_name="decided_at", lookup_expr="date__lte", label="Decided until")
+
+    def filter_decided_by(self, queryset: QuerySet, name: str, value: str) -> QuerySet:
+        if not value:
+            return queryset
+        approved = Decision.objects.filter(
+            request=OuterRef("pk"), reviewer__username=value, verdict=Decision.Verdict.APPROVE
+        )
+        return queryset.filter(Q(decided_by_label=value) | Exists(approved))

@@ -233,7 +233,10 @@ SOCKET_RECHECK_SECONDS = float(os.environ.get("SOCKET_RECHECK_SECONDS", "30"))
 
 # Celery: Redis when REDIS_URL is set, else kombu's filesystem transport (no server;
 # shared by the worker, beat and web processes of one machine through VAR_DIR/broker).
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or "filesystem://"
+# The embedded broker names a host (kombu ignores it) so that kombu does not warn "No
+# hostname was supplied" in every process on every connection of `make run`.
+EMBEDDED_BROKER_URL = "filesystem://localhost/"
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or REDIS_URL or EMBEDDED_BROKER_URL
 BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", VAR_DIR / "broker"))
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):

@@ -104,9 +104,14 @@ def impact_rows(impact: Mapping[str, Any]) -> list[tuple[str, str]]:
     if "sensitive" in impact:
         kinds = ", ".join(str(kind) for kind in impact.get("sensitive_kinds") or ())
         rows.append(("Sensitive data", (kinds or "yes") if impact["sensitive"] else "none found"))
-    known = {"recipient_count", "amount", "target_count", "reversible", "sensitive", "sensitive_kinds"}
+    unknown = [str(key).replace("_", " ") for key in impact.get("unknown") or ()]
+    if unknown:  # the facts the classifier could not read with certainty, in words
+        rows.append(("Could not tell", ", ".join(unknown)))
+    known = {"recipient_count", "amount", "target_count", "reversible", "sensitive", "sensitive_kinds", "unknown"}
     for key in sorted(set(impact) - known):
         value = impact[key]
+        if value in (None, "", [], {}):
+            continue
         rows.append((key.replace("_", " ").capitalize(), json.dumps(value) if not isinstance(value, str) else value))
     return rows
 

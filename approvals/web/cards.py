@@ -37,6 +37,7 @@ from .card_parts import (
 )
 from .markdown import render_markdown
 from .queue_queries import batch_key, queue_rank
+from .summaries import Summary, summarize
 
 __all__ = ["CARD_RELATIONS", "BatchGroup", "Card", "build_cards", "card_version", "group_batches"]
 
@@ -77,6 +78,8 @@ class Card:
     extension_choices: list[tuple[int, str]] = field(default_factory=list)
     # The page id of the batch group this card shows in (`group_batches`), if any.
     group_id: str = ""
+    # One line telling this request from its neighbours in the list (`summaries.summarize`).
+    summary: Summary | None = None
     id: str = field(init=False)
 
     def __post_init__(self) -> None:
@@ -107,6 +110,11 @@ class Card:
     @property
     def is_plan(self) -> bool:
         return self.request.kind == Kind.PLAN
+
+    @property
+    def is_suspension(self) -> bool:
+        """A paused workflow step: answered through its schema's form, never approved bare."""
+        return self.request.kind == Kind.SUSPENSION
 
     @property
     def batch_id(self) -> str:
@@ -149,7 +157,7 @@ class Card:
     def may_edit(self) -> bool:
         """ "Edit & approve" is offered only where it can work: something is editable
         and the viewer's approval could count."""
-        return bool(self.editable_params) and self.viewer_may_approve
+        return bool(self.editable_params) and self.viewer_may_approve and not self.is_suspension
 
     @property
     def target_summary(self) -> str:
@@ -303,8 +311,10 @@ def _card(
                 )
             )
 
+    impact = shown_impact(request, params=params)
     card = Card(
         request=request,
+        summary=summarize(request, shown, impact),
         params=rows,
         plan_html=render_markdown(request.plan_markdown) if request.kind in (Kind.PLAN, Kind.SUSPENSION) else None,
         approvals=len(approvers),
@@ -314,7 +324,7 @@ def _card(
         viewer_may_approve=not excluded_reason and mine is None,
         viewer_excluded_reason=excluded_reason,
         history=[HistoryRow(e.occurred_at, e.actor_label, e.verb, describe_verb(e.verb)) for e in events],
-        impact=impact_rows(shown_impact(request, params=params)),
+        impact=impact_rows(impact),
         explanation=list(classification.get("explanation", ())) or [classification.get("reason", "")],
         param_changes=param_changes,
         target_view=read_target(request, params, masked),

@@ -22,7 +22,7 @@ from audit.vocabulary import phase_of
 from ..filters import ApprovalRequestFilterSet
 from ..models import ApprovalRequest, Decision, ParamsRevision
 from ..permissions import with_view_grant_or_audit
-from ..states import RiskLevel, State
+from ..states import Kind, RiskLevel, State
 from .cards import Card, build_cards
 
 __all__ = ["RequestPage", "annotate_rows", "history", "history_choices", "request_page"]
@@ -37,14 +37,17 @@ def history(user, filters: ApprovalRequestFilterSet | None = None) -> QuerySet:
 
 
 def history_choices(user) -> dict[str, list[str]]:
-    """Every agent, action type and risk level in the user's visible history, for the
-    filter form (the queue's choices come from its most urgent rows, which left most of
-    history unselectable). One query: the distinct triples, however long the history."""
-    triples = set(history(user).order_by().values_list("agent__name", "action_type", "risk_level").distinct())
-    seen_levels = {level for _, _, level in triples}
+    """Every agent, action type, risk level and decider in the user's visible history, for
+    the filter form (the queue's choices come from its most urgent rows, which left most of
+    history unselectable). One query: the distinct combinations, however long the history."""
+    seen = set(
+        history(user).order_by().values_list("agent__name", "action_type", "risk_level", "decided_by_label").distinct()
+    )
+    seen_levels = {level for _, _, level, _ in seen}
     return {
-        "agents": sorted({agent for agent, _, _ in triples}),
-        "action_types": sorted({action for _, action, _ in triples}),
+        "deciders": sorted({decider for _, _, _, decider in seen if decider}),
+        "agents": sorted({agent for agent, _, _, _ in seen}),
+        "action_types": sorted({action for _, action, _, _ in seen}),
         "risk_levels": [level for level in RiskLevel.values if level in seen_levels],
     }
 
@@ -72,7 +75,9 @@ def annotate_rows(rows: Sequence[ApprovalRequest]) -> None:
     for row in rows:
         row.approvers = approvers[row.pk]
         row.edited_by = editors[row.pk]
-        row.edited = row.current_revision > 1
+        # A suspension's later revisions are its answers, not edits of what the agent asked.
+        row.answered = row.kind == Kind.SUSPENSION and row.current_revision > 1
+        row.edited = row.current_revision > 1 and not row.answered
 
 
 @dataclass

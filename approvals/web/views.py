@@ -31,7 +31,7 @@ from controlplane.http.inputs import parse_json_text
 
 from .. import decide, errors, services
 from ..errors import DomainError
-from ..filters import ApprovalRequestFilterSet
+from ..filters import DECIDED_STATES, ApprovalRequestFilterSet, HistoryFilterSet
 from ..permissions import decidable_by, with_view_grant_or_audit
 from ..states import RiskLevel
 from . import cards, queue_queries, request_page
@@ -114,7 +114,7 @@ def queue(request: HttpRequest) -> HttpResponse:
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
     """Decided requests the person may look at, with the queue's filters; each row opens its request page."""
-    filters = _filters(request)
+    filters = HistoryFilterSet(request.GET)
     page = Paginator(request_page.history(request.user, filters), 50).get_page(request.GET.get("page"))
     request_page.annotate_rows(page.object_list)
     choices = request_page.history_choices(request.user)
@@ -128,6 +128,7 @@ def history(request: HttpRequest) -> HttpResponse:
             "filters": filters.in_use(),
             "counts": choices,  # the filter form reads `counts.agents` and `counts.action_types`
             "risk_levels": choices["risk_levels"],
+            "outcomes": DECIDED_STATES,
             "query": query.urlencode(),
         },
     )

@@ -216,6 +216,7 @@ function select(id, { scroll = true } = {}) {
   markSelected(id);
   announcePresence();
   renderCount();
+  keepInUrl(id);
   if (!id) return;
   const row = rowOf(id);
   if (row && scroll) row.scrollIntoView({ block: "nearest" });
@@ -224,6 +225,23 @@ function select(id, { scroll = true } = {}) {
     const card = cardOf(id);
     if (card) card.scrollIntoView({ block: "start" });
   }
+}
+
+// The selection lives in the URL's fragment (#selected=<id>): a reload, a shared link or
+// Back opens the same request. replaceState, not pushState: j/k do not fill the history.
+const SELECTED = /^#selected=([\w:.-]+)$/;
+function keepInUrl(id) {
+  const url = window.location.pathname + window.location.search + (id ? "#selected=" + id : "");
+  if (url !== window.location.pathname + window.location.search + window.location.hash) history.replaceState(history.state, "", url);
+}
+
+// When the queue opens: the request the URL names if it is still here, else the first row.
+function selectOnOpen() {
+  const named = (window.location.hash.match(SELECTED) || [])[1];
+  if (named && rowOf(named)) { select(named); return; }
+  const first = rows()[0];
+  if (first) select(first.dataset.id, { scroll: false });
+  else keepInUrl(null);
 }
 
 function move(step) {
@@ -419,6 +437,20 @@ function confirmed(card, what) {
   });
 }
 
+// What the confirm names: the request, who asks and for whom, and its summary line;
+// not the card's links ("Request page") or its timestamps.
+function confirmText(card) {
+  const words = (selector) => {
+    const el = card.querySelector(selector);
+    return el ? el.textContent.trim().replace(/\s+/g, " ") : "";
+  };
+  const agent = words(".card-sub .agent");
+  const person = words(".card-sub .person");
+  const who = agent + (person ? " on behalf of " + person : "");
+  const summary = words(".card-summary");
+  return titleOf(card.dataset.id) + (who ? " from " + who : "") + (summary ? ": " + summary : "") + ".";
+}
+
 function hold(form) {
   const id = form.closest(".card").dataset.id;
   if (held) sendHeld();
@@ -563,7 +595,7 @@ cardsEl.addEventListener("submit", async (event) => {
   const card = form.closest(".card");
   if (card.classList.contains("is-decided") || card.classList.contains("is-busy")) return;
   const approving = form.dataset.action === "approve" || form.dataset.action === "edit";
-  if (approving && !(await confirmed(card, titleOf(card.dataset.id) + ": " + card.querySelector(".card-sub").textContent.trim().replace(/\s+/g, " ")))) {
+  if (approving && !(await confirmed(card, confirmText(card)))) {
     say("Not approved.", "info");
     return;
   }
@@ -622,6 +654,11 @@ document.addEventListener("keydown", (event) => {
       event.preventDefault();
       if (event.key === "a" && card.classList.contains("group-card")) {
         say("Shift+A approves every call of this batch; select a call to approve it alone.", "info");
+      } else if (event.key === "a" && !card.querySelector(".approve-form") && card.querySelector(".respond-form")) {
+        // A suspension is answered, not approved: the key takes the reviewer to its form.
+        const field = card.querySelector(".respond-form .sf-field input, .respond-form .sf-field select, .respond-form textarea:not([hidden])");
+        if (field) field.focus();
+        say("Answer the step's form, then Send answer (or reject it).", "info");
       } else if (event.key === "a") {
         const secret = card.querySelector(".approve-form input[type=password]");
         if (secret && !secret.value) { secret.focus(); break; }
@@ -653,5 +690,6 @@ document.addEventListener("keydown", (event) => {
 });
 
 renderCount();
+selectOnOpen();
 tick();
 connect();

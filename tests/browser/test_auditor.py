@@ -3,7 +3,9 @@ file verifies offline with the key the auditor holds."""
 
 from __future__ import annotations
 
+import sys
 import uuid
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -67,3 +69,42 @@ def test_an_auditor_filters_exports_and_verifies_offline(ann, refund_history, lo
 
     page.goto("/audit/")
     assert page.locator("text=Recent exports").count() == 1
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_csv_export_offers_its_manifest_and_both_verify_with_the_command_the_page_shows(
+    ann, refund_history, logged_in_page, tmp_path, artifacts_dir
+):
+    import subprocess
+
+    page = logged_in_page("ann", "ann-audits-123!")
+    page.goto("/audit/")
+    shown = page.locator(".audit-exports").inner_text()
+    assert "hitl-audit-verify FILE.csv --manifest FILE.csv.manifest.json" in shown
+    assert "python -m audit.verify" not in page.content()
+
+    with page.expect_download() as csv_download:
+        page.click("#export-csv")
+    exported = tmp_path / csv_download.value.suggested_filename
+    csv_download.value.save_as(exported)
+    offer = page.locator("#csv-manifest-link")
+    offer.wait_for()
+    with page.expect_download() as manifest_download:
+        offer.click()
+    manifest = tmp_path / (exported.name + ".manifest.json")
+    manifest_download.value.save_as(manifest)
+    page.locator("#csv-manifest").screenshot(path=str(artifacts_dir / "auditor-csv-manifest.png"))
+
+    key = tmp_path / "server.pub"
+    key.write_text(signer().current.public_text + "\n", encoding="utf-8")
+    # The command as the page words it, run from outside the server checkout.
+    result = subprocess.run(
+        ["hitl-audit-verify", str(exported), "--manifest", str(manifest), "--public-key-file", str(key)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

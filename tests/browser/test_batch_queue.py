@@ -66,7 +66,9 @@ def test_three_calls_of_one_step_arrive_as_one_group_and_approve_all_decides_eac
     assert listed[0] == head.get_attribute("data-id") and set(listed[1:4]) == set(ids)
 
     group_id = head.get_attribute("data-id")
-    alice.keyboard.press("j")  # j lands on the header first; the pane lists each member
+    # The batch arrived live into an empty queue, so nothing is selected yet (only opening
+    # the queue selects its first row): j lands on the header; the pane lists each member.
+    alice.keyboard.press("j")
     pane = alice.locator(f"#card-{group_id}.is-selected")
     pane.wait_for()
     assert pane.locator("tr[data-member]").count() == 3 and "Call 1" in pane.inner_text()

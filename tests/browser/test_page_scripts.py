@@ -39,7 +39,11 @@ def test_every_page_script_loads_as_a_module_and_runs_without_a_console_error(lo
     alice = logged_in_page("alice", "alice-pw-123!")
     errors = watch_for_errors(alice)
     alice.reload()
-    assert scripts(alice) == [("/static/js/queue.js", "module"), ("/static/js/reveal.js", "module")]
+    assert scripts(alice) == [
+        ("/static/js/topbar.js", "module"),
+        ("/static/js/queue.js", "module"),
+        ("/static/js/reveal.js", "module"),
+    ]
     assert errors == []  # modules run before the load event that reload() waits for
     alice.locator("#live-status.is-live").wait_for()  # the socket connected
     alice.keyboard.press("?")
@@ -48,13 +52,13 @@ def test_every_page_script_loads_as_a_module_and_runs_without_a_console_error(lo
     page = logged_in_page(admin_user, "ada-pw-123!")
     errors += watch_for_errors(page)
     page.goto("/rules/")
-    assert scripts(page) == [("/static/rules/list.js", "module")]
+    assert scripts(page) == [("/static/js/topbar.js", "module"), ("/static/rules/list.js", "module")]
     assert errors == []
     page.locator("#rules-table tbody tr[data-rule] .move-down").first.click()
     page.locator("#reorder-bar").wait_for()  # reordering shows the save bar
 
     page.goto("/rules/send_email_default/edit/")
-    assert scripts(page) == [("/static/rules/editor.js", "module")]
+    assert scripts(page) == [("/static/js/topbar.js", "module"), ("/static/rules/editor.js", "module")]
     assert errors == []
     # A GET. A locator wait, not wait_for_function: a string predicate polled after its
     # first try is eval'd in the page, which the CSP (rightly) refuses.

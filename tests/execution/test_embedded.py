@@ -40,10 +40,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 @pytest.fixture
 def embedded(tmp_path: Path):
     """daphne + one worker, embedded settings, sharing a fresh filesystem broker."""
-    env = {"REDIS_URL": "", "CELERY_BROKER_URL": "filesystem://", "CELERY_BROKER_DIR": str(tmp_path / "broker")}
+    # The embedded default URL (settings.EMBEDDED_BROKER_URL), as `make run` uses it.
+    env = {"REDIS_URL": "", "CELERY_BROKER_URL": "", "CELERY_BROKER_DIR": str(tmp_path / "broker")}
     server = DaphneServer(env=child_environment(**env))
     worker = Worker(CHANNEL_RELAY_URL=server.url, **env)
-    producer = Celery("embedded-test", broker="filesystem://", set_as_current=False)
+    producer = Celery("embedded-test", broker=django_settings.EMBEDDED_BROKER_URL, set_as_current=False)
     producer.conf.broker_transport_options = {
         "data_folder_in": str(tmp_path / "broker" / "queue"),
         "data_folder_out": str(tmp_path / "broker" / "queue"),

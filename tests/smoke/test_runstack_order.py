@@ -89,7 +89,7 @@ def test_without_the_demo_agent_the_worker_and_beat_still_wait(stack, capsys):
 def test_the_banner_says_where_the_export_verification_key_is(stack, capsys):
     out = run(capsys)
     key = signer().current
-    assert f"python -m audit.verify EXPORT.jsonl --public-key {key.public_text}" in out
+    assert f"hitl-audit-verify EXPORT.jsonl --public-key {key.public_text}" in out
     assert "http://127.0.0.1:8765/audit/" in out and "manage.py audit_public_key" in out
 
 
@@ -99,3 +99,9 @@ def test_the_local_witness_starts_last_unless_witnesses_are_configured(stack, ca
     monkeypatch.setenv("AUDIT_WITNESSES", "someone-elses+00000000+AAAA")
     run(capsys, "--no-demo-agent")
     assert stack.count("start witness") == 0
+
+
+def test_the_banner_says_who_to_sign_in_as_and_how_to_get_the_passwords_again(stack, capsys):
+    out = run(capsys)
+    assert "Sign in as `reviewer`" in out and "python manage.py demo_credentials" in out
+    assert "Press Ctrl-C to stop everything." in out

@@ -1,8 +1,10 @@
 """A demo agent that keeps the control plane busy the way a real one would.
 
-It submits a realistic mix (mostly low-risk reads, some emails and service
+It opens with a tour of every kind of request (a critical wire with a reason and a
+step-up, a batch of three emails, a suspension answered through a form, a plan),
+then submits a realistic mix (mostly low-risk reads, some emails and service
 restarts that wait for reviewers, a prohibited call now and then, an occasional
-plan), follows each request to its decision, and executes its own approved
+plan, wire, batch or suspension), follows each request to its decision, and executes its own approved
 tool calls through claim/complete (server-executed types, such as `send_email`
 and `demo_*`, are run by the Celery worker instead). It calls the approval
 services directly, as an in-process agent host would, so it works before any
@@ -38,6 +40,85 @@ PLAN = """# Rotate the staging database credentials
 
 Rollback: re-enable the old credential (kept disabled, not deleted, for 24 hours).
 """
+
+
+SUSPENSION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "approved": {"type": "boolean", "title": "Pay it?", "description": "The invoice is over the monthly cap."},
+        "limit": {"type": "number", "title": "New cap (EUR)", "default": 5000},
+        "note": {"type": "string", "title": "Note for finance"},
+    },
+    "required": ["approved"],
+}
+
+
+def _wire(rng: random.Random) -> dict[str, Any]:
+    """A critical request (seed_demo's demo_wire_critical rule: a step-up to approve), with a reason."""
+    amount = rng.choice([12500, 48000, 250000])
+    return {
+        "kind": Kind.ACTION,
+        "action_type": "demo_wire_money",
+        "params": {
+            "amount": amount,
+            "currency": "EUR",
+            "to": "ACME GmbH",
+            "memo": f"Invoice {rng.randint(1000, 9999)}",
+        },
+        "target": {"account": "treasury-main"},
+        "reason": "The supplier's invoice is due today; finance asked me to pay it before 17:00.",
+    }
+
+
+def _suspension(rng: random.Random) -> dict[str, Any]:
+    """A workflow step paused for a typed answer (the card shows the schema's form)."""
+    return {
+        "kind": Kind.SUSPENSION,
+        "action_type": "invoice-approval.over-cap",
+        "workflow_id": "invoice-approval",
+        "step_id": "over-cap",
+        "plan_title": "Approve an invoice over the monthly cap",
+        "plan_markdown": f"**Invoice {rng.randint(1000, 9999)}** is EUR 6,200; the cap is EUR 5,000.",
+        "params": {"amount": 6200, "cap": 5000},
+        "target": {"workflow_id": "invoice-approval", "step_id": "over-cap"},
+        "resume_schema": SUSPENSION_SCHEMA,
+    }
+
+
+def _batch(rng: random.Random) -> list[dict[str, Any]]:
+    """Three emails from one agent step: the queue shows them as one batch."""
+    return [
+        {
+            "kind": Kind.ACTION,
+            "action_type": "send_email",
+            "params": {"to": [f"lead{i}@example.com"], "subject": f"Follow-up {i}: your trial", "body": "Hi!"},
+            "target": {"mailbox": "sales"},
+        }
+        for i in range(1, 4)
+    ]
+
+
+def _tour(rng: random.Random) -> list[list[dict[str, Any]]]:
+    """What the demo agent sends first, so a newcomer sees every kind of request at once."""
+    plan = {
+        "kind": Kind.PLAN,
+        "plan_path": "plans/rotate-staging-credentials.md",
+        "plan_title": "Rotate the staging database credentials",
+        "plan_markdown": PLAN,
+    }
+    return [[_wire(rng)], _batch(rng), [_suspension(rng)], [_scenario(rng)], [plan]]
+
+
+def _next(rng: random.Random) -> list[dict[str, Any]]:
+    """After the tour: the daily mix, with a critical wire, a batch or a suspension now and then."""
+    roll = rng.random()
+    if roll < 0.06:
+        return [_wire(rng)]
+    if roll < 0.10:
+        return _batch(rng)
+    if roll < 0.14:
+        return [_suspension(rng)]
+    return [_scenario(rng)]
 
 
 def _scenario(rng: random.Random) -> dict[str, Any]:
@@ -125,6 +206,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
 
         watching: dict[str, str] = {}
+        tour = _tour(rng)
         submitted = 0
         self._say(f"started as {agent.name} (run {run_id})")
         next_submit = 0.0
@@ -132,9 +214,12 @@ class Command(BaseCommand):
             if time.monotonic() >= next_submit and (not count or submitted < count):
                 pending = sum(1 for state in watching.values() if state == State.PENDING_APPROVAL)
                 if pending < max_pending:
-                    request = self._submit(agent, rng, run_id)
-                    submitted += 1
-                    watching[str(request.pk)] = request.state
+                    step = tour.pop(0) if tour else _next(rng)
+                    batch_id = f"step-{uuid.uuid4().hex[:8]}" if len(step) > 1 else ""
+                    for fields in step:
+                        request = self._submit(agent, fields, run_id, batch_id)
+                        submitted += 1
+                        watching[str(request.pk)] = request.state
                 next_submit = time.monotonic() + interval
             self._follow(watching, agent, actor)
             if count and submitted >= count:
@@ -142,15 +227,18 @@ class Command(BaseCommand):
             time.sleep(0.5)
         self._say(f"stopped after {submitted} submissions")
 
-    def _submit(self, agent: Agent, rng: random.Random, run_id: str) -> ApprovalRequest:
-        fields = _scenario(rng)
+    def _submit(self, agent: Agent, fields: dict[str, Any], run_id: str, batch_id: str = "") -> ApprovalRequest:
         request = services.submit(
             services.Submission(
-                run_id=run_id, tool_call_id=f"call-{uuid.uuid4().hex[:10]}", idempotency_key=uuid.uuid4().hex, **fields
+                run_id=run_id,
+                tool_call_id=f"call-{uuid.uuid4().hex[:10]}",
+                idempotency_key=uuid.uuid4().hex,
+                batch_id=batch_id,
+                **fields,
             ),
             agent=agent,
         )
-        what = request.plan_title if request.kind == Kind.PLAN else request.action_type
+        what = request.plan_title if request.kind in (Kind.PLAN, Kind.SUSPENSION) else request.action_type
         self._say(f"submitted {what} [{request.risk_level}] -> {request.state}")
         return request
 

@@ -95,12 +95,15 @@ class Command(BaseCommand):
         schedule = Path(settings.VAR_DIR) / "celerybeat-schedule"
         # Celery logs warnings only: the demo agent's lines tell the story, and every
         # outcome is on the request and in the audit log.
+        # --quiet (celery's own, before the subcommand): no startup banners, which buried
+        # the ready banner and its sign-in lines under some forty lines of ASCII art.
         worker_argv = [
             python,
             "-m",
             "celery",
             "-A",
             "controlplane",
+            "--quiet",
             "worker",
             "--loglevel=WARNING",
             f"--concurrency={concurrency}",
@@ -137,7 +140,18 @@ class Command(BaseCommand):
             Child("worker", worker_argv, relayed_env),
             Child(
                 "beat",
-                [python, "-m", "celery", "-A", "controlplane", "beat", "--loglevel=WARNING", "-s", str(schedule)],
+                [
+                    python,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "controlplane",
+                    "--quiet",
+                    "beat",
+                    "--loglevel=WARNING",
+                    "-s",
+                    str(schedule),
+                ],
                 relayed_env,
             ),
         ]
@@ -207,14 +221,18 @@ def ready_banner(url: str, *, embedded: bool) -> str:
     from audit.signing import signer
 
     key = signer().current
+    rule = "-" * 72
     return (
-        f"\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
+        f"\n{rule}\nReady: {url}/  (login {url}/login/, admin {url}/admin/, readiness {url}/readyz)\n"
+        "Sign in as `reviewer` (the queue), `risk-admin` (rules) or `auditor` (the audit log).\n"
+        "Their passwords were printed above on the first start; on a warm start, or if they\n"
+        "scrolled away: `python manage.py demo_credentials` (new ones, printed again).\n"
         f"Audit exports verify offline with the public key {key.public_text} (key id {key.key_id}):\n"
-        f"  python -m audit.verify EXPORT.jsonl --public-key {key.public_text}\n"
+        f"  hitl-audit-verify EXPORT.jsonl --public-key {key.public_text}\n"
         f'  The same key is on {url}/audit/ ("Events are signed with key") and from '
         f"`python manage.py audit_public_key`; see docs/audit.md.\n"
         + (f"For ad-hoc commands against this stack: export CHANNEL_RELAY_URL={url}\n" if embedded else "")
-        + "Press Ctrl-C to stop everything.\n"
+        + f"Press Ctrl-C to stop everything.\n{rule}\n"
     )
 
 
