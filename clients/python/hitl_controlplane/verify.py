@@ -25,7 +25,16 @@ What it checks:
     digest of the row hashes) against the rows received, and the manifest's
     Ed25519 signature under a public key the auditor pinned;
   * with --checkpoint: the checkpoint's signature, and that the export agrees
-    with the chain head recorded outside the database at that seq.
+    with the chain head recorded outside the database at that seq;
+  * the export's own checkpoint note and range proof (hitl_controlplane.export_assurance):
+    the proven rows' leaves recomputed and tied to the note's root, the note's log
+    signature under the pinned log key (--log-vkey, or --public-key named by the note's
+    origin), its cosignatures under the pinned witness keys (--witness-vkey,
+    --witness-vkeys-file or HITL_AUDIT_WITNESS_VKEYS; --quorum, default a majority), and
+    the assurance reached: `unsigned`, `signed` or `witnessed`. With witness keys pinned
+    `witnessed` is required, else `signed` (--require says otherwise); short of it: FAILED.
+
+    python -m audit.verify export.jsonl --public-key ed25519:... --witness-vkey w1+... --witness-vkey w2+...
 
 Prints one line, "OK: ..." (exit 0) or "FAILED ...: reason" (exit 1), naming the
 first bad seq where there is one. Exit 2 is a usage error.
