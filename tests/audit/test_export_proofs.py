@@ -249,3 +249,37 @@ def _rewrite_trailer(path: Path, manifest: dict[str, Any]) -> None:
         lines = lines[:-1]
     trailer = json.dumps({"manifest": manifest}, sort_keys=True, ensure_ascii=False) + "\n"
     path.write_text("".join(lines) + trailer, encoding="utf-8")
+
+
+def test_a_proof_narrowed_to_a_few_rows_or_a_witness_pinned_twice_is_refused(tmp_path) -> None:
+    """The operator cannot earn `witnessed` for a whole export by proving only its first row."""
+    append_and_checkpoint(6)
+    a_round(WITNESS_A, tmp_path / "a.state")
+    a_round(WITNESS_B, tmp_path / "b.state")
+    path = tmp_path / "export.jsonl"
+    manifest = export_to(path)
+    size = manifest["range_proof"]["tree_size"]
+    left, consistency = tree.range_proof(0, 1, size)
+    narrowed = {
+        **manifest["range_proof"],
+        "end": 1,
+        "left": [n.hex() for n in left],
+        "consistency": [n.hex() for n in consistency],
+    }
+    _rewrite_trailer(path, sign({**manifest, "range_proof": narrowed}, signer().current))
+    verdict = verify_export(path, key=SIGNING_KEY, pins=BOTH)
+    assert not verdict.ok
+    assert f"the range proof covers seq 1-1, not the exported rows seq 1-{size}" in verdict.message
+    with pytest.raises(ValueError, match="pinned twice"):
+        TreePins(witnesses=(WITNESS_A, WITNESS_A), quorum=2)
+
+
+def test_a_csv_export_carries_the_same_proof_in_its_sidecar(tmp_path) -> None:
+    append_and_checkpoint(5)
+    a_round(WITNESS_A, tmp_path / "a.state")
+    a_round(WITNESS_B, tmp_path / "b.state")
+    path = tmp_path / "export.csv"
+    manifest = export_to(path, "csv")
+    assert manifest["range_proof"]["end"] == manifest["range_proof"]["tree_size"]
+    verdict = verify_export(path, manifest=manifest, key=SIGNING_KEY, pins=BOTH)
+    assert (verdict.ok, verdict.assurance) == (True, "witnessed"), verdict.message

@@ -60,6 +60,8 @@ class TreePins:
             raise ValueError("a log vkey is a note signing key (type 0x01)")
         if any(key.kind != COSIGNATURE_V1 for key in self.witnesses):
             raise ValueError("a witness vkey is a cosignature/v1 key (type 0x04)")
+        if len({key.vkey for key in self.witnesses}) != len(self.witnesses):
+            raise ValueError("a witness vkey is pinned twice (it would count twice towards the quorum)")
         if self.require not in (None, *LEVELS):
             raise ValueError(f"the assurance required is one of {', '.join(LEVELS)}")
         check_quorum(self.effective_quorum, len(self.witnesses))
@@ -120,6 +122,14 @@ class TreeEvidence:
         if self.verifier.tree_size != self.size:
             raise Rejected(
                 f"the range proof is for a tree of {self.verifier.tree_size} events, the checkpoint's holds {self.size}"
+            )
+        # It must cover every exported row the checkpoint's tree holds, not a convenient few.
+        first, last = self.manifest.get("first_seq"), self.manifest.get("last_seq")
+        covered = (self.verifier.start + 1, self.verifier.end)
+        if not isinstance(first, int) or not isinstance(last, int) or covered != (first, min(last, self.size)):
+            raise Rejected(
+                f"the range proof covers seq {covered[0]}-{covered[1]}, not the exported rows seq {first}-"
+                f"{min(last, self.size) if isinstance(last, int) else last} the checkpoint's tree holds"
             )
 
     def add(self, seq: int, row_hash: str) -> None:
