@@ -283,3 +283,26 @@ def test_a_csv_export_carries_the_same_proof_in_its_sidecar(tmp_path) -> None:
     assert manifest["range_proof"]["end"] == manifest["range_proof"]["tree_size"]
     verdict = verify_export(path, manifest=manifest, key=SIGNING_KEY, pins=BOTH)
     assert (verdict.ok, verdict.assurance) == (True, "witnessed"), verdict.message
+
+
+def test_the_command_reads_the_witness_keys_and_quorum_from_the_environment(tmp_path, monkeypatch, capsys) -> None:
+    from hitl_controlplane.verify import main
+
+    append_and_checkpoint(3)
+    a_round(WITNESS_A, tmp_path / "a.state")
+    path = tmp_path / "export.jsonl"
+    export_to(path)
+    keys = _public_key_file(tmp_path)
+    monkeypatch.setenv("HITL_AUDIT_WITNESS_VKEYS", f"{WITNESS_A.vkey} {WITNESS_B.vkey}")
+    monkeypatch.setenv("HITL_AUDIT_WITNESS_QUORUM", "1")
+    assert main([str(path), "--public-key-file", keys]) == 0
+    assert "assurance witnessed" in capsys.readouterr().out
+    monkeypatch.setenv("HITL_AUDIT_WITNESS_QUORUM", "2")
+    assert main([str(path), "--public-key-file", keys]) == 1
+    assert capsys.readouterr().out.startswith("FAILED: assurance signed, witnessed required: only 1 of 2")
+    monkeypatch.setenv("HITL_AUDIT_WITNESS_QUORUM", "3")
+    assert main([str(path), "--public-key-file", keys]) == 1
+    assert "a witness quorum is between 1 and the 2 witnesses pinned, not 3" in capsys.readouterr().out
+    monkeypatch.setenv("HITL_AUDIT_WITNESS_VKEYS", "not-a-vkey")
+    assert main([str(path), "--public-key-file", keys]) == 1
+    assert capsys.readouterr().out.startswith("FAILED: a verifier key is <name>+<8 hex digits>+<base64>")
