@@ -306,3 +306,19 @@ def test_the_command_reads_the_witness_keys_and_quorum_from_the_environment(tmp_
     monkeypatch.setenv("HITL_AUDIT_WITNESS_VKEYS", "not-a-vkey")
     assert main([str(path), "--public-key-file", keys]) == 1
     assert capsys.readouterr().out.startswith("FAILED: a verifier key is <name>+<8 hex digits>+<base64>")
+
+
+def test_a_checkpoint_signed_by_another_key_fails_even_when_the_rows_fit_it(tmp_path) -> None:
+    from hitl_controlplane.signed_note import ED25519, join_note, split_note
+
+    append_and_checkpoint(4)
+    path = tmp_path / "export.jsonl"
+    manifest = export_to(path)
+    body = split_note(manifest["checkpoint_note"])[0]
+    impostor = NoteKey.generate(notes.log_key().name, ED25519)  # the same origin, another key
+    _rewrite_trailer(
+        path, sign({**manifest, "checkpoint_note": join_note(body, [impostor.sign(body)])}, signer().current)
+    )
+    verdict = verify_export(path, key=SIGNING_KEY)
+    assert not verdict.ok
+    assert "the export's checkpoint is not the pinned log's: no signature on it verifies" in verdict.message
