@@ -30,6 +30,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from hitl_controlplane import merkle
+from hitl_controlplane.range_proof import range_proof_ranges
 
 from .models import AuditEvent, AuditTreeNode
 
@@ -39,6 +40,7 @@ __all__ = [
     "consistency_proof",
     "extend",
     "inclusion_proof",
+    "range_proof",
     "edge_sql",
     "edge_wanted",
     "size_sql",
@@ -143,6 +145,16 @@ def inclusion_proof(seq: int, tree_size: int) -> list[bytes]:
 def consistency_proof(first: int, tree_size: int) -> list[bytes]:
     """The proof that the tree of `first` events is a prefix of the tree of `tree_size` events."""
     return _ranges(merkle.consistency_ranges(first, tree_size))
+
+
+def range_proof(start: int, end: int, tree_size: int) -> tuple[list[bytes], list[bytes]]:
+    """(left, consistency) of the range proof of leaves [start, end) in the tree of `tree_size` (one query).
+
+    The layout is `hitl_controlplane.range_proof`'s: an export's batched proof.
+    """
+    left, consistency = range_proof_ranges(start, end, tree_size)
+    hashes = _ranges([*left, *consistency])
+    return hashes[: len(left)], hashes[len(left) :]
 
 
 def size_sql() -> str:

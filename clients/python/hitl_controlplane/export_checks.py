@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from .canonical import GENESIS_HASH, chain_hash
 from .ed25519 import SignatureCheck, key_id_of
+from .export_assurance import TreeEvidence, TreePins
 from .export_files import Rejected, csv_rows, detect_format, jsonl_rows, read_trailer
 from .manifest import (
     CHECKPOINT_TYPE,
@@ -47,6 +48,8 @@ class Verdict:
     # False when no key was given: `ok` is then False too unless the caller passed
     # `no_signatures=True` (the export is only internally consistent, not authentic).
     signatures_checked: bool = True
+    # `unsigned`, `signed` or `witnessed` (hitl_controlplane.export_assurance); None when it failed.
+    assurance: str | None = None
 
 
 def _row_problem(row: Mapping[str, Any], fmt: str) -> str | None:
@@ -113,6 +116,7 @@ def verify_export(
     checkpoint: Mapping[str, Any] | None = None,
     fmt: str | None = None,
     no_signatures: bool = False,
+    pins: TreePins | None = None,
 ) -> Verdict:
     """Verify one export file; see the module docstring for what is checked.
 
@@ -123,8 +127,11 @@ def verify_export(
     says `no_signatures=True`. Reads the file once, row by row, in constant memory.
     """
     path = Path(path)
+    pins = pins or TreePins()
+    if key is None and pins.log_keys:
+        key = [log_key.public for log_key in pins.log_keys]  # a pinned log vkey holds the public key
     try:
-        verdict = _verify(path, manifest, key, checkpoint, fmt or detect_format(path))
+        verdict = _verify(path, manifest, key, checkpoint, fmt or detect_format(path), pins)
     except Rejected as rejected:
         where = f" at seq {rejected.seq}" if rejected.seq is not None else ""
         return Verdict(ok=False, message=f"FAILED{where}: {rejected.reason}", bad_seq=rejected.seq)
@@ -158,6 +165,7 @@ def _verify(
     key: VerifyingKey | None,
     checkpoint: Mapping[str, Any] | None,
     fmt: str,
+    pins: TreePins,
 ) -> Verdict:
     if manifest is None and fmt == "jsonl":
         manifest = read_trailer(path)
@@ -171,12 +179,13 @@ def _verify(
     elif not _public_keys(key) or _signed_by_one_of(manifest, key):
         _check_manifest_signature(manifest, key, notes)
     checkpoint_seq = _checked_checkpoint(checkpoint, key)
+    evidence = TreeEvidence(manifest, pins)
 
     unfiltered = manifest["filters"] == {}
     head = manifest["chain_head"]
     signatures = SignatureCheck.trusting(key) if _public_keys(key) else None
     digests, last_hash, checkpoint_hash = _walk(
-        path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq, signatures=signatures
+        path, fmt, unfiltered=unfiltered, checkpoint_seq=checkpoint_seq, signatures=signatures, evidence=evidence
     )
     if signatures is not None and not notes:
         # Signed by a key not pinned: only a rotation among the rows, signed by a pinned
@@ -200,13 +209,18 @@ def _verify(
         notes.append(_compare_checkpoint(checkpoint, checkpoint_hash, head))
     if signatures is not None:
         notes.append(_signature_note(signatures, unfiltered=unfiltered, rows=digests.row_count))
+    # Without a key, "signatures NOT checked" stays the last word (what matters most).
+    notes.insert(
+        len(notes) if key is not None else 0,
+        evidence.finish(key if _public_keys(key) else None, signatures_checked=key is not None),
+    )
     scope = (
         f"unfiltered chain seq 1-{digests.last_seq or 0} links to the head"
         if unfiltered
         else f"filtered export, filters {json.dumps(manifest['filters'], sort_keys=True)}"
     )
     message = f"OK: {digests.row_count} rows verified ({scope}); " + "; ".join(notes)
-    return Verdict(ok=True, message=message, rows=digests.row_count)
+    return Verdict(ok=True, message=message, rows=digests.row_count, assurance=evidence.level)
 
 
 def _check_manifest_signature(manifest: Mapping[str, Any], key: VerifyingKey, notes: list[str]) -> None:
@@ -247,6 +261,7 @@ def _walk(
     unfiltered: bool,
     checkpoint_seq: int | None,
     signatures: SignatureCheck | None = None,
+    evidence: TreeEvidence | None = None,
 ) -> tuple[ExportDigests, str, str | None]:
     """One pass over the rows: per-row checks, chain links when unfiltered, digests."""
     digests = ExportDigests()
@@ -279,6 +294,8 @@ def _walk(
                 if previous_seq is not None and seq <= previous_seq:
                     raise Rejected(f"seq {seq} follows seq {previous_seq}: rows out of order", seq)
                 digests.add(seq, row["hash"])
+                if evidence is not None:
+                    evidence.add(seq, row["hash"])
                 if seq == checkpoint_seq:
                     checkpoint_hash = row["hash"]
                 previous_seq, expected_seq, expected_prev = seq, seq + 1, row["hash"]

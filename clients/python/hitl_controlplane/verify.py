@@ -25,7 +25,16 @@ What it checks:
     digest of the row hashes) against the rows received, and the manifest's
     Ed25519 signature under a public key the auditor pinned;
   * with --checkpoint: the checkpoint's signature, and that the export agrees
-    with the chain head recorded outside the database at that seq.
+    with the chain head recorded outside the database at that seq;
+  * the export's own checkpoint note and range proof (hitl_controlplane.export_assurance):
+    the proven rows' leaves recomputed and tied to the note's root, the note's log
+    signature under the pinned log key (--log-vkey, or --public-key named by the note's
+    origin), its cosignatures under the pinned witness keys (--witness-vkey,
+    --witness-vkeys-file or HITL_AUDIT_WITNESS_VKEYS; --quorum, default a majority), and
+    the assurance reached: `unsigned`, `signed` or `witnessed`. With witness keys pinned
+    `witnessed` is required, else `signed` (--require says otherwise); short of it: FAILED.
+
+    python -m audit.verify export.jsonl --public-key ed25519:... --witness-vkey w1+... --witness-vkey w2+...
 
 Prints one line, "OK: ..." (exit 0) or "FAILED ...: reason" (exit 1), naming the
 first bad seq where there is one. Exit 2 is a usage error.
@@ -47,13 +56,18 @@ import sys
 from pathlib import Path
 
 from .ed25519 import parse_public_key
+from .export_assurance import TreePins
 from .export_checks import Verdict, load_checkpoint, verify_export
 from .manifest import VerifyingKey
+from .signed_note import NoteKey
 
 __all__ = ["Verdict", "load_checkpoint", "main", "verify_export"]
 
 
 KEY_ENVIRONMENT_VARIABLE = "AUDIT_EXPORT_SIGNING_KEY"
+LOG_VKEY_VARIABLE = "HITL_AUDIT_LOG_VKEY"
+WITNESS_VKEYS_VARIABLE = "HITL_AUDIT_WITNESS_VKEYS"  # whitespace-separated
+QUORUM_VARIABLE = "HITL_AUDIT_WITNESS_QUORUM"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNVERIFIED = 0, 1, 2, 3
 
 
@@ -70,6 +84,25 @@ def _key_from(arguments: argparse.Namespace) -> VerifyingKey | None:
         return bytes(arguments.key.encode("utf-8"))
     from_environment = os.environ.get(KEY_ENVIRONMENT_VARIABLE)
     return from_environment.encode("utf-8") if from_environment else None
+
+
+def _vkeys(texts: list[str]) -> tuple[NoteKey, ...]:
+    return tuple(NoteKey.parse_vkey(text) for text in texts if text.strip())
+
+
+def _pins_from(arguments: argparse.Namespace) -> TreePins:
+    """The pinned log and witness keys: options first, else the environment."""
+    log = list(arguments.log_vkey or []) or os.environ.get(LOG_VKEY_VARIABLE, "").split()
+    witnesses = list(arguments.witness_vkey or [])
+    if arguments.witness_vkeys_file:
+        lines = Path(arguments.witness_vkeys_file).read_text(encoding="utf-8").splitlines()
+        witnesses += [line.split("#", 1)[0].strip() for line in lines]
+    if not witnesses:
+        witnesses = os.environ.get(WITNESS_VKEYS_VARIABLE, "").split()
+    quorum = arguments.quorum
+    if quorum is None and os.environ.get(QUORUM_VARIABLE):
+        quorum = int(os.environ[QUORUM_VARIABLE])
+    return TreePins(_vkeys(log), _vkeys(witnesses), quorum, arguments.require)
 
 
 def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> int:
@@ -93,6 +126,25 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
     )
     parser.add_argument("--checkpoint", help="a signed chain-head checkpoint file to check the export against")
     parser.add_argument("--format", choices=("csv", "jsonl"), help="default: from the file name or its first byte")
+    tree = parser.add_argument_group("checkpoint and witnesses (the export's checkpoint_note and range_proof)")
+    tree.add_argument(
+        "--log-vkey",
+        action="append",
+        help=f"the log's note vkey (manage.py audit_checkpoint --vkey; or {LOG_VKEY_VARIABLE}); "
+        "default: the --public-key named by the checkpoint's origin",
+    )
+    tree.add_argument(
+        "--witness-vkey", action="append", help=f"a witness's cosignature vkey (repeat; or {WITNESS_VKEYS_VARIABLE})"
+    )
+    tree.add_argument("--witness-vkeys-file", help="a file of witness vkeys, one per line (# comments)")
+    tree.add_argument(
+        "--quorum", type=int, help=f"witnesses that must cosign (default a majority; or {QUORUM_VARIABLE})"
+    )
+    tree.add_argument(
+        "--require",
+        choices=("unsigned", "signed", "witnessed"),
+        help="the assurance to reach, else FAILED (default: witnessed when witness keys are pinned, else signed)",
+    )
     arguments = parser.parse_args(argv)
 
     try:
@@ -104,6 +156,7 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
             if not isinstance(manifest, dict):
                 raise ValueError("the manifest is not a JSON object")
         checkpoint = load_checkpoint(arguments.checkpoint) if arguments.checkpoint else None
+        pins = _pins_from(arguments)
     except (OSError, ValueError) as exc:
         print(f"FAILED: {exc}")
         return EXIT_FAILED
@@ -114,6 +167,7 @@ def main(argv: list[str] | None = None, *, prog: str = "hitl-audit-verify") -> i
         checkpoint=checkpoint,
         fmt=arguments.format,
         no_signatures=arguments.no_signatures,
+        pins=pins,
     )
     print(verdict.message)
     if verdict.ok:
