@@ -210,3 +210,19 @@ def _ignore_errors(fn, *args) -> None:
         fn(*args)
     except BaseException:  # noqa: BLE001 - the server under it is killed on purpose
         pass
+
+
+def test_two_identical_calls_at_once_are_one_request(gateway_server, second_gateway_server, token, gateway_rules):
+    """The (agent, key) unique index, not a look-then-insert, makes racing retries one request."""
+    answers: list = []
+    callers = [
+        threading.Thread(target=lambda s=server: answers.append(call(s, token, "demo.send_note", NOTE)))
+        for server in (gateway_server, second_gateway_server)
+    ]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(60)
+
+    request = the_request()
+    assert len(answers) == 2 and all(f"request {request.pk}" in text_of(answer) for answer in answers)
