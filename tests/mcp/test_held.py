@@ -7,11 +7,14 @@ The gateway here holds a call one second (`MCP_HOLD_SECONDS=1`, tests/mcp/confte
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from datetime import timedelta
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connection
 from django.utils import timezone
 
 from approvals import services
@@ -226,3 +229,33 @@ def test_two_identical_calls_at_once_are_one_request(gateway_server, second_gate
 
     request = the_request()
     assert len(answers) == 2 and all(f"request {request.pk}" in text_of(answer) for answer in answers)
+
+
+def test_a_client_that_drops_the_connection_mid_hold_and_reconnects_finds_its_request(
+    gateway_server, token, gateway_rules, upstream_calls, people
+):
+    @sync_to_async(thread_sensitive=False)
+    def submitted() -> bool:
+        try:
+            return ApprovalRequest.objects.filter(action_type="demo.send_note").exists()
+        finally:
+            connection.close()  # this thread's own connection
+
+    async def dropped():
+        async with gateway(gateway_server, token) as client:
+            held_call = asyncio.ensure_future(client.call_tool("demo.send_note", NOTE))
+            while not await submitted():  # held now: drop the connection
+                await asyncio.sleep(0.02)
+            held_call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await held_call
+
+    run(dropped())
+    request = the_request()
+    approve(people, request)
+
+    ran = call(gateway_server, token, "demo.send_note", NOTE)  # a new connection, the same call
+
+    assert text_of(ran) == "note sent to dana"
+    assert ApprovalRequest.objects.filter(action_type="demo.send_note").count() == 1
+    assert upstream_calls() == [("send_note", NOTE)]
