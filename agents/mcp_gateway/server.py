@@ -37,6 +37,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 from mcp.server.lowlevel.server import Server
@@ -45,6 +46,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agents.api.auth import AgentPrincipal
 from approvals import errors as domain_errors
+from approvals.broadcast import request_group
 from approvals.errors import DomainError
 from approvals.models import ApprovalRequest
 from approvals.snapshots import stable_hash
@@ -60,7 +62,9 @@ logger = logging.getLogger(__name__)
 
 # Where the ASGI wrapper leaves the authenticated agent in the request's scope.
 PRINCIPAL_SCOPE_KEY = "controlplane.agent_principal"
-# How often a held call looks at its request again.
+# How often a held call reads its request again: between broadcasts (and sends progress),
+# and without a channel layer.
+_TICK_SECONDS = 2.0
 _POLL_SECONDS = 0.25
 
 
@@ -209,21 +213,33 @@ class Gateway:
     async def _hold(self, ctx: Any, request: ApprovalRequest) -> ApprovalRequest:
         """Wait (at most `MCP_HOLD_SECONDS`) while `request` waits for reviewers or runs
         elsewhere, telling the client where it can be decided (progress notifications,
-        when the client asked for them)."""
+        when the client asked for them). Woken by the request's broadcast (the channel
+        layer, as the API's long-poll is), and reading it again every `_TICK_SECONDS`
+        regardless: the messages are hints, the database is the truth."""
         waiting = (State.PENDING_APPROVAL, State.EXECUTING)
         if request.state not in waiting:
             return request
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + settings.MCP_HOLD_SECONDS
-        url = f"{settings.SITE_URL.rstrip('/')}/requests/{request.pk}/"
-        message = f"Waiting for a reviewer to decide request {request.pk}: {url}"
-        tick = 0
-        while request.state in waiting and loop.time() < deadline:
-            with contextlib.suppress(Exception):  # a client that asked for no progress, or left
-                await ctx.session.report_progress(tick, None, message)
-            tick += 1
-            await asyncio.sleep(min(_POLL_SECONDS, max(0.0, deadline - loop.time())))
+        layer = get_channel_layer()
+        group = request_group(str(request.pk))
+        channel = await layer.new_channel("mcp.") if layer is not None else ""
+        if layer is not None:  # join before reading again, so no decision falls in between
+            await layer.group_add(group, channel)
+        try:
             request = await in_thread(calls.reread)(request)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + settings.MCP_HOLD_SECONDS
+            url = f"{settings.SITE_URL.rstrip('/')}/requests/{request.pk}/"
+            message = f"Waiting for a reviewer to decide request {request.pk}: {url}"
+            tick = 0
+            while request.state in waiting and (remaining := deadline - loop.time()) > 0:
+                with contextlib.suppress(Exception):  # a client that asked for no progress, or left
+                    await ctx.session.report_progress(tick, None, message)
+                tick += 1
+                await _woken(layer, channel, min(remaining, _TICK_SECONDS if layer is not None else _POLL_SECONDS))
+                request = await in_thread(calls.reread)(request)
+        finally:
+            if layer is not None:
+                await layer.group_discard(group, channel)
         return request
 
     async def _answer(
@@ -281,6 +297,21 @@ class Gateway:
         )
         await in_thread(held.keep_result)(request, answer)
         return answer
+
+
+async def _woken(layer: Any, channel: str, seconds: float) -> None:
+    """Return on the request's next broadcast, or after `seconds`."""
+    if layer is None:
+        await asyncio.sleep(seconds)
+        return
+    try:
+        async with asyncio.timeout(seconds):
+            await layer.receive(channel)
+    except TimeoutError:
+        pass
+    except Exception:  # noqa: BLE001 - a layer hiccup is only a missed hint; the caller reads again
+        logger.debug("channel layer receive failed", exc_info=True)
+        await asyncio.sleep(min(0.2, seconds))
 
 
 def _call_id(params: types.CallToolRequestParams) -> str:
