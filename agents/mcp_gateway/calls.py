@@ -136,7 +136,7 @@ def find_or_submit(
     agent: Agent, server: str, tool: types.Tool, arguments: dict[str, Any], digest: str
 ) -> ApprovalRequest:
     """The request an identical call already is (`held.find_retried`), or a new one."""
-    found, key = held.find_retried(agent, digest)
+    found, key = held.find_retried(agent, digest, action_type=action_type_for(server, tool.name), arguments=arguments)
     if found is not None:
         return found
     return submit_call(agent, server, tool, arguments, idempotency_key=key)

@@ -41,8 +41,9 @@ from agents.models import Agent
 from agents.resume import resume_payload
 from approvals.models import ApprovalRequest
 from approvals.snapshots import stable_hash
-from approvals.states import State
+from approvals.states import Kind, State
 from controlplane.http.fields import json_size
+from hitl_controlplane.submitted import submitted_sha256
 
 __all__ = [
     "CALL_ID_META",
@@ -97,13 +98,32 @@ def _latest(agent: Agent, digest: str) -> ApprovalRequest | None:
     )
 
 
-def find_retried(agent: Agent, digest: str) -> tuple[ApprovalRequest | None, str]:
+def find_retried(
+    agent: Agent, digest: str, *, action_type: str, arguments: dict[str, Any]
+) -> tuple[ApprovalRequest | None, str]:
     """The request an identical call is (None when there is none in the window), and the
-    idempotency key a new request for it takes."""
+    idempotency key a new request for it takes.
+
+    A request under the key that is not this call (the agent can choose any key through
+    the REST API: another action type, other params, no MCP target) is never taken for
+    it; the call opens the next generation instead."""
     latest = _latest(agent, digest)
-    if latest is not None and _in_window(latest, timezone.now()):
+    if latest is not None and _in_window(latest, timezone.now()) and _is_this_call(latest, action_type, arguments):
         return latest, latest.idempotency_key or ""
     return None, next_key(digest, latest)
+
+
+def _is_this_call(request: ApprovalRequest, action_type: str, arguments: dict[str, Any]) -> bool:
+    try:
+        sent = submitted_sha256(Kind.ACTION, params=arguments)
+    except (TypeError, ValueError):
+        return False
+    return (
+        request.kind == Kind.ACTION
+        and request.action_type == action_type
+        and bool((request.target or {}).get("mcp_server"))
+        and request.submitted_sha256 == sent
+    )
 
 
 def next_key(digest: str, latest: ApprovalRequest | None) -> str:

@@ -19,10 +19,11 @@ from django.utils import timezone
 
 from agents.mcp_gateway import calls, held
 from agents.models import Agent
+from agents.submissions import submit_from_agent
 from approvals import policy, services
 from approvals.models import ApprovalRequest
 from approvals.people import Person
-from approvals.states import State
+from approvals.states import Kind, State
 
 pytestmark = pytest.mark.django_db
 
@@ -110,3 +111,20 @@ def test_a_result_over_the_size_cap_is_not_kept(agent, settings):
 
     assert held.keep_result(request, big) is False
     assert cache.get(f"mcp-result:{request.pk}") is None
+
+
+def test_a_request_squatting_the_calls_key_through_the_api_is_not_taken_for_the_call(agent, held_rule):
+    """The agent can pick any idempotency key over REST: one named like the call's key,
+    with other params, is not the call; the call opens the next generation."""
+    digest = held.call_digest("demo.send_note", ARGS)
+    squatter = submit_from_agent(
+        agent,
+        Kind.ACTION,
+        {"action_type": "demo.send_note", "params": {"to": "everyone", "text": "hi"}, "target": {}},
+        idempotency_key=f"mcp:{digest}:1",
+    ).request
+
+    call = submit(agent)
+
+    assert call.pk != squatter.pk and call.idempotency_key == f"mcp:{digest}:2"
+    assert call.current_params() == ARGS
