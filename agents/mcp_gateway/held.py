@@ -11,7 +11,7 @@ idempotency key is `mcp:<that digest>:<generation>`, so the submit service's uni
 
 **The window.** The latest request under the digest answers an identical call while
 it is undecided or running; after it ran (succeeded, failed, outcome unknown) until
-its `execute_by`; after it ended without running (rejected by a reviewer, expired,
+its `execute_by`, unless the policy approved it (a low call that ran is not reused); after it ended without running (rejected by a reviewer, expired,
 cancelled, refused at re-validation) for `MCP_RETRY_WINDOW_SECONDS` from its end,
 so the model hears the feedback. A policy refusal (`prohibited_by_policy`) is not
 reused. Outside the window the call is a new request, the next generation.
@@ -73,6 +73,10 @@ def _in_window(request: ApprovalRequest, now: Any) -> bool:
         return False
     ran = request.state in _RAN and request.attempts > 0 and request.resolution_code not in _NOT_RUN_CODES
     if ran:
+        # A call the policy let through (low) is a fresh call each time once it ran: the
+        # window keeps people's decisions, not a cache of tool results.
+        if request.approved_by_policy:
+            return False
         return request.execute_by is not None and request.execute_by > now
     ended = request.finished_at or request.decided_at or request.created_at
     return ended + timedelta(seconds=settings.MCP_RETRY_WINDOW_SECONDS) > now

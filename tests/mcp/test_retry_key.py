@@ -128,3 +128,24 @@ def test_a_request_squatting_the_calls_key_through_the_api_is_not_taken_for_the_
 
     assert call.pk != squatter.pk and call.idempotency_key == f"mcp:{digest}:2"
     assert call.current_params() == ARGS
+
+
+def test_a_low_call_that_ran_is_not_reused_an_identical_one_runs_afresh(agent, admin_user):
+    rules = [{"name": "reads_low", "priority": 1, "action_type": "demo.read_note", "risk_level": "low"}]
+    policy.save_rules(rules, actor=Person(admin_user), note="low reads")
+    reader = types.Tool(
+        name="read_note",
+        description="Read a note.",
+        input_schema={"type": "object"},
+        annotations=types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False),
+    )
+    digest = held.call_digest("demo.read_note", {"id": 1})
+    first = calls.find_or_submit(agent, "demo", reader, {"id": 1}, digest)
+    assert first.state == State.APPROVED, first.classification
+    grant = calls.claim(first, agent)
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="the note")])
+    calls.complete(first.pk, agent, grant, succeeded=True, result=held.result_digest(result))
+
+    again = calls.find_or_submit(agent, "demo", reader, {"id": 1}, digest)
+
+    assert again.pk != first.pk and again.state == State.APPROVED
