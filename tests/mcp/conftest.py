@@ -73,8 +73,7 @@ def _start_gateway(django_db_blocker, calls_file, **env: str):
                 DEMO_UPSTREAM_CALLS_FILE=str(calls_file),
                 DEMO_UPSTREAM_TEST_TOOLS="1",
                 # A held call waits a second for its decision here (50 s in production).
-                MCP_HOLD_SECONDS="1",
-                **env,
+                **{"MCP_HOLD_SECONDS": "1", **env},
             )
         )
 

@@ -259,3 +259,32 @@ def test_a_client_that_drops_the_connection_mid_hold_and_reconnects_finds_its_re
     assert text_of(ran) == "note sent to dana"
     assert ApprovalRequest.objects.filter(action_type="demo.send_note").count() == 1
     assert upstream_calls() == [("send_note", NOTE)]
+
+
+def test_a_held_call_wakes_on_the_decision_not_on_its_next_read(
+    django_db_blocker, calls_file, token, gateway_rules, upstream_calls, people
+):
+    """The hold reads the request every 2 s; the decision's broadcast wakes it sooner."""
+    patient = _start_gateway(django_db_blocker, calls_file, MCP_HOLD_SECONDS="10")
+    try:
+        decided_at: list[float] = []
+
+        def decide() -> None:
+            while not ApprovalRequest.objects.filter(action_type="demo.send_note").exists():
+                time.sleep(0.02)
+            time.sleep(0.5)  # held by now
+            decided_at.append(time.monotonic())
+            approve(people, the_request())
+            connection.close()
+
+        decider = threading.Thread(target=decide)
+        decider.start()
+        ran = call(patient, token, "demo.send_note", NOTE)
+        answered = time.monotonic()
+        decider.join(30)
+    finally:
+        patient.stop()
+
+    assert text_of(ran) == "note sent to dana"
+    assert answered - decided_at[0] < 1.0, answered - decided_at[0]
+    assert upstream_calls() == [("send_note", NOTE)]
