@@ -53,6 +53,13 @@ CALLBACK_PUSH_TASK = env_bool("CALLBACK_PUSH_TASK", True)
 # The MCP gateway's upstream servers (agents/mcp_gateway/config.py): a deploy-time JSON or
 # TOML file, never the database or the admin (a command there would be code execution).
 MCP_UPSTREAMS_FILE = os.environ.get("MCP_UPSTREAMS_FILE", "")
+# A held call (agents/mcp_gateway/held.py): how long one tools/call waits for the decision
+# (clients time out around 60 s), how long a request that ended without running still
+# answers an identical call, and the largest upstream result kept for retries (in the
+# cache, until the request's execute_by).
+MCP_HOLD_SECONDS = float(os.environ.get("MCP_HOLD_SECONDS", "50"))
+MCP_RETRY_WINDOW_SECONDS = int(os.environ.get("MCP_RETRY_WINDOW_SECONDS", "600"))
+MCP_RESULT_MAX_BYTES = int(os.environ.get("MCP_RESULT_MAX_BYTES", str(1024 * 1024)))
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "HITL control plane API",

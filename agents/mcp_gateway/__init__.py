@@ -9,6 +9,8 @@ through the execution handshake. Read docs/mcp.md first. The modules:
   latter under the outbound rules);
 - `calls`: the synchronous side: listing under the policy, submitting, claiming and
   completing as the agent;
+- `held`: held calls: the retry key and window, the results kept for retries, the
+  answers of decided requests;
 - `server`: the MCP server (stateless Streamable HTTP) and its handlers;
 - `asgi`: `/mcp/` in the ASGI app, behind the agent's token;
 - `demo_upstream`: a small stdio MCP server to try it with (and test it against).

@@ -35,6 +35,8 @@ from controlplane.http.fields import json_size
 from controlplane.http.inputs import first_problem
 from hitl_controlplane.grants import new_nonce
 
+from . import held
+
 __all__ = [
     "HINT_DEFAULTS",
     "ArgumentsRefused",
@@ -43,7 +45,9 @@ __all__ = [
     "complete",
     "declared_hints",
     "definition_sha256",
+    "find_or_submit",
     "listed_tools",
+    "reread",
     "submit_call",
     "target_for",
 ]
@@ -112,7 +116,9 @@ def listed_tools(server: str, tools: list[types.Tool]) -> list[types.Tool]:
     return listed
 
 
-def submit_call(agent: Agent, server: str, tool: types.Tool, arguments: dict[str, Any]) -> ApprovalRequest:
+def submit_call(
+    agent: Agent, server: str, tool: types.Tool, arguments: dict[str, Any], *, idempotency_key: str | None = None
+) -> ApprovalRequest:
     """The call as a request, already classified (`approvals.services.submit`)."""
     found = first_problem(arguments, field="arguments")
     if found is not None:
@@ -123,13 +129,30 @@ def submit_call(agent: Agent, server: str, tool: types.Tool, arguments: dict[str
     target = target_for(server, tool)
     declared = _never_lowering(action_type, arguments, target, declared_hints(tool))
     data = {"action_type": action_type, "target": target, "params": arguments, "declared": declared}
-    return submit_from_agent(agent, Kind.ACTION, data, idempotency_key=None).request
+    return submit_from_agent(agent, Kind.ACTION, data, idempotency_key=idempotency_key).request
 
 
-def claim(request: ApprovalRequest, agent: Agent) -> services.ExecutionGrant:
+def find_or_submit(
+    agent: Agent, server: str, tool: types.Tool, arguments: dict[str, Any], digest: str
+) -> ApprovalRequest:
+    """The request an identical call already is (`held.find_retried`), or a new one."""
+    found, key = held.find_retried(agent, digest, action_type=action_type_for(server, tool.name), arguments=arguments)
+    if found is not None:
+        return found
+    return submit_call(agent, server, tool, arguments, idempotency_key=key)
+
+
+def reread(request: ApprovalRequest) -> ApprovalRequest:
+    return ApprovalRequest.objects.select_related("agent").get(pk=request.pk)
+
+
+def claim(request: ApprovalRequest, agent: Agent, target_hash: str | None = None) -> services.ExecutionGrant:
     """Claim the approved call as its agent: re-validation (emergency stop, policy,
-    expiry), the lease and the single-use grant. Raises DomainError."""
-    return services.claim_execution(request.pk, actor=Actor.for_agent(agent), agent=agent, nonce=new_nonce())
+    expiry, and the tool's definition now, `target_hash`, against the approved
+    target), the lease and the single-use grant. Raises DomainError."""
+    return services.claim_execution(
+        request.pk, actor=Actor.for_agent(agent), agent=agent, target_hash=target_hash, nonce=new_nonce()
+    )
 
 
 def complete(

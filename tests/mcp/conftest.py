@@ -29,7 +29,15 @@ GATEWAY_RULES = [
     },
     {"name": "demo_environment_low", "priority": 15, "action_type": "demo.environment", "risk_level": "low"},
     {"name": "demo_crash_low", "priority": 14, "action_type": "demo.crash", "risk_level": "low"},
-    {"name": "demo_notes_high", "priority": 13, "action_type": "demo.send_note", "risk_level": "high"},
+    {
+        "name": "demo_notes_high",
+        "priority": 13,
+        "action_type": "demo.send_note",
+        "risk_level": "high",
+        "editable_params": ["text"],
+    },
+    {"name": "demo_slow_high", "priority": 16, "action_type": "demo.slow_note", "risk_level": "high"},
+    {"name": "demo_redefine_low", "priority": 17, "action_type": "demo.redefine", "risk_level": "low"},
 ]
 
 
@@ -38,7 +46,7 @@ def calls_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mcp") / "upstream-calls.log"
 
 
-def _start_gateway(django_db_blocker, calls_file):
+def _start_gateway(django_db_blocker, calls_file, **env: str):
     from tests.live import DaphneServer, child_environment
 
     config = calls_file.parent / "upstreams.json"
@@ -61,7 +69,11 @@ def _start_gateway(django_db_blocker, calls_file):
     with django_db_blocker.unblock():
         return DaphneServer(
             env=child_environment(
-                MCP_UPSTREAMS_FILE=str(config), DEMO_UPSTREAM_CALLS_FILE=str(calls_file), DEMO_UPSTREAM_TEST_TOOLS="1"
+                MCP_UPSTREAMS_FILE=str(config),
+                DEMO_UPSTREAM_CALLS_FILE=str(calls_file),
+                DEMO_UPSTREAM_TEST_TOOLS="1",
+                # A held call waits a second for its decision here (50 s in production).
+                **{"MCP_HOLD_SECONDS": "1", **env},
             )
         )
 

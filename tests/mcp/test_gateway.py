@@ -60,7 +60,15 @@ def test_a_client_lists_the_upstream_tools_by_server_without_the_prohibited_one(
     tools = {tool.name: tool for tool in listed}
 
     assert version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
-    assert set(tools) == {"demo.echo", "demo.add", "demo.send_note", "demo.crash", "demo.environment"}
+    assert set(tools) == {
+        "demo.echo",
+        "demo.add",
+        "demo.send_note",
+        "demo.crash",
+        "demo.environment",
+        "demo.slow_note",
+        "demo.redefine",
+    }
     assert tools["demo.add"].input_schema["properties"].keys() == {"a", "b"}
     assert tools["demo.echo"].annotations.read_only_hint is True
     assert tools["demo.echo"].description == "Say `text` back."
