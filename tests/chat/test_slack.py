@@ -210,8 +210,9 @@ class TestLinking:
         path = url.split("localhost:8000", 1)[-1] if "localhost" in url else "/" + url.split("/", 3)[3]
         login_as(people["bob"])
         shown = client.get(path)
-        assert f"workspace {TEAM}, user U_BOB" in shown.content.decode()
-        client.post(path)
+        assert f'data-slack="team">{TEAM}<' in shown.content.decode()
+        assert 'data-slack="user">U_BOB<' in shown.content.decode()
+        assert client.post(path).url == "/slack/links/"
         assert SlackLink.objects.get(slack_user_id="U_BOB").user == people["bob"]
         assert client.post(path).status_code == 404  # one time
         assert SlackLinkStart.objects.get().used_at is not None
