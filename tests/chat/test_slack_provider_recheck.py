@@ -143,3 +143,15 @@ def test_a_person_without_a_provider_is_not_asked(provider_on, people, submit, p
     press(request)
     request.refresh_from_db()
     assert request.state == State.APPROVED
+
+
+def test_a_provider_person_without_a_stored_token_is_refused(
+    provider_on, people, submit, press, slack_links, fake_slack
+):
+    """Nothing to ask the provider with means nobody vouched: refused, as the scheduled re-check would."""
+    SocialAccount.objects.create(user=people["alice"], provider="local", uid="alice-sub")
+    request = submit()
+    press(request)
+    assert still_waiting(request)
+    assert answers(fake_slack) == [NO_LONGER_VOUCHES]
+    assert AuditEvent.objects.get(verb="auth.provider_signed_out").metadata["reason"] == "no_token"
