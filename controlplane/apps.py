@@ -39,6 +39,10 @@ class ControlplaneConfig(AppConfig):
         from .accounts import provider_sessions
 
         provider_sessions.connect()
+        # ...and vouches afresh for each decision made from Slack.
+        from .accounts import chat_recheck
+
+        chat_recheck.connect()
 
         # The admin signs in through the dashboard's login: one throttle, one second factor.
         from allauth.account.decorators import secure_admin_login

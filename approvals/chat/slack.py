@@ -18,6 +18,7 @@ from approvals.models import ApprovalRequest
 from approvals.services.guards import rule_asks_step_up
 from approvals.services.step_up import needs_step_up
 from approvals.states import State
+from controlplane.http.outbound import OutboundURLRefused, check_url
 
 from . import render
 
@@ -36,8 +37,20 @@ def verifier() -> SignatureVerifier:
     return SignatureVerifier(settings.SLACK_SIGNING_SECRET)
 
 
+def api_url() -> str:
+    """`SLACK_API_URL` once it passes the outbound rules (allow-list, every resolved address
+    public unless allowed), checked at each client built; else OutboundURLRefused, logged
+    as an error: nothing is sent to a Web API base the operator did not allow."""
+    try:
+        check_url(settings.SLACK_API_URL)
+    except OutboundURLRefused as refused:
+        logger.error("Slack Web API base refused (%s): %s", refused.code, refused.message)
+        raise
+    return settings.SLACK_API_URL
+
+
 def web_client() -> WebClient:
-    return WebClient(token=settings.SLACK_BOT_TOKEN, base_url=settings.SLACK_API_URL, timeout=10)
+    return WebClient(token=settings.SLACK_BOT_TOKEN, base_url=api_url(), timeout=10)
 
 
 def button_value(request_id: str, revision: int) -> str:
@@ -130,18 +143,20 @@ def feedback_modal(value: str, response_url: str) -> dict[str, Any]:
 def open_feedback_modal(trigger_id: str, value: str, response_url: str) -> str:
     """views.open the Reject modal; returns "" when it opened, else Slack's error.
     Blocking: the (async) view runs it on a worker thread, never on the event loop."""
-    client = WebClient(
-        token=settings.SLACK_BOT_TOKEN,
-        base_url=settings.SLACK_API_URL,
-        timeout=MODAL_TIMEOUT_SECONDS,
-        retry_handlers=[],  # no second try: the trigger_id would be dead by then
-    )
     try:
+        client = WebClient(
+            token=settings.SLACK_BOT_TOKEN,
+            base_url=api_url(),
+            timeout=MODAL_TIMEOUT_SECONDS,
+            retry_handlers=[],  # no second try: the trigger_id would be dead by then
+        )
         client.views_open(trigger_id=trigger_id, view=feedback_modal(value, response_url))
     except SlackApiError as refused:
         return str(refused.response.get("error") or refused.response.status_code)
     except OSError as failed:  # timeouts and connection errors
         return type(failed).__name__
+    except OutboundURLRefused as refused:
+        return refused.code
     return ""
 
 

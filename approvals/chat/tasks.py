@@ -15,7 +15,7 @@ from approvals.errors import DomainError
 from approvals.models import SlackLink
 from approvals.people import Person
 
-from . import live, slack
+from . import live, slack, vouching
 
 logger = logging.getLogger(__name__)
 LINK_YOUR_ACCOUNT = "Link your account first: run /approvals-link and confirm it in the browser."
@@ -86,6 +86,9 @@ def decide_from_slack(payload: dict[str, Any]) -> str:
     if read is None:
         return "This button is not one of ours."
     request_id, revision = read
+    refused_identity = vouching.refusal(user)
+    if refused_identity:
+        return refused_identity
     try:
         decision = decide.Decision(request_id, verdict, revision, feedback)
         decided = decide.decide(decision, actor=Person(user), user=user)

@@ -10,13 +10,12 @@ from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db import transaction
 from django.http import Http404, HttpResponse, JsonResponse
-from django.middleware.csrf import get_token
-from django.shortcuts import get_object_or_404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
-from django.utils.html import escape
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -124,13 +123,8 @@ def confirm_link(request, token: str):
         used_at__isnull=True,
         expires_at__gt=timezone.now(),
     )
-    identity = f"enterprise {start.enterprise_id or '-'}, workspace {start.team_id}, user {start.slack_user_id}"
     if request.method != "POST":
-        return HttpResponse(
-            f"<p>Link Slack {escape(identity)} to {escape(request.user.get_username())}?</p>"
-            f'<form method="post"><input type="hidden" name="csrfmiddlewaretoken" value="{escape(get_token(request))}">'
-            "<button>Link</button></form>"
-        )
+        return render(request, "slack/confirm_link.html", {"start": start})
     with transaction.atomic():
         if not SlackLinkStart.objects.filter(pk=start.pk, used_at__isnull=True).update(used_at=timezone.now()):
             raise Http404  # confirmed meanwhile, by another tab
@@ -149,7 +143,16 @@ def confirm_link(request, token: str):
                 "slack_user_id": start.slack_user_id,
             },
         )
-    return HttpResponse(f"<p>Linked Slack {escape(identity)}.</p>")
+    identity = f"enterprise {start.enterprise_id or '-'}, workspace {start.team_id}, user {start.slack_user_id}"
+    messages.success(request, f"Linked Slack {identity}.")
+    return redirect("slack-links")
+
+
+@login_required
+def links(request):
+    """The signed-in person's Slack identities (their profile's Slack part), to unlink."""
+    mine = SlackLink.objects.filter(user=request.user).order_by("linked_at", "pk")
+    return render(request, "slack/links.html", {"links": mine})
 
 
 @login_required
@@ -160,4 +163,7 @@ def unlink(request):
         removed, _ = SlackLink.objects.filter(user=request.user).delete()
         if removed:
             record("auth.chat_unlinked", actor=Person.from_request(request), metadata={"links": removed})
+    if request.POST.get("next") == "links":  # the form on the Slack page
+        messages.success(request, "Unlinked every Slack account." if removed else "No Slack account was linked.")
+        return redirect("slack-links")
     return JsonResponse({"unlinked": removed})

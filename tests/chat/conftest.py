@@ -151,6 +151,8 @@ def fake_slack(settings):
     thread = threading.Thread(target=fake.server.serve_forever, daemon=True)
     thread.start()
     settings.SLACK_API_URL = fake.url + "api/"
+    settings.OUTBOUND_URL_ALLOWLIST = ["127.0.0.1"]  # the Web API base passes the outbound rules
+    settings.OUTBOUND_ALLOW_PRIVATE = True  # the fake listens on loopback
     settings.SLACK_RESPONSE_URL_PREFIX = fake.url + "hooks/"
     settings.SLACK_BOT_TOKEN = "xoxb-test"
     settings.SLACK_SIGNING_SECRET = SIGNING_SECRET

@@ -3,11 +3,14 @@ signed payloads only, linked people only, every guard in the one decision core."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
+from django.utils import timezone
 
 from approvals.chat import posting, slack, tasks
 from approvals.models import Decision, Notification, SlackLink, SlackLinkStart
@@ -210,8 +213,9 @@ class TestLinking:
         path = url.split("localhost:8000", 1)[-1] if "localhost" in url else "/" + url.split("/", 3)[3]
         login_as(people["bob"])
         shown = client.get(path)
-        assert f"workspace {TEAM}, user U_BOB" in shown.content.decode()
-        client.post(path)
+        assert f'data-slack="team">{TEAM}<' in shown.content.decode()
+        assert 'data-slack="user">U_BOB<' in shown.content.decode()
+        assert client.post(path).url == "/slack/links/"
         assert SlackLink.objects.get(slack_user_id="U_BOB").user == people["bob"]
         assert client.post(path).status_code == 404  # one time
         assert SlackLinkStart.objects.get().used_at is not None
@@ -223,3 +227,17 @@ class TestLinking:
             ("auth.chat_unlinked", "bob"),
         ]
         assert events[0].metadata == {"enterprise_id": "", "team_id": TEAM, "slack_user_id": "U_BOB"}
+
+
+def test_the_confirm_page_shows_a_hostile_identity_as_text(client, people, login_as):
+    token = "hostile-identity-token"
+    SlackLinkStart.objects.create(
+        token_sha256=hashlib.sha256(token.encode()).hexdigest(),
+        team_id=TEAM,
+        slack_user_id='<img src=x onerror="1">',
+        expires_at=timezone.now() + timedelta(minutes=10),
+    )
+    login_as(people["bob"])
+    shown = client.get(f"/slack/link/{token}/").content.decode()
+    assert "<img" not in shown
+    assert 'data-slack="user">&lt;img src=x onerror=&quot;1&quot;&gt;<' in shown

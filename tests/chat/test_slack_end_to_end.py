@@ -40,6 +40,11 @@ def fake_slack_api() -> Iterator[FakeSlack]:
     fake.server.server_close()
 
 
+# The fake Slack listens on loopback; its base must pass the outbound rules (the worker's
+# harness allows loopback already).
+LOOPBACK_SLACK = {"OUTBOUND_URL_ALLOWLIST": "127.0.0.1", "OUTBOUND_ALLOW_PRIVATE": "1"}
+
+
 @pytest.fixture(scope="module")
 def slack_env(fake_slack_api) -> dict[str, str]:
     return {
@@ -57,7 +62,7 @@ def slack_daphne(django_db_setup, django_db_blocker, slack_env) -> Iterator:
     from tests.live import DaphneServer, child_environment
 
     with django_db_blocker.unblock():
-        server = DaphneServer(env=child_environment(MFA_REQUIRED_GROUPS="", **slack_env))
+        server = DaphneServer(env=child_environment(MFA_REQUIRED_GROUPS="", **slack_env, **LOOPBACK_SLACK))
     yield server
     server.stop()
 
