@@ -171,11 +171,15 @@ form.addEventListener("input", schedule);
 form.addEventListener("change", schedule);
 
 // --- Dry-run ---------------------------------------------------------------------------
+// The sampled requests all get a stricter level, yet the change is not provably stricter.
+const STRICTER_YET_WAITS = " although every sampled request gets a stricter level (a dry-run sees only past"
+  + " requests; only a change that can loosen none applies at once)";
 function showDryRun(report) {
   dryRunBox.appendChild(el("p", { class: "dry-run-summary" }, report.summary));
   if (report.four_eyes && report.four_eyes.on) {
+    const allStricter = report.transitions.length > 0 && report.transitions.every((t) => t.stricter);
     dryRunBox.appendChild(el("p", { class: "four-eyes", id: "four-eyes-verdict" }, report.four_eyes.waits_because
-      ? "Saving waits for a second risk-admin: " + report.four_eyes.waits_because + "."
+      ? "Saving waits for a second risk-admin" + (allStricter ? STRICTER_YET_WAITS : "") + ": " + report.four_eyes.waits_because + "."
       : "Saving applies at once: it only makes the policy stricter."));
   }
   const list = el("ul", { class: "transitions" });
