@@ -335,9 +335,10 @@ function handle(message) {
           say(title + " is no longer yours to decide.", "info");
           removeCard(id);
         } else {
-          const by = data.decided_by ? " by " + data.decided_by : "";
+          const who = data.decided_by_name || data.decided_by;  // the full name, else the username
+          const by = who ? " by " + who : "";
           say(title + " was " + stateWords(message.state) + by + ".", "info");
-          if (hasDraft(id)) keepDecided(id, message.state, data.decided_by);
+          if (hasDraft(id)) keepDecided(id, message.state, who);
           else removeCard(id);
         }
       }
