@@ -199,7 +199,10 @@ function showDryRun(report) {
       const tr = el("tr", { "data-request": c.request_id });
       // The first cell opens the request; "Test" classifies it here with this rule.
       const when = el("td");
-      when.appendChild(el("a", { href: c.url, title: "Open the request" }, c.created_at.slice(0, 16).replace("T", " ")));
+      const stamp = c.created_at.slice(0, 16).replace("T", " ");
+      // A link only where this risk-admin may open the request; else the row's details alone.
+      when.appendChild(c.url ? el("a", { href: c.url, title: "Open the request" }, stamp)
+        : el("span", { title: "Not a request you may open: its details are all here" }, stamp));
       tr.appendChild(when);
       [c.action_type, c.agent, c.from_level, c.to_level, c.from_rule || "(default)", c.to_rule || "(default)"]
         .forEach((v) => tr.appendChild(el("td", {}, v)));
