@@ -14,7 +14,7 @@ from typing import Any
 from audit.chain import Actor
 from audit.models import ActorKind
 
-__all__ = ["Person", "user_of"]
+__all__ = ["Person", "full_name", "user_of"]
 
 
 class Person(Actor):
@@ -48,3 +48,9 @@ class Person(Actor):
 def user_of(actor: Actor | None) -> Any | None:
     """The user behind `actor` when a person acts; None for the system or an agent."""
     return actor.user if isinstance(actor, Person) else None
+
+
+def full_name(user: Any) -> str:
+    """What people read for `user` (presence, "decided by" on a kept draft): their full
+    name, else their username. The audit chain keeps the username (`Person.label`)."""
+    return (user.get_full_name() or "").strip() or user.get_username()

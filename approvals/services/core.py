@@ -29,6 +29,7 @@ from .. import errors
 from ..atomic import PersistedRefusal, after_commit, applying
 from ..errors import DomainError
 from ..models import ApprovalRequest
+from ..people import full_name, user_of
 from ..states import TRANSITION_VARIANTS, TRANSITIONS, State
 
 if TYPE_CHECKING:
@@ -173,6 +174,8 @@ def transition(
     # Who decided travels with the push: the cards of the other reviewers (who see the
     # request's history anyway) say "decided by NAME" instead of just vanishing.
     decided = {"decided_by": fields["decided_by_label"]} if fields.get("decided_by_label") else {}
+    if decided and (user := user_of(actor)) is not None:
+        decided["decided_by_name"] = full_name(user)
     announce(request, verb, source=source, **decided)
 
 

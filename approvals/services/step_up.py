@@ -41,6 +41,7 @@ from audit.chain import record
 from .. import errors
 from ..errors import DomainError
 from ..people import Person
+from ..policy.step_up_levels import needs_step_up
 from . import passkeys, provider_step_up
 from .core import PersistedRefusal
 
@@ -272,11 +273,6 @@ def method_for(user: Any) -> str:
     if _totp_authenticator(user) is not None:
         return TOTP
     return PROVIDER if signs_in_only_through_a_provider(user) else PASSWORD
-
-
-def needs_step_up(risk_level: str, *, rule_asks: bool = False) -> bool:
-    """Whether deciding at `risk_level` (under a rule that may ask for it) needs a proof."""
-    return rule_asks or risk_level in settings.STEP_UP_RISK_LEVELS
 
 
 def require_step_up(request: Any, reviewer: Person, *, decision: Decision, risk_level: str, rule_asks: bool) -> str:

@@ -54,6 +54,7 @@ from django.utils.crypto import constant_time_compare
 from ..atomic import after_commit
 from ..broadcast import approvers_group, user_group, viewer_group_ids
 from ..emergency import EMERGENCY_GROUP
+from ..people import full_name
 from ..permissions import with_view_grant
 from ..sockets import PrincipalRecheck, sessions_ended
 
@@ -90,7 +91,7 @@ class ReviewerConsumer(PrincipalRecheck, AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_add(name, self.channel_name)
         self.groups_joined = names
         self.user_id, self.group_ids = user.pk, set(group_ids)
-        self.display_name = user.get_username()
+        self.display_name = full_name(user)
         # Names this socket's presence (one person may have several tabs open); not a secret.
         self.presence_key = secrets.token_hex(8)
         self.viewing = None

@@ -29,9 +29,9 @@ from .rules_http import (
     json_error,
     note_from,
     redirect_after,
-    request_url,
     risk_admin_required,
     wants_json,
+    with_request_links,
 )
 
 RECENT_PROPOSALS = 10
@@ -93,10 +93,7 @@ def proposal(request: HttpRequest, pk: int) -> HttpResponse:
     if detail is None:
         raise Http404("No such policy proposal.")
     mine = detail.proposal.proposed_by_id == request.user.pk
-    changed = [
-        {**change, "url": request_url(change["request_id"])} if change.get("request_id") else change
-        for change in detail.dry_run_changes
-    ]
+    changed = with_request_links(request.user, detail.dry_run_changes)
     return render(
         request,
         "rules/proposal.html",

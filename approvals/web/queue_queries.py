@@ -24,6 +24,9 @@ __all__ = [
     "GROUP_LIMIT",
     "ORDERS",
     "QUEUE_LIMIT",
+    "QUEUE_WINDOW",
+    "more_than_shown",
+    "window",
     "batch_key",
     "capped_count",
     "queue",
@@ -36,6 +39,8 @@ __all__ = [
 # reviewer works from the top and the page's resync brings the next card in as each
 # is decided, so a longer page only costs render time (~1.2 ms per card).
 QUEUE_LIMIT = 25
+# The most rows the queue's window lists (?shown=); past it, filters narrow the queue.
+QUEUE_WINDOW = 500
 # A batch shows as one group of at most this many members (the batch API's limit too):
 # an agent that puts 10,000 calls under one batch id cannot make one page read them all.
 GROUP_LIMIT = 100
@@ -102,6 +107,22 @@ def queue(user, filters: ApprovalRequestFilterSet | None = None, *, order: str =
         .annotate(risk_rank=_risk_rank())
         .order_by(*_ORDERINGS[order_of(order)], "pk")
     )
+
+
+def window(asked: str | None) -> int:
+    """How many rows the queue lists (``?shown=``): a window that grows a page of
+    QUEUE_LIMIT at a time ("Show 25 more", or j past the last row), up to QUEUE_WINDOW."""
+    try:
+        wanted = int(asked or "")
+    except ValueError:
+        wanted = QUEUE_LIMIT
+    pages = -(-max(wanted, 1) // QUEUE_LIMIT)  # whole pages, rounded up
+    return min(pages * QUEUE_LIMIT, QUEUE_WINDOW)
+
+
+def more_than_shown(counts: dict[str, Any], shown: int) -> bool:
+    """Whether the queue holds more than the page lists ("Showing the first 25.")."""
+    return bool(counts["capped"] or counts["total"] > shown)
 
 
 def queue_page(

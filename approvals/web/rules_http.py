@@ -24,6 +24,7 @@ from controlplane.http.inputs import parse_json_text
 
 from ..errors import NOT_PERMITTED
 from ..models import PolicyProposal, PolicyVersion
+from ..permissions import with_view_grant_or_audit
 from ..policy import is_risk_admin
 from ..policy.rules.conditions import RuleValidationError
 from ..policy.tuning.proposal_review import waits_because
@@ -118,6 +119,18 @@ def request_url(pk: Any) -> str:
         return reverse("approvals:request", args=[pk])
     except NoReverseMatch:
         return f"/requests/{pk}/"
+
+
+def with_request_links(user: Any, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Dry-run rows with ``url`` set only where `user` may open the request (the request
+    page's own guard, `with_view_grant_or_audit`); the others keep their details and get
+    ``url: null``, never a link to a 404. One query for all the rows."""
+    ids = [change["request_id"] for change in changes if change.get("request_id")]
+    visible = {str(pk) for pk in with_view_grant_or_audit(user).filter(pk__in=ids).values_list("pk", flat=True)}
+    return [
+        {**change, "url": request_url(change["request_id"]) if str(change.get("request_id")) in visible else None}
+        for change in changes
+    ]
 
 
 def note_from(request: HttpRequest) -> str:

@@ -33,8 +33,8 @@ from .rules_http import (
     json_body,
     json_endpoint,
     json_error,
-    request_url,
     risk_admin_required,
+    with_request_links,
 )
 
 
@@ -96,8 +96,8 @@ def dry_run(request: HttpRequest) -> JsonResponse:
         raise BadInput(INVALID_LIMIT, f"limit must be a whole number from 1 to {dry_runs.MAX_SAMPLE}.", "limit")
     proposed = _proposal(data)
     report = dry_runs.dry_run(proposed, limit=limit).to_dict()
-    for change in report["changes"]:  # each row opens the request it would affect
-        change["url"] = request_url(change["request_id"])
+    # Each row opens the request it would affect, where the risk-admin may open it.
+    report["changes"] = with_request_links(request.user, report["changes"])
     current = policy.current_policy()
     waits = (
         policy_authority.waits_because(

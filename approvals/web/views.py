@@ -59,8 +59,14 @@ def _order(request: HttpRequest) -> str:
     return queue_queries.order_of(request.GET.get("order"))
 
 
+def _shown(request: HttpRequest) -> int:
+    return queue_queries.window(request.GET.get("shown"))
+
+
 def _page_of_cards(request: HttpRequest, filters: ApprovalRequestFilterSet) -> list[cards.Card]:
-    page = queue_queries.queue_page(request.user, filters, order=_order(request), related=cards.CARD_RELATIONS)
+    page = queue_queries.queue_page(
+        request.user, filters, order=_order(request), limit=_shown(request), related=cards.CARD_RELATIONS
+    )
     return cards.build_cards(page, viewer=request.user)
 
 
@@ -100,8 +106,11 @@ def queue(request: HttpRequest) -> HttpResponse:
                 (level, n, colour, _with(request.GET, risk=level)) for level, n, colour in counts["by_risk"]
             ],
             "expiring_link": _with(request.GET, expiring="1"),
-            "shown_limit": queue_queries.QUEUE_LIMIT,
-            "more_than_shown": _more_than_shown(counts),
+            "shown_limit": _shown(request),
+            "more_than_shown": queue_queries.more_than_shown(counts, _shown(request)),
+            "show_more_link": _with(request.GET, shown=str(_shown(request) + queue_queries.QUEUE_LIMIT)),
+            "page_size": queue_queries.QUEUE_LIMIT,
+            "window_max": queue_queries.QUEUE_WINDOW,
             "risk_levels": [level for level in RiskLevel.values if level != RiskLevel.PROHIBITED],
             "query": request.GET.urlencode(),
             "next_url": _back_to_queue(request),
@@ -181,12 +190,12 @@ def reveal(request: HttpRequest, pk) -> JsonResponse:
 @require_GET
 def queue_sync(request: HttpRequest) -> JsonResponse:
     """What the queue should show now, for the page's resync on (re)connect and after
-    every push: `{"count", "by_risk": {level: n}, "expiring", "more", "cards": [{"id",
+    every push: `{"count", "by_risk": {level: n}, "expiring", "more", "shown", "cards": [{"id",
     "version", "sort", "group"?, "url"?}]}`: entries in the page's order (a batch
     group's entry, with the `url` of its fragment, before its members, which name it
     in `group`); counts for the page's filters (each exact up to
     queue_queries.COUNT_CAP, then the string "1,000+"); `more`: the page lists only the
-    first QUEUE_LIMIT. The page shows these counts as they come: it never adds or
+    first `shown` (its window, ?shown=, whole pages of QUEUE_LIMIT). The page shows these counts as they come: it never adds or
     subtracts in the browser."""
     filters = _filters(request)
     counts = queue_queries.queue_counts(request.user, filters)
@@ -196,15 +205,11 @@ def queue_sync(request: HttpRequest) -> JsonResponse:
             "count": counts["total"],
             "by_risk": {level: n for level, n, _ in counts["by_risk"]},
             "expiring": counts["expiring"],
-            "more": _more_than_shown(counts),
+            "more": queue_queries.more_than_shown(counts, _shown(request)),
+            "shown": _shown(request),
             "cards": sync_entries(shown),
         }
     )
-
-
-def _more_than_shown(counts: dict[str, Any]) -> bool:
-    """Whether the queue holds more than the page lists ("Showing the first 25.")."""
-    return bool(counts["capped"] or counts["total"] > queue_queries.QUEUE_LIMIT)
 
 
 @login_required

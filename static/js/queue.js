@@ -26,10 +26,10 @@ const cardsEl = document.getElementById("cards");
 const listEl = document.getElementById("queue-list");
 if (!cardsEl || !listEl) throw new Error("queue.js runs on the queue page only: it has no #cards / #queue-list");
 
-const query = cardsEl.dataset.query || "";
-const qs = query ? "?" + query : "";
-const syncUrl = cardsEl.dataset.syncUrl + qs;
-const cardUrl = (id) => cardsEl.dataset.cardUrl.replace("__id__", id) + qs;
+// The page's filters and window (?shown=): "Show 25 more" and j past the last row grow it.
+let query = cardsEl.dataset.query || "";
+const qsOf = () => (query ? "?" + query : "");
+const cardUrl = (id) => cardsEl.dataset.cardUrl.replace("__id__", id) + qsOf();
 const countEl = document.getElementById("queue-count");
 const expiringEl = document.getElementById("expiring-count");
 const shownNoteEl = document.getElementById("shown-note");
@@ -158,7 +158,7 @@ function removeCard(id) {
 
 // A batch group's fragment has its own URL (the sync gives it); a request's is cardUrl.
 async function fetchCard(id, url) {
-  const answer = await getHTML(url ? url + qs : cardUrl(id));
+  const answer = await getHTML(url ? url + qsOf() : cardUrl(id));
   if (answer.status === 204) { removeCard(id); return; }
   if (!answer.ok) return;
   const { card, row } = fragmentParts(answer.body);
@@ -171,7 +171,7 @@ async function resync() {
   if (syncing) { syncAgain = true; return syncing; }
   syncing = (async () => {
     try {
-      const answer = await getJSON(syncUrl);
+      const answer = await getJSON(cardsEl.dataset.syncUrl + qsOf());
       if (answer.status === 401 || answer.status === 403 || answer.redirected) { window.location.reload(); return; }
       if (!answer.ok) return;
       const state = answer.body;
@@ -244,10 +244,40 @@ function selectOnOpen() {
   else keepInUrl(null);
 }
 
-function move(step) {
+// --- The window: more rows in place, the same live sync ------------------------------------
+const showMoreEl = document.getElementById("show-more");
+const shownLimitEl = document.getElementById("shown-limit");
+
+function moreToShow() {
+  return Boolean(showMoreEl && shownNoteEl && !shownNoteEl.hidden && !showMoreEl.hidden);
+}
+
+async function showMore() {
+  const params = new URLSearchParams(query);
+  const size = Number(showMoreEl.dataset.pageSize);
+  const shown = Math.min(Number(params.get("shown") || size) + size, Number(showMoreEl.dataset.windowMax));
+  params.set("shown", String(shown));
+  query = params.toString();
+  showMoreEl.href = "?" + query;
+  history.replaceState(history.state, "", window.location.pathname + "?" + query + window.location.hash);
+  if (shownLimitEl) shownLimitEl.textContent = String(shown);
+  if (shown >= Number(showMoreEl.dataset.windowMax)) showMoreEl.hidden = true;
+  await resync();
+}
+
+if (showMoreEl) {
+  showMoreEl.addEventListener("click", (event) => { event.preventDefault(); showMore(); });
+}
+
+async function move(step) {
   const list = rows();
   if (!list.length) return;
   const i = selectedId ? list.indexOf(rowOf(selectedId)) : -1;
+  if (step > 0 && i === list.length - 1 && moreToShow()) {
+    await showMore();  // j past the last row: the next page joins the list, and j goes on into it
+    const longer = rows();
+    if (longer.length > list.length) { select(longer[i + 1].dataset.id); return; }
+  }
   const next = list[Math.max(0, Math.min(list.length - 1, i + step))] || list[0];
   select(next.dataset.id);
   // The listbox holds the focus, so assistive technology reads the active row.
@@ -335,9 +365,10 @@ function handle(message) {
           say(title + " is no longer yours to decide.", "info");
           removeCard(id);
         } else {
-          const by = data.decided_by ? " by " + data.decided_by : "";
+          const who = data.decided_by_name || data.decided_by;  // the full name, else the username
+          const by = who ? " by " + who : "";
           say(title + " was " + stateWords(message.state) + by + ".", "info");
-          if (hasDraft(id)) keepDecided(id, message.state, data.decided_by);
+          if (hasDraft(id)) keepDecided(id, message.state, who);
           else removeCard(id);
         }
       }

@@ -171,11 +171,15 @@ form.addEventListener("input", schedule);
 form.addEventListener("change", schedule);
 
 // --- Dry-run ---------------------------------------------------------------------------
+// The sampled requests all get a stricter level, yet the change is not provably stricter.
+const STRICTER_YET_WAITS = " although every sampled request gets a stricter level (a dry-run sees only past"
+  + " requests; only a change that can loosen none applies at once)";
 function showDryRun(report) {
   dryRunBox.appendChild(el("p", { class: "dry-run-summary" }, report.summary));
   if (report.four_eyes && report.four_eyes.on) {
+    const allStricter = report.transitions.length > 0 && report.transitions.every((t) => t.stricter);
     dryRunBox.appendChild(el("p", { class: "four-eyes", id: "four-eyes-verdict" }, report.four_eyes.waits_because
-      ? "Saving waits for a second risk-admin: " + report.four_eyes.waits_because + "."
+      ? "Saving waits for a second risk-admin" + (allStricter ? STRICTER_YET_WAITS : "") + ": " + report.four_eyes.waits_because + "."
       : "Saving applies at once: it only makes the policy stricter."));
   }
   const list = el("ul", { class: "transitions" });
@@ -195,7 +199,10 @@ function showDryRun(report) {
       const tr = el("tr", { "data-request": c.request_id });
       // The first cell opens the request; "Test" classifies it here with this rule.
       const when = el("td");
-      when.appendChild(el("a", { href: c.url, title: "Open the request" }, c.created_at.slice(0, 16).replace("T", " ")));
+      const stamp = c.created_at.slice(0, 16).replace("T", " ");
+      // A link only where this risk-admin may open the request; else the row's details alone.
+      when.appendChild(c.url ? el("a", { href: c.url, title: "Open the request" }, stamp)
+        : el("span", { title: "Not a request you may open: its details are all here" }, stamp));
       tr.appendChild(when);
       [c.action_type, c.agent, c.from_level, c.to_level, c.from_rule || "(default)", c.to_rule || "(default)"]
         .forEach((v) => tr.appendChild(el("td", {}, v)));

@@ -208,7 +208,13 @@ def test_high_and_critical_ask_before_anything(logged_in_page, people, submit, c
     assert ApprovalRequest.objects.get(pk=wire.pk).state == State.APPROVED
 
 
+def named(user, first: str, last: str) -> None:
+    user.first_name, user.last_name = first, last
+    user.save(update_fields=["first_name", "last_name"])
+
+
 def test_a_draft_survives_another_reviewers_decision(require_redis, logged_in_page, people, submit):
+    named(people["alice"], "Alice", "Liddell")  # people read her full name, never her username
     request = submit("send_email")
     bob = logged_in_page("bob", "bob-pw-123!")
     bob.locator("#live-status.is-live").wait_for()
@@ -225,11 +231,11 @@ def test_a_draft_survives_another_reviewers_decision(require_redis, logged_in_pa
 
     card = bob.locator(f"#card-{request.pk}.is-decided")
     card.wait_for()
-    assert "Decided by alice (approved)" in card.locator(".decided-note").inner_text()
+    assert "Decided by Alice Liddell (approved)" in card.locator(".decided-note").inner_text()
     feedback = card.locator("textarea[name=feedback]")
     assert feedback.input_value() == draft and feedback.evaluate("(el) => el.readOnly")
     assert card.locator("button[type=submit]:not([disabled])").count() == 0
-    assert "approved by alice" in bob.locator("#flash-stack").inner_text()
+    assert "approved by Alice Liddell" in bob.locator("#flash-stack").inner_text()
     assert bob.locator("#flash-stack .flash").count() == 1
     card.locator(".dismiss-decided").click()
     bob.locator(f"#card-{request.pk}").wait_for(state="detached")
@@ -253,6 +259,7 @@ def test_a_draft_survives_another_reviewers_vote_that_redraws_the_card(
 
 
 def test_presence_shows_who_else_is_looking(require_redis, logged_in_page, people, submit):
+    named(people["alice"], "Alice", "Liddell")  # bob has no full name: his username stands in
     request = submit("send_email")
     other = submit("send_email")
     alice = logged_in_page("alice", "alice-pw-123!")
@@ -261,13 +268,13 @@ def test_presence_shows_who_else_is_looking(require_redis, logged_in_page, peopl
         page.locator("#live-status.is-live").wait_for()
     select(alice, str(request.pk))
     select(bob, str(request.pk))
-    bob.locator(f"#card-{request.pk} .presence", has_text="alice is looking at this").wait_for()
+    bob.locator(f"#card-{request.pk} .presence", has_text="Alice Liddell is looking at this").wait_for()
     alice.locator(f"#card-{request.pk} .presence", has_text="bob is looking at this").wait_for()
-    assert "alice" in bob.locator(f"#row-{request.pk} .row-presence").inner_text()
+    assert "Alice Liddell" in bob.locator(f"#row-{request.pk} .row-presence").inner_text()
 
     select(alice, str(other.pk))  # alice moves on
     bob.locator(f"#card-{request.pk} .presence").wait_for(state="hidden")
-    bob.locator(f"#row-{other.pk} .row-presence", has_text="alice").wait_for()
+    bob.locator(f"#row-{other.pk} .row-presence", has_text="Alice Liddell").wait_for()
     alice.context.close()  # her socket closes: her presence ends with it
     bob.locator(f"#row-{other.pk} .row-presence").wait_for(state="hidden")
 

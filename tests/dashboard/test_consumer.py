@@ -262,6 +262,8 @@ def test_a_repeated_look_is_a_heartbeat_said_again(people, submit):
 
 
 def test_a_decision_push_says_who_decided(people, submit):
+    people["alice"].first_name, people["alice"].last_name = "Alice", "Liddell"
+    people["alice"].save(update_fields=["first_name", "last_name"])
     cookie = session_cookie(people["bob"])
 
     async def scenario():
@@ -271,6 +273,8 @@ def test_a_decision_push_says_who_decided(people, submit):
             await database_sync_to_async(services.reject)(email.pk, revision=1, actor=services.Person(people["alice"]))
             removed = await socket.receive_json_from(timeout=TIMEOUT)
             assert removed["event"] == "card.removed" and removed["state"] == "rejected"
+            # The audit label stays the username; people read the full name.
             assert removed["data"]["decided_by"] == "alice"
+            assert removed["data"]["decided_by_name"] == "Alice Liddell"
 
     run(scenario)

@@ -169,6 +169,7 @@ def test_a_filter_value_no_request_can_hold_shows_nothing_and_never_fails(client
         "cards": [],
         "expiring": 0,
         "more": False,
+        "shown": queue_queries.QUEUE_LIMIT,
         "by_risk": {"critical": 0, "high": 0, "medium": 0, "low": 0},
     }
     assert list(client.get(reverse("approvals:history"), query).context["page"].object_list) == []

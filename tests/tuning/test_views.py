@@ -83,13 +83,19 @@ def test_dry_run_endpoint_reports_in_words(admin_client, submit, email_is_not_de
     assert refused.status_code == 422 and refused.json()["details"]["field"] == "risk_level"
 
 
-def test_each_dry_run_row_links_to_the_request_it_would_affect(admin_client, submit, email_is_not_destructive):
+def test_each_dry_run_row_links_to_the_request_it_would_affect(
+    admin_client, risk_admin, reviewers_group, submit, email_is_not_destructive
+):
+    risk_admin.groups.add(reviewers_group)  # ada reviews too: she may open these requests
     submitted = {str(submit("send_email", FEW).pk) for _ in range(2)}
     report = _post_json(admin_client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
     assert {change["url"] for change in report["changes"]} == {f"/requests/{pk}/" for pk in submitted}
 
 
-def test_the_proposal_pages_dry_run_rows_link_to_the_requests(admin_client, submit, email_is_not_destructive, settings):
+def test_the_proposal_pages_dry_run_rows_link_to_the_requests(
+    admin_client, risk_admin, reviewers_group, submit, email_is_not_destructive, settings
+):
+    risk_admin.groups.add(reviewers_group)  # ada reviews too: she may open the request
     settings.POLICY_FOUR_EYES = True
     request = submit("send_email", FEW)
     admin_client.post(reverse("rules:new"), {"rule_json": json.dumps(LOW_EMAIL), "note": "Loosen"})
@@ -214,3 +220,35 @@ def test_a_reviewer_extends_a_deadline_through_the_endpoint(client, people, subm
     assert response.status_code == 200 and response.json()["ok"]
     again = client.post(url, {"seconds": "900"}, HTTP_ACCEPT="application/json")
     assert again.status_code == 409 and again.json()["code"] == "already_extended"
+
+
+def test_a_risk_admin_gets_links_only_to_requests_they_may_open(
+    ben, people, submit, email_is_not_destructive, settings, django_assert_max_num_queries
+):
+    """ben is a risk-admin but no reviewer of support's email: the request page would
+    answer him 404, so the dry-run shows him each row's details with no link. The guard
+    on the request page stays as it is."""
+    from django.test import Client
+
+    settings.POLICY_FOUR_EYES = True
+    hidden = submit("send_email", FEW)
+    client = Client()
+    client.force_login(ben)
+    assert client.get(f"/requests/{hidden.pk}/").status_code == 404  # unchanged: not his to view
+
+    report = _post_json(client, "rules:dry-run", {"rule": LOW_EMAIL}).json()
+    assert [(c["request_id"], c["url"], c["to_level"]) for c in report["changes"]] == [(str(hidden.pk), None, "low")]
+
+    client.post(reverse("rules:new"), {"rule_json": json.dumps(LOW_EMAIL), "note": "Loosen"})
+    proposal = PolicyProposal.objects.latest("created_at")
+    page = client.get(reverse("rules:proposal", args=[proposal.pk])).content.decode()
+    assert f"/requests/{hidden.pk}/" not in page and "Open the request" not in page
+    assert "send_email" in page  # the row's details are there
+
+    people["alice"].groups.add(*ben.groups.all())  # a reviewer who is also a risk-admin sees links
+    alice = Client()
+    alice.force_login(people["alice"])
+    more = [submit("send_email", FEW) for _ in range(5)]
+    with django_assert_max_num_queries(40):
+        report = _post_json(alice, "rules:dry-run", {"rule": LOW_EMAIL}).json()
+    assert {c["url"] for c in report["changes"]} == {f"/requests/{r.pk}/" for r in [hidden, *more]}

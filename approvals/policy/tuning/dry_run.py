@@ -32,6 +32,7 @@ from ..rules.engine import Classification, ClassificationInput, CompiledPolicy, 
 from ..rules.impact import compute_impact
 from ..rules.levels import LEVELS, level_rank
 from ..rules.patterns import refuse_problem_patterns
+from ..step_up_levels import needs_step_up
 
 __all__ = [
     "DEFAULT_SAMPLE",
@@ -63,7 +64,7 @@ def consequence(level: str) -> str:
         return "auto-executed"
     if level == "prohibited":
         return "refused"
-    return "approval needed"
+    return "approval with a step-up proof" if needs_step_up(level) else "approval needed"
 
 
 @dataclass(frozen=True)
@@ -143,12 +144,12 @@ class Transition:
 
     @property
     def sentence(self) -> str:
-        """E.g. "37 requests would go from low to high: auto-executed today, approval needed"."""
+        """E.g. "37 requests would go from low to high: auto-executed today, approval needed",
+        or "...from medium to high: approval needed either way" when only the level moves."""
         noun = "request" if self.count == 1 else "requests"
-        return (
-            f"{self.count} {noun} would go from {self.from_level} to {self.to_level}: "
-            f"{consequence(self.from_level)} today, {consequence(self.to_level)}"
-        )
+        before, after = consequence(self.from_level), consequence(self.to_level)
+        outcome = f"{before} either way" if before == after else f"{before} today, {after}"
+        return f"{self.count} {noun} would go from {self.from_level} to {self.to_level}: {outcome}"
 
     @property
     def stricter(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from ...models import PolicyProposal, PolicyVersion
 from .. import rules_and_verbs
 from ..rules.stricter import first_change_needing_approval
+from ..step_up_levels import needs_step_up
 
 __all__ = [
     "FieldChange",
@@ -173,11 +174,21 @@ def describe_field(key: str, rule: Mapping[str, Any]) -> str:
         return ", ".join(value) if value else "(none)"
     if key in ("decision_ttl_seconds", "execution_window_seconds"):
         return _seconds(value)
+    if key == "step_up":
+        return _step_up_text(bool(value), str(rule.get("risk_level", "")))
     if isinstance(value, bool):
         return "yes" if value else "no"
     if value is None:
         return "(none)"
     return str(value)
+
+
+def _step_up_text(rule_asks: bool, level: str) -> str:
+    """ "yes", "no", or "yes (every critical request needs it)" when the level asks for it
+    though the rule does not: the same function the guard uses decides."""
+    if not needs_step_up(level, rule_asks=rule_asks):
+        return "no"
+    return "yes" if rule_asks else f"yes (every {level} request needs it)"
 
 
 def _condition_lines(rule: Mapping[str, Any] | None, other: Mapping[str, Any] | None) -> tuple[ConditionLine, ...]:
