@@ -113,6 +113,19 @@ def _server_can_check(user, password: str) -> str:
     return found.get_username()
 
 
+def signed_in_page(new_context, daphne_server, username: str, password: str, **options):
+    """A new browser context (`options`: viewport, is_mobile, ...) signed in as `username`
+    through the real sign-in form; returns its page on the queue."""
+    _server_can_check(username, password)
+    page = new_context(**options).new_page()
+    page.goto("/login/")
+    page.fill("#id_login", username)
+    page.fill("#id_password", password)
+    page.click("form button[type=submit]")
+    page.wait_for_url(daphne_server.url + "/")
+    return page
+
+
 @pytest.fixture
 def logged_in_page(new_context, daphne_server) -> Callable:
     """`logged_in_page(user_or_username, password)`: a new context signed in through the

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import _server_can_check, select_card
+from tests.browser.conftest import select_card, signed_in_page
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -15,15 +15,7 @@ LONG_BODY = "\n\n".join(f"Paragraph {i}: the quarterly numbers, line by line." f
 
 
 def signed_in(new_context, daphne_server, username: str, **options):
-    password = f"{username}-pw-123!"
-    _server_can_check(username, password)
-    page = new_context(**options).new_page()
-    page.goto("/login/")
-    page.fill("#id_login", username)
-    page.fill("#id_password", password)
-    page.click("form button[type=submit]")
-    page.wait_for_url(daphne_server.url + "/")
-    return page
+    return signed_in_page(new_context, daphne_server, username, f"{username}-pw-123!", **options)
 
 
 def covered_by(page, selector: str) -> str | None:

@@ -23,7 +23,7 @@ from agents.services import issue_token
 from approvals import services
 from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
-from tests.browser.conftest import _server_can_check
+from tests.browser.conftest import signed_in_page
 from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -279,17 +279,6 @@ def test_presence_shows_who_else_is_looking(require_redis, logged_in_page, peopl
     bob.locator(f"#row-{other.pk} .row-presence").wait_for(state="hidden")
 
 
-def _signed_in(new_context, daphne_server, username: str, password: str, **options):
-    _server_can_check(username, password)
-    page = new_context(**options).new_page()
-    page.goto("/login/")
-    page.fill("#id_login", username)
-    page.fill("#id_password", password)
-    page.click("form button[type=submit]")
-    page.wait_for_url(daphne_server.url + "/")
-    return page
-
-
 def test_the_queue_fits_a_phone_and_both_screenshots(
     new_context, daphne_server, people, submit, critical_wires, artifacts_dir
 ):
@@ -297,11 +286,11 @@ def test_the_queue_fits_a_phone_and_both_screenshots(
         submit("send_email")
     submit("send_email", params=MANY)
     critical = submit("wire_money", params={"amount": 25000, "memo": "Supplier invoice 4411"})
-    desktop = _signed_in(new_context, daphne_server, "alice", "alice-pw-123!")
+    desktop = signed_in_page(new_context, daphne_server, "alice", "alice-pw-123!")
     select(desktop, str(critical.pk))
     desktop.screenshot(path=str(artifacts_dir / "queue-desktop.png"))
 
-    phone = _signed_in(
+    phone = signed_in_page(
         new_context,
         daphne_server,
         "bob",
