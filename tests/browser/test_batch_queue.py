@@ -18,7 +18,8 @@ from approvals.models import ApprovalRequest, Decision
 from approvals.people import Person
 from approvals.states import Kind, State
 from audit.models import AuditEvent
-from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, _signed_in, api, select, with_clock
+from tests.browser.conftest import signed_in_page
+from tests.browser.test_inbox import DOCS_SCREENSHOTS, MANY, UNDO_MS, api, select, with_clock
 from tests.browser.test_passkeys import _signed_in_with_a_passkey
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -168,7 +169,7 @@ def test_approve_all_of_a_critical_batch_takes_one_passkey_assertion_over_the_wh
 def test_a_batch_fits_a_phone(new_context, daphne_server, people, submit):
     for _ in range(3):
         submit("send_email", params=MANY, batch_id="a-rather-long-batch-id-" + "x" * 60, run_id="run-" + "y" * 80)
-    phone = _signed_in(
+    phone = signed_in_page(
         new_context,
         daphne_server,
         "bob",
