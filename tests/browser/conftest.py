@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urldefrag, urljoin
 
 import pytest
 
@@ -113,6 +114,14 @@ def _server_can_check(user, password: str) -> str:
     return found.get_username()
 
 
+def wait_for_address(page, address: str) -> None:
+    """Wait until the page is at `address` (absolute, or a path with its query), whatever its
+    fragment: the queue writes the selected row into the fragment (#selected=<id>) as soon as its
+    script runs, which can be before Playwright looks, and a URL glob would then never match."""
+    wanted = urljoin(page.url, address)
+    page.wait_for_url(lambda url: urldefrag(url).url == wanted)
+
+
 def signed_in_page(new_context, daphne_server, username: str, password: str, **options):
     """A new browser context (`options`: viewport, is_mobile, ...) signed in as `username`
     through the real sign-in form; returns its page on the queue."""
@@ -122,7 +131,7 @@ def signed_in_page(new_context, daphne_server, username: str, password: str, **o
     page.fill("#id_login", username)
     page.fill("#id_password", password)
     page.click("form button[type=submit]")
-    page.wait_for_url(daphne_server.url + "/")
+    wait_for_address(page, daphne_server.url + "/")
     return page
 
 
@@ -153,7 +162,7 @@ def logged_in_page(new_context, daphne_server) -> Callable:
 
         from controlplane.navigation import landing_url
 
-        page.wait_for_url(daphne_server.url + landing_url(get_user_model().objects.get(username=username)))
+        wait_for_address(page, daphne_server.url + landing_url(get_user_model().objects.get(username=username)))
         return page
 
     return _login

@@ -23,7 +23,7 @@ from agents.services import issue_token
 from approvals import services
 from approvals.models import ApprovalRequest, Decision
 from approvals.states import State
-from tests.browser.conftest import signed_in_page
+from tests.browser.conftest import signed_in_page, wait_for_address
 from tests.fixtures.revisions import current_revision
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -85,7 +85,7 @@ def test_a_critical_request_submitted_last_is_on_top_and_the_order_can_be_switch
     assert row_ids(alice)[0] == str(critical.pk)
     assert "highest risk, then the nearest deadline" in alice.locator("#queue-summary").inner_text()
     alice.locator(".order-switch a[data-order=age]").click()
-    alice.wait_for_url("**/?order=age")
+    wait_for_address(alice, "/?order=age")
     assert row_ids(alice)[0] == str(first.pk) and row_ids(alice)[-1] == str(critical.pk)
     assert "Oldest first" in alice.locator("#queue-summary").inner_text()
 
