@@ -4,6 +4,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 
+# The suite prints its 25 slowest tests, so every CI log says where its minutes go.
+PYTEST_ARGS ?= --durations=25
+
 .PHONY: run test test-js lint typecheck format-check bench bench-smoke install migrate clean
 
 $(BIN)/activate:
